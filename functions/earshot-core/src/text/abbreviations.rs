@@ -1,0 +1,314 @@
+//! The word lists that tell an abbreviation's dot from a full stop.
+//!
+//! Lists are deliberately short: only abbreviations whose dot is followed by a capitalised word or a
+//! number while the sentence goes on need listing. Any abbreviation followed by a lower-case word
+//! (`co. at noon`, `etc., and`) already continues its sentence by the general rule.
+
+use std::str::FromStr;
+
+/// The language whose abbreviations and punctuation habits apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lang {
+    /// Latin-script rules with English and French lists together; CJK rules for CJK text.
+    #[default]
+    Auto,
+    English,
+    French,
+    Chinese,
+    Japanese,
+}
+
+impl FromStr for Lang {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Lang::Auto),
+            "en" => Ok(Lang::English),
+            "fr" => Ok(Lang::French),
+            "zh" => Ok(Lang::Chinese),
+            "ja" => Ok(Lang::Japanese),
+            other => Err(format!("unknown language `{other}` (expected en, fr, zh, ja or auto)")),
+        }
+    }
+}
+
+/// Lower-cases a short ASCII-ish word into a fixed buffer, so look-ups allocate nothing.
+fn lower<'a>(word: &str, buf: &'a mut [u8; 16]) -> Option<&'a str> {
+    if word.len() > buf.len() {
+        return None;
+    }
+    for (dst, src) in buf.iter_mut().zip(word.bytes()) {
+        *dst = src.to_ascii_lowercase();
+    }
+    std::str::from_utf8(&buf[..word.len()]).ok()
+}
+
+/// Titles and other words whose dot is followed by a name: `Dr. Watson`, `St. Michael's`.
+pub fn is_title(word: &str, lang: Lang) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    let english = matches!(
+        w,
+        "mr" | "mrs"
+            | "ms"
+            | "mx"
+            | "dr"
+            | "prof"
+            | "st"
+            | "mt"
+            | "ft"
+            | "gen"
+            | "sen"
+            | "rep"
+            | "gov"
+            | "pres"
+            | "capt"
+            | "cpt"
+            | "lt"
+            | "col"
+            | "maj"
+            | "sgt"
+            | "cmdr"
+            | "adm"
+            | "rev"
+            | "hon"
+            | "fr"
+            | "br"
+            | "sr"
+            | "jr"
+            | "messrs"
+            | "mmes"
+            | "msgr"
+            | "supt"
+            | "insp"
+            | "det"
+            | "gov't"
+            | "esq"
+            | "sra"
+            | "srta"
+            | "lic"
+            | "ing"
+            | "arq"
+    );
+    let french = matches!(w, "mme" | "mlle" | "mgr" | "pr" | "ste" | "mm" | "me");
+    match lang {
+        Lang::English | Lang::Chinese | Lang::Japanese => english,
+        Lang::French => english || french,
+        // `Me.` is an English word at the end of a sentence, so auto leaves it out.
+        Lang::Auto => english || (french && w != "me"),
+    }
+}
+
+/// Words whose dot is followed by a number: `p. 55`, `No. 5`, `N°. 1026`, `Fig. 3`.
+pub fn precedes_number(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else {
+        return word == "N°" || word == "n°";
+    };
+    matches!(
+        w,
+        "p" | "pp"
+            | "no"
+            | "nos"
+            | "nr"
+            | "vol"
+            | "vols"
+            | "fig"
+            | "figs"
+            | "ch"
+            | "chap"
+            | "sec"
+            | "art"
+            | "approx"
+            | "ca"
+            | "cf"
+            | "tel"
+            | "op"
+            | "ed"
+            | "eq"
+            | "eqs"
+            | "pt"
+            | "pts"
+            | "para"
+            | "ver"
+            | "v"
+            | "vs"
+            | "n°"
+            | "rm"
+            | "apt"
+            | "ste"
+            | "bldg"
+            | "ext"
+            | "min"
+            | "max"
+            | "est"
+            | "nº"
+            | "jan"
+            | "feb"
+            | "mar"
+            | "apr"
+            | "jun"
+            | "jul"
+            | "aug"
+            | "sep"
+            | "sept"
+            | "oct"
+            | "nov"
+            | "dec"
+            | "a.d"
+    )
+}
+
+/// Units written after a number and before another (`5 ft. 6 in.`, `2 lb. 4 oz.`).
+pub fn is_unit(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(w, "ft" | "in" | "yd" | "mi" | "lb" | "lbs" | "oz" | "hr" | "hrs" | "min" | "sec" | "gal" | "qt" | "pt" | "sq" | "cu")
+}
+
+/// Dotted abbreviations of places and bodies, which often stand before a name (`U.S. Government`,
+/// `U.N. Security Council`). Other dotted abbreviations (`Ph.D.`, `B.C.`) end their sentence before a
+/// capitalised word.
+pub fn is_proper_abbreviation(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(w, "u.s" | "u.s.a" | "u.k" | "u.n" | "e.u" | "n.y" | "d.c" | "l.a" | "s.f" | "n.j" | "u.a.e")
+}
+
+/// Abbreviations that never end a sentence in practice: `e.g.`, `i.e.`, `vs.`, `cf.`, `viz.`.
+pub fn never_ends(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(w, "e.g" | "i.e" | "vs" | "cf" | "viz" | "a.k.a" | "approx" | "ca" | "resp")
+}
+
+/// Abbreviations of a time (`a.m.`, `P.M.`, `B.C.`, `A.D.`): they end a sentence that has a subject
+/// (`He left at 6 P.M. Mr. Smith then…`) and go on in an opening time phrase (`In 44 B.C. Caesar…`).
+pub fn is_time_of_day(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(w, "a.m" | "p.m" | "b.c" | "a.d" | "c.e" | "b.c.e")
+}
+
+/// Prepositions that open a time phrase (`At 5 a.m. Mr. Smith went`, `On Monday at 6 a.m. Mr. Smith
+/// arrived`): a sentence that opens with one has no subject yet when it reaches the time.
+pub fn is_time_preposition(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(
+        w,
+        "at" | "on" | "in" | "by" | "before" | "after" | "until" | "till" | "from" | "since" | "around" | "about" | "during"
+    )
+}
+
+/// Words that commonly start an English sentence: pronouns, determiners, question words,
+/// conjunctions, auxiliaries. After a multi-dot abbreviation (`U.S.`, `E.U.`) such a word starts a
+/// new sentence, while any other capitalised word (`U.S. Government`) continues it.
+pub fn is_sentence_starter(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(
+        w,
+        "i" | "you"
+            | "he"
+            | "she"
+            | "it"
+            | "we"
+            | "they"
+            | "this"
+            | "that"
+            | "these"
+            | "those"
+            | "there"
+            | "here"
+            | "the"
+            | "a"
+            | "an"
+            | "my"
+            | "your"
+            | "his"
+            | "her"
+            | "its"
+            | "our"
+            | "their"
+            | "how"
+            | "what"
+            | "why"
+            | "when"
+            | "where"
+            | "who"
+            | "which"
+            | "whose"
+            | "is"
+            | "are"
+            | "was"
+            | "were"
+            | "do"
+            | "does"
+            | "did"
+            | "can"
+            | "could"
+            | "will"
+            | "would"
+            | "should"
+            | "may"
+            | "might"
+            | "must"
+            | "have"
+            | "has"
+            | "had"
+            | "but"
+            | "and"
+            | "so"
+            | "or"
+            | "yet"
+            | "if"
+            | "as"
+            | "in"
+            | "on"
+            | "at"
+            | "for"
+            | "with"
+            | "after"
+            | "before"
+            | "then"
+            | "now"
+            | "also"
+            | "however"
+            | "please"
+            | "let"
+            | "let's"
+            | "yes"
+            | "no"
+            | "not"
+            | "some"
+            | "many"
+            | "most"
+            | "all"
+            | "each"
+            | "every"
+            | "thanks"
+            | "thank"
+            | "sure"
+            | "ok"
+            | "okay"
+            | "well"
+            | "next"
+            | "first"
+            | "finally"
+            | "meanwhile"
+            | "still"
+            | "although"
+            | "because"
+            | "since"
+            | "while"
+            | "during"
+            | "i'm"
+            | "it's"
+            | "that's"
+            | "there's"
+            | "we're"
+            | "they're"
+            | "you're"
+    )
+}

@@ -1,0 +1,10 @@
+//! Text on its way from an agent to a voice: Markdown made speakable ([`normaliser`]) and cut into
+//! sentences as it streams ([`segmenter`]).
+
+pub mod abbreviations;
+pub mod chars;
+pub mod list_marker;
+pub mod segmenter;
+
+pub use abbreviations::Lang;
+pub use segmenter::{split, BoundaryKind, Segmenter, SegmenterConfig, Sentence};
