@@ -4,7 +4,9 @@
 pub mod abbreviations;
 pub mod chars;
 pub mod list_marker;
+pub mod normaliser;
 pub mod segmenter;
 
 pub use abbreviations::Lang;
+pub use normaliser::{normalise, Normaliser};
 pub use segmenter::{split, BoundaryKind, Segmenter, SegmenterConfig, Sentence};

@@ -250,12 +250,91 @@ impl Segmenter {
 
     fn scan(&mut self, eof: bool) {
         while self.pos < self.end() {
+            self.skim();
+            if self.pos >= self.end() {
+                break;
+            }
             match self.step(eof) {
                 Step::NeedMore => break,
                 Step::Advance(to) => self.pos = to,
                 Step::Boundary(at, kind) => self.emit(at, kind),
             }
         }
+    }
+
+    /// The fast path: reads plain ASCII words, the commas, hyphens and apostrophes inside or after
+    /// them, and single spaces between them. None of these can end a sentence, so the fast path only
+    /// keeps the counters that [`Self::step`] would keep. Everything else (other punctuation, line
+    /// breaks, a sentence's first word, words of a one-line list, a fast first fragment's clause
+    /// break) goes through `step`.
+    fn skim(&mut self) {
+        if !self.s.marker_checked || self.list.is_some() {
+            return;
+        }
+        let budget = match self.cfg.max_chars {
+            Some(max) => max.saturating_sub(self.s.chars + 1),
+            None => usize::MAX,
+        };
+        let watch_clauses = self.cfg.fast_first_min_words.is_some() && self.emitted == 0;
+        let clause_ok = self.live_depth() == 0;
+        let bytes = &self.buf.as_bytes()[self.pos - self.base..];
+        let limit = bytes.len().min(budget);
+        let mut i = 0;
+        let mut last = match self.s.prev {
+            Some(p) if p.is_ascii() => p as u8,
+            _ => 0,
+        };
+        let mut last_nonspace = None;
+        let mut word_start = self.s.word_start;
+        let mut words = 0;
+        let mut last_space = self.s.last_space;
+        let mut last_clause = self.s.last_clause;
+        while i < limit {
+            let b = bytes[i];
+            match SKIM_CLASS[b as usize] {
+                ALNUM => {
+                    if word_start.is_none() {
+                        word_start = Some(self.pos + i);
+                        words += 1;
+                    }
+                }
+                INNER if word_start.is_some() && SKIM_CLASS[last as usize] == ALNUM => {}
+                SPACE if word_start.is_some() && SKIM_CLASS[last as usize] != SPACE => {
+                    if last == b',' {
+                        if watch_clauses {
+                            break;
+                        }
+                        if clause_ok {
+                            last_clause = Some(self.pos + i);
+                        }
+                    }
+                    word_start = None;
+                    last_space = Some(self.pos + i);
+                    last = b;
+                    i += 1;
+                    continue;
+                }
+                _ => break,
+            }
+            last_nonspace = Some(b);
+            last = b;
+            i += 1;
+        }
+        if i == 0 {
+            return;
+        }
+        self.s.chars += i;
+        self.s.words += words;
+        self.s.word_start = word_start;
+        self.s.last_space = last_space;
+        self.s.last_clause = last_clause;
+        self.s.prev = Some(last as char);
+        if let Some(b) = last_nonspace {
+            self.s.last_nonspace = Some(b as char);
+            self.s.has_word = true;
+            self.s.has_content = true;
+        }
+        self.pos += i;
     }
 
     fn emit(&mut self, at: usize, kind: BoundaryKind) {
@@ -292,6 +371,19 @@ impl Segmenter {
         }
     }
 
+    /// Marks a span as read; says whether it held white space.
+    fn consume_span(&mut self, from: usize, to: usize) -> bool {
+        let mut spaced = false;
+        let mut i = from;
+        while i < to {
+            let Some(ch) = self.char_at(i) else { break };
+            spaced |= ch.is_whitespace();
+            self.consume(ch);
+            i += ch.len_utf8();
+        }
+        spaced
+    }
+
     fn step(&mut self, eof: bool) -> Step {
         let at = self.pos;
         let Some(c) = self.char_at(at) else { return Step::NeedMore };
@@ -308,9 +400,7 @@ impl Segmenter {
                 Parsed::Marker(marker, len) => {
                     self.list = Some(marker);
                     self.s.marker_checked = true;
-                    for ch in self.text(at, at + len).chars().collect::<Vec<_>>() {
-                        self.consume(ch);
-                    }
+                    self.consume_span(at, at + len);
                     self.s.has_word = false;
                     return Step::Advance(at + len);
                 }
@@ -357,12 +447,12 @@ impl Segmenter {
             self.s.depth += 1;
         } else if is_bracket_closer(c) || c == '"' {
             self.s.depth = self.s.depth.saturating_sub(1);
-        } else if is_cjk(c) {
+        } else if !c.is_ascii() && is_cjk(c) {
             self.s.cjk_chars += 1;
         }
         if self.s.word_start.is_none() {
             self.s.word_start = Some(at);
-            if c.is_alphanumeric() && !is_cjk(c) {
+            if c.is_alphanumeric() && (c.is_ascii() || !is_cjk(c)) {
                 self.s.words += 1;
             }
         }
@@ -399,18 +489,28 @@ impl Segmenter {
     /// Moves on, unless the sentence has grown past the maximum length: then it ends at the best
     /// break before here (a clause mark in the second half, else the last space, else here).
     fn advance_checked(&mut self, next: usize) -> Step {
-        let Some(max) = self.cfg.max_chars else { return Step::Advance(next) };
-        if self.s.chars < max.max(1) {
-            return Step::Advance(next);
+        match self.length_cut(next) {
+            Some(cut) => Step::Boundary(cut, BoundaryKind::MaxLength),
+            None => Step::Advance(next),
+        }
+    }
+
+    /// Where to cut a sentence that has reached the maximum length with the text up to `next`
+    /// read, or `None` if it has not.
+    fn length_cut(&self, next: usize) -> Option<usize> {
+        let max = self.cfg.max_chars?.max(1);
+        if self.s.chars < max {
+            return None;
         }
         let half = self.start + (next - self.start) / 2;
         let cut = match (self.s.last_clause, self.s.last_space) {
             (Some(clause), _) if clause >= half && clause > self.start => clause,
             (_, Some(space)) if space > self.start => space,
             (Some(clause), _) if clause > self.start => clause,
-            _ => next,
+            // No break: cut after exactly `max` characters.
+            _ => self.start + self.text(self.start, next).chars().take(max).map(char::len_utf8).sum::<usize>(),
         };
-        Step::Boundary(cut, BoundaryKind::MaxLength)
+        Some(cut)
     }
 
     fn decide_newline(&mut self, at: usize, eof: bool) -> Step {
@@ -549,12 +649,8 @@ impl Segmenter {
 
     /// Takes a terminator run as read: updates the state for its characters and moves past it.
     fn take_run(&mut self, at: usize, run: &Run) -> Step {
-        let text: Vec<char> = self.text(at, run.end).chars().collect();
-        for ch in text {
-            if ch.is_whitespace() {
-                self.s.word_start = None;
-            }
-            self.consume(ch);
+        if self.consume_span(at, run.end) {
+            self.s.word_start = None;
         }
         self.s.depth = run.depth_after;
         self.advance_checked(run.end)
@@ -567,8 +663,10 @@ impl Segmenter {
             Verdict::Continue => self.take_run(at, &run),
             Verdict::EndAt(end) => {
                 if end == run.end {
-                    // Count the run as read so that the sentence's length includes it.
-                    let _ = self.take_run(at, &run);
+                    // Count the run as read, so that the sentence's length includes it.
+                    if let Step::Boundary(cut, kind) = self.take_run(at, &run) {
+                        return Step::Boundary(cut, kind);
+                    }
                 }
                 Step::Boundary(end, BoundaryKind::Terminal)
             }
@@ -783,6 +881,30 @@ impl Segmenter {
         is_time_preposition(first)
     }
 }
+
+const OTHER: u8 = 0;
+const ALNUM: u8 = 1;
+const SPACE: u8 = 2;
+const INNER: u8 = 3;
+
+/// Byte classes for [`Segmenter::skim`]: ASCII letters and digits, the space, and the marks that
+/// may follow a letter inside a clause (`,` `-` `'`).
+static SKIM_CLASS: [u8; 256] = {
+    let mut table = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            table[b] = ALNUM;
+        }
+        b += 1;
+    }
+    table[b' ' as usize] = SPACE;
+    table[b',' as usize] = INNER;
+    table[b'-' as usize] = INNER;
+    table[b'\'' as usize] = INNER;
+    table
+};
 
 /// The judgement on a terminator run.
 enum Verdict {

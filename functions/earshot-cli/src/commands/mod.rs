@@ -1,0 +1,4 @@
+//! One module a subcommand.
+
+pub mod bench;
+pub mod split;

@@ -1,0 +1,40 @@
+//! The `earshot` command line.
+//!
+//! - `earshot split`: cut text on standard input into sentences, as the gateway does while an agent
+//!   streams, one JSON string a line.
+//! - `earshot bench`: the benchmarks that need no running services (the segmenter's throughput).
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod commands;
+
+#[derive(Parser)]
+#[command(name = "earshot", version, about = "A voice gateway that starts speaking as soon as the agent has a sentence.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Split UTF-8 text from standard input into sentences, one JSON string a line.
+    Split(commands::split::SplitArgs),
+    /// Run a benchmark and print its figures.
+    Bench(commands::bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Split(args) => commands::split::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("earshot: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
