@@ -9,6 +9,7 @@ use proptest::prelude::*;
 fn piece() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => "[A-Za-z]{1,9}".prop_map(|w| w),
+        1 => prop::sample::select(vec!["'' ", " '' ", "don't ", "well-known ", ", ", " ' ", "Mr . ", "word , "]).prop_map(String::from),
         2 => Just(" ".to_string()),
         1 => Just("\n".to_string()),
         1 => Just("\n\n".to_string()),
@@ -100,6 +101,17 @@ proptest! {
         }
         out.extend(seg.flush().map(|s| s.text));
         prop_assert_eq!(whole, out);
+    }
+
+    #[test]
+    fn the_fast_path_changes_nothing(text in text(), cuts in cuts()) {
+        for cfg in configs() {
+            let fast = run_chunked(&text, &cfg, &cuts);
+            let mut seg = Segmenter::new(cfg.clone()).without_fast_path();
+            let mut slow: Vec<String> = seg.push(&text).map(|s| s.text).collect();
+            slow.extend(seg.flush().map(|s| s.text));
+            prop_assert_eq!(&fast, &slow, "config {:?}", cfg);
+        }
     }
 
     #[test]

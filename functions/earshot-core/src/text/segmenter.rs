@@ -142,6 +142,8 @@ pub struct Segmenter {
     /// Absolute offset of the last boundary.
     last_boundary: usize,
     out: Vec<Sentence>,
+    /// Whether [`Self::skim`] may read plain text; off only to test it against [`Self::step`].
+    fast_path: bool,
 }
 
 impl Default for Segmenter {
@@ -163,7 +165,15 @@ impl Segmenter {
             emitted: 0,
             last_boundary: 0,
             out: Vec::new(),
+            fast_path: true,
         }
+    }
+
+    /// Turns the fast path for plain text off, so that tests can check it changes nothing.
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> Self {
+        self.fast_path = false;
+        self
     }
 
     pub fn config(&self) -> &SegmenterConfig {
@@ -224,18 +234,22 @@ impl Segmenter {
         self.emitted
     }
 
+    #[inline]
     fn end(&self) -> usize {
         self.base + self.buf.len()
     }
 
+    #[inline]
     fn text(&self, from: usize, to: usize) -> &str {
         &self.buf[from - self.base..to - self.base]
     }
 
+    #[inline]
     fn rest(&self, from: usize) -> &str {
         &self.buf[from - self.base..]
     }
 
+    #[inline]
     fn char_at(&self, at: usize) -> Option<char> {
         self.rest(at).chars().next()
     }
@@ -267,8 +281,9 @@ impl Segmenter {
     /// keeps the counters that [`Self::step`] would keep. Everything else (other punctuation, line
     /// breaks, a sentence's first word, words of a one-line list, a fast first fragment's clause
     /// break) goes through `step`.
+    #[inline]
     fn skim(&mut self) {
-        if !self.s.marker_checked || self.list.is_some() {
+        if !self.fast_path || !self.s.marker_checked || self.list.is_some() {
             return;
         }
         let budget = match self.cfg.max_chars {
@@ -299,7 +314,8 @@ impl Segmenter {
                     }
                 }
                 INNER if word_start.is_some() && SKIM_CLASS[last as usize] == ALNUM => {}
-                SPACE if word_start.is_some() && SKIM_CLASS[last as usize] != SPACE => {
+                // After a word or its comma only: a word made of quotes is counted by `step`.
+                SPACE if word_start.is_some() && (SKIM_CLASS[last as usize] == ALNUM || last == b',') => {
                     if last == b',' {
                         if watch_clauses {
                             break;
@@ -350,6 +366,7 @@ impl Segmenter {
     }
 
     /// Bracket depth at the current position, ignoring brackets left open too long.
+    #[inline]
     fn live_depth(&self) -> u32 {
         if self.s.depth > 0 && self.pos - self.s.depth_since <= BRACKET_REACH {
             self.s.depth
@@ -359,6 +376,7 @@ impl Segmenter {
     }
 
     /// Marks one character as read and updates the counters that do not depend on its class.
+    #[inline]
     fn consume(&mut self, c: char) {
         self.s.chars += 1;
         self.s.prev = Some(c);
@@ -488,6 +506,7 @@ impl Segmenter {
 
     /// Moves on, unless the sentence has grown past the maximum length: then it ends at the best
     /// break before here (a clause mark in the second half, else the last space, else here).
+    #[inline]
     fn advance_checked(&mut self, next: usize) -> Step {
         match self.length_cut(next) {
             Some(cut) => Step::Boundary(cut, BoundaryKind::MaxLength),
@@ -721,6 +740,10 @@ impl Segmenter {
             return Verdict::EndAt(run.end);
         }
         let word = self.word_before(at);
+        if word.len() > 8 && !word.contains('.') && !is_digit(y) {
+            // No abbreviation is this long: an ordinary word ends its sentence.
+            return Verdict::EndAt(run.end);
+        }
         let after_number = self.word_before_word().is_some_and(is_number);
         if is_digit(y) {
             let continues = precedes_number(word) || (after_number && is_unit(word));
