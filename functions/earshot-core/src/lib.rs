@@ -3,5 +3,15 @@
 //! them.
 //!
 //! - [`text`]: the streaming sentence segmenter and the speech normaliser.
+//! - [`scheduler`]: agent text to ordered speech, with a release policy, bounded queues and
+//!   cancellation.
+//! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends.
+//! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
+//! - [`timeline`]: the measurement marks and the metrics derived from them.
 
+pub mod agent;
+pub mod protocol;
+pub mod scheduler;
+pub mod speech;
 pub mod text;
+pub mod timeline;

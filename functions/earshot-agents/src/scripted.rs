@@ -1,0 +1,287 @@
+//! A scripted agent: streams a fixed answer as LLM-like tokens at a chosen rate, with optional pauses
+//! (as when an agent calls a tool), through the same interface as a real agent.
+//!
+//! Scripts are text with pause marks: `Let me check.{pause:2000} It shipped today.` pauses 2 s after
+//! the first sentence and signals the pause to the scheduler, as a tool call would.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, AGENT_CHANNEL};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::tokens::llm_tokens;
+
+/// One step of a script.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptItem {
+    Text(String),
+    Pause(Duration),
+}
+
+/// An answer to stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script(pub Vec<ScriptItem>);
+
+impl Script {
+    /// Parses text with `{pause:MS}` marks.
+    pub fn parse(source: &str) -> Script {
+        let mut items = Vec::new();
+        let mut rest = source;
+        while let Some(start) = rest.find("{pause:") {
+            let Some(len) = rest[start..].find('}') else { break };
+            let millis = rest[start + 7..start + len].trim().parse::<u64>().ok();
+            let Some(millis) = millis else {
+                // Not a pause mark after all: keep it as text.
+                items.push(ScriptItem::Text(rest[..start + len + 1].to_string()));
+                rest = &rest[start + len + 1..];
+                continue;
+            };
+            if start > 0 {
+                items.push(ScriptItem::Text(rest[..start].to_string()));
+            }
+            items.push(ScriptItem::Pause(Duration::from_millis(millis)));
+            rest = &rest[start + len + 1..];
+        }
+        if !rest.is_empty() {
+            items.push(ScriptItem::Text(rest.to_string()));
+        }
+        Script(items)
+    }
+
+    /// Text as given, with no pauses.
+    pub fn plain(text: &str) -> Script {
+        Script(vec![ScriptItem::Text(text.to_string())])
+    }
+
+    /// The text the script speaks.
+    pub fn text(&self) -> String {
+        self.0
+            .iter()
+            .filter_map(|i| match i {
+                ScriptItem::Text(t) => Some(t.as_str()),
+                ScriptItem::Pause(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// The built-in sample answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sample {
+    /// A brief support reply: an acknowledgement, then the substance.
+    Brief,
+    /// A long explanation in Markdown, several paragraphs and a list.
+    Long,
+    /// An answer with a tool call between its first sentence and the rest.
+    Pause,
+}
+
+impl Sample {
+    pub const ALL: [Sample; 3] = [Sample::Brief, Sample::Long, Sample::Pause];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Sample::Brief => "brief",
+            Sample::Long => "long",
+            Sample::Pause => "pause",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Sample> {
+        Sample::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    pub fn source(self) -> &'static str {
+        match self {
+            Sample::Brief => {
+                "Sure. I found your order, and it shipped this morning from our warehouse in Leeds. \
+                 It should arrive by Thursday before 6 p.m. Is there anything else I can help you with?"
+            }
+            Sample::Long => {
+                "Great question! Streaming speech works in three steps.\n\n\
+                 1. **Listen to the agent.** The gateway reads the model's answer a few tokens at a time, \
+                 as it is written.\n\
+                 2. **Find sentences early.** A sentence is sent to the voice the moment it is complete, \
+                 so the first words can be heard while the rest is still being written. Abbreviations \
+                 like Dr. or e.g. and numbers like 3.14 do not fool it.\n\
+                 3. **Speak in order.** Audio streams back sentence by sentence, and the next sentence is \
+                 usually ready before the previous one has finished playing.\n\n\
+                 The result is that time to first audio depends on the first sentence, not on the whole \
+                 answer. For a long answer like this one, that is the difference between a pause of a \
+                 second and a pause of ten. See https://example.com/docs/streaming.html for the details."
+            }
+            Sample::Pause => {
+                "Let me check that for you.{pause:2000} Your order shipped this morning. It should arrive \
+                 on Thursday, and the tracking number is in your e-mail."
+            }
+        }
+    }
+
+    pub fn script(self) -> Script {
+        Script::parse(self.source())
+    }
+}
+
+/// Pace of a scripted agent.
+#[derive(Debug, Clone)]
+pub struct ScriptedConfig {
+    /// Tokens per second.
+    pub tokens_per_second: f64,
+    /// Delay before the first token (an LLM's time to first token).
+    pub first_token_delay: Duration,
+}
+
+impl Default for ScriptedConfig {
+    fn default() -> Self {
+        ScriptedConfig { tokens_per_second: 30.0, first_token_delay: Duration::from_millis(200) }
+    }
+}
+
+/// The scripted agent.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedAgent {
+    pub config: ScriptedConfig,
+}
+
+impl ScriptedAgent {
+    pub fn new(config: ScriptedConfig) -> Self {
+        ScriptedAgent { config }
+    }
+
+    /// The script for an input: a prompt naming a sample (`brief`, `long`, `pause`) gets that
+    /// sample; a prompt mentioning a tool or a pause gets the pause sample, one asking to explain
+    /// gets the long one, any other the brief one. Text is spoken as given.
+    pub fn script_for(input: &AgentInput) -> Script {
+        match input {
+            AgentInput::Text(text) => Script::plain(text),
+            AgentInput::Prompt(prompt) => {
+                let p = prompt.trim().to_lowercase();
+                if let Some(sample) = Sample::from_name(&p) {
+                    return sample.script();
+                }
+                let sample = if p.contains("pause") || p.contains("tool") || p.contains("check") {
+                    Sample::Pause
+                } else if p.contains("explain") || p.contains("how") || p.contains("long") {
+                    Sample::Long
+                } else {
+                    Sample::Brief
+                };
+                sample.script()
+            }
+        }
+    }
+
+    /// Streams a script through a channel, at the configured pace.
+    pub fn stream(&self, script: Script, cancel: CancellationToken) -> AgentStream {
+        let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
+        let interval = Duration::from_secs_f64(1.0 / self.config.tokens_per_second.max(0.001));
+        let first_delay = self.config.first_token_delay;
+        tokio::spawn(async move {
+            let send = |event| {
+                let tx = tx.clone();
+                let cancel = cancel.clone();
+                async move {
+                    tokio::select! {
+                        _ = cancel.cancelled() => false,
+                        sent = tx.send(Ok(event)) => sent.is_ok(),
+                    }
+                }
+            };
+            let pause = |duration| {
+                let cancel = cancel.clone();
+                async move {
+                    tokio::select! {
+                        _ = cancel.cancelled() => false,
+                        _ = tokio::time::sleep(duration) => true,
+                    }
+                }
+            };
+            if !pause(first_delay).await {
+                return;
+            }
+            let mut first = true;
+            for item in script.0 {
+                match item {
+                    ScriptItem::Text(text) => {
+                        for token in llm_tokens(&text) {
+                            if !first && !pause(interval).await {
+                                return;
+                            }
+                            first = false;
+                            if !send(AgentEvent::Delta(token)).await {
+                                return;
+                            }
+                        }
+                    }
+                    ScriptItem::Pause(duration) => {
+                        if !send(AgentEvent::Pause).await || !pause(duration).await {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = send(AgentEvent::Done).await;
+        });
+        rx
+    }
+}
+
+#[async_trait]
+impl AgentSource for ScriptedAgent {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
+        Ok(self.stream(Self::script_for(&input), cancel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pause_marks() {
+        let s = Script::parse("One.{pause:250} Two.{pause:x}");
+        assert_eq!(s.0, vec![
+            ScriptItem::Text("One.".into()),
+            ScriptItem::Pause(Duration::from_millis(250)),
+            ScriptItem::Text(" Two.{pause:x}".into()),
+        ]);
+    }
+
+    #[tokio::test]
+    async fn streams_the_whole_answer_then_done() {
+        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO });
+        let mut rx = agent.start(AgentInput::Prompt("pause".into()), CancellationToken::new()).await.unwrap();
+        let (mut text, mut pauses, mut done) = (String::new(), 0, false);
+        while let Some(event) = rx.recv().await {
+            match event.unwrap() {
+                AgentEvent::Delta(t) => text.push_str(&t),
+                AgentEvent::Pause => pauses += 1,
+                AgentEvent::Done => done = true,
+            }
+        }
+        assert_eq!(text, Sample::Pause.script().text());
+        assert_eq!(pauses, 1);
+        assert!(done);
+    }
+
+    #[tokio::test]
+    async fn cancelling_stops_the_stream() {
+        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 10.0, first_token_delay: Duration::ZERO });
+        let cancel = CancellationToken::new();
+        let mut rx = agent.start(AgentInput::Prompt("long".into()), cancel.clone()).await.unwrap();
+        assert!(matches!(rx.recv().await, Some(Ok(AgentEvent::Delta(_)))));
+        cancel.cancel();
+        // The task ends and drops its sender: the stream closes without Done.
+        let mut rest = Vec::new();
+        while let Some(e) = rx.recv().await {
+            rest.push(e.unwrap());
+        }
+        assert!(rest.len() <= 1 && !rest.contains(&AgentEvent::Done), "{rest:?}");
+    }
+}

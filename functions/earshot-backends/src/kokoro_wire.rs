@@ -1,0 +1,99 @@
+//! The Kokoro container's messages, version 1 (see `infra/kokoro/PROTOCOL.md`): JSON control messages
+//! in text frames, audio in binary frames that name their request. Shared by every transport that
+//! reaches the container (a direct WebSocket here, SageMaker's bidirectional stream elsewhere).
+
+use bytes::Bytes;
+use serde::Deserialize;
+
+/// The kind byte of an audio frame; other kinds are reserved and skipped.
+pub const AUDIO_KIND: u8 = 0x01;
+
+/// `synthesize`, as JSON.
+pub fn synthesize(request_id: &str, text: &str, voice: &str, speed: f32) -> String {
+    serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed})
+        .to_string()
+}
+
+/// `cancel`, as JSON.
+pub fn cancel(request_id: &str) -> String {
+    serde_json::json!({"type": "cancel", "v": 1, "request_id": request_id}).to_string()
+}
+
+/// `close`, as JSON.
+pub fn close() -> String {
+    serde_json::json!({"type": "close", "v": 1}).to_string()
+}
+
+/// A control message from the container.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ControlMessage {
+    Start { request_id: String, sample_rate: u32 },
+    End { request_id: String },
+    Cancelled { request_id: String },
+    Error { code: String, message: String, request_id: Option<String> },
+    Closed {},
+    #[serde(other)]
+    Unknown,
+}
+
+pub fn parse_control(text: &str) -> Result<ControlMessage, String> {
+    serde_json::from_str(text).map_err(|e| format!("unreadable control message from the container: {e}"))
+}
+
+/// An audio frame from the container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AudioFrame {
+    pub request_id: String,
+    pub seq: u32,
+    pub pcm: Bytes,
+}
+
+/// Parses a binary frame: `Ok(None)` for a reserved kind (to be skipped), `Err` for a frame that
+/// cannot be read.
+pub fn parse_audio(frame: Bytes) -> Result<Option<AudioFrame>, String> {
+    let Some(&kind) = frame.first() else { return Err("empty binary frame".into()) };
+    if kind != AUDIO_KIND {
+        return Ok(None);
+    }
+    let id_len = *frame.get(1).ok_or("audio frame without a request id length")? as usize;
+    if id_len == 0 || frame.len() < 2 + id_len + 4 {
+        return Err(format!("audio frame of {} bytes is too short for its header", frame.len()));
+    }
+    let request_id = std::str::from_utf8(&frame[2..2 + id_len]).map_err(|_| "audio frame request id is not UTF-8")?.to_string();
+    let s = 2 + id_len;
+    let seq = u32::from_be_bytes([frame[s], frame[s + 1], frame[s + 2], frame[s + 3]]);
+    let pcm = frame.slice(s + 4..);
+    if pcm.len() % 2 != 0 {
+        return Err("audio frame holds an odd number of bytes".into());
+    }
+    Ok(Some(AudioFrame { request_id, seq, pcm }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_documented_example_frame() {
+        let frame = Bytes::from_static(&[0x01, 0x02, b'r', b'1', 0, 0, 0, 0, 1, 0, 2, 0]);
+        let audio = parse_audio(frame).unwrap().unwrap();
+        assert_eq!(audio.request_id, "r1");
+        assert_eq!(audio.seq, 0);
+        assert_eq!(&audio.pcm[..], &[1, 0, 2, 0]);
+    }
+
+    #[test]
+    fn skips_reserved_kinds_and_rejects_broken_frames() {
+        assert_eq!(parse_audio(Bytes::from_static(&[0x02, 9, 9])).unwrap(), None);
+        assert!(parse_audio(Bytes::from_static(&[0x01, 5, b'a'])).is_err());
+        assert!(parse_audio(Bytes::new()).is_err());
+    }
+
+    #[test]
+    fn reads_control_messages() {
+        assert_eq!(parse_control(r#"{"type":"end","v":1,"request_id":"s0","samples":3}"#).unwrap(), ControlMessage::End { request_id: "s0".into() });
+        assert_eq!(parse_control(r#"{"type":"later","v":2}"#).unwrap(), ControlMessage::Unknown);
+        assert!(parse_control("{").is_err());
+    }
+}

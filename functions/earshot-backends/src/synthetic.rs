@@ -1,0 +1,150 @@
+//! A synthetic voice: after a fixed first-audio latency it emits a tone at real-time pace, as long as
+//! the sentence would take to say. It is not a model: it exists to load the orchestrator with many
+//! conversations where a real model could not serve them on one machine, and reports name it
+//! plainly as synthetic.
+
+use std::collections::VecDeque;
+use std::f32::consts::TAU;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use earshot_core::protocol::AudioFormat;
+use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// How the synthetic voice behaves.
+#[derive(Debug, Clone)]
+pub struct SyntheticConfig {
+    pub sample_rate: u32,
+    /// Delay from a sentence's request to its first audio.
+    pub first_audio: Duration,
+    /// Speaking rate: a sentence lasts `chars / chars_per_second`.
+    pub chars_per_second: f64,
+    /// Audio per chunk; chunks leave at real-time pace.
+    pub chunk: Duration,
+}
+
+impl Default for SyntheticConfig {
+    fn default() -> Self {
+        SyntheticConfig { sample_rate: 24_000, first_audio: Duration::from_millis(200), chars_per_second: 15.0, chunk: Duration::from_millis(100) }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SyntheticBackend {
+    pub config: SyntheticConfig,
+}
+
+impl SyntheticBackend {
+    pub fn new(config: SyntheticConfig) -> Self {
+        SyntheticBackend { config }
+    }
+}
+
+#[async_trait]
+impl SpeechBackend for SyntheticBackend {
+    fn name(&self) -> &str {
+        "synthetic"
+    }
+
+    fn voices(&self) -> Vec<Voice> {
+        vec![Voice { id: "tone".into(), language: "any".into(), description: "a 220 Hz tone at speaking pace (load tests)".into() }]
+    }
+
+    fn default_voice(&self) -> String {
+        "tone".into()
+    }
+
+    async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
+        if options.voice != "tone" {
+            return Err(SpeechError::new("unknown_voice", format!("the synthetic backend has no voice `{}`", options.voice), false));
+        }
+        let (commands_tx, commands_rx) = mpsc::channel(32);
+        let (events_tx, events_rx) = mpsc::channel(32);
+        tokio::spawn(drive(self.config.clone(), commands_rx, events_tx, options));
+        Ok(SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(self.config.sample_rate), voice: "tone".into() })
+    }
+
+    async fn health(&self) -> Result<(), SpeechError> {
+        Ok(())
+    }
+}
+
+/// The sentence being spoken.
+struct Current {
+    index: u32,
+    samples_left: usize,
+    next_at: Instant,
+    phase: f32,
+}
+
+async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>, events: mpsc::Sender<SpeechEvent>, options: SessionOptions) {
+    let mut queue: VecDeque<SpeechRequest> = VecDeque::new();
+    let mut current: Option<Current> = None;
+    let mut finishing = false;
+    let chunk_samples = (cfg.sample_rate as f64 * cfg.chunk.as_secs_f64()).max(1.0) as usize;
+    loop {
+        if current.is_none() {
+            if let Some(request) = queue.pop_front() {
+                let seconds = request.text.chars().count() as f64 / cfg.chars_per_second.max(0.1);
+                current = Some(Current {
+                    index: request.index,
+                    samples_left: (seconds * cfg.sample_rate as f64) as usize,
+                    next_at: Instant::now() + cfg.first_audio,
+                    phase: 0.0,
+                });
+            } else if finishing {
+                let _ = events.send(SpeechEvent::Closed { billed_characters: None }).await;
+                return;
+            }
+        }
+        let wake = current.as_ref().map(|c| c.next_at);
+        tokio::select! {
+            biased;
+            _ = options.cancel.cancelled() => return,
+            command = commands.recv(), if !finishing => match command {
+                Some(SpeechCommand::Speak(request)) => queue.push_back(request),
+                Some(SpeechCommand::Finish) => finishing = true,
+                None => return,
+            },
+            _ = sleep_until(wake), if wake.is_some() => {
+                let Some(c) = current.as_mut() else { continue };
+                let n = c.samples_left.min(chunk_samples);
+                let pcm = tone(n, cfg.sample_rate, &mut c.phase);
+                c.samples_left -= n;
+                c.next_at += Duration::from_secs_f64(n as f64 / cfg.sample_rate as f64);
+                let index = c.index;
+                if events.send(SpeechEvent::Audio { index, pcm }).await.is_err() {
+                    return;
+                }
+                if c.samples_left == 0 {
+                    current = None;
+                    if events.send(SpeechEvent::Finished { index }).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `n` samples of a 220 Hz tone at a fifth of full scale.
+fn tone(n: usize, sample_rate: u32, phase: &mut f32) -> Bytes {
+    let step = TAU * 220.0 / sample_rate as f32;
+    let mut out = Vec::with_capacity(n * 2);
+    for _ in 0..n {
+        let sample = (phase.sin() * 0.2 * i16::MAX as f32) as i16;
+        out.extend_from_slice(&sample.to_le_bytes());
+        *phase = (*phase + step) % TAU;
+    }
+    Bytes::from(out)
+}

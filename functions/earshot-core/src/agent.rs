@@ -1,0 +1,58 @@
+//! What an agent source offers the scheduler: its answer as a stream of text deltas.
+//!
+//! The stream is a bounded channel: when the scheduler stops pulling (the voice has fallen behind),
+//! the agent's task waits, and memory stays bounded.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What the agent is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentInput {
+    /// A prompt the agent answers.
+    Prompt(String),
+    /// Text to speak as given (streamed as an agent would, so that it takes the same path).
+    Text(String),
+}
+
+/// One step of an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentEvent {
+    /// More text.
+    Delta(String),
+    /// The agent is pausing (a tool call, or "speak now"): what it has said may be spoken at once.
+    Pause,
+    /// The answer is complete.
+    Done,
+}
+
+/// An agent failure, as the client will see it in an `error` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[error("{code}: {message}")]
+pub struct AgentError {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl AgentError {
+    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
+        AgentError { code: code.into(), message: message.into(), retryable }
+    }
+}
+
+/// An answer in progress. The channel closing without [`AgentEvent::Done`] is a failure.
+pub type AgentStream = mpsc::Receiver<Result<AgentEvent, AgentError>>;
+
+/// Capacity of an agent's channel: a few tokens, so that backpressure reaches the agent quickly.
+pub const AGENT_CHANNEL: usize = 16;
+
+/// A source of answers.
+#[async_trait]
+pub trait AgentSource: Send + Sync {
+    fn name(&self) -> &str;
+    /// Starts answering. The answer stops when `cancel` fires or the stream is dropped.
+    async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError>;
+}

@@ -1,0 +1,148 @@
+//! The messages of a conversation, as typed values.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::timeline::Timeline;
+
+/// The protocol version carried by every `session` message.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The audio of a conversation: PCM, little-endian signed 16-bit, interleaved channels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AudioFormat {
+    pub encoding: String,
+    pub sample_rate: u32,
+    pub channels: u16,
+}
+
+impl AudioFormat {
+    pub fn pcm_s16le(sample_rate: u32) -> Self {
+        AudioFormat { encoding: "pcm_s16le".into(), sample_rate, channels: 1 }
+    }
+
+    /// Milliseconds of audio in `bytes` of PCM.
+    pub fn duration_ms(&self, bytes: usize) -> f64 {
+        let frames = bytes as f64 / (2.0 * self.channels.max(1) as f64);
+        frames * 1000.0 / self.sample_rate.max(1) as f64
+    }
+}
+
+/// The first message: who answers, how, and in what audio format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub v: u32,
+    pub conversation_id: String,
+    pub request_id: String,
+    pub backend: String,
+    /// Why this backend: `request`, `default`, `ab` (the A/B split) or `failover`.
+    pub backend_reason: String,
+    /// The A/B arm, when the split chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    pub release: String,
+    pub voice: String,
+    pub audio: AudioFormat,
+}
+
+/// Agent text as it arrives, for captions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextDelta {
+    pub text: String,
+}
+
+/// A sentence released to speech.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SentenceText {
+    pub index: u32,
+    pub text: String,
+}
+
+/// A piece of a sentence's audio. `seq` counts a sentence's chunks from 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AudioChunk {
+    pub index: u32,
+    pub seq: u32,
+    pub pcm: Bytes,
+}
+
+/// The end of a sentence's audio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SentenceEnd {
+    pub index: u32,
+    /// Milliseconds of audio the sentence produced.
+    pub audio_ms: f64,
+}
+
+/// The end of the conversation, with its timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    pub timeline: Timeline,
+}
+
+/// A failure. After an `error` the stream ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    Session(SessionInfo),
+    Text(TextDelta),
+    Sentence(SentenceText),
+    Audio(AudioChunk),
+    SentenceEnd(SentenceEnd),
+    Done(Done),
+    Error(ErrorInfo),
+}
+
+impl ServerEvent {
+    /// The message's type name, as SSE's `event:` field carries it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerEvent::Session(_) => "session",
+            ServerEvent::Text(_) => "text",
+            ServerEvent::Sentence(_) => "sentence",
+            ServerEvent::Audio(_) => "audio",
+            ServerEvent::SentenceEnd(_) => "sentence_end",
+            ServerEvent::Done(_) => "done",
+            ServerEvent::Error(_) => "error",
+        }
+    }
+
+    pub fn error(code: &str, message: impl Into<String>, retryable: bool) -> Self {
+        ServerEvent::Error(ErrorInfo { code: code.into(), message: message.into(), retryable })
+    }
+
+    /// The JSON body of a control message (everything but audio).
+    pub(crate) fn control_json(&self) -> Option<Vec<u8>> {
+        let json = match self {
+            ServerEvent::Session(m) => serde_json::to_vec(m),
+            ServerEvent::Text(m) => serde_json::to_vec(m),
+            ServerEvent::Sentence(m) => serde_json::to_vec(m),
+            ServerEvent::SentenceEnd(m) => serde_json::to_vec(m),
+            ServerEvent::Done(m) => serde_json::to_vec(m),
+            ServerEvent::Error(m) => serde_json::to_vec(m),
+            ServerEvent::Audio(_) => return None,
+        };
+        Some(json.expect("protocol messages always serialise"))
+    }
+
+    /// Parses a control message's JSON body, given its type. `None` for a type this version does not
+    /// know (to be skipped).
+    pub(crate) fn from_control_json(kind: &str, json: &[u8]) -> Option<Result<Self, serde_json::Error>> {
+        Some(match kind {
+            "session" => serde_json::from_slice(json).map(ServerEvent::Session),
+            "text" => serde_json::from_slice(json).map(ServerEvent::Text),
+            "sentence" => serde_json::from_slice(json).map(ServerEvent::Sentence),
+            "sentence_end" => serde_json::from_slice(json).map(ServerEvent::SentenceEnd),
+            "done" => serde_json::from_slice(json).map(ServerEvent::Done),
+            "error" => serde_json::from_slice(json).map(ServerEvent::Error),
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,87 @@
+//! The wire protocol between earshot and its frontends, version 1.
+//!
+//! One conversation is a stream of typed messages ([`ServerEvent`]): `session`, `text`, `sentence`,
+//! `audio`, `sentence_end`, `done`, `error`. They travel either as Server-Sent Events (JSON, audio in
+//! base64: [`sse`]) or as length-prefixed binary frames (JSON for control, raw PCM for audio:
+//! [`binary`]). Both have an encoder, used by the gateway, and an incremental decoder that accepts
+//! any chunking, used by `earshot say`, the tests and the benchmarks as a client. `docs/protocol.md`
+//! documents the format with examples.
+
+pub mod binary;
+pub mod events;
+pub mod sse;
+
+pub use events::{AudioChunk, AudioFormat, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta, PROTOCOL_VERSION};
+
+/// How a response is delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    Sse,
+    Binary,
+}
+
+impl Delivery {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Delivery::Sse => sse::CONTENT_TYPE,
+            Delivery::Binary => binary::CONTENT_TYPE,
+        }
+    }
+
+    pub fn encode(self, event: &ServerEvent) -> bytes::Bytes {
+        match self {
+            Delivery::Sse => sse::encode(event),
+            Delivery::Binary => binary::encode(event),
+        }
+    }
+
+    pub fn keep_alive(self) -> bytes::Bytes {
+        match self {
+            Delivery::Sse => sse::keep_alive(),
+            Delivery::Binary => binary::keep_alive(),
+        }
+    }
+}
+
+/// A message that could not be decoded. The stream cannot be trusted past it.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ProtocolError {
+    #[error("malformed {kind} message: {detail}")]
+    Malformed { kind: String, detail: String },
+    #[error("frame of {0} bytes is larger than the {1} byte limit")]
+    FrameTooLarge(usize, usize),
+    #[error("the stream ended inside a message")]
+    Truncated,
+}
+
+/// An incremental decoder of either delivery.
+pub enum Decoder {
+    Sse(sse::SseDecoder),
+    Binary(binary::BinaryDecoder),
+}
+
+impl Decoder {
+    pub fn new(delivery: Delivery) -> Self {
+        match delivery {
+            Delivery::Sse => Decoder::Sse(sse::SseDecoder::default()),
+            Delivery::Binary => Decoder::Binary(binary::BinaryDecoder::default()),
+        }
+    }
+
+    /// Feeds bytes as they arrive; returns the messages they complete.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ServerEvent>, ProtocolError> {
+        match self {
+            Decoder::Sse(d) => d.push(bytes),
+            Decoder::Binary(d) => d.push(bytes),
+        }
+    }
+
+    /// Says whether the stream ended cleanly between messages.
+    pub fn finish(&self) -> Result<(), ProtocolError> {
+        match self {
+            Decoder::Sse(d) => d.finish(),
+            Decoder::Binary(d) => d.finish(),
+        }
+    }
+}

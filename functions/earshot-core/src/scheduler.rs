@@ -1,0 +1,382 @@
+//! The speech scheduler: agent text in, spoken sentences out, in order, as early as the release policy
+//! allows.
+//!
+//! ```text
+//! agent deltas ─▶ normaliser ─▶ segmenter ─▶ release queue ─▶ TTS session ─▶ audio events ─▶ client
+//!                                   ▲ idle timer / pause
+//! ```
+//!
+//! Release policies differ only in *when* a finished sentence leaves the release queue: `incremental`
+//! at once, `buffered` when the agent has finished. Everything else (backend, session, segmenter) is
+//! the same, so the two can be compared fairly.
+//!
+//! Bounded queues, and what happens when they fill:
+//! - at most `max_in_flight` sentences are at the backend and not finished; further sentences wait in
+//!   the release queue, and while that queue is not empty (incremental) the scheduler stops pulling
+//!   from the agent, whose bounded channel then stops the agent itself;
+//! - the client channel is bounded: a slow client stops the scheduler reading audio, which stops the
+//!   backend reading from the model;
+//! - a buffered answer is held whole by definition, so its length is capped (`max_answer_chars`).
+//!
+//! The scheduler owns time: when the agent has been silent for the idle window and the pending text
+//! would be a complete sentence, it is released without waiting for the character that would confirm
+//! it. A pause signalled by the agent (a tool call) releases pending text at once.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AgentEvent, AgentStream};
+use crate::protocol::{AudioChunk, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, TextDelta};
+use crate::speech::{SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
+use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
+use crate::timeline::{Clock, SentenceMarks, Timeline};
+
+/// When finished sentences are released to speech.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Each sentence the moment it is complete.
+    Incremental,
+    /// Everything once the agent has finished.
+    Buffered,
+}
+
+impl Release {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Release::Incremental => "incremental",
+            Release::Buffered => "buffered",
+        }
+    }
+}
+
+impl std::str::FromStr for Release {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "incremental" => Ok(Release::Incremental),
+            "buffered" => Ok(Release::Buffered),
+            other => Err(format!("unknown release `{other}` (expected incremental or buffered)")),
+        }
+    }
+}
+
+/// How a conversation is scheduled.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    pub release: Release,
+    /// Release pending text that would be a complete sentence after this much agent silence.
+    pub idle_release: Option<Duration>,
+    pub segmenter: SegmenterConfig,
+    /// Make Markdown speakable before segmenting.
+    pub normalise_markdown: bool,
+    /// Sentences at the backend and not finished.
+    pub max_in_flight: usize,
+    /// The longest answer accepted, in characters.
+    pub max_answer_chars: usize,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            release: Release::Incremental,
+            idle_release: Some(Duration::from_millis(150)),
+            segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
+            normalise_markdown: true,
+            max_in_flight: 4,
+            max_answer_chars: 100_000,
+        }
+    }
+}
+
+/// How a conversation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Completed,
+    /// An `error` message was sent to the client.
+    Failed(ErrorInfo),
+    /// The conversation's token was cancelled.
+    Cancelled,
+    /// The client stopped reading.
+    ClientGone,
+}
+
+struct Scheduler<'a> {
+    cfg: &'a SchedulerConfig,
+    clock: Clock,
+    timeline: Timeline,
+    out: mpsc::Sender<ServerEvent>,
+    commands: mpsc::Sender<SpeechCommand>,
+    normaliser: Normaliser,
+    segmenter: Segmenter,
+    queue: VecDeque<(u32, String)>,
+    next_index: u32,
+    in_flight: usize,
+    agent_done: bool,
+    finish_sent: bool,
+    answer_chars: usize,
+}
+
+/// What a step of the loop decided.
+enum Flow {
+    Continue,
+    End(Outcome),
+}
+
+/// Runs one conversation to its end. The caller has already sent the `session` message; this sends
+/// everything after it, ending with `done` or `error` (unless the client is gone or the conversation
+/// was cancelled). Returns how it ended and the timeline.
+pub async fn run(
+    mut agent: AgentStream,
+    session: SpeechSession,
+    out: mpsc::Sender<ServerEvent>,
+    cfg: &SchedulerConfig,
+    clock: Clock,
+    timeline: Timeline,
+    cancel: CancellationToken,
+) -> (Outcome, Timeline) {
+    let SpeechSession { commands, mut events, format, .. } = session;
+    let mut s = Scheduler {
+        cfg,
+        clock,
+        timeline,
+        out,
+        commands,
+        normaliser: Normaliser::new(),
+        segmenter: Segmenter::new(cfg.segmenter.clone()),
+        queue: VecDeque::new(),
+        next_index: 0,
+        in_flight: 0,
+        agent_done: false,
+        finish_sent: false,
+        answer_chars: 0,
+    };
+    let mut last_text = Instant::now();
+    let mut idle_checked = true;
+
+    let outcome = loop {
+        let idle_at = match cfg.idle_release {
+            Some(window) if !idle_checked && !s.agent_done => Some(last_text + window),
+            _ => None,
+        };
+        let can_pull = !s.agent_done
+            && match cfg.release {
+                Release::Incremental => s.queue.is_empty(),
+                Release::Buffered => true,
+            };
+        let flow = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Flow::End(Outcome::Cancelled),
+            event = events.recv() => s.on_speech(event, &format).await,
+            event = agent.recv(), if can_pull => {
+                if matches!(event, Some(Ok(AgentEvent::Delta(_)))) {
+                    last_text = Instant::now();
+                    idle_checked = false;
+                }
+                s.on_agent(event).await
+            }
+            _ = sleep_until_opt(idle_at), if idle_at.is_some() => {
+                idle_checked = true;
+                if s.segmenter.pending_is_complete() {
+                    let sentences: Vec<Sentence> = s.segmenter.flush().collect();
+                    s.release_all(sentences).await
+                } else {
+                    Flow::Continue
+                }
+            }
+        };
+        if let Flow::End(outcome) = flow {
+            break outcome;
+        }
+        if let Flow::End(outcome) = s.pump().await {
+            break outcome;
+        }
+        if let Flow::End(outcome) = s.maybe_finish().await {
+            break outcome;
+        }
+    };
+    (outcome, s.timeline)
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Scheduler<'_> {
+    async fn send(&mut self, event: ServerEvent) -> Flow {
+        match self.out.send(event).await {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::End(Outcome::ClientGone),
+        }
+    }
+
+    async fn fail(&mut self, info: ErrorInfo) -> Flow {
+        let _ = self.out.send(ServerEvent::Error(info.clone())).await;
+        Flow::End(Outcome::Failed(info))
+    }
+
+    async fn on_agent(&mut self, event: Option<Result<AgentEvent, crate::agent::AgentError>>) -> Flow {
+        match event {
+            Some(Ok(AgentEvent::Delta(text))) => {
+                if self.timeline.first_agent_token_ms.is_none() {
+                    self.timeline.first_agent_token_ms = Some(self.clock.now_ms());
+                }
+                self.answer_chars += text.chars().count();
+                if self.answer_chars > self.cfg.max_answer_chars {
+                    let message = format!("the answer is longer than {} characters", self.cfg.max_answer_chars);
+                    return self.fail(ErrorInfo { code: "answer_too_long".into(), message, retryable: false }).await;
+                }
+                if let Flow::End(o) = self.send(ServerEvent::Text(TextDelta { text: text.clone() })).await {
+                    return Flow::End(o);
+                }
+                let speakable = if self.cfg.normalise_markdown { self.normaliser.push(&text) } else { text };
+                let sentences: Vec<Sentence> = self.segmenter.push(&speakable).collect();
+                self.release_all(sentences).await
+            }
+            Some(Ok(AgentEvent::Pause)) => {
+                let sentences = self.flush_text();
+                self.release_all(sentences).await
+            }
+            Some(Ok(AgentEvent::Done)) => {
+                self.timeline.agent_done_ms = Some(self.clock.now_ms());
+                self.agent_done = true;
+                let sentences = self.flush_text();
+                self.release_all(sentences).await
+            }
+            Some(Err(e)) => self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await,
+            None => {
+                let info = ErrorInfo { code: "agent_ended".into(), message: "the agent stopped without finishing its answer".into(), retryable: true };
+                self.fail(info).await
+            }
+        }
+    }
+
+    /// Everything pending in the normaliser and the segmenter, as sentences.
+    fn flush_text(&mut self) -> Vec<Sentence> {
+        let rest = if self.cfg.normalise_markdown { self.normaliser.flush() } else { String::new() };
+        let mut sentences: Vec<Sentence> = self.segmenter.push(&rest).collect();
+        sentences.extend(self.segmenter.flush());
+        sentences
+    }
+
+    /// Puts finished sentences in the release queue, marking when their text was complete.
+    async fn release_all(&mut self, sentences: Vec<Sentence>) -> Flow {
+        let now = self.clock.now_ms();
+        for sentence in sentences {
+            // Punctuation alone has nothing to say.
+            if !sentence.text.chars().any(char::is_alphanumeric) {
+                continue;
+            }
+            let index = self.next_index;
+            self.next_index += 1;
+            self.timeline.sentences.push(SentenceMarks {
+                index,
+                chars: sentence.text.chars().count(),
+                complete_ms: now,
+                ..Default::default()
+            });
+            self.queue.push_back((index, sentence.text));
+        }
+        Flow::Continue
+    }
+
+    /// Sends queued sentences to the backend while the policy and the in-flight bound allow.
+    async fn pump(&mut self) -> Flow {
+        if self.cfg.release == Release::Buffered && !self.agent_done {
+            return Flow::Continue;
+        }
+        while self.in_flight < self.cfg.max_in_flight.max(1) {
+            let Some((index, text)) = self.queue.pop_front() else { break };
+            let now = self.clock.now_ms();
+            if let Some(marks) = self.timeline.sentence_mut(index) {
+                marks.released_ms = Some(now);
+            }
+            if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
+                return Flow::End(o);
+            }
+            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text })).await.is_err() {
+                let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                return self.fail(info).await;
+            }
+            self.in_flight += 1;
+        }
+        Flow::Continue
+    }
+
+    /// Once the agent is done and every sentence has been sent, tells the backend to finish.
+    async fn maybe_finish(&mut self) -> Flow {
+        if self.agent_done && self.queue.is_empty() && !self.finish_sent {
+            self.finish_sent = true;
+            if self.commands.send(SpeechCommand::Finish).await.is_err() {
+                let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                return self.fail(info).await;
+            }
+        }
+        Flow::Continue
+    }
+
+    async fn on_speech(&mut self, event: Option<SpeechEvent>, format: &crate::protocol::AudioFormat) -> Flow {
+        match event {
+            Some(SpeechEvent::Audio { index, pcm }) => {
+                let now = self.clock.now_ms();
+                let Some(marks) = self.timeline.sentence_mut(index) else {
+                    let info = ErrorInfo { code: "backend_protocol".into(), message: format!("audio for unknown sentence {index}"), retryable: false };
+                    return self.fail(info).await;
+                };
+                marks.tts_first_audio_ms.get_or_insert(now);
+                let seq = marks.audio_chunks;
+                marks.audio_chunks += 1;
+                marks.audio_ms += format.duration_ms(pcm.len());
+                let bytes = pcm.len() as u64;
+                if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm })).await {
+                    return Flow::End(o);
+                }
+                let sent = self.clock.now_ms();
+                if let Some(marks) = self.timeline.sentence_mut(index) {
+                    marks.first_audio_sent_ms.get_or_insert(sent);
+                }
+                self.timeline.first_audio_sent_ms.get_or_insert(sent);
+                self.timeline.audio_chunks_sent += 1;
+                self.timeline.audio_bytes_sent += bytes;
+                Flow::Continue
+            }
+            Some(SpeechEvent::Finished { index }) => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                let now = self.clock.now_ms();
+                let audio_ms = match self.timeline.sentence_mut(index) {
+                    Some(marks) => {
+                        marks.tts_done_ms = Some(now);
+                        marks.audio_ms
+                    }
+                    None => 0.0,
+                };
+                self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms })).await
+            }
+            Some(SpeechEvent::Failed(e)) => self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await,
+            Some(SpeechEvent::Closed { billed_characters }) => {
+                self.timeline.billed_characters = billed_characters;
+                if self.agent_done && self.finish_sent && self.in_flight == 0 {
+                    self.timeline.done_ms = Some(self.clock.now_ms());
+                    let done = ServerEvent::Done(Done { timeline: self.timeline.clone() });
+                    match self.send(done).await {
+                        Flow::Continue => Flow::End(Outcome::Completed),
+                        end => end,
+                    }
+                } else {
+                    let info = ErrorInfo { code: "backend_closed".into(), message: "the speech session closed before the answer was spoken".into(), retryable: true };
+                    self.fail(info).await
+                }
+            }
+            None => {
+                let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                self.fail(info).await
+            }
+        }
+    }
+}

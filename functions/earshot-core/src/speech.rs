@@ -1,0 +1,94 @@
+//! What a text-to-speech backend offers the scheduler: a session that takes sentences and gives back
+//! their audio, in order, as it is produced.
+//!
+//! A session is two channels, so that sending the next sentence never waits for audio and audio never
+//! waits for text. Both are bounded. Dropping the command sender, or cancelling the session's token,
+//! cancels the session: the backend stops its work upstream (a `cancel` to the model) and ends. A
+//! backend whose service closes idle streams (Polly, after 5 s without text) keeps its own session
+//! alive while the agent pauses.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::AudioFormat;
+
+/// One sentence to speak. `index` is the sentence's place in the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeechRequest {
+    pub index: u32,
+    pub text: String,
+}
+
+/// What the scheduler tells a session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpeechCommand {
+    Speak(SpeechRequest),
+    /// No more sentences: finish those sent, then close.
+    Finish,
+}
+
+/// What a session reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpeechEvent {
+    Audio { index: u32, pcm: Bytes },
+    Finished { index: u32 },
+    Failed(SpeechError),
+    /// The session closed after `Finish`, with what the backend billed, if it says.
+    Closed { billed_characters: Option<u64> },
+}
+
+/// A backend failure, as the client will see it in an `error` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[error("{code}: {message}")]
+pub struct SpeechError {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl SpeechError {
+    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
+        SpeechError { code: code.into(), message: message.into(), retryable }
+    }
+}
+
+/// An open session.
+pub struct SpeechSession {
+    pub commands: mpsc::Sender<SpeechCommand>,
+    pub events: mpsc::Receiver<SpeechEvent>,
+    pub format: AudioFormat,
+    pub voice: String,
+}
+
+/// What a session is opened with.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    pub voice: String,
+    pub conversation_id: String,
+    /// Cancelled when the conversation ends for any reason.
+    pub cancel: CancellationToken,
+}
+
+/// A voice a backend offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Voice {
+    pub id: String,
+    pub language: String,
+    pub description: String,
+}
+
+/// A text-to-speech backend.
+#[async_trait]
+pub trait SpeechBackend: Send + Sync {
+    /// The name clients choose it by (`kokoro`, `polly`).
+    fn name(&self) -> &str;
+    fn voices(&self) -> Vec<Voice>;
+    fn default_voice(&self) -> String;
+    /// Opens a session. Fails before any stream starts when the backend cannot be reached.
+    async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError>;
+    /// Whether the backend answers now.
+    async fn health(&self) -> Result<(), SpeechError>;
+}

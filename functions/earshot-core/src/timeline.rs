@@ -1,0 +1,223 @@
+//! The measurement contract: monotonic marks of one conversation, from the request's arrival.
+//!
+//! Every mark names the boundary it measures: when the agent's first token arrived, when each
+//! sentence's text was complete, when it was released to speech, when the backend's first audio for
+//! it came back, when its first audio left for the client. `done` carries the timeline to the client,
+//! and [`Timeline::emf_line`] turns it into a CloudWatch Embedded Metric Format log line.
+
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Milliseconds since the request was received.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    origin: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        Clock { origin: Instant::now() }
+    }
+
+    pub fn starting_at(origin: Instant) -> Self {
+        Clock { origin }
+    }
+
+    pub fn now_ms(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64() * 1000.0
+    }
+
+    pub fn origin(&self) -> Instant {
+        self.origin
+    }
+}
+
+/// The marks of one sentence.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SentenceMarks {
+    pub index: u32,
+    pub chars: usize,
+    /// The segmenter released the sentence's text as complete.
+    pub complete_ms: f64,
+    /// The sentence was sent to the TTS backend (later than `complete_ms` only when buffered).
+    pub released_ms: Option<f64>,
+    /// The backend's first audio for the sentence arrived.
+    pub tts_first_audio_ms: Option<f64>,
+    /// The sentence's first audio chunk was handed to the client connection.
+    pub first_audio_sent_ms: Option<f64>,
+    /// The backend finished the sentence.
+    pub tts_done_ms: Option<f64>,
+    /// Milliseconds of audio the sentence produced.
+    pub audio_ms: f64,
+    pub audio_chunks: u32,
+}
+
+/// The timeline of one conversation. All times are milliseconds since the request was received.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub backend: String,
+    pub release: String,
+    /// The TTS session was open (before the stream started).
+    pub session_open_ms: Option<f64>,
+    pub first_agent_token_ms: Option<f64>,
+    pub agent_done_ms: Option<f64>,
+    /// Time to first audio at the server: the first audio chunk handed to the client connection.
+    pub first_audio_sent_ms: Option<f64>,
+    pub done_ms: Option<f64>,
+    pub audio_chunks_sent: u32,
+    pub audio_bytes_sent: u64,
+    /// Characters the backend billed, when it says (Polly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billed_characters: Option<u64>,
+    pub sentences: Vec<SentenceMarks>,
+}
+
+/// Figures derived from a timeline, as the metrics and benchmarks report them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Derived {
+    /// Time to first audio at the server.
+    pub ttfa_ms: Option<f64>,
+    /// Per sentence: backend first audio minus release.
+    pub synthesis_latency_ms: Vec<f64>,
+    /// Per sentence after the first: silence before it at real-time playback (0 when its audio was
+    /// ready before the previous sentence finished playing).
+    pub gaps_ms: Vec<f64>,
+    pub underruns: usize,
+    /// Time to first audio minus the time the first sentence could have been released and the
+    /// backend's own first-audio latency: what earshot itself added.
+    pub orchestration_overhead_ms: Option<f64>,
+}
+
+impl Timeline {
+    pub fn sentence_mut(&mut self, index: u32) -> Option<&mut SentenceMarks> {
+        self.sentences.iter_mut().find(|s| s.index == index)
+    }
+
+    pub fn derive(&self) -> Derived {
+        let mut d = Derived { ttfa_ms: self.first_audio_sent_ms, ..Default::default() };
+        for s in &self.sentences {
+            if let (Some(first), Some(released)) = (s.tts_first_audio_ms, s.released_ms) {
+                d.synthesis_latency_ms.push(first - released);
+            }
+        }
+        // Simulated real-time playback: each sentence starts when its audio is there and the one
+        // before it has finished playing.
+        let mut playing_until: Option<f64> = None;
+        for s in &self.sentences {
+            let Some(ready) = s.first_audio_sent_ms else { continue };
+            let start = match playing_until {
+                None => ready,
+                Some(end) => {
+                    let gap = (ready - end).max(0.0);
+                    d.gaps_ms.push(gap);
+                    if gap > 0.0 {
+                        d.underruns += 1;
+                    }
+                    ready.max(end)
+                }
+            };
+            playing_until = Some(start + s.audio_ms);
+        }
+        if let Some(first) = self.sentences.first() {
+            if let (Some(sent), Some(tts_first), Some(released)) =
+                (first.first_audio_sent_ms, first.tts_first_audio_ms, first.released_ms)
+            {
+                let eligible = if self.release == "buffered" {
+                    first.complete_ms.max(self.agent_done_ms.unwrap_or(first.complete_ms))
+                } else {
+                    first.complete_ms
+                };
+                d.orchestration_overhead_ms = Some((sent - tts_first) + (released - eligible));
+            }
+        }
+        d
+    }
+
+    /// One CloudWatch Embedded Metric Format line, with the backend, the release mode and the A/B
+    /// arm as dimensions.
+    pub fn emf_line(&self, namespace: &str, arm: Option<&str>, epoch_ms: u128) -> String {
+        let d = self.derive();
+        let metrics = vec![
+            serde_json::json!({"Name": "TimeToFirstAudio", "Unit": "Milliseconds"}),
+            serde_json::json!({"Name": "SynthesisLatency", "Unit": "Milliseconds"}),
+            serde_json::json!({"Name": "InterSentenceGap", "Unit": "Milliseconds"}),
+            serde_json::json!({"Name": "Underruns", "Unit": "Count"}),
+            serde_json::json!({"Name": "OrchestrationOverhead", "Unit": "Milliseconds"}),
+            serde_json::json!({"Name": "Sentences", "Unit": "Count"}),
+        ];
+        let mut line = serde_json::json!({
+            "_aws": {
+                "Timestamp": epoch_ms as u64,
+                "CloudWatchMetrics": [{
+                    "Namespace": namespace,
+                    "Dimensions": [["Backend", "Release"], ["Backend", "Release", "Arm"]],
+                    "Metrics": metrics,
+                }]
+            },
+            "Backend": self.backend,
+            "Release": self.release,
+            "Arm": arm.unwrap_or("none"),
+            "SynthesisLatency": d.synthesis_latency_ms,
+            "InterSentenceGap": d.gaps_ms,
+            "Underruns": d.underruns,
+            "Sentences": self.sentences.len(),
+        });
+        if let Some(ttfa) = d.ttfa_ms {
+            line["TimeToFirstAudio"] = serde_json::json!(ttfa);
+        }
+        if let Some(overhead) = d.orchestration_overhead_ms {
+            line["OrchestrationOverhead"] = serde_json::json!(overhead);
+        }
+        line.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sentence(index: u32, complete: f64, released: f64, first: f64, sent: f64, audio: f64) -> SentenceMarks {
+        SentenceMarks {
+            index,
+            chars: 10,
+            complete_ms: complete,
+            released_ms: Some(released),
+            tts_first_audio_ms: Some(first),
+            first_audio_sent_ms: Some(sent),
+            tts_done_ms: None,
+            audio_ms: audio,
+            audio_chunks: 1,
+        }
+    }
+
+    #[test]
+    fn derives_latency_gaps_and_overhead() {
+        let t = Timeline {
+            release: "incremental".into(),
+            first_audio_sent_ms: Some(501.0),
+            sentences: vec![
+                sentence(0, 100.0, 100.5, 500.0, 501.0, 1000.0),
+                sentence(1, 300.0, 300.0, 900.0, 901.0, 500.0),
+                sentence(2, 400.0, 400.0, 2200.0, 2201.0, 500.0),
+            ],
+            ..Default::default()
+        };
+        let d = t.derive();
+        assert_eq!(d.synthesis_latency_ms, vec![399.5, 600.0, 1800.0]);
+        // Sentence 1 was ready at 901, before sentence 0 ended at 1501; sentence 2 came 200 ms late.
+        assert_eq!(d.gaps_ms, vec![0.0, 200.0]);
+        assert_eq!(d.underruns, 1);
+        assert_eq!(d.orchestration_overhead_ms, Some(1.5));
+    }
+
+    #[test]
+    fn emf_line_names_its_dimensions_and_metrics() {
+        let t = Timeline { backend: "kokoro".into(), release: "buffered".into(), first_audio_sent_ms: Some(42.0), ..Default::default() };
+        let line: serde_json::Value = serde_json::from_str(&t.emf_line("earshot", Some("a"), 1)).unwrap();
+        assert_eq!(line["Backend"], "kokoro");
+        assert_eq!(line["Release"], "buffered");
+        assert_eq!(line["Arm"], "a");
+        assert_eq!(line["TimeToFirstAudio"], 42.0);
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0], serde_json::json!(["Backend", "Release"]));
+    }
+}
