@@ -1,8 +1,11 @@
 //! The `earshot` command line.
 //!
+//! - `earshot serve`: the gateway on this machine (local Kokoro, scripted agent, demo page).
+//! - `earshot say`: speak a prompt or a text through a running gateway, write a WAV, print the
+//!   timeline.
 //! - `earshot split`: cut text on standard input into sentences, as the gateway does while an agent
 //!   streams, one JSON string a line.
-//! - `earshot bench`: the benchmarks that need no running services (the segmenter's throughput).
+//! - `earshot bench`: the benchmarks that need no running services.
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +21,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the gateway: POST /v1/speak, GET /v1/voices, GET /healthz and the demo page.
+    Serve(commands::serve::ServeArgs),
+    /// Speak through a running gateway: write the audio to a WAV file and print the timeline.
+    Say(commands::say::SayArgs),
     /// Split UTF-8 text from standard input into sentences, one JSON string a line.
     Split(commands::split::SplitArgs),
     /// Run a benchmark and print its figures.
@@ -27,6 +34,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve(args) => commands::serve::run(args),
+        Command::Say(args) => commands::say::run(args),
         Command::Split(args) => commands::split::run(args),
         Command::Bench(args) => commands::bench::run(args),
     };

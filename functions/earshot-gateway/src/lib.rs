@@ -1,1 +1,17 @@
-pub fn placeholder() {}
+//! The earshot HTTP API, as one router that both the local server (`earshot serve`) and the Lambda
+//! function URL serve.
+//!
+//! - `POST /v1/speak`: validate, choose a backend, open its session, then stream the conversation.
+//! - `GET /v1/voices`, `GET /healthz`, and locally `GET /` (the demo page) with its script.
+//!
+//! Everything a request can get wrong is answered with a 4xx JSON error before any stream starts; a
+//! backend that cannot be reached is a 502 before the stream, an `error` message after it has started.
+
+pub mod api_error;
+pub mod config;
+pub mod conversation;
+pub mod request;
+pub mod router;
+
+pub use config::{Gateway, Limits};
+pub use router::router;

@@ -1,0 +1,112 @@
+//! `earshot say`: speak through a running gateway, write the audio as WAV, print the timeline.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use earshot_client::{speak, CallOptions, SpeakBody};
+use earshot_core::protocol::{Delivery, ServerEvent};
+
+#[derive(Args)]
+pub struct SayArgs {
+    /// What the agent is asked (the scripted agent knows `brief`, `long` and `pause`).
+    #[arg(long, conflicts_with = "text", required_unless_present = "text")]
+    prompt: Option<String>,
+    /// Text to speak as given.
+    #[arg(long)]
+    text: Option<String>,
+    /// The gateway's base URL.
+    #[arg(long, env = "EARSHOT_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    /// kokoro, polly, synthetic or auto.
+    #[arg(long)]
+    backend: Option<String>,
+    #[arg(long)]
+    voice: Option<String>,
+    /// incremental or buffered.
+    #[arg(long, default_value = "incremental")]
+    release: String,
+    /// sse or binary.
+    #[arg(long, default_value = "sse")]
+    format: String,
+    /// Where to write the audio.
+    #[arg(long, short, default_value = "answer.wav")]
+    out: PathBuf,
+    /// Print the timeline as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: SayArgs) -> Result<(), String> {
+    let delivery = match args.format.as_str() {
+        "sse" => Delivery::Sse,
+        "binary" => Delivery::Binary,
+        other => return Err(format!("unknown format `{other}` (expected sse or binary)")),
+    };
+    let body = SpeakBody {
+        prompt: args.prompt.clone(),
+        text: args.text.clone(),
+        backend: args.backend.clone(),
+        voice: args.voice.clone(),
+        release: Some(args.release.clone()),
+        format: Some(args.format.clone()),
+        conversation_id: None,
+    };
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let received = runtime.block_on(speak(&args.url, &body, &CallOptions { delivery, ..Default::default() })).map_err(|e| e.to_string())?;
+    if !received.audio.is_empty() {
+        received.write_wav(&args.out)?;
+    }
+    if args.json {
+        let out = serde_json::json!({"client": received.marks, "server": received.timeline});
+        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+    } else {
+        print_summary(&received, &args.out);
+    }
+    match &received.error {
+        Some(e) => Err(format!("the gateway reported an error: {}: {}", e.code, e.message)),
+        None if received.timeline.is_none() => Err("the stream ended without `done`".into()),
+        None => Ok(()),
+    }
+}
+
+fn print_summary(received: &earshot_client::Received, out: &std::path::Path) {
+    let fmt = |v: Option<f64>| v.map(|x| format!("{x:8.1} ms")).unwrap_or_else(|| "       -   ".into());
+    if let Some(s) = &received.session {
+        println!("backend {} ({}), voice {}, release {}, {} Hz", s.backend, s.backend_reason, s.voice, s.release, s.audio.sample_rate);
+    }
+    for event in &received.events {
+        if let ServerEvent::Sentence(s) = event {
+            println!("  [{}] {}", s.index, s.text);
+        }
+    }
+    if let Some(t) = &received.timeline {
+        let d = t.derive();
+        println!("server timeline (since the request arrived)");
+        println!("  first agent token      {}", fmt(t.first_agent_token_ms));
+        println!("  first sentence complete{}", fmt(t.sentences.first().map(|s| s.complete_ms)));
+        println!("  first audio sent       {}   (time to first audio at the server)", fmt(t.first_audio_sent_ms));
+        println!("  agent done             {}", fmt(t.agent_done_ms));
+        println!("  done                   {}", fmt(t.done_ms));
+        println!("  orchestration overhead {}", fmt(d.orchestration_overhead_ms));
+        println!("  underruns at real-time playback: {}", d.underruns);
+        println!("  sentence  complete   released  tts first   sent first  audio");
+        for s in &t.sentences {
+            println!(
+                "  {:>8}  {}  {}  {}  {}  {:7.0} ms",
+                s.index,
+                fmt(Some(s.complete_ms)),
+                fmt(s.released_ms),
+                fmt(s.tts_first_audio_ms),
+                fmt(s.first_audio_sent_ms),
+                s.audio_ms
+            );
+        }
+    }
+    println!("client (since the request was sent)");
+    println!("  response headers       {}", fmt(Some(received.marks.response_headers_ms)));
+    println!("  first audio decoded    {}", fmt(received.marks.first_audio_decoded_ms));
+    println!("  done                   {}", fmt(received.marks.done_ms));
+    if !received.audio.is_empty() {
+        println!("wrote {} ({:.1} s of audio)", out.display(), received.format().map(|f| f.duration_ms(received.audio.len()) / 1000.0).unwrap_or(0.0));
+    }
+}

@@ -1,0 +1,112 @@
+//! `earshot serve`: the gateway with its embedded defaults (local Kokoro, scripted agent, demo page).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use earshot_agents::{ScriptedAgent, ScriptedConfig};
+use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
+use earshot_core::speech::SpeechBackend;
+use earshot_gateway::Gateway;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on.
+    #[arg(long, env = "PORT", default_value_t = 8787)]
+    port: u16,
+    /// Backends to offer, the first being the default.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "kokoro")]
+    backends: Vec<BackendKind>,
+    /// The Kokoro container's base URL.
+    #[arg(long, env = "KOKORO_URL", default_value = "http://127.0.0.1:8080")]
+    kokoro_url: String,
+    /// Seconds to wait for the Kokoro container to be ready at start.
+    #[arg(long, default_value_t = 120)]
+    kokoro_wait: u64,
+    /// The Kokoro voice when a request names none (the container's English default otherwise).
+    #[arg(long)]
+    kokoro_voice: Option<String>,
+    /// The scripted agent's pace, in tokens per second.
+    #[arg(long, default_value_t = 30.0)]
+    tokens_per_second: f64,
+    /// The scripted agent's delay before its first token, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    first_token_ms: u64,
+    /// Release a finished sentence after this much agent silence, in milliseconds (0: never).
+    #[arg(long, default_value_t = 150)]
+    idle_release_ms: u64,
+    /// Release the first clause of an answer early once it has this many words.
+    #[arg(long, value_name = "WORDS")]
+    fast_first: Option<usize>,
+    /// Sentences at the backend and not finished, at most.
+    #[arg(long, default_value_t = 4)]
+    max_in_flight: usize,
+    /// The synthetic backend's first-audio latency, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    synthetic_latency_ms: u64,
+    /// Do not serve the demo page.
+    #[arg(long)]
+    no_demo: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendKind {
+    /// The Kokoro container over its WebSocket.
+    Kokoro,
+    /// A tone at speaking pace after a fixed latency (load tests).
+    Synthetic,
+}
+
+pub fn run(args: ServeArgs) -> Result<(), String> {
+    init_logging();
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(serve(args))
+}
+
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("EARSHOT_LOG").unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
+    for kind in &args.backends {
+        match kind {
+            BackendKind::Kokoro => {
+                tracing::info!("connecting to the Kokoro container at {}", args.kokoro_url);
+                let cfg = KokoroConfig { url: args.kokoro_url.clone(), default_voice: args.kokoro_voice.clone(), ..Default::default() };
+                let backend = KokoroBackend::connect(cfg, Duration::from_secs(args.kokoro_wait)).await.map_err(|e| e.to_string())?;
+                tracing::info!("Kokoro is ready; default voice {}", backend.default_voice());
+                backends.push(Arc::new(backend));
+            }
+            BackendKind::Synthetic => {
+                let cfg = SyntheticConfig { first_audio: Duration::from_millis(args.synthetic_latency_ms), ..Default::default() };
+                backends.push(Arc::new(SyntheticBackend::new(cfg)));
+            }
+        }
+    }
+    let agent = ScriptedAgent::new(ScriptedConfig {
+        tokens_per_second: args.tokens_per_second,
+        first_token_delay: Duration::from_millis(args.first_token_ms),
+    });
+    let mut gateway = Gateway::new(backends, Arc::new(agent));
+    gateway.scheduler.idle_release = (args.idle_release_ms > 0).then(|| Duration::from_millis(args.idle_release_ms));
+    gateway.scheduler.segmenter.fast_first_min_words = args.fast_first;
+    gateway.scheduler.max_in_flight = args.max_in_flight.max(1);
+    gateway.serve_demo = !args.no_demo;
+
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|e| format!("bad address: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    tracing::info!("earshot is listening on http://{addr}");
+    axum::serve(listener, earshot_gateway::router(Arc::new(gateway)))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutting down");
+        })
+        .await
+        .map_err(|e| e.to_string())
+}

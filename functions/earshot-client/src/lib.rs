@@ -1,0 +1,167 @@
+//! A client of `POST /v1/speak`: it sends the request, decodes SSE or binary frames as they arrive
+//! (any network chunking), and records what a client sees: when the response began, when the first
+//! audio was decoded, when the stream ended. `earshot say`, the end-to-end tests and the benchmarks
+//! all use it.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use earshot_core::protocol::{AudioFormat, Decoder, Delivery, ErrorInfo, ServerEvent, SessionInfo};
+use earshot_core::timeline::Timeline;
+use futures_util::StreamExt;
+
+/// A request, as `POST /v1/speak` takes it.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SpeakBody {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub voice: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+}
+
+/// What a client measured, in milliseconds since it sent the request.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ClientMarks {
+    pub response_headers_ms: f64,
+    pub first_event_ms: Option<f64>,
+    pub first_audio_decoded_ms: Option<f64>,
+    pub done_ms: Option<f64>,
+}
+
+/// A whole conversation as a client received it.
+#[derive(Debug, Clone, Default)]
+pub struct Received {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub session: Option<SessionInfo>,
+    pub events: Vec<ServerEvent>,
+    /// Every audio chunk in order of arrival, concatenated.
+    pub audio: Vec<u8>,
+    pub timeline: Option<Timeline>,
+    pub error: Option<ErrorInfo>,
+    pub marks: ClientMarks,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn format(&self) -> Option<&AudioFormat> {
+        self.session.as_ref().map(|s| &s.audio)
+    }
+
+    /// Writes the audio as a WAV file.
+    pub fn write_wav(&self, path: &std::path::Path) -> Result<(), String> {
+        let format = self.format().ok_or("no session message: the audio format is unknown")?;
+        let spec = hound::WavSpec { channels: format.channels, sample_rate: format.sample_rate, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+        let mut writer = hound::WavWriter::create(path, spec).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        for pair in self.audio.chunks_exact(2) {
+            writer.write_sample(i16::from_le_bytes([pair[0], pair[1]])).map_err(|e| e.to_string())?;
+        }
+        writer.finalize().map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach {url}: {message}")]
+    Connect { url: String, message: String },
+    /// The gateway refused the request before streaming.
+    #[error("HTTP {status}: {code}: {message}")]
+    Refused { status: u16, code: String, message: String },
+    #[error("the stream broke: {0}")]
+    Stream(String),
+    #[error("the stream is malformed: {0}")]
+    Protocol(#[from] earshot_core::protocol::ProtocolError),
+}
+
+/// Options of one call.
+#[derive(Debug, Clone)]
+pub struct CallOptions {
+    pub delivery: Delivery,
+    pub timeout: Duration,
+    /// Stop reading (and drop the connection) after this many audio chunks: a client going away.
+    pub stop_after_audio_chunks: Option<usize>,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None }
+    }
+}
+
+/// Sends one speak request to `base` (e.g. `http://127.0.0.1:8787`) and reads the whole stream.
+pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Result<Received, ClientError> {
+    let url = format!("{}/v1/speak", base.trim_end_matches('/'));
+    let mut body = body.clone();
+    if body.format.is_none() {
+        body.format = Some(match options.delivery {
+            Delivery::Sse => "sse".into(),
+            Delivery::Binary => "binary".into(),
+        });
+    }
+    let client = reqwest::Client::builder().timeout(options.timeout).build().map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
+    let sent = Instant::now();
+    let ms = move || sent.elapsed().as_secs_f64() * 1000.0;
+    let response = client.post(&url).json(&body).send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
+    let status = response.status().as_u16();
+    let headers: Vec<(String, String)> = response.headers().iter().map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+    if status >= 400 {
+        let json: serde_json::Value = response.json().await.unwrap_or_default();
+        return Err(ClientError::Refused {
+            status,
+            code: json["error"]["code"].as_str().unwrap_or("unknown").to_string(),
+            message: json["error"]["message"].as_str().unwrap_or("").to_string(),
+        });
+    }
+    let mut received = Received { status, headers, marks: ClientMarks { response_headers_ms: ms(), ..Default::default() }, ..Default::default() };
+    let mut decoder = Decoder::new(options.delivery);
+    let mut chunks = response.bytes_stream();
+    let mut audio_chunks = 0usize;
+    while let Some(chunk) = chunks.next().await {
+        let chunk: Bytes = chunk.map_err(|e| ClientError::Stream(e.to_string()))?;
+        for event in decoder.push(&chunk)? {
+            received.marks.first_event_ms.get_or_insert_with(ms);
+            match &event {
+                ServerEvent::Session(s) => received.session = Some(s.clone()),
+                ServerEvent::Audio(a) => {
+                    received.marks.first_audio_decoded_ms.get_or_insert_with(ms);
+                    received.audio.extend_from_slice(&a.pcm);
+                    audio_chunks += 1;
+                }
+                ServerEvent::Done(d) => {
+                    received.timeline = Some(d.timeline.clone());
+                    received.marks.done_ms = Some(ms());
+                }
+                ServerEvent::Error(e) => received.error = Some(e.clone()),
+                _ => {}
+            }
+            received.events.push(event);
+        }
+        if options.stop_after_audio_chunks.is_some_and(|n| audio_chunks >= n) {
+            return Ok(received);
+        }
+    }
+    decoder.finish()?;
+    Ok(received)
+}
+
+/// Root-mean-square level of PCM s16le, from 0 (silence) to 1 (full scale).
+pub fn rms(pcm: &[u8]) -> f64 {
+    let samples: Vec<f64> = pcm.chunks_exact(2).map(|p| i16::from_le_bytes([p[0], p[1]]) as f64 / 32768.0).collect();
+    if samples.is_empty() {
+        return 0.0;
+    }
+    (samples.iter().map(|s| s * s).sum::<f64>() / samples.len() as f64).sqrt()
+}

@@ -1,0 +1,62 @@
+//! What a gateway serves with: its backends, its agent, its limits and its scheduling defaults.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use earshot_core::agent::AgentSource;
+use earshot_core::scheduler::SchedulerConfig;
+use earshot_core::speech::SpeechBackend;
+
+/// Input limits, checked before a stream starts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_prompt_chars: usize,
+    pub max_text_chars: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_body_bytes: 64 * 1024, max_prompt_chars: 4_000, max_text_chars: 20_000 }
+    }
+}
+
+/// A configured gateway.
+pub struct Gateway {
+    /// The backends, the first being the default.
+    pub backends: Vec<Arc<dyn SpeechBackend>>,
+    pub agent: Arc<dyn AgentSource>,
+    pub scheduler: SchedulerConfig,
+    pub limits: Limits,
+    /// Idle time after which a keep-alive is sent on a quiet stream.
+    pub keep_alive: Duration,
+    /// Messages the client channel holds before the conversation waits for the client.
+    pub client_buffer: usize,
+    /// CloudWatch namespace of the metrics line logged after each conversation (`None`: no line).
+    pub metrics_namespace: Option<String>,
+    /// Serve the demo page and its script at `/` (local runs).
+    pub serve_demo: bool,
+}
+
+impl Gateway {
+    pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>) -> Self {
+        Gateway {
+            backends,
+            agent,
+            scheduler: SchedulerConfig::default(),
+            limits: Limits::default(),
+            keep_alive: Duration::from_secs(15),
+            client_buffer: 64,
+            metrics_namespace: Some("earshot".into()),
+            serve_demo: true,
+        }
+    }
+
+    pub fn backend(&self, name: &str) -> Option<&Arc<dyn SpeechBackend>> {
+        self.backends.iter().find(|b| b.name() == name)
+    }
+
+    pub fn backend_names(&self) -> Vec<String> {
+        self.backends.iter().map(|b| b.name().to_string()).collect()
+    }
+}

@@ -1,0 +1,147 @@
+//! `POST /v1/speak` bodies: parsed strictly (unknown fields and wrong types are errors) and checked
+//! before any stream starts.
+
+use axum::http::HeaderMap;
+use earshot_core::agent::AgentInput;
+use earshot_core::protocol::Delivery;
+use earshot_core::scheduler::Release;
+use serde::Deserialize;
+
+use crate::api_error::ApiError;
+use crate::config::Limits;
+
+/// The JSON body, as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeakBody {
+    pub prompt: Option<String>,
+    pub text: Option<String>,
+    pub backend: Option<String>,
+    pub voice: Option<String>,
+    pub release: Option<String>,
+    pub format: Option<String>,
+    pub conversation_id: Option<String>,
+}
+
+/// A request that passed every check that needs no backend.
+#[derive(Debug, Clone)]
+pub struct SpeakRequest {
+    pub input: AgentInput,
+    /// `None` or `auto`: the gateway chooses.
+    pub backend: Option<String>,
+    pub voice: Option<String>,
+    pub release: Release,
+    pub delivery: Delivery,
+    pub conversation_id: String,
+}
+
+pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakRequest, ApiError> {
+    if body.len() > limits.max_body_bytes {
+        return Err(ApiError::too_large("body_too_large", format!("the body is larger than {} bytes", limits.max_body_bytes)));
+    }
+    let body: SpeakBody = serde_json::from_slice(body).map_err(|e| {
+        if e.is_data() {
+            ApiError::bad_request("invalid_request", e.to_string())
+        } else {
+            ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+        }
+    })?;
+    let input = match (body.prompt, body.text) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("conflicting_input", "give either `prompt` or `text`, not both")),
+        (None, None) => return Err(ApiError::bad_request("missing_input", "give `prompt` (for the agent) or `text` (to speak as given)")),
+        (Some(p), None) => checked(p, "prompt", limits.max_prompt_chars).map(AgentInput::Prompt)?,
+        (None, Some(t)) => checked(t, "text", limits.max_text_chars).map(AgentInput::Text)?,
+    };
+    let release = match body.release.as_deref() {
+        None => Release::Incremental,
+        Some(r) => r.parse().map_err(|e: String| ApiError::bad_request("invalid_release", e))?,
+    };
+    let delivery = match body.format.as_deref() {
+        Some("sse") => Delivery::Sse,
+        Some("binary") => Delivery::Binary,
+        Some(other) => return Err(ApiError::bad_request("invalid_format", format!("unknown format `{other}` (expected sse or binary)"))),
+        None => delivery_from_accept(headers),
+    };
+    let conversation_id = match body.conversation_id {
+        Some(id) => {
+            let ok = !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+            if !ok {
+                return Err(ApiError::bad_request("invalid_conversation_id", "`conversation_id` must be 1 to 128 characters of letters, digits and - _ . :"));
+            }
+            id
+        }
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+    let backend = body.backend.filter(|b| b != "auto");
+    if let Some(v) = &body.voice {
+        if v.is_empty() || v.len() > 64 {
+            return Err(ApiError::bad_request("unknown_voice", "`voice` must name a voice of GET /v1/voices"));
+        }
+    }
+    Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id })
+}
+
+fn checked(value: String, field: &str, max: usize) -> Result<String, ApiError> {
+    if value.trim().is_empty() {
+        return Err(ApiError::bad_request("empty_input", format!("`{field}` is empty")));
+    }
+    let chars = value.chars().count();
+    if chars > max {
+        return Err(ApiError::too_large("input_too_long", format!("`{field}` has {chars} characters; the limit is {max}")));
+    }
+    Ok(value)
+}
+
+/// Binary frames when the `Accept` header asks for them, else SSE.
+fn delivery_from_accept(headers: &HeaderMap) -> Delivery {
+    let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if accept.contains(earshot_core::protocol::binary::CONTENT_TYPE) {
+        Delivery::Binary
+    } else {
+        Delivery::Sse
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(body: &str) -> Result<SpeakRequest, ApiError> {
+        parse(body.as_bytes(), &HeaderMap::new(), &Limits::default())
+    }
+
+    #[test]
+    fn accepts_a_minimal_prompt() {
+        let r = parse_str(r#"{"prompt":"hi"}"#).unwrap();
+        assert_eq!(r.input, AgentInput::Prompt("hi".into()));
+        assert_eq!(r.release, Release::Incremental);
+        assert_eq!(r.delivery, Delivery::Sse);
+        assert!(!r.conversation_id.is_empty());
+    }
+
+    #[test]
+    fn rejects_what_a_user_can_get_wrong() {
+        let code = |body: &str| parse_str(body).unwrap_err().code;
+        assert_eq!(code("{"), "invalid_json");
+        assert_eq!(code(r#"{"prompt":"hi","colour":"red"}"#), "invalid_request");
+        assert_eq!(code(r#"{"prompt":5}"#), "invalid_request");
+        assert_eq!(code(r#"{"prompt":"a","text":"b"}"#), "conflicting_input");
+        assert_eq!(code(r#"{}"#), "missing_input");
+        assert_eq!(code(r#"{"text":"  "}"#), "empty_input");
+        assert_eq!(code(r#"{"prompt":"hi","release":"later"}"#), "invalid_release");
+        assert_eq!(code(r#"{"prompt":"hi","format":"xml"}"#), "invalid_format");
+        assert_eq!(code(r#"{"prompt":"hi","conversation_id":"a b"}"#), "invalid_conversation_id");
+        let long = format!(r#"{{"prompt":"{}"}}"#, "a".repeat(4001));
+        let err = parse_str(&long).unwrap_err();
+        assert_eq!((err.code.as_str(), err.status.as_u16()), ("input_too_long", 413));
+        assert!(err.message.contains("4000"));
+    }
+
+    #[test]
+    fn accept_header_chooses_binary() {
+        let mut headers = HeaderMap::new();
+        headers.insert("accept", earshot_core::protocol::binary::CONTENT_TYPE.parse().unwrap());
+        let r = parse(br#"{"text":"hi"}"#, &headers, &Limits::default()).unwrap();
+        assert_eq!(r.delivery, Delivery::Binary);
+    }
+}

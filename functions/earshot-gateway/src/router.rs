@@ -1,0 +1,118 @@
+//! The routes, and the response stream of a conversation.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use earshot_core::protocol::Delivery;
+use earshot_core::timeline::Clock;
+use futures_util::stream;
+use tokio_util::sync::DropGuard;
+
+use crate::api_error::ApiError;
+use crate::config::Gateway;
+use crate::conversation;
+use crate::request;
+
+/// The demo page and its client module, served at `/` for local runs.
+const DEMO_PAGE: &str = include_str!("../../../web/index.html");
+const CLIENT_MODULE: &str = include_str!("../../../web/earshot.js");
+
+pub fn router(gw: Arc<Gateway>) -> Router {
+    let mut router = Router::new()
+        .route("/v1/speak", post(speak))
+        .route("/v1/voices", get(voices))
+        .route("/healthz", get(healthz));
+    if gw.serve_demo {
+        router = router.route("/", get(|| async { Html(DEMO_PAGE) })).route(
+            "/earshot.js",
+            get(|| async { ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], CLIENT_MODULE) }),
+        );
+    }
+    router.layer(DefaultBodyLimit::disable()).with_state(gw)
+}
+
+async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
+    let clock = Clock::start();
+    let limit = gw.limits.max_body_bytes;
+    let bytes = match axum::body::to_bytes(body.into_body(), limit + 1).await {
+        Ok(bytes) => bytes,
+        Err(_) => return ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response(),
+    };
+    let request = match request::parse(&bytes, &headers, &gw.limits) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let started = match conversation::start(gw.clone(), request, clock).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    stream_response(started, gw.keep_alive)
+}
+
+/// The response: headers that say which backend answers and why, then the messages as they come,
+/// with keep-alives while nothing flows. Dropping the body (the client went away) cancels the
+/// conversation.
+fn stream_response(started: conversation::Started, keep_alive: Duration) -> Response {
+    let delivery = started.delivery;
+    let guard: DropGuard = started.cancel.clone().drop_guard();
+    let body = stream::unfold((started.events, guard), move |(mut events, guard)| async move {
+        match tokio::time::timeout(keep_alive, events.recv()).await {
+            Ok(Some(event)) => Some((Ok::<Bytes, Infallible>(delivery.encode(&event)), (events, guard))),
+            Ok(None) => None,
+            Err(_) => Some((Ok(delivery.keep_alive()), (events, guard))),
+        }
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(delivery.content_type()));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let put = |headers: &mut HeaderMap, name: &'static str, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            headers.insert(name, v);
+        }
+    };
+    put(headers, "x-earshot-backend", &started.backend);
+    put(headers, "x-earshot-backend-reason", started.reason);
+    put(headers, "x-earshot-conversation-id", &started.conversation_id);
+    put(headers, "x-earshot-request-id", &started.request_id);
+    put(headers, "x-earshot-protocol", if delivery == Delivery::Sse { "sse; v=1" } else { "binary; v=1" });
+    response
+}
+
+async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
+    let backends: Vec<serde_json::Value> = gw
+        .backends
+        .iter()
+        .map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()}))
+        .collect();
+    Json(serde_json::json!({"default_backend": gw.backends.first().map(|b| b.name().to_string()), "backends": backends}))
+}
+
+async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
+    let mut all_ok = true;
+    let mut report = serde_json::Map::new();
+    for b in &gw.backends {
+        let status = match tokio::time::timeout(Duration::from_secs(2), b.health()).await {
+            Ok(Ok(())) => serde_json::json!({"ok": true}),
+            Ok(Err(e)) => {
+                all_ok = false;
+                serde_json::json!({"ok": false, "error": e.message})
+            }
+            Err(_) => {
+                all_ok = false;
+                serde_json::json!({"ok": false, "error": "no answer within 2 s"})
+            }
+        };
+        report.insert(b.name().to_string(), status);
+    }
+    let status = if all_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(serde_json::json!({"ok": all_ok, "backends": report}))).into_response()
+}
