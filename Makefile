@@ -12,9 +12,10 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help test test-rust conformance test-kokoro bench build deps-rust kokoro-local clean
+.PHONY: help run test test-rust test-e2e conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
 
 help:
+	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
 	@echo "make test          run every test that can run on this machine"
 	@echo "make bench         run the benchmarks and print their figures"
 	@echo "make build         build the release binaries"
@@ -25,12 +26,15 @@ deps-rust:
 	@echo "==> fetching Rust crates (cargo fetch --locked)"
 	@$(CARGO) fetch --locked --quiet
 
-test: test-rust conformance test-kokoro
+run: build kokoro-venv
+	@EARSHOT_BIN=$(EARSHOT) $(ROOT)/scripts/run-local.sh
+
+test: test-rust conformance test-kokoro test-e2e
 	@echo "==> all tests passed"
 
 test-rust: deps-rust
 	@echo "==> Rust tests (cargo test --workspace); build outputs in $(CARGO_TARGET_DIR)"
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked --exclude earshot-e2e
 	@echo "==> the segmenter benchmark on a tiny input, to keep it working"
 	$(CARGO) run --quiet --locked -p earshot -- bench segmenter --sizes-mb 0.05 --passes 1
 
@@ -41,6 +45,13 @@ conformance: deps-rust
 test-kokoro:
 	@echo "==> Kokoro container tests (real model, onnx engine)"
 	$(MAKE) --no-print-directory -C infra/kokoro test
+
+test-e2e: deps-rust kokoro-venv
+	@echo "==> end-to-end tests: the local stack against the real Kokoro container (one test at a time)"
+	$(CARGO) test --locked -p earshot-e2e -- --test-threads=1
+
+kokoro-venv:
+	@$(MAKE) --no-print-directory -C infra/kokoro venv
 
 build: deps-rust
 	@echo "==> building release binaries"

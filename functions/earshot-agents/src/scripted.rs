@@ -1,8 +1,9 @@
 //! A scripted agent: streams a fixed answer as LLM-like tokens at a chosen rate, with optional pauses
 //! (as when an agent calls a tool), through the same interface as a real agent.
 //!
-//! Scripts are text with pause marks: `Let me check.{pause:2000} It shipped today.` pauses 2 s after
-//! the first sentence and signals the pause to the scheduler, as a tool call would.
+//! Scripts are text with marks: `Let me check.{pause:2000} It shipped today.` pauses 2 s after the
+//! first sentence and signals the pause to the scheduler, as a tool call would; `{wait:2000}` goes
+//! quiet for 2 s without a signal, as a model that stalls does.
 
 use std::time::Duration;
 
@@ -17,7 +18,10 @@ use crate::tokens::llm_tokens;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScriptItem {
     Text(String),
+    /// A signalled pause (a tool call).
     Pause(Duration),
+    /// Silence with no signal (a stalled model).
+    Wait(Duration),
 }
 
 /// An answer to stream.
@@ -25,14 +29,22 @@ pub enum ScriptItem {
 pub struct Script(pub Vec<ScriptItem>);
 
 impl Script {
-    /// Parses text with `{pause:MS}` marks.
+    /// Parses text with `{pause:MS}` and `{wait:MS}` marks.
     pub fn parse(source: &str) -> Script {
         let mut items = Vec::new();
         let mut rest = source;
-        while let Some(start) = rest.find("{pause:") {
+        while let Some(start) = rest.find('{') {
             let Some(len) = rest[start..].find('}') else { break };
-            let millis = rest[start + 7..start + len].trim().parse::<u64>().ok();
-            let Some(millis) = millis else {
+            let mark = &rest[start + 1..start + len];
+            let parsed = mark.split_once(':').and_then(|(kind, ms)| {
+                let duration = Duration::from_millis(ms.trim().parse::<u64>().ok()?);
+                match kind {
+                    "pause" => Some(ScriptItem::Pause(duration)),
+                    "wait" => Some(ScriptItem::Wait(duration)),
+                    _ => None,
+                }
+            });
+            let Some(item) = parsed else {
                 // Not a pause mark after all: keep it as text.
                 items.push(ScriptItem::Text(rest[..start + len + 1].to_string()));
                 rest = &rest[start + len + 1..];
@@ -41,7 +53,7 @@ impl Script {
             if start > 0 {
                 items.push(ScriptItem::Text(rest[..start].to_string()));
             }
-            items.push(ScriptItem::Pause(Duration::from_millis(millis)));
+            items.push(item);
             rest = &rest[start + len + 1..];
         }
         if !rest.is_empty() {
@@ -61,7 +73,7 @@ impl Script {
             .iter()
             .filter_map(|i| match i {
                 ScriptItem::Text(t) => Some(t.as_str()),
-                ScriptItem::Pause(_) => None,
+                ScriptItem::Pause(_) | ScriptItem::Wait(_) => None,
             })
             .collect()
     }
@@ -143,21 +155,32 @@ impl Default for ScriptedConfig {
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedAgent {
     pub config: ScriptedConfig,
+    /// Named scripts, answered when a prompt is exactly their name.
+    pub scripts: Vec<(String, Script)>,
 }
 
 impl ScriptedAgent {
     pub fn new(config: ScriptedConfig) -> Self {
-        ScriptedAgent { config }
+        ScriptedAgent { config, scripts: Vec::new() }
     }
 
-    /// The script for an input: a prompt naming a sample (`brief`, `long`, `pause`) gets that
-    /// sample; a prompt mentioning a tool or a pause gets the pause sample, one asking to explain
+    /// Adds a named script (its source may hold `{pause:MS}` and `{wait:MS}` marks).
+    pub fn with_script(mut self, name: &str, source: &str) -> Self {
+        self.scripts.push((name.to_string(), Script::parse(source)));
+        self
+    }
+
+    /// The script for an input: a prompt naming a script or a sample (`brief`, `long`, `pause`)
+    /// gets it; a prompt mentioning a tool or a pause gets the pause sample, one asking to explain
     /// gets the long one, any other the brief one. Text is spoken as given.
-    pub fn script_for(input: &AgentInput) -> Script {
+    pub fn script_for(&self, input: &AgentInput) -> Script {
         match input {
             AgentInput::Text(text) => Script::plain(text),
             AgentInput::Prompt(prompt) => {
                 let p = prompt.trim().to_lowercase();
+                if let Some((_, script)) = self.scripts.iter().find(|(name, _)| name.to_lowercase() == p) {
+                    return script.clone();
+                }
                 if let Some(sample) = Sample::from_name(&p) {
                     return sample.script();
                 }
@@ -220,6 +243,11 @@ impl ScriptedAgent {
                             return;
                         }
                     }
+                    ScriptItem::Wait(duration) => {
+                        if !pause(duration).await {
+                            return;
+                        }
+                    }
                 }
             }
             let _ = send(AgentEvent::Done).await;
@@ -235,7 +263,7 @@ impl AgentSource for ScriptedAgent {
     }
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
-        Ok(self.stream(Self::script_for(&input), cancel))
+        Ok(self.stream(self.script_for(&input), cancel))
     }
 }
 
@@ -245,11 +273,14 @@ mod tests {
 
     #[test]
     fn parses_pause_marks() {
-        let s = Script::parse("One.{pause:250} Two.{pause:x}");
+        let s = Script::parse("One.{pause:250} Two.{wait:5}{pause:x} {x}");
         assert_eq!(s.0, vec![
             ScriptItem::Text("One.".into()),
             ScriptItem::Pause(Duration::from_millis(250)),
-            ScriptItem::Text(" Two.{pause:x}".into()),
+            ScriptItem::Text(" Two.".into()),
+            ScriptItem::Wait(Duration::from_millis(5)),
+            ScriptItem::Text("{pause:x}".into()),
+            ScriptItem::Text(" {x}".into()),
         ]);
     }
 

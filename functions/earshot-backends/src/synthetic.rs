@@ -5,6 +5,8 @@
 
 use std::collections::VecDeque;
 use std::f32::consts::TAU;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -35,11 +37,33 @@ impl Default for SyntheticConfig {
 #[derive(Debug, Clone, Default)]
 pub struct SyntheticBackend {
     pub config: SyntheticConfig,
+    live: Arc<AtomicUsize>,
 }
 
 impl SyntheticBackend {
     pub fn new(config: SyntheticConfig) -> Self {
-        SyntheticBackend { config }
+        SyntheticBackend { config, live: Arc::default() }
+    }
+
+    /// Sessions whose task is still running: after a conversation ends, none of its own.
+    pub fn live_sessions(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts a session's task as live until it ends, however it ends.
+struct LiveGuard(Arc<AtomicUsize>);
+
+impl LiveGuard {
+    fn new(counter: &Arc<AtomicUsize>) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        LiveGuard(counter.clone())
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -63,7 +87,12 @@ impl SpeechBackend for SyntheticBackend {
         }
         let (commands_tx, commands_rx) = mpsc::channel(32);
         let (events_tx, events_rx) = mpsc::channel(32);
-        tokio::spawn(drive(self.config.clone(), commands_rx, events_tx, options));
+        let guard = LiveGuard::new(&self.live);
+        let config = self.config.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            drive(config, commands_rx, events_tx, options).await
+        });
         Ok(SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(self.config.sample_rate), voice: "tone".into() })
     }
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `make run`: the local stack with its embedded defaults (local Kokoro, scripted agent, demo page).
+# Starts the Kokoro container's server and `earshot serve`, waits until both are healthy, prints how to
+# try it, and stops both on Ctrl-C.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+port=${PORT:-8787}
+kokoro_port=${KOKORO_PORT:-8080}
+earshot=${EARSHOT_BIN:?EARSHOT_BIN names the earshot binary}
+logs=${EARSHOT_LOG_DIR:-$root/.run}
+mkdir -p "$logs"
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  echo
+  echo "run: stopping"
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+wait_for() { # url what seconds
+  local url=$1 what=$2 seconds=$3
+  for _ in $(seq 1 $((seconds * 5))); do
+    if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
+    for pid in "${pids[@]}"; do
+      kill -0 "$pid" 2>/dev/null || { echo "run: $what stopped; see its log in $logs"; exit 1; }
+    done
+    sleep 0.2
+  done
+  echo "run: $what did not become healthy within ${seconds}s; see its log in $logs"
+  exit 1
+}
+
+if curl -fsS -o /dev/null "http://127.0.0.1:$kokoro_port/ping" 2>/dev/null; then
+  echo "run: a Kokoro server already answers on port $kokoro_port; using it"
+else
+  echo "run: starting the Kokoro container's server (onnx engine, CPU) on port $kokoro_port (log: $logs/kokoro.log)"
+  KOKORO_PORT=$kokoro_port make --no-print-directory -C "$root/infra/kokoro" serve >"$logs/kokoro.log" 2>&1 &
+  pids+=($!)
+  wait_for "http://127.0.0.1:$kokoro_port/ping" "the Kokoro server" 180
+  echo "run: Kokoro is ready"
+fi
+
+echo "run: starting earshot serve on port $port (log: $logs/earshot.log)"
+"$earshot" serve --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" >"$logs/earshot.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/healthz" "earshot" 60
+
+cat <<MSG
+
+earshot is running at http://127.0.0.1:$port  (Ctrl-C stops it)
+
+  open the demo page:   http://127.0.0.1:$port/
+  stream a reply:       curl -N http://127.0.0.1:$port/v1/speak -d '{"prompt":"brief"}'
+  hear it as a WAV:     $earshot say --url http://127.0.0.1:$port --prompt brief --out answer.wav
+  compare buffering:    $earshot say --url http://127.0.0.1:$port --prompt brief --release buffered
+
+MSG
+wait -n "${pids[@]}"

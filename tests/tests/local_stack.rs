@@ -1,0 +1,237 @@
+//! The local stack end to end: scripted agent → gateway over HTTP → real Kokoro container → a
+//! client decoding SSE or binary frames.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use earshot_client::{rms, speak, CallOptions, Received, SpeakBody};
+use earshot_core::protocol::{Delivery, ServerEvent};
+use earshot_core::speech::SpeechBackend;
+use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
+use earshot_gateway::Gateway;
+
+/// Speech from Kokoro has an RMS level of a few percent of full scale; silence has none.
+const SPEECH_RMS: f64 = 0.01;
+
+fn text(t: &str) -> SpeakBody {
+    SpeakBody { text: Some(t.into()), ..Default::default() }
+}
+
+fn prompt(p: &str) -> SpeakBody {
+    SpeakBody { prompt: Some(p.into()), ..Default::default() }
+}
+
+/// Checks the shape every completed conversation has: `session` first, sentences in order, each
+/// with its audio (sequence numbers from 0) and one `sentence_end` before the next sentence's audio,
+/// `done` last; and returns the sentences' texts.
+fn check_conversation(r: &Received) -> Vec<String> {
+    assert!(r.error.is_none(), "error: {:?}", r.error);
+    assert!(matches!(r.events.first(), Some(ServerEvent::Session(_))), "session first");
+    assert!(matches!(r.events.last(), Some(ServerEvent::Done(_))), "done last");
+    let mut sentences = Vec::new();
+    let mut current_audio: Option<u32> = None;
+    let mut next_seq = 0;
+    let mut ended = Vec::new();
+    for event in &r.events {
+        match event {
+            ServerEvent::Sentence(s) => {
+                assert_eq!(s.index as usize, sentences.len(), "sentences in order");
+                sentences.push(s.text.clone());
+            }
+            ServerEvent::Audio(a) => {
+                if current_audio != Some(a.index) {
+                    assert_eq!(a.index as usize, ended.len(), "audio of sentence {} before the end of sentence {}", a.index, ended.len());
+                    current_audio = Some(a.index);
+                    next_seq = 0;
+                }
+                assert_eq!(a.seq, next_seq, "audio sequence numbers count up");
+                next_seq += 1;
+            }
+            ServerEvent::SentenceEnd(e) => {
+                assert_eq!(e.index as usize, ended.len(), "sentence ends in order");
+                assert_eq!(current_audio, Some(e.index), "every sentence is voiced before it ends");
+                ended.push(e.index);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(ended.len(), sentences.len(), "every sentence voiced once");
+    assert!(rms(&r.audio) > SPEECH_RMS, "the audio has speech energy (rms {})", rms(&r.audio));
+    let timeline = r.timeline.as_ref().expect("timeline");
+    let audio_ms: f64 = timeline.sentences.iter().map(|s| s.audio_ms).sum();
+    let format = r.format().expect("format");
+    assert_eq!(format.sample_rate, 24_000);
+    assert!((format.duration_ms(r.audio.len()) - audio_ms).abs() < 1.0, "the timeline accounts for every sample");
+    sentences
+}
+
+async fn stack(tokens_per_second: f64, tweak: impl FnOnce(&mut Gateway)) -> (String, Arc<dyn SpeechBackend>) {
+    let backend = kokoro_backend(Kokoro::shared()).await;
+    let agent = agent(tokens_per_second)
+        .with_script("quiet", "Let me check that for you.{wait:1500} It shipped today.")
+        .with_script("three", "One two three. Four five six. Seven eight nine.");
+    let mut gateway = Gateway::new(vec![backend.clone()], Arc::new(agent));
+    gateway.metrics_namespace = None;
+    tweak(&mut gateway);
+    (serve(gateway).await.url, backend)
+}
+
+#[tokio::test]
+async fn a_prompt_is_spoken_in_both_formats() {
+    let (url, _) = stack(200.0, |_| {}).await;
+    for delivery in [Delivery::Sse, Delivery::Binary] {
+        let r = speak(&url, &prompt("brief"), &CallOptions { delivery, ..Default::default() }).await.expect("spoken");
+        let sentences = check_conversation(&r);
+        assert_eq!(sentences.len(), 4, "{sentences:?}");
+        assert_eq!(sentences[0], "Sure.");
+        assert_eq!(r.header("x-earshot-backend"), Some("kokoro"));
+        assert_eq!(r.header("x-earshot-backend-reason"), Some("default"));
+        let session = r.session.as_ref().unwrap();
+        assert_eq!((session.v, session.release.as_str()), (1, "incremental"));
+    }
+}
+
+#[tokio::test]
+async fn incremental_speaks_before_the_agent_finishes_and_buffered_after() {
+    // Five tokens a second: the agent takes about three seconds to write three short sentences.
+    let (url, _) = stack(5.0, |_| {}).await;
+    let incremental = speak(&url, &prompt("three"), &CallOptions::default()).await.unwrap();
+    check_conversation(&incremental);
+    let t = incremental.timeline.unwrap();
+    assert!(t.first_audio_sent_ms.unwrap() < t.agent_done_ms.unwrap(), "incremental: first audio before the last token: {t:?}");
+    assert!(t.sentences[0].released_ms.unwrap() < t.agent_done_ms.unwrap());
+
+    let buffered_body = SpeakBody { release: Some("buffered".into()), ..prompt("three") };
+    let buffered = speak(&url, &buffered_body, &CallOptions::default()).await.unwrap();
+    check_conversation(&buffered);
+    let t = buffered.timeline.unwrap();
+    let done = t.agent_done_ms.unwrap();
+    assert!(t.first_audio_sent_ms.unwrap() > done, "buffered: first audio after the last token: {t:?}");
+    assert!(t.sentences.iter().all(|s| s.released_ms.unwrap() >= done), "buffered: nothing released before the agent finished");
+    assert!(t.sentences[0].complete_ms < done, "the text was complete early all the same");
+}
+
+#[tokio::test]
+async fn a_finished_sentence_is_released_while_the_agent_is_quiet() {
+    let quiet = |idle: Option<Duration>| async move {
+        let (url, _) = stack(100.0, |g| g.scheduler.idle_release = idle).await;
+        let r = speak(&url, &prompt("quiet"), &CallOptions::default()).await.unwrap();
+        check_conversation(&r);
+        r.timeline.unwrap()
+    };
+    // The script goes quiet for 1.5 s after its first sentence, without saying so.
+    let with_idle = quiet(Some(Duration::from_millis(150))).await;
+    let first_token = with_idle.first_agent_token_ms.unwrap();
+    assert!(with_idle.sentences[0].released_ms.unwrap() < first_token + 1500.0, "released during the silence: {with_idle:?}");
+    assert!(with_idle.first_audio_sent_ms.unwrap() < with_idle.sentences[1].complete_ms);
+
+    let without = quiet(None).await;
+    let first_token = without.first_agent_token_ms.unwrap();
+    assert!(without.sentences[0].released_ms.unwrap() >= first_token + 1500.0, "held until the next token: {without:?}");
+}
+
+#[tokio::test]
+async fn a_signalled_pause_releases_pending_text_at_once() {
+    let (url, _) = stack(100.0, |g| g.scheduler.idle_release = None).await;
+    let r = speak(&url, &prompt("pause"), &CallOptions::default()).await.unwrap();
+    check_conversation(&r);
+    let t = r.timeline.unwrap();
+    // The pause sample pauses 2 s after "Let me check that for you." and signals it.
+    assert!(t.sentences[0].released_ms.unwrap() < t.first_agent_token_ms.unwrap() + 2000.0, "{t:?}");
+}
+
+#[tokio::test]
+async fn bad_requests_get_a_4xx_json_error_before_any_stream() {
+    let (url, _) = stack(100.0, |_| {}).await;
+    let client = reqwest::Client::new();
+    let post = |body: &'static str| client.post(format!("{url}/v1/speak")).body(body).send();
+    for (body, status, code) in [
+        ("not json", 400, "invalid_json"),
+        (r#"{"prompt":"hi","volume":11}"#, 400, "invalid_request"),
+        (r#"{"prompt":["hi"]}"#, 400, "invalid_request"),
+        (r#"{"prompt":""}"#, 400, "empty_input"),
+        (r#"{"prompt":"hi","backend":"espeak"}"#, 400, "unknown_backend"),
+        (r#"{"prompt":"hi","voice":"nobody"}"#, 400, "unknown_voice"),
+        (r#"{"prompt":"hi","release":"soon"}"#, 400, "invalid_release"),
+    ] {
+        let response = post(body).await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{body}");
+        let json: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(json["error"]["code"], code, "{body}");
+        assert!(!json["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let huge = format!(r#"{{"text":"{}"}}"#, "word ".repeat(30_000));
+    let response = client.post(format!("{url}/v1/speak")).body(huge).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+}
+
+#[tokio::test]
+async fn voices_and_health_are_listed() {
+    let (url, backend) = stack(100.0, |_| {}).await;
+    let voices: serde_json::Value = reqwest::get(format!("{url}/v1/voices")).await.unwrap().json().await.unwrap();
+    assert_eq!(voices["default_backend"], "kokoro");
+    assert_eq!(voices["backends"][0]["default_voice"], backend.default_voice());
+    assert!(voices["backends"][0]["voices"].as_array().unwrap().len() >= 5);
+    let health = reqwest::get(format!("{url}/healthz")).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let page = reqwest::get(format!("{url}/")).await.unwrap();
+    assert!(page.text().await.unwrap().contains("earshot"));
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_cancels_the_work_upstream() {
+    let (url, _) = stack(200.0, |_| {}).await;
+    let kokoro = Kokoro::shared();
+    let before = kokoro.stats().await;
+    let options = CallOptions { stop_after_audio_chunks: Some(1), ..Default::default() };
+    let r = speak(&url, &prompt("long"), &options).await.unwrap();
+    assert!(r.timeline.is_none(), "the client left before the end");
+    // The container sees the cancel: nothing of this conversation keeps running there.
+    let mut after = kokoro.stats().await;
+    for _ in 0..50 {
+        if after["active_requests"] == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = kokoro.stats().await;
+    }
+    assert_eq!(after["active_requests"], 0, "{after}");
+    let cancelled = |s: &serde_json::Value| s["cancelled_requests"].as_u64().unwrap();
+    assert!(cancelled(&after) > cancelled(&before), "the container cancelled work: {before} → {after}");
+}
+
+#[tokio::test]
+async fn a_container_that_stops_mid_answer_ends_the_stream_with_an_error() {
+    let own = Kokoro::start();
+    let backend = kokoro_backend(&own).await;
+    let mut gateway = Gateway::new(vec![backend], Arc::new(agent(50.0)));
+    gateway.metrics_namespace = None;
+    let url = serve(gateway).await.url;
+
+    let stop_after_first_audio = async {
+        let r = speak(&url, &prompt("long"), &CallOptions::default());
+        tokio::pin!(r);
+        // Stop the container shortly after the answer starts.
+        tokio::select! {
+            done = &mut r => done,
+            _ = tokio::time::sleep(Duration::from_millis(2500)) => {
+                own.stop();
+                r.await
+            }
+        }
+    };
+    let r = tokio::time::timeout(Duration::from_secs(30), stop_after_first_audio).await.expect("no hang").unwrap();
+    let error = r.error.expect("an error message");
+    assert!(error.code.starts_with("backend"), "{error:?}");
+    assert!(matches!(r.events.last(), Some(ServerEvent::Error(_))), "the stream ends after the error");
+
+    // A conversation that starts while the container is down is refused before streaming.
+    let refused = speak(&url, &prompt("brief"), &CallOptions::default()).await.unwrap_err();
+    match refused {
+        earshot_client::ClientError::Refused { status, code, .. } => {
+            assert_eq!(status, 502);
+            assert_eq!(code, "backend_unreachable");
+        }
+        other => panic!("expected a 502, got {other:?}"),
+    }
+}
