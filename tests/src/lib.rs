@@ -38,7 +38,7 @@ impl Kokoro {
         let port = free_port();
         let log = std::env::temp_dir().join(format!("earshot-e2e-kokoro-{port}.log"));
         // The shell reads its standard input until it closes (this process ended), then stops the server.
-        let script = format!("{} -m kokoro_server > {} 2>&1 & pid=$!; cat > /dev/null; kill $pid; wait $pid", python.display(), log.display());
+        let script = format!("{} -m kokoro_server > {} 2>&1 & pid=$!; cat > /dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null", python.display(), log.display());
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(script)

@@ -93,8 +93,9 @@ async fn a_prompt_is_spoken_in_both_formats() {
 
 #[tokio::test]
 async fn incremental_speaks_before_the_agent_finishes_and_buffered_after() {
-    // Five tokens a second: the agent takes about three seconds to write three short sentences.
-    let (url, _) = stack(5.0, |_| {}).await;
+    // Three tokens a second: the agent takes about four seconds to write three short sentences,
+    // several times what the first one takes to synthesize.
+    let (url, _) = stack(3.0, |_| {}).await;
     let incremental = speak(&url, &prompt("three"), &CallOptions::default()).await.unwrap();
     check_conversation(&incremental);
     let t = incremental.timeline.unwrap();
@@ -208,8 +209,9 @@ async fn a_container_that_stops_mid_answer_ends_the_stream_with_an_error() {
     gateway.metrics_namespace = None;
     let url = serve(gateway).await.url;
 
+    let (long, options) = (prompt("long"), CallOptions::default());
     let stop_after_first_audio = async {
-        let r = speak(&url, &prompt("long"), &CallOptions::default());
+        let r = speak(&url, &long, &options);
         tokio::pin!(r);
         // Stop the container shortly after the answer starts.
         tokio::select! {
