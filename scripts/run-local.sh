@@ -45,7 +45,7 @@ else
 fi
 
 echo "run: starting earshot serve on port $port (log: $logs/earshot.log)"
-"$earshot" serve --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" >"$logs/earshot.log" 2>&1 &
+"$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" >"$logs/earshot.log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/healthz" "earshot" 60
 

@@ -168,7 +168,8 @@ async fn bad_requests_get_a_4xx_json_error_before_any_stream() {
 
 #[tokio::test]
 async fn voices_and_health_are_listed() {
-    let (url, backend) = stack(100.0, |_| {}).await;
+    let web = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../web");
+    let (url, backend) = stack(100.0, |g| g.web_dir = Some(web)).await;
     let voices: serde_json::Value = reqwest::get(format!("{url}/v1/voices")).await.unwrap().json().await.unwrap();
     assert_eq!(voices["default_backend"], "kokoro");
     assert_eq!(voices["backends"][0]["default_voice"], backend.default_voice());
@@ -176,7 +177,10 @@ async fn voices_and_health_are_listed() {
     let health = reqwest::get(format!("{url}/healthz")).await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
     let page = reqwest::get(format!("{url}/")).await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
     assert!(page.text().await.unwrap().contains("earshot"));
+    let module = reqwest::get(format!("{url}/earshot.js")).await.unwrap();
+    assert!(module.headers()["content-type"].to_str().unwrap().contains("javascript"));
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! What a gateway serves with: its backends, its agent, its limits and its scheduling defaults.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,8 +35,8 @@ pub struct Gateway {
     pub client_buffer: usize,
     /// CloudWatch namespace of the metrics line logged after each conversation (`None`: no line).
     pub metrics_namespace: Option<String>,
-    /// Serve the demo page and its script at `/` (local runs).
-    pub serve_demo: bool,
+    /// A folder whose files are served at `/` (the demo page and its modules, for local runs).
+    pub web_dir: Option<PathBuf>,
 }
 
 impl Gateway {
@@ -48,7 +49,7 @@ impl Gateway {
             keep_alive: Duration::from_secs(15),
             client_buffer: 64,
             metrics_namespace: Some("earshot".into()),
-            serve_demo: true,
+            web_dir: None,
         }
     }
 

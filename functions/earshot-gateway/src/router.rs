@@ -1,4 +1,5 @@
-//! The routes, and the response stream of a conversation.
+//! The routes, and the response stream of a conversation. Locally, the files of the web folder (the
+//! demo page and the browser client) are served at `/` as well.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use earshot_core::protocol::Delivery;
@@ -20,20 +21,13 @@ use crate::config::Gateway;
 use crate::conversation;
 use crate::request;
 
-/// The demo page and its client module, served at `/` for local runs.
-const DEMO_PAGE: &str = include_str!("../../../web/index.html");
-const CLIENT_MODULE: &str = include_str!("../../../web/earshot.js");
-
 pub fn router(gw: Arc<Gateway>) -> Router {
-    let mut router = Router::new()
+    let mut router: Router<Arc<Gateway>> = Router::new()
         .route("/v1/speak", post(speak))
         .route("/v1/voices", get(voices))
         .route("/healthz", get(healthz));
-    if gw.serve_demo {
-        router = router.route("/", get(|| async { Html(DEMO_PAGE) })).route(
-            "/earshot.js",
-            get(|| async { ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], CLIENT_MODULE) }),
-        );
+    if let Some(dir) = &gw.web_dir {
+        router = router.fallback_service(tower_http::services::ServeDir::new(dir));
     }
     router.layer(DefaultBodyLimit::disable()).with_state(gw)
 }

@@ -48,9 +48,9 @@ pub struct ServeArgs {
     /// The synthetic backend's first-audio latency, in milliseconds.
     #[arg(long, default_value_t = 200)]
     synthetic_latency_ms: u64,
-    /// Do not serve the demo page.
-    #[arg(long)]
-    no_demo: bool,
+    /// The folder of the demo page and the browser client, served at `/` (none: no page).
+    #[arg(long, default_value = "web")]
+    web_dir: String,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,7 +97,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     gateway.scheduler.idle_release = (args.idle_release_ms > 0).then(|| Duration::from_millis(args.idle_release_ms));
     gateway.scheduler.segmenter.fast_first_min_words = args.fast_first;
     gateway.scheduler.max_in_flight = args.max_in_flight.max(1);
-    gateway.serve_demo = !args.no_demo;
+    let web_dir = std::path::PathBuf::from(&args.web_dir);
+    if web_dir.join("index.html").is_file() {
+        gateway.web_dir = Some(web_dir);
+    } else if !args.web_dir.is_empty() {
+        tracing::warn!("no index.html in {}: the demo page is not served", web_dir.display());
+    }
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|e| format!("bad address: {e}"))?;
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
