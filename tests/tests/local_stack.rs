@@ -241,3 +241,13 @@ async fn a_container_that_stops_mid_answer_ends_the_stream_with_an_error() {
         other => panic!("expected a 502, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn markdown_reaches_captions_but_not_the_voice() {
+    let (url, _) = stack(200.0, |_| {}).await;
+    let r = speak(&url, &text("## Plan\n- **Call** the [desk](https://x.io/a_b).\n```\nrm -rf /\n```\nDone."), &CallOptions::default()).await.unwrap();
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences, vec!["Plan", "Call the desk.", "Done."]);
+    let captions: String = r.events.iter().filter_map(|e| if let ServerEvent::Text(t) = e { Some(t.text.as_str()) } else { None }).collect();
+    assert!(captions.contains("**Call**") && captions.contains("rm -rf"), "captions keep the agent's own text");
+}
