@@ -1,30 +1,22 @@
-//! The Kokoro container as a backend, over its WebSocket contract. One WebSocket per conversation
-//! carries every sentence: each is a `synthesize` request named after its sentence index, and the
-//! audio frames that come back say which request they belong to, so the audio of a cancelled
-//! sentence can never be taken for the next one's.
+//! The Kokoro container as a backend, over a direct WebSocket (local runs): one WebSocket per
+//! conversation carries every sentence. The conversation itself is [`crate::container_session`].
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use earshot_core::protocol::AudioFormat;
-use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
+use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
+use async_trait::async_trait as transport_trait;
+use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use tokio_util::sync::CancellationToken;
 
-use crate::kokoro_wire::{self, ControlMessage};
+use crate::container_session::{self, ContainerTransport, Frame, TransportError};
 
-/// Kokoro renders 24 kHz mono PCM.
-pub const KOKORO_SAMPLE_RATE: u32 = 24_000;
-/// Events a session may hold before it stops reading from the container.
-const EVENT_CHANNEL: usize = 32;
-const COMMAND_CHANNEL: usize = 32;
-
+pub use crate::container_session::KOKORO_SAMPLE_RATE;
 /// Where the container is and how to speak.
 #[derive(Debug, Clone)]
 pub struct KokoroConfig {
@@ -128,11 +120,7 @@ impl SpeechBackend for KokoroBackend {
             Ok(Err(e)) => return Err(SpeechError::new("backend_unreachable", format!("cannot reach the Kokoro container at {url}: {e}"), true)),
             Err(_) => return Err(SpeechError::new("backend_unreachable", format!("the Kokoro container at {url} did not answer in time"), true)),
         };
-        let (commands_tx, commands_rx) = mpsc::channel(COMMAND_CHANNEL);
-        let (events_tx, events_rx) = mpsc::channel(EVENT_CHANNEL);
-        let session = Session { ws, events: events_tx, cancel: options.cancel.clone(), voice: options.voice.clone(), speed: self.cfg.speed, live: HashMap::new() };
-        tokio::spawn(session.drive(commands_rx));
-        Ok(SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice })
+        Ok(container_session::start(WsTransport { ws }, options, self.cfg.speed))
     }
 
     async fn health(&self) -> Result<(), SpeechError> {
@@ -147,142 +135,33 @@ impl SpeechBackend for KokoroBackend {
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// One conversation's WebSocket and the requests live on it.
-struct Session {
+/// The container's WebSocket, as a transport of its protocol.
+struct WsTransport {
     ws: Ws,
-    events: mpsc::Sender<SpeechEvent>,
-    cancel: CancellationToken,
-    voice: String,
-    speed: f32,
-    /// Request id → sentence index, for requests sent and not yet ended.
-    live: HashMap<String, u32>,
 }
 
-/// What the driver does next.
-enum Next {
-    Go,
-    /// Stop, cancelling what is live at the container.
-    Abandon,
-    /// Stop; the container has already ended the session.
-    Stop,
-}
+#[transport_trait]
+impl ContainerTransport for WsTransport {
+    async fn send_text(&mut self, text: String) -> Result<(), TransportError> {
+        self.ws
+            .send(Message::Text(text.into()))
+            .await
+            .map_err(|e| TransportError::new("backend_gone", format!("the Kokoro container connection failed: {e}"), true))
+    }
 
-impl Session {
-    async fn drive(mut self, mut commands: mpsc::Receiver<SpeechCommand>) {
-        let mut finishing = false;
+    async fn recv(&mut self) -> Option<Result<Frame, TransportError>> {
         loop {
-            let next = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => Next::Abandon,
-                command = commands.recv(), if !finishing => match command {
-                    Some(SpeechCommand::Speak(request)) => {
-                        let id = format!("s{}", request.index);
-                        let message = kokoro_wire::synthesize(&id, &request.text, &self.voice, self.speed);
-                        self.live.insert(id, request.index);
-                        self.send(message).await
-                    }
-                    Some(SpeechCommand::Finish) => {
-                        finishing = true;
-                        self.send(kokoro_wire::close()).await
-                    }
-                    // Dropped without Finish: the conversation is over.
-                    None => Next::Abandon,
-                },
-                message = self.ws.next() => self.on_message(message).await,
+            return match self.ws.next().await {
+                Some(Ok(Message::Text(text))) => Some(Ok(Frame::Text(text.to_string()))),
+                Some(Ok(Message::Binary(bytes))) => Some(Ok(Frame::Binary(Bytes::from(bytes.to_vec())))),
+                Some(Ok(Message::Close(_))) | None => None,
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => Some(Err(TransportError::new("backend_gone", format!("the Kokoro container connection failed: {e}"), true))),
             };
-            match next {
-                Next::Go => {}
-                Next::Stop => return,
-                Next::Abandon => {
-                    self.abandon().await;
-                    return;
-                }
-            }
         }
     }
 
-    async fn send(&mut self, text: String) -> Next {
-        match self.ws.send(Message::Text(text.into())).await {
-            Ok(()) => Next::Go,
-            Err(e) => self.fail("backend_gone", format!("the Kokoro container connection failed: {e}"), true).await,
-        }
-    }
-
-    /// Hands an event to the scheduler, unless the conversation ends first.
-    async fn emit(&self, event: SpeechEvent) -> Next {
-        tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => Next::Abandon,
-            sent = self.events.send(event) => if sent.is_ok() { Next::Go } else { Next::Abandon },
-        }
-    }
-
-    async fn fail(&self, code: &str, message: String, retryable: bool) -> Next {
-        let _ = self.emit(SpeechEvent::Failed(SpeechError::new(code, message, retryable))).await;
-        Next::Abandon
-    }
-
-    async fn on_message(&mut self, message: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>) -> Next {
-        match message {
-            Some(Ok(Message::Text(text))) => match kokoro_wire::parse_control(&text) {
-                Ok(ControlMessage::Start { sample_rate, .. }) if sample_rate != KOKORO_SAMPLE_RATE => {
-                    self.fail("backend_protocol", format!("the container speaks at {sample_rate} Hz, not {KOKORO_SAMPLE_RATE}"), false).await
-                }
-                Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
-                Ok(ControlMessage::End { request_id }) => match self.live.remove(&request_id) {
-                    Some(index) => self.emit(SpeechEvent::Finished { index }).await,
-                    None => Next::Go,
-                },
-                Ok(ControlMessage::Cancelled { request_id }) => {
-                    self.live.remove(&request_id);
-                    Next::Go
-                }
-                Ok(ControlMessage::Error { code, message, request_id }) => {
-                    if let Some(id) = &request_id {
-                        self.live.remove(id);
-                    }
-                    let retryable = matches!(code.as_str(), "queue_full" | "not_ready" | "synthesis_failed");
-                    self.fail(&format!("tts_{code}"), format!("the Kokoro container: {message}"), retryable).await
-                }
-                Ok(ControlMessage::Closed {}) => {
-                    let _ = self.emit(SpeechEvent::Closed { billed_characters: None }).await;
-                    let _ = self.ws.close(None).await;
-                    Next::Stop
-                }
-                Err(e) => self.fail("backend_protocol", e, false).await,
-            },
-            Some(Ok(Message::Binary(frame))) => match kokoro_wire::parse_audio(frame) {
-                Ok(Some(audio)) => match self.live.get(&audio.request_id) {
-                    Some(&index) => self.emit(SpeechEvent::Audio { index, pcm: audio.pcm }).await,
-                    None => Next::Go,
-                },
-                Ok(None) => Next::Go,
-                Err(e) => self.fail("backend_protocol", e, false).await,
-            },
-            Some(Ok(Message::Close(_))) | None => {
-                self.fail("backend_gone", "the Kokoro container closed the connection".into(), true).await;
-                Next::Stop
-            }
-            Some(Ok(_)) => Next::Go,
-            Some(Err(e)) => {
-                self.fail("backend_gone", format!("the Kokoro container connection failed: {e}"), true).await;
-                Next::Stop
-            }
-        }
-    }
-
-    /// Cancels every live request at the container and closes the session, without waiting long.
-    async fn abandon(&mut self) {
-        let ids: Vec<String> = self.live.keys().cloned().collect();
-        let work = async {
-            for id in ids {
-                self.ws.send(Message::Text(kokoro_wire::cancel(&id).into())).await?;
-            }
-            self.ws.send(Message::Text(kokoro_wire::close().into())).await?;
-            self.ws.close(None).await
-        };
-        if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), work).await {
-            tracing::debug!("closing the Kokoro session: {e}");
-        }
+    async fn close(&mut self) {
+        let _ = self.ws.close(None).await;
     }
 }

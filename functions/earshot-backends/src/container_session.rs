@@ -1,0 +1,214 @@
+//! One conversation with the Kokoro container, whatever carries its messages: a direct WebSocket
+//! (local runs) or SageMaker's bidirectional stream (production). Each sentence is a `synthesize`
+//! request named after its index; audio frames name their request, so audio of a cancelled sentence
+//! can never be taken for the next one's. When the conversation ends early, every live request is
+//! cancelled at the container.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use earshot_core::protocol::AudioFormat;
+use earshot_core::speech::{SessionOptions, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::kokoro_wire::{self, ControlMessage};
+
+/// Kokoro renders 24 kHz mono PCM.
+pub const KOKORO_SAMPLE_RATE: u32 = 24_000;
+/// Events a session may hold before it stops reading from the container.
+const EVENT_CHANNEL: usize = 32;
+const COMMAND_CHANNEL: usize = 32;
+
+/// A message from the container: control as text, audio as binary. The transport says which; the
+/// bytes are never looked at to decide.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    Text(String),
+    Binary(Bytes),
+}
+
+/// A transport failure, as the client will see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransportError {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl TransportError {
+    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
+        TransportError { code: code.into(), message: message.into(), retryable }
+    }
+}
+
+/// What carries the container's messages. `recv` must be cancel-safe (it is raced in a select).
+#[async_trait]
+pub trait ContainerTransport: Send + Sync + 'static {
+    async fn send_text(&mut self, text: String) -> Result<(), TransportError>;
+    /// The next message; `None` when the connection has ended.
+    async fn recv(&mut self) -> Option<Result<Frame, TransportError>>;
+    async fn close(&mut self);
+}
+
+/// Starts a session on an open transport.
+pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed: f32) -> SpeechSession {
+    let (commands_tx, commands_rx) = mpsc::channel(COMMAND_CHANNEL);
+    let (events_tx, events_rx) = mpsc::channel(EVENT_CHANNEL);
+    let session = Session { transport, events: events_tx, cancel: options.cancel.clone(), voice: options.voice.clone(), speed, live: HashMap::new() };
+    tokio::spawn(session.drive(commands_rx));
+    SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
+}
+
+struct Session<T> {
+    transport: T,
+    events: mpsc::Sender<SpeechEvent>,
+    cancel: CancellationToken,
+    voice: String,
+    speed: f32,
+    /// Request id → sentence index, for requests sent and not yet ended.
+    live: HashMap<String, u32>,
+}
+
+/// What the driver does next.
+enum Next {
+    Go,
+    /// Stop, cancelling what is live at the container.
+    Abandon,
+    /// Stop; the session is over at the container too.
+    Stop,
+}
+
+impl<T: ContainerTransport> Session<T> {
+    async fn drive(mut self, mut commands: mpsc::Receiver<SpeechCommand>) {
+        let mut finishing = false;
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Next::Abandon,
+                command = commands.recv(), if !finishing => match command {
+                    Some(SpeechCommand::Speak(request)) => {
+                        let id = format!("s{}", request.index);
+                        let message = kokoro_wire::synthesize(&id, &request.text, &self.voice, self.speed);
+                        self.live.insert(id, request.index);
+                        self.send(message).await
+                    }
+                    Some(SpeechCommand::Finish) => {
+                        finishing = true;
+                        self.send(kokoro_wire::close()).await
+                    }
+                    // Dropped without Finish: the conversation is over.
+                    None => Next::Abandon,
+                },
+                frame = self.transport.recv() => self.on_frame(frame).await,
+            };
+            match next {
+                Next::Go => {}
+                Next::Stop => {
+                    self.transport.close().await;
+                    return;
+                }
+                Next::Abandon => {
+                    self.abandon().await;
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn send(&mut self, text: String) -> Next {
+        match self.transport.send_text(text).await {
+            Ok(()) => Next::Go,
+            Err(e) => {
+                self.report(e.code.as_str(), e.message, e.retryable).await;
+                Next::Stop
+            }
+        }
+    }
+
+    /// Hands an event to the scheduler, unless the conversation ends first.
+    async fn emit(&self, event: SpeechEvent) -> Next {
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Next::Abandon,
+            sent = self.events.send(event) => if sent.is_ok() { Next::Go } else { Next::Abandon },
+        }
+    }
+
+    async fn report(&self, code: &str, message: String, retryable: bool) {
+        let _ = self.emit(SpeechEvent::Failed(SpeechError::new(code, message, retryable))).await;
+    }
+
+    async fn on_frame(&mut self, frame: Option<Result<Frame, TransportError>>) -> Next {
+        match frame {
+            Some(Ok(Frame::Text(text))) => match kokoro_wire::parse_control(&text) {
+                Ok(ControlMessage::Start { sample_rate, .. }) if sample_rate != KOKORO_SAMPLE_RATE => {
+                    self.report("backend_protocol", format!("the container speaks at {sample_rate} Hz, not {KOKORO_SAMPLE_RATE}"), false).await;
+                    Next::Abandon
+                }
+                Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
+                Ok(ControlMessage::End { request_id }) => match self.live.remove(&request_id) {
+                    Some(index) => self.emit(SpeechEvent::Finished { index }).await,
+                    None => Next::Go,
+                },
+                Ok(ControlMessage::Cancelled { request_id }) => {
+                    self.live.remove(&request_id);
+                    Next::Go
+                }
+                Ok(ControlMessage::Error { code, message, request_id }) => {
+                    if let Some(id) = &request_id {
+                        self.live.remove(id);
+                    }
+                    let retryable = matches!(code.as_str(), "queue_full" | "not_ready" | "synthesis_failed");
+                    self.report(&format!("tts_{code}"), format!("the Kokoro container: {message}"), retryable).await;
+                    Next::Abandon
+                }
+                Ok(ControlMessage::Closed {}) => {
+                    let _ = self.emit(SpeechEvent::Closed { billed_characters: None }).await;
+                    Next::Stop
+                }
+                Err(e) => {
+                    self.report("backend_protocol", e, false).await;
+                    Next::Abandon
+                }
+            },
+            Some(Ok(Frame::Binary(frame))) => match kokoro_wire::parse_audio(frame) {
+                Ok(Some(audio)) => match self.live.get(&audio.request_id) {
+                    Some(&index) => self.emit(SpeechEvent::Audio { index, pcm: audio.pcm }).await,
+                    None => Next::Go,
+                },
+                Ok(None) => Next::Go,
+                Err(e) => {
+                    self.report("backend_protocol", e, false).await;
+                    Next::Abandon
+                }
+            },
+            None => {
+                self.report("backend_gone", "the Kokoro container closed the connection".into(), true).await;
+                Next::Stop
+            }
+            Some(Err(e)) => {
+                self.report(&e.code, e.message, e.retryable).await;
+                Next::Stop
+            }
+        }
+    }
+
+    /// Cancels every live request at the container and closes the session, without waiting long.
+    async fn abandon(&mut self) {
+        let ids: Vec<String> = self.live.keys().cloned().collect();
+        let work = async {
+            for id in ids {
+                self.transport.send_text(kokoro_wire::cancel(&id)).await?;
+            }
+            self.transport.send_text(kokoro_wire::close()).await?;
+            self.transport.close().await;
+            Ok::<(), TransportError>(())
+        };
+        if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), work).await {
+            tracing::debug!("closing the Kokoro session: {}", e.message);
+        }
+    }
+}
