@@ -1,0 +1,136 @@
+//! An agent on Amazon Bedrock's `ConverseStream`: the model's text deltas become the answer's stream.
+//! Text to speak as given needs no model and is streamed as it is.
+
+use async_trait::async_trait;
+use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;
+use aws_sdk_bedrockruntime::types::{ContentBlock, ContentBlockDelta, ConversationRole, ConverseStreamOutput, Message, StopReason, SystemContentBlock};
+use aws_sdk_bedrockruntime::Client;
+use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, AGENT_CHANNEL};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Which model, and how it is told to answer.
+#[derive(Debug, Clone)]
+pub struct BedrockSettings {
+    pub model_id: String,
+    pub system_prompt: String,
+    pub max_tokens: i32,
+}
+
+impl Default for BedrockSettings {
+    fn default() -> Self {
+        BedrockSettings {
+            model_id: "anthropic.claude-3-5-haiku-20241022-v1:0".into(),
+            system_prompt: "You are a helpful voice assistant. Answer in short, complete sentences that read well aloud. \
+                            Avoid tables and code unless asked."
+                .into(),
+            max_tokens: 1024,
+        }
+    }
+}
+
+pub struct BedrockAgent {
+    client: Client,
+    settings: BedrockSettings,
+}
+
+impl BedrockAgent {
+    pub fn new(config: &aws_config::SdkConfig, settings: BedrockSettings) -> Self {
+        BedrockAgent { client: Client::new(config), settings }
+    }
+}
+
+fn agent_error(code: Option<&str>, message: Option<&str>) -> AgentError {
+    let (name, retryable) = match code.unwrap_or("") {
+        "ThrottlingException" => ("agent_throttled", true),
+        "ServiceUnavailableException" | "InternalServerException" | "ModelNotReadyException" => ("agent_unavailable", true),
+        "ModelTimeoutException" => ("agent_timeout", true),
+        "ValidationException" => ("agent_validation", false),
+        "AccessDeniedException" => ("agent_access_denied", false),
+        "ResourceNotFoundException" => ("agent_model_not_found", false),
+        "ModelStreamErrorException" => ("agent_stream_error", true),
+        _ => ("agent_error", true),
+    };
+    AgentError::new(name, format!("Bedrock: {}{}", code.unwrap_or("error"), message.map(|m| format!(": {m}")).unwrap_or_default()), retryable)
+}
+
+#[async_trait]
+impl AgentSource for BedrockAgent {
+    fn name(&self) -> &str {
+        "bedrock"
+    }
+
+    async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
+        let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
+        let prompt = match input {
+            AgentInput::Text(text) => {
+                tokio::spawn(async move {
+                    if tx.send(Ok(AgentEvent::Delta(text))).await.is_ok() {
+                        let _ = tx.send(Ok(AgentEvent::Done)).await;
+                    }
+                });
+                return Ok(rx);
+            }
+            AgentInput::Prompt(prompt) => prompt,
+        };
+        let message = Message::builder()
+            .role(ConversationRole::User)
+            .content(ContentBlock::Text(prompt))
+            .build()
+            .map_err(|e| AgentError::new("agent_validation", e.to_string(), false))?;
+        let inference = aws_sdk_bedrockruntime::types::InferenceConfiguration::builder().max_tokens(self.settings.max_tokens).build();
+        let output = self
+            .client
+            .converse_stream()
+            .model_id(&self.settings.model_id)
+            .system(SystemContentBlock::Text(self.settings.system_prompt.clone()))
+            .messages(message)
+            .inference_config(inference)
+            .send()
+            .await
+            .map_err(|e| match e.as_service_error() {
+                Some(s) => agent_error(s.code(), s.message()),
+                None => AgentError::new("agent_unreachable", format!("cannot reach Bedrock: {e:?}"), true),
+            })?;
+        let mut stream = output.stream;
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    event = stream.recv() => event,
+                };
+                let item = match event {
+                    Ok(Some(ConverseStreamOutput::ContentBlockDelta(delta))) => match delta.delta {
+                        Some(ContentBlockDelta::Text(text)) => Ok(AgentEvent::Delta(text)),
+                        _ => continue,
+                    },
+                    Ok(Some(ConverseStreamOutput::MessageStop(stop))) => match stop.stop_reason {
+                        StopReason::GuardrailIntervened | StopReason::ContentFiltered => {
+                            Err(AgentError::new("agent_content_filtered", "Bedrock stopped the answer: its content was filtered", false))
+                        }
+                        StopReason::MaxTokens => {
+                            tracing::info!("the answer reached the token limit");
+                            Ok(AgentEvent::Done)
+                        }
+                        _ => Ok(AgentEvent::Done),
+                    },
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return,
+                    Err(e) => Err(match e.as_service_error() {
+                        Some(s) => agent_error(s.code(), s.message()),
+                        None => AgentError::new("agent_stream_error", format!("the Bedrock stream broke: {e:?}"), true),
+                    }),
+                };
+                let last = !matches!(item, Ok(AgentEvent::Delta(_)));
+                let sent = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    sent = tx.send(item) => sent,
+                };
+                if sent.is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+}

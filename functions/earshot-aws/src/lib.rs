@@ -1,0 +1,19 @@
+//! earshot's AWS edges. The core knows nothing of AWS; this crate adapts it to three AWS APIs:
+//!
+//! - [`sagemaker`]: Kokoro on a SageMaker real-time endpoint, over `InvokeEndpointWithBidirectionalStream`
+//!   (the same container protocol as the local WebSocket, carried in `PayloadPart` events);
+//! - [`polly`]: Amazon Polly's `StartSpeechSynthesisStream` (generative engine, PCM at 16 kHz);
+//! - [`bedrock`]: an agent on Bedrock's `ConverseStream`.
+//!
+//! [`sdk`] builds the SDK configuration, including the endpoint override and static credentials with
+//! which tests point the real SDK clients at local stand-ins.
+
+pub mod bedrock;
+pub mod polly;
+pub mod sagemaker;
+pub mod sdk;
+
+pub use bedrock::{BedrockAgent, BedrockSettings};
+pub use polly::{PollyBackend, PollySettings};
+pub use sagemaker::{SageMakerBackend, SageMakerSettings};
+pub use sdk::AwsSettings;

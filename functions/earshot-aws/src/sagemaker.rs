@@ -1,0 +1,173 @@
+//! Kokoro on a SageMaker endpoint, over `InvokeEndpointWithBidirectionalStream`. One bidirectional
+//! stream per conversation carries every sentence, as the container's protocol over `PayloadPart`s:
+//! requests go as `DataType: UTF8` parts; what comes back is told apart by its `DataType` (`UTF8`
+//! is a control message, anything else audio), never by peeking at the bytes.
+
+use async_trait::async_trait;
+use aws_sdk_sagemakerruntimehttp2::error::ProvideErrorMetadata;
+use aws_sdk_sagemakerruntimehttp2::types::error::{RequestStreamEventError, ResponseStreamEventError};
+use aws_sdk_sagemakerruntimehttp2::types::{RequestPayloadPart, RequestStreamEvent, ResponseStreamEvent};
+use aws_sdk_sagemakerruntimehttp2::Client;
+use aws_smithy_types::Blob;
+use bytes::Bytes;
+use earshot_backends::container_session::{self, ContainerTransport, Frame, TransportError};
+use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+/// Which endpoint, and which voices its container offers.
+#[derive(Debug, Clone)]
+pub struct SageMakerSettings {
+    pub endpoint_name: String,
+    /// A production variant to address, when set.
+    pub target_variant: Option<String>,
+    /// The container's voices (the endpoint is not asked: the bidirectional stream carries only
+    /// synthesis).
+    pub voices: Vec<String>,
+    pub default_voice: String,
+    pub speed: f32,
+}
+
+pub struct SageMakerBackend {
+    client: Client,
+    settings: SageMakerSettings,
+}
+
+impl SageMakerBackend {
+    pub fn new(config: &aws_config::SdkConfig, settings: SageMakerSettings) -> Self {
+        SageMakerBackend { client: Client::new(config), settings }
+    }
+}
+
+type RequestItem = Result<RequestStreamEvent, RequestStreamEventError>;
+
+#[async_trait]
+impl SpeechBackend for SageMakerBackend {
+    fn name(&self) -> &str {
+        "kokoro"
+    }
+
+    fn voices(&self) -> Vec<Voice> {
+        self.settings
+            .voices
+            .iter()
+            .map(|v| Voice { id: v.clone(), language: v.chars().next().map(|c| c.to_string()).unwrap_or_default(), description: "Kokoro on SageMaker".into() })
+            .collect()
+    }
+
+    fn default_voice(&self) -> String {
+        self.settings.default_voice.clone()
+    }
+
+    async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
+        let (requests, request_stream) = mpsc::channel::<RequestItem>(32);
+        let output = self
+            .client
+            .invoke_endpoint_with_bidirectional_stream()
+            .endpoint_name(&self.settings.endpoint_name)
+            .set_target_variant(self.settings.target_variant.clone())
+            .body(ReceiverStream::new(request_stream).into())
+            .send()
+            .await
+            .map_err(|e| {
+                let service = e.as_service_error();
+                let code = service.and_then(|s| s.code()).unwrap_or("backend_unreachable").to_string();
+                let message = service.and_then(|s| s.message()).map(str::to_string).unwrap_or_else(|| format!("{e:?}"));
+                let retryable = !matches!(code.as_str(), "InputValidationError" | "ValidationError" | "AccessDeniedException");
+                SpeechError::new(&code_name(&code), format!("SageMaker endpoint {}: {message}", self.settings.endpoint_name), retryable)
+            })?;
+        if let Some(variant) = &output.invoked_production_variant {
+            tracing::debug!("SageMaker answered from variant {variant}");
+        }
+        let (frames_tx, frames) = mpsc::channel(32);
+        let mut body = output.body;
+        // The receiver is drained by a task of its own, so that the session can race a channel
+        // (cancel-safe) rather than the SDK's receiver.
+        tokio::spawn(async move {
+            loop {
+                let item = match body.recv().await {
+                    Ok(Some(ResponseStreamEvent::PayloadPart(part))) => {
+                        let bytes = part.bytes.map(Blob::into_inner).unwrap_or_default();
+                        if part.data_type.as_deref() == Some("UTF8") {
+                            match String::from_utf8(bytes) {
+                                Ok(text) => Ok(Frame::Text(text)),
+                                Err(_) => Err(TransportError::new("backend_protocol", "a UTF8 payload part is not UTF-8", false)),
+                            }
+                        } else {
+                            Ok(Frame::Binary(Bytes::from(bytes)))
+                        }
+                    }
+                    Ok(Some(_)) => continue,
+                    Ok(None) => break,
+                    Err(e) => Err(stream_error(&e)),
+                };
+                let failed = item.is_err();
+                if frames_tx.send(item).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let transport = SageMakerTransport { requests: Some(requests), frames };
+        Ok(container_session::start(transport, options, self.settings.speed))
+    }
+
+    async fn health(&self) -> Result<(), SpeechError> {
+        // The bidirectional API has no ping; the endpoint's health is SageMaker's to report.
+        Ok(())
+    }
+}
+
+/// `ModelStreamError` → `model_stream_error`, keeping the service's own names recognisable.
+fn code_name(code: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in code.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+fn stream_error<R: std::fmt::Debug>(e: &aws_smithy_runtime_api::client::result::SdkError<ResponseStreamEventError, R>) -> TransportError {
+    match e.as_service_error() {
+        Some(ResponseStreamEventError::ModelStreamError(m)) => {
+            let detail = m.error_code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default();
+            TransportError::new("model_stream_error", format!("the model failed mid-stream{detail}: {}", m.message.as_deref().unwrap_or("")), true)
+        }
+        Some(ResponseStreamEventError::InternalStreamFailure(f)) => {
+            TransportError::new("internal_stream_failure", format!("SageMaker's stream failed: {}", f.message.as_deref().unwrap_or("")), true)
+        }
+        Some(other) => TransportError::new(&code_name(other.code().unwrap_or("unknown_error")), other.message().unwrap_or("").to_string(), true),
+        None => TransportError::new("backend_gone", format!("the SageMaker stream broke: {e:?}"), true),
+    }
+}
+
+/// The container protocol over SageMaker's stream: text goes as `UTF8` payload parts.
+struct SageMakerTransport {
+    requests: Option<mpsc::Sender<RequestItem>>,
+    frames: mpsc::Receiver<Result<Frame, TransportError>>,
+}
+
+#[async_trait]
+impl ContainerTransport for SageMakerTransport {
+    async fn send_text(&mut self, text: String) -> Result<(), TransportError> {
+        let Some(requests) = &self.requests else {
+            return Err(TransportError::new("backend_gone", "the SageMaker stream is closed", true));
+        };
+        let part = RequestPayloadPart::builder().bytes(Blob::new(text.into_bytes())).data_type("UTF8").build();
+        requests
+            .send(Ok(RequestStreamEvent::PayloadPart(part)))
+            .await
+            .map_err(|_| TransportError::new("backend_gone", "the SageMaker stream is closed", true))
+    }
+
+    async fn recv(&mut self) -> Option<Result<Frame, TransportError>> {
+        self.frames.recv().await
+    }
+
+    async fn close(&mut self) {
+        // Ending the request stream ends the invocation.
+        self.requests = None;
+    }
+}
