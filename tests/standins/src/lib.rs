@@ -1,0 +1,17 @@
+//! Local stand-ins for the three AWS APIs earshot calls, for tests and local runs with no AWS
+//! account. They speak the same wire protocols as the services (HTTP/2 over TLS with ALPN, the AWS
+//! event-stream framing, SigV4-signed requests with signed event envelopes), so that the production
+//! code, with the real SDK clients, is what runs against them. What each one does is described in its
+//! module: [`sagemaker`] bridges to the Kokoro container's WebSocket exactly as SageMaker does,
+//! [`polly`] is voiced by the local Kokoro with a voice pack of its own, [`bedrock`] streams scripted
+//! answers. This is test infrastructure: it checks what a test needs to rely on and no more.
+
+pub mod bedrock;
+pub mod eventstream;
+pub mod polly;
+pub mod resample;
+pub mod sagemaker;
+pub mod server;
+pub mod tls;
+
+pub use server::{start, StandIns, StandInsConfig};

@@ -1,0 +1,37 @@
+//! Runs the stand-ins on their own, for local runs of the production path
+//! (`earshot serve --aws-endpoint …`): prints their URL and writes their certificate.
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(about = "Local stand-ins for SageMaker, Polly and Bedrock (test infrastructure).")]
+struct Args {
+    #[arg(long, default_value_t = 8443)]
+    port: u16,
+    #[arg(long, env = "KOKORO_URL", default_value = "http://127.0.0.1:8080")]
+    kokoro_url: String,
+    /// The Kokoro voice pack that voices the Polly stand-in.
+    #[arg(long, default_value = "jm_kumo")]
+    polly_voice: String,
+    #[arg(long, default_value_t = 30.0)]
+    tokens_per_second: f64,
+    /// Where to write the certificate clients must trust.
+    #[arg(long, default_value = "standins.pem")]
+    cert_out: std::path::PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let args = Args::parse();
+    let config = earshot_standins::StandInsConfig {
+        kokoro_url: args.kokoro_url,
+        polly_voice: args.polly_voice,
+        tokens_per_second: args.tokens_per_second,
+        ..Default::default()
+    };
+    let standins = earshot_standins::start(config, args.port).await.map_err(|e| format!("cannot listen on port {}: {e}", args.port))?;
+    std::fs::write(&args.cert_out, &standins.cert_pem).map_err(|e| format!("cannot write {}: {e}", args.cert_out.display()))?;
+    println!("stand-ins listening on {} (certificate: {})", standins.url, args.cert_out.display());
+    tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! The SageMaker stand-in: `InvokeEndpointWithBidirectionalStream` bridged to the Kokoro container's
+//! WebSocket, exactly as SageMaker bridges to a container: a request `PayloadPart` whose `DataType`
+//! is `UTF8` becomes a text frame and any other a binary frame; a text frame comes back as a `UTF8`
+//! part and a binary frame as a `BINARY` part. An endpoint named `fail-model-stream` or
+//! `fail-internal-stream` fails after its first audio with `ModelStreamError` or
+//! `InternalStreamFailure`, for tests.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::eventstream::{channel_body, event, exception, read_events};
+use crate::server::{error, stream_response, Body, State};
+
+pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Response<Body> {
+    let name = path.trim_start_matches("/endpoints/").trim_end_matches("/invocations-bidirectional-stream").to_string();
+    if name.is_empty() || name == "missing" {
+        return error(StatusCode::BAD_REQUEST, "ValidationError", &format!("Endpoint {name} not found."));
+    }
+    let variant = req.headers().get("x-amzn-sagemaker-target-variant").and_then(|v| v.to_str().ok()).unwrap_or("AllTraffic").to_string();
+    let ws = match tokio_tungstenite::connect_async(state.kokoro_ws_url()).await {
+        Ok((ws, _)) => ws,
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableError", &format!("the model container is unavailable: {e}")),
+    };
+    state.stats.sagemaker_streams.fetch_add(1, Ordering::SeqCst);
+    let (out, body) = channel_body();
+    let mut events = read_events(req.into_body());
+    let fail_after_audio = match name.as_str() {
+        "fail-model-stream" => Some(("ModelStreamError", serde_json::json!({"Message": "the model stream failed (requested by the test)", "ErrorCode": "ModelError"}))),
+        "fail-internal-stream" => Some(("InternalStreamFailure", serde_json::json!({"Message": "the stream failed (requested by the test)"}))),
+        _ => None,
+    };
+    tokio::spawn(async move {
+        let (mut sink, mut stream) = ws.split();
+        let mut input_open = true;
+        loop {
+            tokio::select! {
+                input = events.recv(), if input_open => match input {
+                    Some(Ok(e)) if e.event_type == "PayloadPart" => {
+                        let frame = if e.header("DataType") == Some("UTF8") {
+                            match String::from_utf8(e.payload.to_vec()) {
+                                Ok(text) => Message::Text(text.into()),
+                                Err(_) => {
+                                    let _ = out.send(exception("InputValidationError", &serde_json::json!({"Message": "a UTF8 part is not UTF-8"}))).await;
+                                    break;
+                                }
+                            }
+                        } else {
+                            Message::Binary(e.payload.to_vec().into())
+                        };
+                        if sink.send(frame).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(message)) => {
+                        let _ = out.send(exception("InputValidationError", &serde_json::json!({"Message": message}))).await;
+                        break;
+                    }
+                    None => {
+                        // The caller ended its input: SageMaker closes the container's side.
+                        input_open = false;
+                        let _ = sink.close().await;
+                    }
+                },
+                message = stream.next() => {
+                    let part = match message {
+                        Some(Ok(Message::Text(text))) => event("PayloadPart", "application/octet-stream", &[("DataType", "UTF8")], Bytes::from(text.to_string())),
+                        Some(Ok(Message::Binary(bytes))) => {
+                            let part = event("PayloadPart", "application/octet-stream", &[("DataType", "BINARY")], Bytes::from(bytes.to_vec()));
+                            if let Some((name, json)) = &fail_after_audio {
+                                let _ = out.send(part).await;
+                                let _ = out.send(exception(name, json)).await;
+                                break;
+                            }
+                            part
+                        }
+                        Some(Ok(Message::Close(_))) | None => break,
+                        Some(Ok(_)) => continue,
+                        Some(Err(e)) => {
+                            let _ = out.send(exception("ModelStreamError", &serde_json::json!({"Message": format!("the container connection failed: {e}"), "ErrorCode": "ContainerError"}))).await;
+                            break;
+                        }
+                    };
+                    if out.send(part).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    stream_response(body, &[("x-amzn-invoked-production-variant", variant)])
+}

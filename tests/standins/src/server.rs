@@ -1,0 +1,173 @@
+//! The stand-ins' HTTPS server: TLS with ALPN (h2 and HTTP/1.1), routing by path as AWS does for
+//! these operations, a check that requests are SigV4-signed for the right service, and errors in the
+//! shape the SDKs read (`x-amzn-errortype` and a JSON body).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::{bedrock, polly, sagemaker, tls};
+
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// What the stand-ins voice and how fast they answer.
+#[derive(Debug, Clone)]
+pub struct StandInsConfig {
+    /// The Kokoro container's base URL (`http://127.0.0.1:8080`).
+    pub kokoro_url: String,
+    /// The Kokoro voice pack that voices the Polly stand-in, so the two arms sound different.
+    pub polly_voice: String,
+    /// The Bedrock stand-in's pace.
+    pub tokens_per_second: f64,
+    /// Polly closes a stream after this long without input.
+    pub polly_idle_timeout: std::time::Duration,
+}
+
+impl Default for StandInsConfig {
+    fn default() -> Self {
+        StandInsConfig {
+            kokoro_url: "http://127.0.0.1:8080".into(),
+            polly_voice: "jm_kumo".into(),
+            tokens_per_second: 30.0,
+            polly_idle_timeout: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
+/// Counters a test can read.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub polly_streams: AtomicU64,
+    /// Text events of white space only (keep-alives).
+    pub polly_keep_alives: AtomicU64,
+    pub polly_idle_closes: AtomicU64,
+    pub sagemaker_streams: AtomicU64,
+    pub bedrock_calls: AtomicU64,
+}
+
+impl Stats {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::SeqCst)
+    }
+}
+
+pub struct State {
+    pub config: StandInsConfig,
+    pub stats: Arc<Stats>,
+}
+
+impl State {
+    pub fn kokoro_ws_url(&self) -> String {
+        let base = self.config.kokoro_url.trim_end_matches('/');
+        format!("{}/invocations-bidirectional-stream", base.replacen("http://", "ws://", 1))
+    }
+}
+
+/// Running stand-ins.
+pub struct StandIns {
+    /// `https://127.0.0.1:PORT`, the endpoint override for every SDK client.
+    pub url: String,
+    pub addr: SocketAddr,
+    /// The certificate clients must trust.
+    pub cert_pem: String,
+    pub stats: Arc<Stats>,
+}
+
+/// Starts the stand-ins on `port` (0: a free port) in the current runtime.
+pub async fn start(config: StandInsConfig, port: u16) -> std::io::Result<StandIns> {
+    let tls = tls::self_signed();
+    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let stats = Arc::new(Stats::default());
+    let state = Arc::new(State { config, stats: stats.clone() });
+    let acceptor = TlsAcceptor::from(tls.server.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let acceptor = acceptor.clone();
+            let state = state.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(tcp).await else { return };
+                let service = hyper::service::service_fn(move |req| {
+                    let state = state.clone();
+                    async move { Ok::<_, Infallible>(route(req, state).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    Ok(StandIns { url: format!("https://127.0.0.1:{}", addr.port()), addr, cert_pem: tls.cert_pem, stats })
+}
+
+async fn route(req: Request<Incoming>, state: Arc<State>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    if req.method() != hyper::Method::POST {
+        return error(StatusCode::NOT_FOUND, "UnknownOperationException", "only POST operations are stood in for");
+    }
+    let service = if path == "/v1/synthesisStream" {
+        "polly"
+    } else if path.starts_with("/endpoints/") && path.ends_with("/invocations-bidirectional-stream") {
+        "sagemaker"
+    } else if path.starts_with("/model/") && path.ends_with("/converse-stream") {
+        "bedrock"
+    } else {
+        return error(StatusCode::NOT_FOUND, "UnknownOperationException", &format!("no stand-in for {path}"));
+    };
+    if let Err(message) = check_signature(&req, service) {
+        return error(StatusCode::FORBIDDEN, "InvalidSignatureException", &message);
+    }
+    match service {
+        "polly" => polly::handle(req, state).await,
+        "sagemaker" => sagemaker::handle(req, state, &path).await,
+        _ => bedrock::handle(req, state, &path).await,
+    }
+}
+
+/// Requires a SigV4 authorization for the service, as AWS does (the signature itself is not
+/// recomputed: the stand-ins know no secrets worth protecting).
+fn check_signature(req: &Request<Incoming>, service: &str) -> Result<(), String> {
+    let auth = req.headers().get("authorization").and_then(|v| v.to_str().ok()).ok_or("the request is not signed")?;
+    if !auth.starts_with("AWS4-HMAC-SHA256 Credential=") || !auth.contains("SignedHeaders=") || !auth.contains("Signature=") {
+        return Err("the authorization is not SigV4".into());
+    }
+    if !auth.contains(&format!("/{service}/aws4_request")) {
+        return Err(format!("the request is not signed for {service}"));
+    }
+    if req.headers().get("x-amz-date").is_none() {
+        return Err("the request has no x-amz-date".into());
+    }
+    Ok(())
+}
+
+pub fn full(body: impl Into<Bytes>) -> Body {
+    Full::new(body.into()).boxed_unsync()
+}
+
+/// An error before the stream, as the SDKs read it.
+pub fn error(status: StatusCode, error_type: &str, message: &str) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .header("x-amzn-errortype", error_type)
+        .body(full(serde_json::json!({"message": message}).to_string()))
+        .expect("an error response")
+}
+
+/// A streaming event-stream response.
+pub fn stream_response(body: crate::eventstream::BodyStream, extra: &[(&str, String)]) -> Response<Body> {
+    let mut builder = Response::builder().status(StatusCode::OK).header("content-type", "application/vnd.amazon.eventstream").header("x-amzn-requestid", "stand-in");
+    for (name, value) in extra {
+        builder = builder.header(*name, value);
+    }
+    builder.body(body.boxed_unsync()).expect("a stream response")
+}
