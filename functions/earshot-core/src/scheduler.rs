@@ -23,6 +23,8 @@
 //! it. A pause signalled by the agent (a tool call) releases pending text at once.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -30,7 +32,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentEvent, AgentStream};
-use crate::protocol::{AudioChunk, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, TextDelta};
+use crate::protocol::{AudioChunk, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta};
 use crate::speech::{SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
 use crate::timeline::{Clock, SentenceMarks, Timeline};
@@ -92,6 +94,10 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// Another backend to hand the conversation to when the first fails before any audio: a future that
+/// opens its session (lazily, only if it is needed), or gives `None` if it cannot.
+pub type Fallback = Pin<Box<dyn Future<Output = Option<(SpeechSession, SessionInfo)>> + Send>>;
+
 /// How a conversation ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -113,6 +119,10 @@ struct Scheduler<'a> {
     normaliser: Normaliser,
     segmenter: Segmenter,
     queue: VecDeque<(u32, String)>,
+    /// Sentences at the backend and not finished, kept to hand them to a fallback.
+    sent: VecDeque<(u32, String)>,
+    /// Sentences announced to the client (a sentence handed to a fallback is not announced again).
+    announced: u32,
     next_index: u32,
     in_flight: usize,
     agent_done: bool,
@@ -124,11 +134,14 @@ struct Scheduler<'a> {
 enum Flow {
     Continue,
     End(Outcome),
+    /// The backend failed before any audio: hand over to the fallback, or fail with this error.
+    Failover(ErrorInfo),
 }
 
 /// Runs one conversation to its end. The caller has already sent the `session` message; this sends
 /// everything after it, ending with `done` or `error` (unless the client is gone or the conversation
 /// was cancelled). Returns how it ended and the timeline.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     mut agent: AgentStream,
     session: SpeechSession,
@@ -137,8 +150,9 @@ pub async fn run(
     clock: Clock,
     timeline: Timeline,
     cancel: CancellationToken,
+    mut fallback: Option<Fallback>,
 ) -> (Outcome, Timeline) {
-    let SpeechSession { commands, mut events, format, .. } = session;
+    let SpeechSession { commands, mut events, mut format, .. } = session;
     let mut s = Scheduler {
         cfg,
         clock,
@@ -148,6 +162,8 @@ pub async fn run(
         normaliser: Normaliser::new(),
         segmenter: Segmenter::new(cfg.segmenter.clone()),
         queue: VecDeque::new(),
+        sent: VecDeque::new(),
+        announced: 0,
         next_index: 0,
         in_flight: 0,
         agent_done: false,
@@ -170,7 +186,7 @@ pub async fn run(
         let flow = tokio::select! {
             biased;
             _ = cancel.cancelled() => Flow::End(Outcome::Cancelled),
-            event = events.recv() => s.on_speech(event, &format).await,
+            event = events.recv() => s.on_speech(event, &format, fallback.is_some()).await,
             event = agent.recv(), if can_pull => {
                 if matches!(event, Some(Ok(AgentEvent::Delta(_)))) {
                     last_text = Instant::now();
@@ -188,8 +204,31 @@ pub async fn run(
                 }
             }
         };
-        if let Flow::End(outcome) = flow {
-            break outcome;
+        match flow {
+            Flow::End(outcome) => break outcome,
+            Flow::Failover(error) => {
+                let opened = match fallback.take() {
+                    Some(open) => open.await,
+                    None => None,
+                };
+                let Some((session, info)) = opened else {
+                    if let Flow::End(outcome) = s.fail(error).await {
+                        break outcome;
+                    }
+                    continue;
+                };
+                tracing::warn!("{}: {}; continuing on {}", error.code, error.message, info.backend);
+                s.commands = session.commands;
+                events = session.events;
+                format = session.format;
+                s.timeline.backend = info.backend.clone();
+                s.timeline.failover_from = Some(error.code.clone());
+                if let Flow::End(outcome) = s.send(ServerEvent::Session(info)).await {
+                    break outcome;
+                }
+                s.requeue_sent();
+            }
+            Flow::Continue => {}
         }
         if let Flow::End(outcome) = s.pump().await {
             break outcome;
@@ -297,9 +336,13 @@ impl Scheduler<'_> {
             if let Some(marks) = self.timeline.sentence_mut(index) {
                 marks.released_ms = Some(now);
             }
-            if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
-                return Flow::End(o);
+            if index >= self.announced {
+                self.announced = index + 1;
+                if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
+                    return Flow::End(o);
+                }
             }
+            self.sent.push_back((index, text.clone()));
             if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text })).await.is_err() {
                 let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 return self.fail(info).await;
@@ -321,7 +364,18 @@ impl Scheduler<'_> {
         Flow::Continue
     }
 
-    async fn on_speech(&mut self, event: Option<SpeechEvent>, format: &crate::protocol::AudioFormat) -> Flow {
+    /// Puts the sentences the failed backend had not finished back at the head of the queue.
+    fn requeue_sent(&mut self) {
+        while let Some(sentence) = self.sent.pop_back() {
+            self.queue.push_front(sentence);
+        }
+        self.in_flight = 0;
+        self.finish_sent = false;
+    }
+
+    async fn on_speech(&mut self, event: Option<SpeechEvent>, format: &crate::protocol::AudioFormat, can_fail_over: bool) -> Flow {
+        let before_audio = self.timeline.first_audio_sent_ms.is_none();
+        let failure = |code: &str, message: &str, retryable: bool| ErrorInfo { code: code.into(), message: message.into(), retryable };
         match event {
             Some(SpeechEvent::Audio { index, pcm }) => {
                 let now = self.clock.now_ms();
@@ -348,6 +402,7 @@ impl Scheduler<'_> {
             }
             Some(SpeechEvent::Finished { index }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
+                self.sent.retain(|(i, _)| *i != index);
                 let now = self.clock.now_ms();
                 let audio_ms = match self.timeline.sentence_mut(index) {
                     Some(marks) => {
@@ -358,6 +413,7 @@ impl Scheduler<'_> {
                 };
                 self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms })).await
             }
+            Some(SpeechEvent::Failed(e)) if before_audio && can_fail_over => Flow::Failover(failure(&e.code, &e.message, e.retryable)),
             Some(SpeechEvent::Failed(e)) => self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await,
             Some(SpeechEvent::Closed { billed_characters }) => {
                 self.timeline.billed_characters = billed_characters;
@@ -373,6 +429,7 @@ impl Scheduler<'_> {
                     self.fail(info).await
                 }
             }
+            None if before_audio && can_fail_over => Flow::Failover(failure("backend_gone", "the speech session ended unexpectedly", true)),
             None => {
                 let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 self.fail(info).await

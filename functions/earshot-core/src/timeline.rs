@@ -69,6 +69,9 @@ pub struct Timeline {
     /// Characters the backend billed, when it says (Polly).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billed_characters: Option<u64>,
+    /// The error that made the conversation fail over to `backend`, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover_from: Option<String>,
     pub sentences: Vec<SentenceMarks>,
 }
 

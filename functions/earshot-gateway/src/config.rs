@@ -8,6 +8,8 @@ use earshot_core::agent::AgentSource;
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 
+use crate::routing::Routing;
+
 /// Input limits, checked before a stream starts.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -37,6 +39,8 @@ pub struct Gateway {
     pub metrics_namespace: Option<String>,
     /// A folder whose files are served at `/` (the demo page and its modules, for local runs).
     pub web_dir: Option<PathBuf>,
+    /// Which backend answers: per request, the A/B split, failover.
+    pub routing: Routing,
 }
 
 impl Gateway {
@@ -50,6 +54,7 @@ impl Gateway {
             client_buffer: 64,
             metrics_namespace: Some("earshot".into()),
             web_dir: None,
+            routing: Routing::default(),
         }
     }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use earshot_core::protocol::{Delivery, ServerEvent, SessionInfo, PROTOCOL_VERSION};
-use earshot_core::scheduler::{self, Outcome};
-use earshot_core::speech::{SessionOptions, SpeechBackend};
+use earshot_core::scheduler::{self, Fallback, Outcome};
+use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechSession};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -15,12 +15,14 @@ use tokio_util::sync::CancellationToken;
 use crate::api_error::ApiError;
 use crate::config::Gateway;
 use crate::request::SpeakRequest;
+use crate::routing::Reason;
 
 /// A conversation whose stream is ready to be sent.
 pub struct Started {
     pub backend: String,
-    /// Why the backend was chosen: `request` or `default`.
-    pub reason: &'static str,
+    /// Why the backend was chosen.
+    pub reason: Reason,
+    pub arm: Option<String>,
     pub conversation_id: String,
     pub request_id: String,
     pub delivery: Delivery,
@@ -29,33 +31,59 @@ pub struct Started {
     pub cancel: CancellationToken,
 }
 
-fn choose<'a>(gw: &'a Gateway, request: &SpeakRequest) -> Result<(&'a Arc<dyn SpeechBackend>, &'static str), ApiError> {
-    match &request.backend {
-        Some(name) => match gw.backend(name) {
-            Some(b) => Ok((b, "request")),
-            None => Err(ApiError::bad_request(
-                "unknown_backend",
-                format!("backend `{name}` is not available here (available: {}, or auto)", gw.backend_names().join(", ")),
-            )),
-        },
-        None => gw.backends.first().map(|b| (b, "default")).ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false)),
+fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>) -> Result<String, ApiError> {
+    match requested {
+        Some(v) if backend.voices().iter().any(|x| &x.id == v) => Ok(v.clone()),
+        Some(v) => {
+            let known: Vec<String> = backend.voices().into_iter().map(|x| x.id).collect();
+            Err(ApiError::bad_request("unknown_voice", format!("backend `{}` has no voice `{v}` (voices: {})", backend.name(), known.join(", "))))
+        }
+        None => Ok(backend.default_voice()),
+    }
+}
+
+fn session_info(request: &SpeakRequest, request_id: &str, backend: &str, reason: Reason, arm: Option<String>, voice: String, session: &SpeechSession) -> SessionInfo {
+    SessionInfo {
+        v: PROTOCOL_VERSION,
+        conversation_id: request.conversation_id.clone(),
+        request_id: request_id.to_string(),
+        backend: backend.to_string(),
+        backend_reason: reason.as_str().to_string(),
+        arm,
+        release: request.release.as_str().to_string(),
+        voice,
+        audio: session.format.clone(),
     }
 }
 
 pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Result<Started, ApiError> {
-    let (backend, reason) = choose(&gw, &request)?;
-    let backend = backend.clone();
-    let voice = match &request.voice {
-        Some(v) if backend.voices().iter().any(|x| &x.id == v) => v.clone(),
-        Some(v) => {
-            let known: Vec<String> = backend.voices().into_iter().map(|x| x.id).collect();
-            return Err(ApiError::bad_request("unknown_voice", format!("backend `{}` has no voice `{v}` (voices: {})", backend.name(), known.join(", "))));
-        }
-        None => backend.default_voice(),
-    };
+    let names = gw.backend_names();
+    let choice = gw.routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
+    let mut fallbacks: Vec<Arc<dyn SpeechBackend>> = gw.routing.fallbacks(&choice, &names).iter().filter_map(|n| gw.backend(n).cloned()).collect();
+    let backend = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
+    let voice = voice_for(&backend, request.voice.as_ref())?;
     let cancel = CancellationToken::new();
-    let options = SessionOptions { voice: voice.clone(), conversation_id: request.conversation_id.clone(), cancel: cancel.child_token() };
-    let session = backend.open(options).await.map_err(|e| ApiError::upstream(&e.code, e.message, e.retryable))?;
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let open = |backend: &Arc<dyn SpeechBackend>, voice: String| {
+        let options = SessionOptions { voice, conversation_id: request.conversation_id.clone(), cancel: cancel.child_token() };
+        let backend = backend.clone();
+        async move { backend.open(options).await }
+    };
+
+    // Open the chosen backend; with failover, a backend that cannot be opened hands over to the next.
+    let (mut backend, mut reason, mut voice) = (backend, choice.reason, voice);
+    let session = loop {
+        match open(&backend, voice.clone()).await {
+            Ok(session) => break session,
+            Err(e) if !fallbacks.is_empty() => {
+                tracing::warn!("{} failed to open ({}); failing over", backend.name(), e.message);
+                backend = fallbacks.remove(0);
+                voice = backend.default_voice();
+                reason = Reason::Failover;
+            }
+            Err(e) => return Err(ApiError::upstream(&e.code, e.message, e.retryable)),
+        }
+    };
     let session_open_ms = clock.now_ms();
     let agent = match gw.agent.start(request.input.clone(), cancel.child_token()).await {
         Ok(agent) => agent,
@@ -64,24 +92,27 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
             return Err(ApiError::upstream(&e.code, e.message, e.retryable));
         }
     };
+    let arm = if reason == Reason::Ab { choice.arm.clone() } else { None };
+    let info = session_info(&request, &request_id, backend.name(), reason, arm.clone(), voice, &session);
+    // A backend that fails before any audio mid-stream hands over to the next one.
+    let fallback: Option<Fallback> = fallbacks.first().cloned().map(|next| {
+        let voice = next.default_voice();
+        let opening = open(&next, voice.clone());
+        let (request, request_id) = (request.clone(), request_id.clone());
+        let fut: Fallback = Box::pin(async move {
+            let session = opening.await.ok()?;
+            let info = session_info(&request, &request_id, next.name(), Reason::Failover, None, voice, &session);
+            Some((session, info))
+        });
+        fut
+    });
 
-    let request_id = uuid::Uuid::new_v4().to_string();
-    let info = SessionInfo {
-        v: PROTOCOL_VERSION,
-        conversation_id: request.conversation_id.clone(),
-        request_id: request_id.clone(),
-        backend: backend.name().to_string(),
-        backend_reason: reason.to_string(),
-        arm: None,
-        release: request.release.as_str().to_string(),
-        voice,
-        audio: session.format.clone(),
-    };
     let (tx, rx) = mpsc::channel(gw.client_buffer.max(1));
     let task_cancel = cancel.clone();
     let backend_name = backend.name().to_string();
     let conversation_id = request.conversation_id.clone();
     let release = request.release;
+    let arm_for_metrics = arm.clone();
     tokio::spawn(async move {
         if tx.send(ServerEvent::Session(info)).await.is_err() {
             task_cancel.cancel();
@@ -90,7 +121,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         let mut cfg = gw.scheduler.clone();
         cfg.release = release;
         let timeline = Timeline { backend: backend_name, release: release.as_str().into(), session_open_ms: Some(session_open_ms), ..Default::default() };
-        let (outcome, timeline) = scheduler::run(agent, session, tx, &cfg, clock, timeline, task_cancel.clone()).await;
+        let (outcome, timeline) = scheduler::run(agent, session, tx, &cfg, clock, timeline, task_cancel.clone(), fallback).await;
         match &outcome {
             Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
             Outcome::Failed(e) => tracing::warn!(conversation = %conversation_id, code = %e.code, "conversation failed: {}", e.message),
@@ -98,7 +129,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         }
         if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.metrics_namespace, &outcome) {
             let epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-            println!("{}", timeline.emf_line(namespace, None, epoch_ms));
+            println!("{}", timeline.emf_line(namespace, arm_for_metrics.as_deref(), epoch_ms));
         }
         // Ends whatever is left of the conversation: the backend session and the agent.
         task_cancel.cancel();
@@ -106,6 +137,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     Ok(Started {
         backend: backend.name().to_string(),
         reason,
+        arm,
         conversation_id: request.conversation_id,
         request_id,
         delivery: request.delivery,

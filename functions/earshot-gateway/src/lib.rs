@@ -12,6 +12,8 @@ pub mod config;
 pub mod conversation;
 pub mod request;
 pub mod router;
+pub mod routing;
 
 pub use config::{Gateway, Limits};
 pub use router::router;
+pub use routing::{Reason, Routing};

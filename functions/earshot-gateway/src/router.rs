@@ -74,7 +74,10 @@ fn stream_response(started: conversation::Started, keep_alive: Duration) -> Resp
         }
     };
     put(headers, "x-earshot-backend", &started.backend);
-    put(headers, "x-earshot-backend-reason", started.reason);
+    put(headers, "x-earshot-backend-reason", started.reason.as_str());
+    if let Some(arm) = &started.arm {
+        put(headers, "x-earshot-arm", arm);
+    }
     put(headers, "x-earshot-conversation-id", &started.conversation_id);
     put(headers, "x-earshot-request-id", &started.request_id);
     put(headers, "x-earshot-protocol", if delivery == Delivery::Sse { "sse; v=1" } else { "binary; v=1" });
