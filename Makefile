@@ -12,7 +12,7 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help run test test-rust test-e2e conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
+.PHONY: help run test test-rust test-e2e test-web conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -29,7 +29,7 @@ deps-rust:
 run: build kokoro-venv
 	@EARSHOT_BIN=$(EARSHOT) $(ROOT)/scripts/run-local.sh
 
-test: test-rust conformance test-kokoro test-e2e
+test: test-rust conformance test-kokoro test-e2e test-web
 	@echo "==> all tests passed"
 
 test-rust: deps-rust
@@ -52,6 +52,10 @@ test-e2e: deps-rust kokoro-venv
 
 kokoro-venv:
 	@$(MAKE) --no-print-directory -C infra/kokoro venv
+
+test-web: build kokoro-venv
+	@echo "==> web client tests: the parser under node, the demo page in headless Chromium"
+	EARSHOT_BIN=$(EARSHOT) $(ROOT)/scripts/test-web.sh
 
 build: deps-rust
 	@echo "==> building release binaries"

@@ -1,2 +1,416 @@
-// The earshot browser client. See docs/protocol.md for the wire format.
-export const PROTOCOL_VERSION = 1;
+// The earshot browser client: the one module a page imports.
+//
+// speak() sends a request to `POST /v1/speak`, reads the answer as a stream (SSE or binary frames,
+// see docs/protocol.md), plays each sentence's audio the moment it arrives, and records when each
+// step happened on the page's clock, so that time to first audio can be measured where it matters:
+// at the listener. It exists to tie together the parser (protocol.js) and the player (player.js),
+// which stay independent of each other, and to hold the rules of a conversation: message order,
+// errors, interruption.
+//
+//   import { speak, unlock, interrupt } from '/earshot.js';
+//   button.onclick = () => {
+//     const conversation = speak({ prompt: 'brief', release: 'incremental', format: 'binary',
+//                                  onSentencePlaying: (s) => highlight(s.index) });
+//     conversation.finished.then((record) => console.log(record.marks));
+//   };
+//
+// All marks are performance.now() milliseconds. The server's own marks (milliseconds since it
+// received the request) arrive in `done` and are kept as `record.server`.
+
+import { parserForContentType, ProtocolError, PROTOCOL_VERSION, BINARY_CONTENT_TYPE, SSE_CONTENT_TYPE } from './protocol.js';
+import { PcmPlayer, SampleJoiner } from './player.js';
+
+export { PROTOCOL_VERSION, ProtocolError, SseParser, BinaryFrameParser, parserForContentType } from './protocol.js';
+export { PcmPlayer, SampleJoiner } from './player.js';
+
+/** A failure of a conversation: an HTTP error, an `error` message, an unreadable stream, the network. */
+export class EarshotError extends Error {
+  constructor(code, message, { retryable = false, status = null } = {}) {
+    super(message);
+    this.name = 'EarshotError';
+    this.code = code;
+    this.retryable = retryable;
+    this.status = status;
+  }
+
+  toJSON() {
+    return { code: this.code, message: this.message, retryable: this.retryable, status: this.status };
+  }
+}
+
+/** The player every conversation of this page shares (one AudioContext per page). */
+export const player = new PcmPlayer();
+
+let current = null;
+
+/** Lets the page play sound. Call it from a user gesture; speak() does, when called from one. */
+export function unlock() {
+  return player.unlock();
+}
+
+/** Stops the conversation in progress, if any (its request), and every sound at once. */
+export function interrupt() {
+  current?.interrupt();
+  player.stopAll();
+}
+
+const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', backend: 'backend', voice: 'voice', release: 'release', format: 'format', conversationId: 'conversation_id' };
+
+/**
+ * Speaks a prompt's answer, or a text as given.
+ *
+ * @param {object} options
+ * @param {string} [options.baseUrl]  where the gateway is ('' for this page's origin)
+ * @param {string} [options.prompt]   what the agent is asked (exactly one of prompt and text)
+ * @param {string} [options.text]     text to speak as given
+ * @param {'kokoro'|'polly'|'auto'} [options.backend]
+ * @param {string} [options.voice]
+ * @param {'incremental'|'buffered'} [options.release]
+ * @param {'sse'|'binary'} [options.format]   default 'sse'
+ * @param {string} [options.conversationId]
+ * @param {PcmPlayer} [options.player]  another player than the page's shared one
+ * @param {(session: object) => void} [options.onSession]
+ * @param {(text: string) => void} [options.onText]                the agent's text as it is written
+ * @param {(sentence: object) => void} [options.onSentence]        a sentence was released to speech
+ * @param {(sentence: object) => void} [options.onSentencePlaying] a sentence starts being heard
+ * @param {(sentence: object) => void} [options.onSentenceEnd]     a sentence's audio is complete
+ * @param {(record: object) => void} [options.onPlaybackEnd]       the last sound has been heard
+ * @param {(record: object) => void} [options.onUpdate]            the record changed (for live views)
+ * @param {(error: EarshotError) => void} [options.onError]
+ * @param {(record: object) => void} [options.onDone]
+ * @returns {Conversation}
+ */
+export function speak(options) {
+  interrupt();
+  current = new Conversation(options, options.player ?? player);
+  return current;
+}
+
+let conversationsStarted = 0;
+
+/** One request and its answer. `finished` resolves with the record whatever the outcome. */
+export class Conversation {
+  constructor(options, audio) {
+    this.options = options;
+    this.player = audio;
+    this.abort = new AbortController();
+    this.timers = new Set();
+    this.joiner = new SampleJoiner();
+    // What the order rules expect next: audio of sentence `audioIndex`, chunk `audioSeq`.
+    this.audioIndex = 0;
+    this.audioSeq = 0;
+    this.record = {
+      number: ++conversationsStarted,
+      input: options.prompt !== undefined ? { prompt: options.prompt } : { text: options.text },
+      release: options.release ?? 'incremental',
+      format: options.format ?? 'sse',
+      backend: null,
+      backendReason: null,
+      voice: null,
+      conversationId: null,
+      requestId: null,
+      sampleRate: null,
+      outcome: 'running', // then 'done', 'error' or 'stopped'
+      error: null,
+      marks: {
+        requestSent: null,
+        responseHeaders: null,
+        firstEvent: null,
+        firstAudioBytes: null,
+        firstDecoded: null,
+        audibleStart: null,
+        audibleEnd: null,
+        done: null,
+        stopped: null,
+        failed: null,
+      },
+      outputLatencyMs: null,
+      sentences: [],
+      playedOrder: [],
+      underruns: 0,
+      audioChunks: 0,
+      audioBytes: 0,
+      server: null,
+      fetch: { aborted: false, readerEnded: false },
+    };
+    // Unlock now, while the user gesture that called speak() still counts. A refusal is not an
+    // error of the conversation: the audio waits, and `player.locked` tells the page to ask.
+    this.player.unlock().catch(() => {});
+    this.finished = this.run();
+  }
+
+  /** Stops at once: every scheduled sound, the request (the server cancels its work), the timers. */
+  interrupt() {
+    if (this.record.outcome !== 'running') {
+      // Finished reading, maybe still playing: silence what is scheduled.
+      this.silence();
+      return;
+    }
+    this.record.outcome = 'stopped';
+    this.record.marks.stopped = performance.now();
+    this.silence();
+    this.abort.abort();
+    this.record.fetch.aborted = this.abort.signal.aborted;
+    this.changed();
+  }
+
+  silence() {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    if (this.player.owner === this) this.player.stopAll();
+  }
+
+  async run() {
+    const { marks } = this.record;
+    try {
+      const response = await this.send();
+      marks.responseHeaders = performance.now();
+      if (!response.ok) throw await httpError(response);
+      await this.read(response);
+      if (this.record.outcome === 'running') {
+        throw new EarshotError('stream_ended', 'the stream ended before the conversation was done', { retryable: true });
+      }
+    } catch (e) {
+      if (this.record.outcome === 'running') this.fail(asEarshotError(e));
+    } finally {
+      this.record.fetch.readerEnded = true;
+      this.changed();
+    }
+    return this.record;
+  }
+
+  send() {
+    const body = {};
+    for (const [option, field] of Object.entries(REQUEST_FIELDS)) {
+      const value = this.options[option];
+      if (value !== undefined && value !== null && value !== '') body[field] = value;
+    }
+    body.format = this.record.format;
+    const base = (this.options.baseUrl ?? '').replace(/\/+$/, '');
+    this.record.marks.requestSent = performance.now();
+    return fetch(`${base}/v1/speak`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: this.record.format === 'binary' ? BINARY_CONTENT_TYPE : SSE_CONTENT_TYPE,
+      },
+      body: JSON.stringify(body),
+      cache: 'no-store',
+      signal: this.abort.signal,
+    });
+  }
+
+  async read(response) {
+    const { marks } = this.record;
+    const parser = parserForContentType(response.headers.get('content-type'));
+    const reader = response.body.getReader();
+    try {
+      // After `done` the stream ends at once; it is read to its end, so the connection closes cleanly.
+      while (this.record.outcome === 'running' || this.record.outcome === 'done') {
+        const { value, done } = await reader.read();
+        if (done) {
+          parser.finish();
+          return;
+        }
+        if (this.record.outcome !== 'running') continue;
+        const receivedAt = performance.now();
+        const messages = parser.push(value);
+        if (marks.firstEvent === null && (messages.length > 0 || parser.partialType !== null)) marks.firstEvent = receivedAt;
+        if (marks.firstAudioBytes === null && (parser.partialType === 'audio' || messages.some((m) => m.type === 'audio'))) {
+          marks.firstAudioBytes = receivedAt;
+        }
+        for (const message of messages) {
+          if (this.record.outcome !== 'running') break;
+          this.handle(message, receivedAt);
+        }
+        this.changed();
+      }
+    } finally {
+      if (this.record.outcome !== 'done') reader.cancel().catch(() => {});
+    }
+  }
+
+  handle(message, receivedAt) {
+    if (this.format === undefined && message.type !== 'session') {
+      throw new ProtocolError('out_of_order', `the stream starts with \`${message.type}\`, not \`session\``);
+    }
+    switch (message.type) {
+      case 'session':
+        return this.onSession(message);
+      case 'text':
+        return this.options.onText?.(message.text);
+      case 'sentence':
+        return this.onSentence(message, receivedAt);
+      case 'audio':
+        return this.onAudio(message, receivedAt);
+      case 'sentence_end':
+        return this.onSentenceEnd(message);
+      case 'done':
+        return this.onDone(message);
+      case 'error':
+        return this.fail(new EarshotError(message.code, message.message, { retryable: message.retryable }));
+    }
+  }
+
+  onSession(session) {
+    if (this.format !== undefined) throw new ProtocolError('out_of_order', 'a second `session` message');
+    if (session.v !== PROTOCOL_VERSION) {
+      throw new ProtocolError('unsupported_protocol', `the server speaks protocol version ${session.v}; this client speaks ${PROTOCOL_VERSION}`);
+    }
+    this.format = session.audio;
+    try {
+      this.player.begin(session.audio);
+      this.player.owner = this;
+    } catch (e) {
+      throw new ProtocolError('unsupported_audio', e.message);
+    }
+    Object.assign(this.record, {
+      backend: session.backend,
+      backendReason: session.backend_reason,
+      voice: session.voice,
+      release: session.release,
+      conversationId: session.conversation_id,
+      requestId: session.request_id,
+      arm: session.arm ?? null,
+      sampleRate: session.audio.sample_rate,
+    });
+    this.options.onSession?.(session);
+  }
+
+  sentence(index) {
+    return this.record.sentences.find((s) => s.index === index);
+  }
+
+  onSentence({ index, text }, receivedAt) {
+    if (this.sentence(index)) throw new ProtocolError('out_of_order', `sentence ${index} was announced twice`);
+    const sentence = {
+      index,
+      text,
+      releasedAt: receivedAt,
+      firstAudioBytes: null,
+      scheduledStart: null, // audible time of its first sound
+      scheduledEnd: null, // audible time of its last sound so far
+      gapBeforeMs: null, // silence between the previous sentence's end and this one's start
+      underrun: false,
+      audioMs: null,
+      chunks: 0,
+      complete: false,
+    };
+    this.record.sentences.push(sentence);
+    this.record.sentences.sort((a, b) => a.index - b.index);
+    this.options.onSentence?.(sentence);
+  }
+
+  onAudio({ index, seq, pcm }, receivedAt) {
+    const sentence = this.sentence(index);
+    if (!sentence) throw new ProtocolError('out_of_order', `audio of sentence ${index} before the sentence`);
+    if (index !== this.audioIndex || seq !== this.audioSeq) {
+      throw new ProtocolError('out_of_order', `audio ${index}.${seq} where ${this.audioIndex}.${this.audioSeq} was due`);
+    }
+    this.audioSeq++;
+    sentence.chunks++;
+    sentence.firstAudioBytes ??= receivedAt;
+    this.record.audioChunks++;
+    this.record.audioBytes += pcm.length;
+    const samples = this.joiner.push(pcm);
+    if (samples.length === 0) return;
+    const { marks } = this.record;
+    const scheduled = this.player.enqueue(samples);
+    const start = this.player.audibleAt(scheduled.start);
+    const end = this.player.audibleAt(scheduled.end);
+    marks.firstDecoded ??= scheduled.decodedAt;
+    if (marks.audibleStart === null) {
+      marks.audibleStart = start;
+      this.record.outputLatencyMs = this.player.outputLatencyMs;
+    }
+    marks.audibleEnd = end;
+    if (scheduled.underrunSeconds > 0) this.record.underruns++;
+    if (sentence.scheduledStart === null) {
+      sentence.scheduledStart = start;
+      const previous = this.record.sentences.find((s) => s.index === index - 1);
+      if (previous?.scheduledEnd != null) {
+        sentence.gapBeforeMs = (scheduled.start - scheduled.previousEnd) * 1000;
+        sentence.underrun = sentence.gapBeforeMs > 0;
+      }
+      this.at(start, () => {
+        this.record.playedOrder.push(index);
+        this.options.onSentencePlaying?.(sentence);
+        this.changed();
+      });
+    }
+    sentence.scheduledEnd = end;
+  }
+
+  onSentenceEnd({ index, audio_ms }) {
+    const sentence = this.sentence(index);
+    if (!sentence || index !== this.audioIndex) {
+      throw new ProtocolError('out_of_order', `the end of sentence ${index} where sentence ${this.audioIndex} was due`);
+    }
+    try {
+      this.joiner.finish();
+    } catch (e) {
+      throw new ProtocolError('malformed_message', `sentence ${index}: ${e.message}`);
+    }
+    sentence.audioMs = audio_ms;
+    sentence.complete = true;
+    this.audioIndex++;
+    this.audioSeq = 0;
+    this.options.onSentenceEnd?.(sentence);
+  }
+
+  onDone({ timeline }) {
+    const { marks } = this.record;
+    marks.done = performance.now();
+    this.record.server = timeline;
+    this.record.outcome = 'done';
+    this.options.onDone?.(this.record);
+    this.at(marks.audibleEnd ?? marks.done, () => this.options.onPlaybackEnd?.(this.record));
+  }
+
+  fail(error) {
+    this.record.outcome = 'error';
+    this.record.marks.failed = performance.now();
+    this.record.error = error.toJSON();
+    // The stream cannot go on; what was scheduled is good audio and plays out.
+    this.abort.abort();
+    this.record.fetch.aborted = this.abort.signal.aborted;
+    this.options.onError?.(error);
+  }
+
+  /** Runs `callback` at a performance.now() time (at once if it has passed). */
+  at(time, callback) {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      callback();
+    }, Math.max(0, time - performance.now()));
+    this.timers.add(timer);
+  }
+
+  changed() {
+    this.options.onUpdate?.(this.record);
+  }
+}
+
+async function httpError(response) {
+  let detail = null;
+  try {
+    detail = (await response.json())?.error;
+  } catch {
+    // not JSON: said below with the status alone
+  }
+  if (detail && typeof detail.code === 'string') {
+    return new EarshotError(detail.code, detail.message ?? detail.code, { retryable: Boolean(detail.retryable), status: response.status });
+  }
+  return new EarshotError('http_error', `the server answered ${response.status} ${response.statusText}`.trim(), {
+    retryable: response.status >= 500,
+    status: response.status,
+  });
+}
+
+function asEarshotError(e) {
+  if (e instanceof EarshotError) return e;
+  if (e instanceof ProtocolError) return new EarshotError(e.code, e.message);
+  if (e?.name === 'AbortError') return new EarshotError('aborted', 'the request was aborted');
+  if (e instanceof TypeError) return new EarshotError('network_error', `the gateway could not be reached (${e.message})`, { retryable: true });
+  return new EarshotError('client_error', String(e?.message ?? e));
+}

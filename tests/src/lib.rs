@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
+use earshot_client::{rms, Received, SpeakBody};
+use earshot_core::protocol::ServerEvent;
 use earshot_backends::{KokoroBackend, KokoroConfig};
 use earshot_core::speech::SpeechBackend;
 use earshot_gateway::Gateway;
@@ -122,3 +124,58 @@ pub async fn kokoro_backend(kokoro: &Kokoro) -> Arc<dyn SpeechBackend> {
 pub fn agent(tokens_per_second: f64) -> ScriptedAgent {
     ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO })
 }
+
+/// Speech from Kokoro has an RMS level of a few percent of full scale; silence has none.
+const SPEECH_RMS: f64 = 0.01;
+
+pub fn text(t: &str) -> SpeakBody {
+    SpeakBody { text: Some(t.into()), ..Default::default() }
+}
+
+pub fn prompt(p: &str) -> SpeakBody {
+    SpeakBody { prompt: Some(p.into()), ..Default::default() }
+}
+
+/// Checks the shape every completed conversation has: `session` first, sentences in order, each
+/// with its audio (sequence numbers from 0) and one `sentence_end` before the next sentence's audio,
+/// `done` last; and returns the sentences' texts.
+pub fn check_conversation(r: &Received) -> Vec<String> {
+    assert!(r.error.is_none(), "error: {:?}", r.error);
+    assert!(matches!(r.events.first(), Some(ServerEvent::Session(_))), "session first");
+    assert!(matches!(r.events.last(), Some(ServerEvent::Done(_))), "done last");
+    let mut sentences = Vec::new();
+    let mut current_audio: Option<u32> = None;
+    let mut next_seq = 0;
+    let mut ended = Vec::new();
+    for event in &r.events {
+        match event {
+            ServerEvent::Sentence(s) => {
+                assert_eq!(s.index as usize, sentences.len(), "sentences in order");
+                sentences.push(s.text.clone());
+            }
+            ServerEvent::Audio(a) => {
+                if current_audio != Some(a.index) {
+                    assert_eq!(a.index as usize, ended.len(), "audio of sentence {} before the end of sentence {}", a.index, ended.len());
+                    current_audio = Some(a.index);
+                    next_seq = 0;
+                }
+                assert_eq!(a.seq, next_seq, "audio sequence numbers count up");
+                next_seq += 1;
+            }
+            ServerEvent::SentenceEnd(e) => {
+                assert_eq!(e.index as usize, ended.len(), "sentence ends in order");
+                assert_eq!(current_audio, Some(e.index), "every sentence is voiced before it ends");
+                ended.push(e.index);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(ended.len(), sentences.len(), "every sentence voiced once");
+    assert!(rms(&r.audio) > SPEECH_RMS, "the audio has speech energy (rms {})", rms(&r.audio));
+    let timeline = r.timeline.as_ref().expect("timeline");
+    let audio_ms: f64 = timeline.sentences.iter().map(|s| s.audio_ms).sum();
+    let format = r.format().expect("format");
+    assert!((format.duration_ms(r.audio.len()) - audio_ms).abs() < 1.0, "the timeline accounts for every sample");
+    sentences
+}
+

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;
 use aws_sdk_bedrockruntime::types::{ContentBlock, ContentBlockDelta, ConversationRole, ConverseStreamOutput, Message, StopReason, SystemContentBlock};
+use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::Client;
 use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, AGENT_CHANNEL};
 use tokio::sync::mpsc;
@@ -52,6 +53,18 @@ fn agent_error(code: Option<&str>, message: Option<&str>) -> AgentError {
         _ => ("agent_error", true),
     };
     AgentError::new(name, format!("Bedrock: {}{}", code.unwrap_or("error"), message.map(|m| format!(": {m}")).unwrap_or_default()), retryable)
+}
+
+/// The stream's modeled exceptions, told by their variant.
+fn modeled_name(e: &ConverseStreamOutputError) -> &str {
+    match e {
+        ConverseStreamOutputError::InternalServerException(_) => "InternalServerException",
+        ConverseStreamOutputError::ModelStreamErrorException(_) => "ModelStreamErrorException",
+        ConverseStreamOutputError::ValidationException(_) => "ValidationException",
+        ConverseStreamOutputError::ThrottlingException(_) => "ThrottlingException",
+        ConverseStreamOutputError::ServiceUnavailableException(_) => "ServiceUnavailableException",
+        other => other.code().unwrap_or("UnknownError"),
+    }
 }
 
 #[async_trait]
@@ -117,7 +130,7 @@ impl AgentSource for BedrockAgent {
                     Ok(Some(_)) => continue,
                     Ok(None) => return,
                     Err(e) => Err(match e.as_service_error() {
-                        Some(s) => agent_error(s.code(), s.message()),
+                        Some(s) => agent_error(Some(modeled_name(s)), s.message()),
                         None => AgentError::new("agent_stream_error", format!("the Bedrock stream broke: {e:?}"), true),
                     }),
                 };

@@ -16,4 +16,5 @@ pub mod sdk;
 pub use bedrock::{BedrockAgent, BedrockSettings};
 pub use polly::{PollyBackend, PollySettings};
 pub use sagemaker::{SageMakerBackend, SageMakerSettings};
+pub use aws_config::SdkConfig;
 pub use sdk::AwsSettings;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_polly::error::ProvideErrorMetadata;
-use aws_sdk_polly::types::error::StartSpeechSynthesisStreamActionStreamError;
+use aws_sdk_polly::types::error::{StartSpeechSynthesisStreamActionStreamError, StartSpeechSynthesisStreamEventStreamError};
 use aws_sdk_polly::types::{
     CloseStreamEvent, Engine, FlushStreamConfiguration, OutputFormat, StartSpeechSynthesisStreamActionStream, StartSpeechSynthesisStreamEventStream,
     TextEvent, VoiceId,
@@ -97,6 +97,16 @@ fn polly_error(code: Option<&str>, message: Option<&str>) -> SpeechError {
     SpeechError::new(name, format!("Polly: {}{}", code.unwrap_or("error"), message.map(|m| format!(": {m}")).unwrap_or_default()), retryable)
 }
 
+fn modeled_name(e: &StartSpeechSynthesisStreamEventStreamError) -> &str {
+    match e {
+        StartSpeechSynthesisStreamEventStreamError::ValidationException(_) => "ValidationException",
+        StartSpeechSynthesisStreamEventStreamError::ThrottlingException(_) => "ThrottlingException",
+        StartSpeechSynthesisStreamEventStreamError::ServiceQuotaExceededException(_) => "ServiceQuotaExceededException",
+        StartSpeechSynthesisStreamEventStreamError::ServiceFailureException(_) => "ServiceFailureException",
+        other => other.code().unwrap_or("UnknownError"),
+    }
+}
+
 type Action = Result<StartSpeechSynthesisStreamActionStream, StartSpeechSynthesisStreamActionStreamError>;
 
 #[async_trait]
@@ -141,7 +151,9 @@ impl SpeechBackend for PollyBackend {
                     Ok(Some(event)) => Ok(event),
                     Ok(None) => break,
                     Err(e) => Err(match e.as_service_error() {
-                        Some(s) => polly_error(s.code(), s.message()),
+                        // The modeled exceptions are told by their variant (their metadata may not
+                        // carry a code).
+                        Some(s) => polly_error(Some(modeled_name(s)), s.message()),
                         None => SpeechError::new("backend_gone", format!("the Polly stream broke: {e:?}"), true),
                     }),
                 };

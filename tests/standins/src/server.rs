@@ -52,6 +52,8 @@ pub struct Stats {
     pub polly_keep_alives: AtomicU64,
     pub polly_idle_closes: AtomicU64,
     pub sagemaker_streams: AtomicU64,
+    /// The production variant the last SageMaker request addressed, if any.
+    pub last_target_variant: std::sync::Mutex<Option<String>>,
     pub bedrock_calls: AtomicU64,
 }
 

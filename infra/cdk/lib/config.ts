@@ -1,0 +1,237 @@
+// Deploy-time configuration: the defaults in earshot.config.json, each overridable with `-c key=value`.
+// Everything is checked here, once, so that the stacks can trust what they are given and a mistake is
+// reported by name before anything is synthesized.
+import * as fs from 'fs';
+import * as path from 'path';
+
+export const BACKENDS = ['kokoro', 'polly'] as const;
+export type Backend = (typeof BACKENDS)[number];
+export const RELEASE_MODES = ['incremental', 'buffered'] as const;
+
+export interface EarshotConfig {
+  /** Deploy only the gateway, speaking with Polly: no SageMaker resources at all. */
+  readonly pollyOnly: boolean;
+  /** The backends the gateway offers, the first being the default. */
+  readonly backends: Backend[];
+  /** A/B split weights per backend (non-negative integers). */
+  readonly abWeights: Record<string, number>;
+  /** Whether a request may name its backend instead of taking the A/B arm. */
+  readonly abAllowOverride: boolean;
+  /** Whether a failed first audio falls over to the other backend. */
+  readonly failover: boolean;
+  readonly kokoroVoice: string;
+  readonly pollyVoice: string;
+  /** A Bedrock foundation-model id (not an inference profile: the IAM grant names the model's ARN). */
+  readonly bedrockModelId: string;
+  readonly systemPrompt: string;
+  readonly maxPromptChars: number;
+  readonly maxTextChars: number;
+  /** How long the agent may be silent before complete pending text is released to the voice. */
+  readonly idleReleaseMs: number;
+  readonly metricsNamespace: string;
+  readonly logLevel: string;
+  /** `AWS_IAM` (default) or `NONE`, the explicit opt-in for public demos. */
+  readonly authType: 'AWS_IAM' | 'NONE';
+  /** Browser origins allowed when authType is NONE. */
+  readonly corsAllowedOrigins: string[];
+  readonly lambdaMemoryMb: number;
+  readonly lambdaTimeoutSeconds: number;
+  readonly logRetentionDays: number;
+  /** The folder holding the Lambda's `bootstrap`, relative to infra/cdk. */
+  readonly bootstrapDir: string;
+  readonly endpointName: string;
+  readonly variantName: string;
+  readonly instanceType: string;
+  readonly startupHealthCheckTimeoutSeconds: number;
+  readonly minInstances: number;
+  readonly maxInstances: number;
+  /** Target of SageMakerVariantInvocationsPerInstance (invocations per instance per minute). */
+  readonly targetInvocationsPerInstance: number;
+}
+
+type Kind = 'boolean' | 'integer' | 'string' | 'list' | 'weights';
+
+const KINDS: Record<keyof EarshotConfig, Kind> = {
+  pollyOnly: 'boolean',
+  backends: 'list',
+  abWeights: 'weights',
+  abAllowOverride: 'boolean',
+  failover: 'boolean',
+  kokoroVoice: 'string',
+  pollyVoice: 'string',
+  bedrockModelId: 'string',
+  systemPrompt: 'string',
+  maxPromptChars: 'integer',
+  maxTextChars: 'integer',
+  idleReleaseMs: 'integer',
+  metricsNamespace: 'string',
+  logLevel: 'string',
+  authType: 'string',
+  corsAllowedOrigins: 'list',
+  lambdaMemoryMb: 'integer',
+  lambdaTimeoutSeconds: 'integer',
+  logRetentionDays: 'integer',
+  bootstrapDir: 'string',
+  endpointName: 'string',
+  variantName: 'string',
+  instanceType: 'string',
+  startupHealthCheckTimeoutSeconds: 'integer',
+  minInstances: 'integer',
+  maxInstances: 'integer',
+  targetInvocationsPerInstance: 'integer',
+};
+
+export const CONFIG_KEYS = Object.keys(KINDS) as (keyof EarshotConfig)[];
+
+/** The folder of the CDK app (infra/cdk), whatever the current directory. */
+export const CDK_ROOT = path.resolve(__dirname, '..');
+export const DEFAULT_CONFIG_FILE = path.join(CDK_ROOT, 'earshot.config.json');
+
+// CloudWatch Logs accepts only these retention periods.
+const RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
+
+export class ConfigError extends Error {}
+
+function fail(key: string, message: string): never {
+  throw new ConfigError(`earshot config: \`${key}\` ${message}`);
+}
+
+/** Turns a value from the config file (typed) or from `-c key=value` (a string) into its kind. */
+function coerce(key: string, kind: Kind, value: unknown): unknown {
+  const text = typeof value === 'string' ? value.trim() : undefined;
+  switch (kind) {
+    case 'boolean':
+      if (typeof value === 'boolean') return value;
+      if (text === 'true' || text === 'false') return text === 'true';
+      return fail(key, `must be true or false, got ${JSON.stringify(value)}`);
+    case 'integer': {
+      const n = typeof value === 'number' ? value : text !== undefined && /^-?\d+$/.test(text) ? Number(text) : NaN;
+      if (!Number.isSafeInteger(n)) fail(key, `must be an integer, got ${JSON.stringify(value)}`);
+      return n;
+    }
+    case 'string':
+      if (typeof value !== 'string') fail(key, `must be a string, got ${JSON.stringify(value)}`);
+      return value;
+    case 'list': {
+      let list: unknown = value;
+      if (text !== undefined) list = text.startsWith('[') ? JSON.parse(text) : text === '' ? [] : text.split(',').map((s) => s.trim());
+      if (!Array.isArray(list) || !list.every((s) => typeof s === 'string' && s !== '')) {
+        fail(key, `must be a list of strings (JSON or comma-separated), got ${JSON.stringify(value)}`);
+      }
+      return list;
+    }
+    case 'weights': {
+      let weights: unknown = value;
+      if (text !== undefined) {
+        weights = text.startsWith('{')
+          ? JSON.parse(text)
+          : Object.fromEntries(text.split(',').map((pair) => {
+              const [name, weight, ...rest] = pair.split('=').map((s) => s.trim());
+              if (!name || weight === undefined || rest.length) fail(key, `must look like kokoro=50,polly=50, got ${JSON.stringify(value)}`);
+              return [name, /^\d+$/.test(weight) ? Number(weight) : weight];
+            }));
+      }
+      if (typeof weights !== 'object' || weights === null || Array.isArray(weights)) fail(key, `must map backends to weights, got ${JSON.stringify(value)}`);
+      for (const [name, weight] of Object.entries(weights)) {
+        if (!Number.isSafeInteger(weight) || (weight as number) < 0) fail(key, `weight of ${name} must be a non-negative integer, got ${JSON.stringify(weight)}`);
+      }
+      return weights;
+    }
+  }
+}
+
+function check(c: EarshotConfig): void {
+  const within = (key: keyof EarshotConfig, min = 1, max = Number.MAX_SAFE_INTEGER) => {
+    const v = c[key] as number;
+    if (v < min || v > max) fail(key, `must be between ${min} and ${max}, got ${v}`);
+  };
+  if (c.backends.length === 0) fail('backends', 'must name at least one backend');
+  for (const b of c.backends) if (!(BACKENDS as readonly string[]).includes(b)) fail('backends', `has an unknown backend ${JSON.stringify(b)} (known: ${BACKENDS.join(', ')})`);
+  if (new Set(c.backends).size !== c.backends.length) fail('backends', 'names a backend twice');
+  if (!c.pollyOnly && !c.backends.includes('kokoro')) {
+    fail('backends', 'leaves out kokoro, which would leave a GPU endpoint running unused: set pollyOnly to true instead');
+  }
+  for (const name of Object.keys(c.abWeights)) {
+    if (!(BACKENDS as readonly string[]).includes(name)) fail('abWeights', `has an unknown backend ${JSON.stringify(name)}`);
+  }
+  if (!c.pollyOnly && c.backends.reduce((sum, b) => sum + (c.abWeights[b] ?? 0), 0) === 0) {
+    fail('abWeights', `must give a positive weight to at least one of ${c.backends.join(', ')}`);
+  }
+  if (c.authType !== 'AWS_IAM' && c.authType !== 'NONE') fail('authType', `must be AWS_IAM or NONE, got ${JSON.stringify(c.authType)}`);
+  if (c.authType === 'NONE') {
+    if (c.corsAllowedOrigins.length === 0) fail('corsAllowedOrigins', 'must list the browser origins allowed to call a public (authType NONE) URL');
+    for (const o of c.corsAllowedOrigins) {
+      if (!/^https?:\/\/[A-Za-z0-9.-]+(:\d+)?$/.test(o)) fail('corsAllowedOrigins', `must hold origins such as https://demo.example.com (scheme, host, optional port; no wildcard, no path), got ${JSON.stringify(o)}`);
+    }
+  }
+  // The ID of a foundation model, e.g. amazon.nova-lite-v1:0. Inference profiles (us.…, eu.…, global.…) are
+  // other resources with other ARNs, which the gateway's IAM grant would not cover.
+  if (!/^[a-z0-9-]+\.[A-Za-z0-9.:_-]+$/.test(c.bedrockModelId) || /^(us|eu|apac|us-gov|ca|jp|au|global)\./.test(c.bedrockModelId)) {
+    fail('bedrockModelId', `must be a foundation-model id such as amazon.nova-lite-v1:0 (not an ARN or an inference profile), got ${JSON.stringify(c.bedrockModelId)}`);
+  }
+  if (c.systemPrompt.trim() === '') fail('systemPrompt', 'must not be empty');
+  for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {
+    if (c[key].trim() === '') fail(key, 'must not be empty');
+  }
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(c.pollyVoice)) fail('pollyVoice', `must be a Polly voice id such as Matthew, got ${JSON.stringify(c.pollyVoice)}`);
+  if (!/^[A-Za-z0-9_./#:-]{1,255}$/.test(c.metricsNamespace) || c.metricsNamespace.startsWith('AWS/')) {
+    fail('metricsNamespace', `must be a custom CloudWatch namespace, got ${JSON.stringify(c.metricsNamespace)}`);
+  }
+  // SageMaker writes endpoint ARNs in lower case; a lower-case name keeps the IAM grant and the ARN equal.
+  if (!/^[a-z0-9](-*[a-z0-9]){0,62}$/.test(c.endpointName)) fail('endpointName', `must be lower-case letters, digits and hyphens (at most 63), got ${JSON.stringify(c.endpointName)}`);
+  if (!/^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$/.test(c.variantName)) fail('variantName', `must be letters, digits and hyphens, got ${JSON.stringify(c.variantName)}`);
+  if (!/^ml\.[a-z0-9]+\.[a-z0-9]+$/.test(c.instanceType)) fail('instanceType', `must be a SageMaker instance type such as ml.g5.xlarge, got ${JSON.stringify(c.instanceType)}`);
+  within('maxPromptChars');
+  within('maxTextChars');
+  within('idleReleaseMs', 0, 60_000);
+  within('lambdaMemoryMb', 128, 10_240);
+  within('lambdaTimeoutSeconds', 1, 900);
+  if (!RETENTION_DAYS.includes(c.logRetentionDays)) fail('logRetentionDays', `must be one of ${RETENTION_DAYS.join(', ')}, got ${c.logRetentionDays}`);
+  within('startupHealthCheckTimeoutSeconds', 60, 3600);
+  within('minInstances', 1);
+  within('maxInstances', 1);
+  if (c.maxInstances < c.minInstances) fail('maxInstances', `(${c.maxInstances}) must not be below minInstances (${c.minInstances})`);
+  within('targetInvocationsPerInstance', 1);
+}
+
+/**
+ * Builds the configuration from the file's values, each replaced by the context value of the same name
+ * when there is one. `context` is `(key) => app.node.tryGetContext(key)` in the app.
+ */
+export function resolveConfig(file: Record<string, unknown>, context: (key: string) => unknown = () => undefined): EarshotConfig {
+  for (const key of Object.keys(file)) {
+    if (!(key in KINDS)) fail(key, `is not a known setting (known: ${CONFIG_KEYS.join(', ')})`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of CONFIG_KEYS) {
+    const override = context(key);
+    const raw = override !== undefined ? override : file[key];
+    if (raw === undefined) fail(key, 'is missing from the config file');
+    try {
+      out[key] = coerce(key, KINDS[key], raw);
+    } catch (e) {
+      if (e instanceof SyntaxError) fail(key, `is not valid JSON: ${e.message}`);
+      throw e;
+    }
+  }
+  const config = out as unknown as EarshotConfig;
+  check(config);
+  return config;
+}
+
+/** Reads a config file (JSON). */
+export function readConfigFile(file: string = DEFAULT_CONFIG_FILE): Record<string, unknown> {
+  const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`earshot config: ${file} must hold a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+/** The configuration with every default from earshot.config.json, and the given values instead (for tests). */
+export function defaultConfig(overrides: Partial<Record<keyof EarshotConfig, unknown>> = {}): EarshotConfig {
+  return resolveConfig(readConfigFile(), (key) => overrides[key as keyof EarshotConfig]);
+}
+
+/** The backends this deployment really offers: only Polly when Polly-only. */
+export function deployedBackends(c: EarshotConfig): Backend[] {
+  return c.pollyOnly ? ['polly'] : c.backends;
+}

@@ -1,0 +1,100 @@
+// The CloudWatch dashboard of a deployment, drawn from the Embedded Metric Format line the gateway logs after
+// each conversation (dimensions Backend+Release, and Backend+Release+Arm) and from the Lambda's own metrics.
+import { Duration } from 'aws-cdk-lib';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { Backend, RELEASE_MODES } from './config';
+
+export interface EarshotDashboardProps {
+  readonly dashboardName: string;
+  readonly namespace: string;
+  readonly backends: Backend[];
+  readonly fn: lambda.IFunction;
+  /** The Kokoro endpoint, when the deployment has one. */
+  readonly endpoint?: { readonly name: string; readonly variant: string };
+}
+
+const PERIOD = Duration.minutes(5);
+
+export class EarshotDashboard extends Construct {
+  public readonly dashboard: cw.Dashboard;
+
+  constructor(scope: Construct, id: string, props: EarshotDashboardProps) {
+    super(scope, id);
+    const { namespace, backends } = props;
+
+    // One line per backend and release mode, on the Backend+Release dimension set.
+    const perArm = (metricName: string, statistic: string): cw.IMetric[] =>
+      backends.flatMap((backend) => RELEASE_MODES.map((release) => new cw.Metric({
+        namespace,
+        metricName,
+        dimensionsMap: { Backend: backend, Release: release },
+        statistic,
+        period: PERIOD,
+        label: `${backend} ${release} ${statistic}`,
+      })));
+    const graph = (title: string, left: cw.IMetric[], unit?: string) => new cw.GraphWidget({
+      title,
+      left,
+      width: 12,
+      height: 6,
+      leftYAxis: { min: 0, label: unit, showUnits: false },
+    });
+
+    const widgets: cw.IWidget[][] = [
+      [new cw.TextWidget({
+        markdown: `# earshot\nTime to first audio is measured from the request's arrival to the first audio chunk sent, per backend (${backends.join(', ')}) and release mode (incremental, buffered). Metrics: namespace \`${namespace}\`.`,
+        width: 24,
+        height: 2,
+      })],
+      [
+        graph('Time to first audio p50 (ms)', perArm('TimeToFirstAudio', 'p50'), 'ms'),
+        graph('Time to first audio p90 (ms)', perArm('TimeToFirstAudio', 'p90'), 'ms'),
+      ],
+      [
+        graph('Errors and throttles (Lambda)', [
+          props.fn.metricErrors({ period: PERIOD, statistic: 'Sum', label: 'Errors' }),
+          props.fn.metricThrottles({ period: PERIOD, statistic: 'Sum', label: 'Throttles' }),
+          props.fn.metricInvocations({ period: PERIOD, statistic: 'Sum', label: 'Invocations' }),
+        ], 'count'),
+        graph('Audio underruns (sum)', perArm('Underruns', 'Sum'), 'count'),
+      ],
+      [
+        graph('Synthesis latency p90 (ms)', perArm('SynthesisLatency', 'p90'), 'ms'),
+        graph('Gap between sentences p90 (ms)', perArm('InterSentenceGap', 'p90'), 'ms'),
+      ],
+      [
+        graph('Orchestration overhead p99 (ms)', perArm('OrchestrationOverhead', 'p99'), 'ms'),
+        graph('Sentences spoken (sum)', perArm('Sentences', 'Sum'), 'count'),
+      ],
+    ];
+
+    const lastRow: cw.IWidget[] = [];
+    if (backends.includes('polly')) {
+      lastRow.push(graph('Polly billed characters (sum)', [new cw.Metric({
+        namespace,
+        metricName: 'BilledCharacters',
+        dimensionsMap: { Backend: 'polly' },
+        statistic: 'Sum',
+        period: PERIOD,
+        label: 'polly characters',
+      })], 'characters'));
+    }
+    if (props.endpoint) {
+      const dims = { EndpointName: props.endpoint.name, VariantName: props.endpoint.variant };
+      lastRow.push(graph('Kokoro endpoint', [
+        new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'Invocations', dimensionsMap: dims, statistic: 'Sum', period: PERIOD, label: 'invocations' }),
+        new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'InvocationsPerInstance', dimensionsMap: dims, statistic: 'Sum', period: PERIOD, label: 'invocations per instance' }),
+        new cw.Metric({ namespace: '/aws/sagemaker/Endpoints', metricName: 'GPUUtilization', dimensionsMap: dims, statistic: 'Average', period: PERIOD, label: 'GPU utilization (%)' }),
+      ]));
+    }
+    if (lastRow.length) widgets.push(lastRow);
+
+    this.dashboard = new cw.Dashboard(this, 'Dashboard', {
+      dashboardName: props.dashboardName,
+      defaultInterval: Duration.hours(3),
+      widgets,
+    });
+  }
+}

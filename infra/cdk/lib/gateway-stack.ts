@@ -1,0 +1,124 @@
+// The gateway: the Rust Lambda behind a response-streaming function URL, its least-privilege role (the
+// Kokoro endpoint, Polly streaming synthesis, one Bedrock model), its logs and its dashboard.
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { endpointArn, foundationModelArn } from './arns';
+import { BootstrapCode } from './bootstrap-code';
+import { EarshotConfig, deployedBackends } from './config';
+import { EarshotDashboard } from './dashboard';
+import { lambdaEnvironment } from './lambda-env';
+
+/** The response headers a browser page may read (they name the backend and why it was chosen). */
+export const EXPOSED_HEADERS = ['x-earshot-backend', 'x-earshot-backend-reason', 'x-earshot-conversation-id', 'x-earshot-request-id', 'x-earshot-protocol'];
+
+export interface KokoroEndpointRef {
+  readonly endpointName: string;
+  readonly variantName: string;
+}
+
+export interface EarshotGatewayStackProps extends StackProps {
+  readonly config: EarshotConfig;
+  /** Where the Lambda's code comes from (see bootstrap-code.ts). */
+  readonly code: BootstrapCode;
+  /** The Kokoro endpoint; absent exactly when the deployment is Polly-only. */
+  readonly kokoro?: KokoroEndpointRef;
+}
+
+export class EarshotGatewayStack extends Stack {
+  public readonly fn: lambda.Function;
+  public readonly url: lambda.FunctionUrl;
+
+  constructor(scope: Construct, id: string, props: EarshotGatewayStackProps) {
+    super(scope, id, props);
+    const c = props.config;
+    if (c.pollyOnly && props.kokoro) throw new Error('a Polly-only gateway takes no Kokoro endpoint');
+    if (!c.pollyOnly && !props.kokoro) throw new Error('the gateway needs the Kokoro endpoint unless pollyOnly is set');
+    if (props.code.placeholder) {
+      Annotations.of(this).addWarningV2('earshot:placeholder-bootstrap',
+        `No bootstrap at ${props.code.expected}: synthesized with the placeholder folder; make deploy builds the real one.`);
+    }
+
+    const logGroup = new logs.LogGroup(this, 'GatewayLogs', {
+      retention: c.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    // Its own role rather than the basic execution policy, whose log grant covers every log group.
+    const role = new iam.Role(this, 'GatewayRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'earshot gateway: its logs, the Kokoro endpoint, Polly streaming, one Bedrock model',
+    });
+    logGroup.grantWrite(role);
+
+    this.fn = new lambda.Function(this, 'Gateway', {
+      role,
+      description: 'earshot voice gateway (response streaming)',
+      runtime: lambda.Runtime.PROVIDED_AL2023,
+      architecture: lambda.Architecture.ARM_64,
+      handler: 'bootstrap', // a custom runtime runs the `bootstrap` file; the handler name is not used
+      code: lambda.Code.fromAsset(props.code.dir),
+      // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.
+      memorySize: c.lambdaMemoryMb,
+      timeout: Duration.seconds(c.lambdaTimeoutSeconds),
+      environment: lambdaEnvironment(c, props.kokoro?.endpointName),
+      logGroup,
+    });
+
+    if (props.kokoro) {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'KokoroEndpoint',
+        actions: ['sagemaker:InvokeEndpointWithBidirectionalStream'],
+        resources: [endpointArn(this, props.kokoro.endpointName)],
+      }));
+    }
+    if (deployedBackends(c).includes('polly')) {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'PollyStreamingSynthesis',
+        actions: ['polly:StartSpeechSynthesisStream'],
+        // Polly's synthesis actions have no voice or endpoint resource to scope to (only lexicons are
+        // resources), so `*` is the narrowest resource Polly supports here.
+        resources: ['*'],
+      }));
+    }
+    this.fn.addToRolePolicy(new iam.PolicyStatement({
+      sid: 'BedrockAgentStream',
+      actions: ['bedrock:InvokeModelWithResponseStream'], // what ConverseStream is authorized as
+      resources: [foundationModelArn(this, c.bedrockModelId)],
+    }));
+
+    const open = c.authType === 'NONE';
+    this.url = this.fn.addFunctionUrl({
+      invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
+      authType: open ? lambda.FunctionUrlAuthType.NONE : lambda.FunctionUrlAuthType.AWS_IAM,
+      // A public URL is an explicit opt-in for demos, and only then may listed browser origins call it.
+      cors: open
+        ? {
+            allowedOrigins: c.corsAllowedOrigins,
+            allowedMethods: [lambda.HttpMethod.POST, lambda.HttpMethod.GET],
+            allowedHeaders: ['content-type', 'accept'],
+            exposedHeaders: EXPOSED_HEADERS,
+            maxAge: Duration.hours(1),
+          }
+        : undefined,
+    });
+    if (open) {
+      Annotations.of(this).addWarningV2('earshot:public-url', 'authType is NONE: anyone with the URL can run the agent and the voices at your cost.');
+    }
+
+    new EarshotDashboard(this, 'Dashboard', {
+      dashboardName: this.stackName,
+      namespace: c.metricsNamespace,
+      backends: deployedBackends(c),
+      fn: this.fn,
+      endpoint: props.kokoro ? { name: props.kokoro.endpointName, variant: props.kokoro.variantName } : undefined,
+    });
+
+    new CfnOutput(this, 'FunctionUrl', { value: this.url.url, description: `The gateway's URL (auth ${c.authType}); POST /v1/speak` });
+    new CfnOutput(this, 'AuthType', { value: c.authType });
+    new CfnOutput(this, 'Backends', { value: deployedBackends(c).join(',') });
+    if (props.kokoro) new CfnOutput(this, 'EndpointName', { value: props.kokoro.endpointName, description: 'The Kokoro SageMaker endpoint' });
+  }
+}

@@ -1,0 +1,49 @@
+// The environment of the gateway Lambda: the contract between this deployment and the Rust `bootstrap`,
+// which reads exactly these variables. Kept in one pure function so that the names live in one place.
+import { EarshotConfig, deployedBackends } from './config';
+
+export const ENV_NAMES = [
+  'EARSHOT_BACKENDS',
+  'EARSHOT_AB_WEIGHTS',
+  'EARSHOT_AB_ALLOW_OVERRIDE',
+  'EARSHOT_FAILOVER',
+  'EARSHOT_SAGEMAKER_ENDPOINT',
+  'EARSHOT_KOKORO_VOICE',
+  'EARSHOT_POLLY_VOICE',
+  'EARSHOT_BEDROCK_MODEL_ID',
+  'EARSHOT_SYSTEM_PROMPT',
+  'EARSHOT_MAX_PROMPT_CHARS',
+  'EARSHOT_MAX_TEXT_CHARS',
+  'EARSHOT_IDLE_RELEASE_MS',
+  'EARSHOT_METRICS_NAMESPACE',
+  'EARSHOT_LOG',
+] as const;
+
+/**
+ * The variables for a deployment. `endpointName` is the Kokoro endpoint's name, and must be given exactly
+ * when the deployment has one (not Polly-only).
+ */
+export function lambdaEnvironment(c: EarshotConfig, endpointName?: string): Record<string, string> {
+  if (c.pollyOnly && endpointName !== undefined) throw new Error('a Polly-only deployment has no SageMaker endpoint');
+  if (!c.pollyOnly && endpointName === undefined) throw new Error('the Kokoro backend needs the SageMaker endpoint name');
+  const backends = deployedBackends(c);
+  // With Polly alone there is nothing to split between and nothing to fail over to.
+  const weights = c.pollyOnly ? 'polly=100' : backends.map((b) => `${b}=${c.abWeights[b] ?? 0}`).join(',');
+  const env: Record<string, string> = {
+    EARSHOT_BACKENDS: backends.join(','),
+    EARSHOT_AB_WEIGHTS: weights,
+    EARSHOT_AB_ALLOW_OVERRIDE: String(c.abAllowOverride),
+    EARSHOT_FAILOVER: String(c.failover && backends.length > 1),
+    EARSHOT_KOKORO_VOICE: c.kokoroVoice,
+    EARSHOT_POLLY_VOICE: c.pollyVoice,
+    EARSHOT_BEDROCK_MODEL_ID: c.bedrockModelId,
+    EARSHOT_SYSTEM_PROMPT: c.systemPrompt,
+    EARSHOT_MAX_PROMPT_CHARS: String(c.maxPromptChars),
+    EARSHOT_MAX_TEXT_CHARS: String(c.maxTextChars),
+    EARSHOT_IDLE_RELEASE_MS: String(c.idleReleaseMs),
+    EARSHOT_METRICS_NAMESPACE: c.metricsNamespace,
+    EARSHOT_LOG: c.logLevel,
+  };
+  if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
+  return env;
+}

@@ -1,0 +1,121 @@
+// The Kokoro voice on a SageMaker real-time endpoint: the GPU image built from infra/kokoro, the model, the
+// endpoint and its autoscaling. The gateway stack talks to it by name over bidirectional streaming.
+import * as path from 'path';
+import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps } from 'aws-cdk-lib';
+import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
+import { DockerImageAsset, Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
+import { Construct } from 'constructs';
+import { endpointArn, endpointLogArns } from './arns';
+import { CDK_ROOT, EarshotConfig } from './config';
+
+export const KOKORO_DIR = path.resolve(CDK_ROOT, '..', 'kokoro');
+
+// The build context is what the Dockerfile copies and nothing else (the folder's .dockerignore still applies
+// on top), so that docs, tests and local caches neither enter the image nor change its hash: a new hash
+// means a new model and a new GPU endpoint deployment. A test checks this list against the Dockerfile.
+export const IMAGE_CONTEXT = ['Dockerfile', 'requirements.txt', 'requirements-gpu.txt', 'kokoro_server'];
+const IMAGE_EXCLUDES = ['*', ...IMAGE_CONTEXT.flatMap((p) => [`!${p}`, `!${p}/**`]), '**/__pycache__', '**/*.pyc'];
+
+export interface KokoroModelStackProps extends StackProps {
+  readonly config: EarshotConfig;
+  /** The folder with the Kokoro Dockerfile; infra/kokoro by default. */
+  readonly kokoroDir?: string;
+}
+
+export class KokoroModelStack extends Stack {
+  /** The endpoint's name, which the gateway passes to InvokeEndpointWithBidirectionalStream. */
+  public readonly endpointName: string;
+  /** The endpoint's ARN, the only resource the gateway may invoke. */
+  public readonly endpointArn: string;
+  public readonly variantName: string;
+  public readonly endpoint: sagemaker.CfnEndpoint;
+
+  constructor(scope: Construct, id: string, props: KokoroModelStackProps) {
+    super(scope, id, props);
+    const c = props.config;
+    this.endpointName = c.endpointName;
+    this.endpointArn = endpointArn(this, c.endpointName);
+    this.variantName = c.variantName;
+
+    // Recorded at synth time, built and pushed to the CDK asset repository by `cdk deploy` (needs Docker).
+    const image = new DockerImageAsset(this, 'KokoroImage', {
+      directory: props.kokoroDir ?? KOKORO_DIR,
+      platform: Platform.LINUX_AMD64,
+      exclude: IMAGE_EXCLUDES,
+    });
+
+    // Created here, with a retention, so that container logs neither pile up forever nor outlive the stack.
+    new logs.LogGroup(this, 'EndpointLogs', {
+      logGroupName: `/aws/sagemaker/Endpoints/${c.endpointName}`,
+      retention: c.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    // What SageMaker needs to run the container: pull this image, write this endpoint's logs. Nothing else.
+    const role = new iam.Role(this, 'ExecutionRole', {
+      assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
+      description: 'SageMaker runs the earshot Kokoro container: pull its image, write its logs',
+    });
+    image.repository.grantPull(role); // ecr:GetAuthorizationToken is account-wide by AWS's design; the rest is this repository
+    role.addToPolicy(new iam.PolicyStatement({
+      sid: 'EndpointLogs',
+      actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
+      resources: endpointLogArns(this, c.endpointName),
+    }));
+
+    const model = new sagemaker.CfnModel(this, 'Model', {
+      executionRoleArn: role.roleArn,
+      primaryContainer: { image: image.imageUri, mode: 'SingleModel' },
+    });
+    // The role's policy (a separate resource) must exist before SageMaker checks the image.
+    model.node.addDependency(role);
+
+    const endpointConfig = new sagemaker.CfnEndpointConfig(this, 'EndpointConfig', {
+      productionVariants: [{
+        variantName: c.variantName,
+        modelName: model.attrModelName,
+        instanceType: c.instanceType,
+        initialInstanceCount: 1,
+        initialVariantWeight: 1,
+        // Loading the image and the model onto the GPU takes minutes, not the default seconds.
+        containerStartupHealthCheckTimeoutInSeconds: c.startupHealthCheckTimeoutSeconds,
+      }],
+    });
+
+    this.endpoint = new sagemaker.CfnEndpoint(this, 'Endpoint', {
+      endpointName: c.endpointName,
+      endpointConfigName: endpointConfig.attrEndpointConfigName,
+    });
+
+    // Application Auto Scaling for SageMaker uses its service-linked role (created on first use), so no new
+    // role is made for it.
+    const scalingRole = iam.Role.fromRoleArn(this, 'ScalingRole', this.formatArn({
+      service: 'iam',
+      region: '',
+      resource: 'role',
+      resourceName: 'aws-service-role/sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint',
+    }), { mutable: false });
+    const target = new appscaling.ScalableTarget(this, 'Scaling', {
+      serviceNamespace: appscaling.ServiceNamespace.SAGEMAKER,
+      resourceId: `endpoint/${c.endpointName}/variant/${c.variantName}`,
+      scalableDimension: 'sagemaker:variant:DesiredInstanceCount',
+      minCapacity: c.minInstances,
+      maxCapacity: c.maxInstances,
+      role: scalingRole,
+    });
+    target.node.addDependency(this.endpoint);
+    target.scaleToTrackMetric('InvocationsPerInstance', {
+      predefinedMetric: appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+      targetValue: c.targetInvocationsPerInstance,
+      // GPU instances take minutes to come up: scale out promptly, scale in only after a quiet spell.
+      scaleOutCooldown: Duration.minutes(2),
+      scaleInCooldown: Duration.minutes(10),
+    });
+
+    new CfnOutput(this, 'EndpointName', { value: this.endpoint.attrEndpointName, description: 'The Kokoro SageMaker endpoint' });
+    new CfnOutput(this, 'ImageUri', { value: image.imageUri, description: 'The Kokoro image' });
+  }
+}

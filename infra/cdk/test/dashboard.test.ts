@@ -1,0 +1,70 @@
+// The dashboard: time to first audio p50 and p90 per backend and release mode, Lambda errors, Polly's
+// billed characters and underruns, all read from the metrics the gateway really logs.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Template } from 'aws-cdk-lib/assertions';
+import { only, render, synth } from './fixture';
+
+interface Widget { type: string; properties: { title?: string; metrics?: unknown[][] } }
+
+function widgets(t: Template): Widget[] {
+  const body = only(t, 'AWS::CloudWatch::Dashboard').Properties.DashboardBody;
+  return JSON.parse(render(body)).widgets;
+}
+
+/** Each metric line of a widget as `namespace metric dim=value… stat`. */
+function lines(w: Widget): string[] {
+  return (w.properties.metrics ?? []).map((m) => {
+    const opts = m[m.length - 1] as { stat: string };
+    const [ns, name, ...dims] = m.slice(0, -1) as string[];
+    const pairs = [];
+    for (let i = 0; i < dims.length; i += 2) pairs.push(`${dims[i]}=${dims[i + 1]}`);
+    return [ns, name, ...pairs, opts.stat].join(' ');
+  });
+}
+
+const byTitle = (ws: Widget[], pattern: RegExp) => {
+  const found = ws.filter((w) => pattern.test(w.properties.title ?? ''));
+  assert.equal(found.length, 1, `one widget titled ${pattern}`);
+  return found[0];
+};
+
+describe('dashboard', () => {
+  const { gatewayTemplate: t } = synth();
+  const ws = widgets(t);
+
+  for (const stat of ['p50', 'p90']) {
+    it(`plots time to first audio ${stat} for kokoro and polly, incremental and buffered`, () => {
+      assert.deepEqual(lines(byTitle(ws, new RegExp(`^Time to first audio ${stat}`))).sort(), [
+        `earshot TimeToFirstAudio Backend=kokoro Release=buffered ${stat}`,
+        `earshot TimeToFirstAudio Backend=kokoro Release=incremental ${stat}`,
+        `earshot TimeToFirstAudio Backend=polly Release=buffered ${stat}`,
+        `earshot TimeToFirstAudio Backend=polly Release=incremental ${stat}`,
+      ]);
+    });
+  }
+
+  it("plots the Lambda's errors", () => {
+    const errors = lines(byTitle(ws, /^Errors/));
+    assert.ok(errors.includes('AWS/Lambda Errors FunctionName=<Ref:' + Object.keys(t.findResources('AWS::Lambda::Function'))[0] + '> Sum'), errors.join('\n'));
+  });
+
+  it("plots Polly's billed characters and the underruns", () => {
+    assert.deepEqual(lines(byTitle(ws, /^Polly billed characters/)), ['earshot BilledCharacters Backend=polly Sum']);
+    assert.equal(lines(byTitle(ws, /^Audio underruns/)).filter((l) => / Underruns .* Sum$/.test(l)).length, 4);
+  });
+
+  it('uses the configured metrics namespace', () => {
+    const other = widgets(synth({ metricsNamespace: 'earshot-staging' }).gatewayTemplate);
+    assert.ok(lines(byTitle(other, /^Time to first audio p50/)).every((l) => l.startsWith('earshot-staging TimeToFirstAudio ')));
+  });
+
+  it('draws only Polly lines, and no endpoint, when Polly-only', () => {
+    const polly = widgets(synth({ pollyOnly: 'true' }).gatewayTemplate);
+    assert.deepEqual(lines(byTitle(polly, /^Time to first audio p90/)).sort(), [
+      'earshot TimeToFirstAudio Backend=polly Release=buffered p90',
+      'earshot TimeToFirstAudio Backend=polly Release=incremental p90',
+    ]);
+    assert.equal(polly.filter((w) => /Kokoro endpoint/.test(w.properties.title ?? '')).length, 0);
+  });
+});

@@ -1,0 +1,179 @@
+// The gateway stack as CloudFormation will see it: the Lambda (arm64, provided.al2023), its streaming
+// function URL and who may call it, its least-privilege role, and the environment the Rust bootstrap reads.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Match } from 'aws-cdk-lib/assertions';
+import { readConfigFile } from '../lib/config';
+import { ENV_NAMES } from '../lib/lambda-env';
+import { ACCOUNT, REGION, actionsOf, only, render, resourcesOf, statements, synth } from './fixture';
+
+const ENDPOINT_ARN = `arn:aws:sagemaker:${REGION}:${ACCOUNT}:endpoint/earshot-kokoro`;
+
+describe('gateway Lambda', () => {
+  const { gatewayTemplate: t } = synth();
+  const fn = only(t, 'AWS::Lambda::Function').Properties;
+
+  it('is a Rust custom runtime on arm64', () => {
+    assert.equal(fn.Runtime, 'provided.al2023');
+    assert.deepEqual(fn.Architectures, ['arm64']);
+    assert.equal(fn.Handler, 'bootstrap');
+  });
+
+  it('has the memory and timeout of the config, sized for long streamed answers', () => {
+    assert.equal(fn.MemorySize, 1024);
+    assert.equal(fn.Timeout, 300);
+    const other = only(synth({ lambdaMemoryMb: '2048', lambdaTimeoutSeconds: '600' }).gatewayTemplate, 'AWS::Lambda::Function').Properties;
+    assert.equal(other.MemorySize, 2048);
+    assert.equal(other.Timeout, 600);
+  });
+
+  it('logs to its own log group with a retention', () => {
+    t.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+    assert.deepEqual(fn.LoggingConfig.LogGroup, { Ref: Object.keys(t.findResources('AWS::Logs::LogGroup'))[0] });
+  });
+});
+
+describe('function URL', () => {
+  it('streams responses and requires IAM auth by default, with no CORS and no public permission', () => {
+    const { gatewayTemplate: t } = synth();
+    const url = only(t, 'AWS::Lambda::Url').Properties;
+    assert.equal(url.InvokeMode, 'RESPONSE_STREAM');
+    assert.equal(url.AuthType, 'AWS_IAM');
+    assert.equal(url.Cors, undefined);
+    t.resourceCountIs('AWS::Lambda::Permission', 0);
+    t.hasOutput('FunctionUrl', { Value: { 'Fn::GetAtt': [Match.anyValue(), 'FunctionUrl'] } });
+  });
+
+  it('is public only on the explicit NONE opt-in, and then lets the listed origins call it', () => {
+    const { gatewayTemplate: t } = synth({ authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com,http://localhost:8787' });
+    const url = only(t, 'AWS::Lambda::Url').Properties;
+    assert.equal(url.InvokeMode, 'RESPONSE_STREAM');
+    assert.equal(url.AuthType, 'NONE');
+    assert.deepEqual(url.Cors.AllowOrigins, ['https://demo.example.com', 'http://localhost:8787']);
+    assert.deepEqual([...url.Cors.AllowMethods].sort(), ['GET', 'POST']);
+    assert.deepEqual([...url.Cors.AllowHeaders].sort(), ['accept', 'content-type']);
+    assert.ok(url.Cors.ExposeHeaders.includes('x-earshot-backend'), 'a page can read which backend answered');
+    t.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunctionUrl', Principal: '*', FunctionUrlAuthType: 'NONE' });
+  });
+});
+
+describe('gateway IAM', () => {
+  const { gatewayTemplate: t } = synth();
+  const all = statements(t);
+  const withAction = (action: string) => all.filter((s) => actionsOf(s).includes(action));
+
+  it('may invoke exactly the Kokoro endpoint, by its ARN', () => {
+    const found = withAction('sagemaker:InvokeEndpointWithBidirectionalStream');
+    assert.equal(found.length, 1);
+    assert.deepEqual(actionsOf(found[0]), ['sagemaker:InvokeEndpointWithBidirectionalStream']);
+    assert.deepEqual(resourcesOf(found[0]), [ENDPOINT_ARN]);
+  });
+
+  it('grants no SageMaker action beyond that one, and none on a wildcard', () => {
+    const sagemaker = all.filter((s) => actionsOf(s).some((a) => a.startsWith('sagemaker:')));
+    assert.deepEqual(sagemaker.flatMap(actionsOf), ['sagemaker:InvokeEndpointWithBidirectionalStream']);
+    for (const s of sagemaker) for (const r of resourcesOf(s)) assert.ok(!r.includes('*'), `SageMaker resource ${r}`);
+  });
+
+  it('may stream from exactly the configured Bedrock foundation model', () => {
+    const found = withAction('bedrock:InvokeModelWithResponseStream');
+    assert.equal(found.length, 1);
+    assert.deepEqual(resourcesOf(found[0]), [`arn:aws:bedrock:${REGION}::foundation-model/amazon.nova-lite-v1:0`]);
+    const other = statements(synth({ bedrockModelId: 'anthropic.claude-3-haiku-20240307-v1:0' }).gatewayTemplate)
+      .filter((s) => actionsOf(s).includes('bedrock:InvokeModelWithResponseStream'));
+    assert.deepEqual(resourcesOf(other[0]), [`arn:aws:bedrock:${REGION}::foundation-model/anthropic.claude-3-haiku-20240307-v1:0`]);
+  });
+
+  it('may use Polly streaming synthesis (Polly offers no narrower resource than *)', () => {
+    const found = withAction('polly:StartSpeechSynthesisStream');
+    assert.equal(found.length, 1);
+    assert.deepEqual(actionsOf(found[0]), ['polly:StartSpeechSynthesisStream']);
+  });
+
+  it('holds no other wildcard grant, no wildcard action and no managed policy', () => {
+    for (const s of all) {
+      for (const a of actionsOf(s)) assert.ok(!a.includes('*'), `wildcard action ${a}`);
+      if (resourcesOf(s).includes('*')) assert.deepEqual(actionsOf(s), ['polly:StartSpeechSynthesisStream']);
+    }
+    for (const role of Object.values(t.findResources('AWS::IAM::Role'))) assert.equal(role.Properties.ManagedPolicyArns, undefined);
+  });
+
+  it('writes logs only to its own log group', () => {
+    const logs = all.filter((s) => actionsOf(s).some((a) => a.startsWith('logs:')));
+    assert.equal(logs.length, 1);
+    assert.deepEqual(logs[0].Resource, { 'Fn::GetAtt': [Object.keys(t.findResources('AWS::Logs::LogGroup'))[0], 'Arn'] });
+  });
+});
+
+describe('Lambda environment (the contract with the Rust bootstrap)', () => {
+  it('carries every variable, with the default values', () => {
+    const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+    assert.deepEqual(Object.keys(env).sort(), [...ENV_NAMES].sort());
+    assert.deepEqual(env, {
+      EARSHOT_BACKENDS: 'kokoro,polly',
+      EARSHOT_AB_WEIGHTS: 'kokoro=50,polly=50',
+      EARSHOT_AB_ALLOW_OVERRIDE: 'true',
+      EARSHOT_FAILOVER: 'true',
+      EARSHOT_SAGEMAKER_ENDPOINT: 'earshot-kokoro',
+      EARSHOT_KOKORO_VOICE: 'af_heart',
+      EARSHOT_POLLY_VOICE: 'Matthew',
+      EARSHOT_BEDROCK_MODEL_ID: 'amazon.nova-lite-v1:0',
+      EARSHOT_SYSTEM_PROMPT: readConfigFile().systemPrompt,
+      EARSHOT_MAX_PROMPT_CHARS: '4000',
+      EARSHOT_MAX_TEXT_CHARS: '20000',
+      EARSHOT_IDLE_RELEASE_MS: '150',
+      EARSHOT_METRICS_NAMESPACE: 'earshot',
+      EARSHOT_LOG: 'info',
+    });
+  });
+
+  it('passes overridden config values through', () => {
+    const env = only(synth({
+      backends: 'polly,kokoro',
+      abWeights: 'kokoro=20,polly=80',
+      abAllowOverride: 'false',
+      failover: 'false',
+      kokoroVoice: 'af_bella',
+      pollyVoice: 'Ruth',
+      bedrockModelId: 'amazon.nova-micro-v1:0',
+      systemPrompt: 'Speak like a pirate.',
+      maxPromptChars: '1000',
+      maxTextChars: '5000',
+      idleReleaseMs: '200',
+      metricsNamespace: 'earshot-staging',
+      logLevel: 'debug',
+      endpointName: 'kokoro-staging',
+    }).gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+    assert.deepEqual(env, {
+      EARSHOT_BACKENDS: 'polly,kokoro',
+      EARSHOT_AB_WEIGHTS: 'polly=80,kokoro=20',
+      EARSHOT_AB_ALLOW_OVERRIDE: 'false',
+      EARSHOT_FAILOVER: 'false',
+      EARSHOT_SAGEMAKER_ENDPOINT: 'kokoro-staging',
+      EARSHOT_KOKORO_VOICE: 'af_bella',
+      EARSHOT_POLLY_VOICE: 'Ruth',
+      EARSHOT_BEDROCK_MODEL_ID: 'amazon.nova-micro-v1:0',
+      EARSHOT_SYSTEM_PROMPT: 'Speak like a pirate.',
+      EARSHOT_MAX_PROMPT_CHARS: '1000',
+      EARSHOT_MAX_TEXT_CHARS: '5000',
+      EARSHOT_IDLE_RELEASE_MS: '200',
+      EARSHOT_METRICS_NAMESPACE: 'earshot-staging',
+      EARSHOT_LOG: 'debug',
+    });
+  });
+
+  it('grants the endpoint the environment names', () => {
+    const { gatewayTemplate: t } = synth({ endpointName: 'kokoro-staging' });
+    const sm = statements(t).find((s) => actionsOf(s).includes('sagemaker:InvokeEndpointWithBidirectionalStream'));
+    assert.ok(sm);
+    assert.deepEqual(resourcesOf(sm), [`arn:aws:sagemaker:${REGION}:${ACCOUNT}:endpoint/kokoro-staging`]);
+  });
+});
+
+describe('outputs', () => {
+  it('name the endpoint beside the URL', () => {
+    const { gatewayTemplate: t } = synth();
+    t.hasOutput('EndpointName', { Value: 'earshot-kokoro' });
+    assert.equal(render(t.toJSON().Outputs.Backends.Value), 'kokoro,polly');
+  });
+});

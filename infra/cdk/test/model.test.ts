@@ -1,0 +1,132 @@
+// The Kokoro model stack as CloudFormation will see it: the image asset (recorded, not built, at synth), the
+// model and its execution role, the endpoint config, the endpoint, and its target-tracking autoscaling.
+import assert from 'node:assert/strict';
+import * as fs from 'fs';
+import * as path from 'path';
+import { describe, it } from 'node:test';
+import { IMAGE_CONTEXT } from '../lib/model-stack';
+import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statements, synth } from './fixture';
+
+describe('Kokoro image', () => {
+  const s = synth();
+  const manifest = JSON.parse(fs.readFileSync(path.join(s.app.outdir, `${s.model!.artifactId}.assets.json`), 'utf8'));
+  const images = Object.values(manifest.dockerImages) as { source: { directory: string; platform?: string } }[];
+
+  it('is one Docker image asset for linux/amd64, referenced by the model', () => {
+    assert.equal(images.length, 1);
+    assert.equal(images[0].source.platform, 'linux/amd64');
+    const image = render(only(s.modelTemplate!, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Image);
+    assert.match(image, new RegExp(`^${ACCOUNT}\\.dkr\\.ecr\\.${REGION}\\.amazonaws\\.com/cdk-[a-z0-9]+-container-assets-${ACCOUNT}-${REGION}:[0-9a-f]{64}$`));
+  });
+
+  it('has a build context of the Dockerfile and what it copies, no tests, docs or caches', () => {
+    const staged = fs.readdirSync(path.join(s.app.outdir, images[0].source.directory)).filter((f) => f !== '.dockerignore').sort();
+    assert.deepEqual(staged, [...IMAGE_CONTEXT].sort());
+  });
+});
+
+describe('model and endpoint', () => {
+  const { modelTemplate: t } = synth();
+
+  it('runs the image as a single model with a dedicated execution role', () => {
+    const model = only(t!, 'AWS::SageMaker::Model');
+    assert.deepEqual(model.Properties.ExecutionRoleArn, { 'Fn::GetAtt': [onlyId(t!, 'AWS::IAM::Role'), 'Arn'] });
+    assert.equal(model.Properties.PrimaryContainer.Mode, 'SingleModel');
+    // The role's permissions exist before SageMaker pulls the image.
+    assert.ok(model.DependsOn?.includes(onlyId(t!, 'AWS::IAM::Policy')));
+  });
+
+  it('configures one GPU instance, a long startup health check and the variant', () => {
+    const variants = only(t!, 'AWS::SageMaker::EndpointConfig').Properties.ProductionVariants;
+    assert.equal(variants.length, 1);
+    assert.equal(variants[0].InstanceType, 'ml.g5.xlarge');
+    assert.equal(variants[0].InitialInstanceCount, 1);
+    assert.equal(variants[0].ContainerStartupHealthCheckTimeoutInSeconds, 600);
+    assert.equal(variants[0].VariantName, 'AllTraffic');
+    assert.deepEqual(variants[0].ModelName, { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::Model'), 'ModelName'] });
+  });
+
+  it('takes the instance type and timeouts from the config', () => {
+    const variants = only(synth({ instanceType: 'ml.g6.xlarge', startupHealthCheckTimeoutSeconds: '900', variantName: 'Blue' }).modelTemplate!,
+      'AWS::SageMaker::EndpointConfig').Properties.ProductionVariants;
+    assert.equal(variants[0].InstanceType, 'ml.g6.xlarge');
+    assert.equal(variants[0].ContainerStartupHealthCheckTimeoutInSeconds, 900);
+    assert.equal(variants[0].VariantName, 'Blue');
+  });
+
+  it('names the endpoint as the gateway expects and outputs the name', () => {
+    const endpoint = only(t!, 'AWS::SageMaker::Endpoint').Properties;
+    assert.equal(endpoint.EndpointName, 'earshot-kokoro');
+    assert.deepEqual(endpoint.EndpointConfigName, { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::EndpointConfig'), 'EndpointConfigName'] });
+    t!.hasOutput('EndpointName', { Value: { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::Endpoint'), 'EndpointName'] } });
+  });
+});
+
+describe('execution role', () => {
+  const { modelTemplate: t } = synth();
+  const all = statements(t!);
+
+  it('is assumed by SageMaker only', () => {
+    const trust = only(t!, 'AWS::IAM::Role').Properties.AssumeRolePolicyDocument.Statement;
+    assert.deepEqual(trust.map((s: { Principal: unknown }) => s.Principal), [{ Service: 'sagemaker.amazonaws.com' }]);
+  });
+
+  it('pulls from the asset repository only (the ECR token call is account-wide by design)', () => {
+    for (const s of all.filter((x) => actionsOf(x).some((a) => a.startsWith('ecr:')))) {
+      const resources = resourcesOf(s);
+      if (actionsOf(s).includes('ecr:GetAuthorizationToken')) {
+        assert.deepEqual(actionsOf(s), ['ecr:GetAuthorizationToken']);
+      } else {
+        assert.deepEqual(resources, [`arn:aws:ecr:${REGION}:${ACCOUNT}:repository/cdk-hnb659fds-container-assets-${ACCOUNT}-${REGION}`]);
+        assert.ok(actionsOf(s).includes('ecr:BatchGetImage'));
+      }
+    }
+  });
+
+  it("writes only this endpoint's logs", () => {
+    const logs = all.filter((s) => actionsOf(s).some((a) => a.startsWith('logs:')));
+    assert.equal(logs.length, 1);
+    const group = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:/aws/sagemaker/Endpoints/earshot-kokoro`;
+    assert.deepEqual(resourcesOf(logs[0]), [group, `${group}:log-stream:*`]);
+    t!.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/sagemaker/Endpoints/earshot-kokoro', RetentionInDays: 30 });
+  });
+
+  it('grants nothing else', () => {
+    const actions = new Set(all.flatMap(actionsOf).map((a) => a.split(':')[0]));
+    assert.deepEqual([...actions].sort(), ['ecr', 'logs']);
+  });
+});
+
+describe('autoscaling', () => {
+  it('tracks invocations per instance between the configured bounds, after the endpoint exists', () => {
+    const { modelTemplate: t } = synth({ minInstances: '1', maxInstances: '3', targetInvocationsPerInstance: '90' });
+    const target = only(t!, 'AWS::ApplicationAutoScaling::ScalableTarget');
+    assert.equal(target.Properties.ServiceNamespace, 'sagemaker');
+    assert.equal(target.Properties.ScalableDimension, 'sagemaker:variant:DesiredInstanceCount');
+    assert.equal(target.Properties.ResourceId, 'endpoint/earshot-kokoro/variant/AllTraffic');
+    assert.equal(target.Properties.MinCapacity, 1);
+    assert.equal(target.Properties.MaxCapacity, 3);
+    assert.ok(target.DependsOn?.includes(onlyId(t!, 'AWS::SageMaker::Endpoint')));
+
+    const policy = only(t!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties;
+    assert.equal(policy.PolicyType, 'TargetTrackingScaling');
+    assert.deepEqual(policy.ScalingTargetId, { Ref: onlyId(t!, 'AWS::ApplicationAutoScaling::ScalableTarget') });
+    const tracking = policy.TargetTrackingScalingPolicyConfiguration;
+    assert.equal(tracking.PredefinedMetricSpecification.PredefinedMetricType, 'SageMakerVariantInvocationsPerInstance');
+    assert.equal(tracking.TargetValue, 90);
+  });
+
+  it("uses Application Auto Scaling's service-linked role instead of creating one", () => {
+    const { modelTemplate: t } = synth();
+    t!.resourceCountIs('AWS::IAM::Role', 1); // the execution role only
+    const role = render(only(t!, 'AWS::ApplicationAutoScaling::ScalableTarget').Properties.RoleARN);
+    assert.equal(role, `arn:aws:iam::${ACCOUNT}:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint`);
+  });
+});
+
+describe('wiring', () => {
+  it('deploys the gateway after the model stack', () => {
+    const s = synth();
+    assert.deepEqual(s.gateway.dependencies.map((d) => d.stackName), [s.model!.stackName]);
+  });
+});

@@ -1,0 +1,189 @@
+//! The production code paths for SageMaker, Polly and Bedrock, with the real AWS SDK clients, against
+//! the local stand-ins (HTTP/2 over TLS, event streams, SigV4), voiced by the real Kokoro container.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use earshot_aws::{AwsSettings, BedrockAgent, BedrockSettings, PollyBackend, PollySettings, SageMakerBackend, SageMakerSettings};
+use earshot_backends::{SyntheticBackend, SyntheticConfig};
+use earshot_client::{speak, CallOptions, ClientError};
+use earshot_core::agent::AgentSource;
+use earshot_core::protocol::ServerEvent;
+use earshot_core::speech::SpeechBackend;
+use earshot_e2e::{agent, check_conversation, prompt, serve, text, Kokoro};
+use earshot_gateway::{Gateway, Routing};
+use earshot_standins::server::Stats;
+use earshot_standins::{StandIns, StandInsConfig};
+
+async fn standins(config: StandInsConfig) -> StandIns {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    earshot_standins::start(StandInsConfig { kokoro_url: kokoro.url.clone(), ..config }, 0).await.expect("the stand-ins start")
+}
+
+async fn sdk(standins: &StandIns) -> earshot_aws::SdkConfig {
+    AwsSettings {
+        region: Some("us-east-1".into()),
+        endpoint_url: Some(standins.url.clone()),
+        trust_pem: Some(standins.cert_pem.clone().into_bytes()),
+        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
+    }
+    .sdk_config()
+    .await
+}
+
+fn sagemaker(config: &earshot_aws::SdkConfig, endpoint: &str, variant: Option<&str>) -> Arc<dyn SpeechBackend> {
+    Arc::new(SageMakerBackend::new(config, SageMakerSettings {
+        endpoint_name: endpoint.into(),
+        target_variant: variant.map(str::to_string),
+        voices: vec!["jf_alpha".into(), "jm_kumo".into()],
+        default_voice: "jf_alpha".into(),
+        speed: 1.0,
+    }))
+}
+
+fn polly(config: &earshot_aws::SdkConfig, settings: PollySettings) -> Arc<dyn SpeechBackend> {
+    Arc::new(PollyBackend::new(config, settings).expect("a Polly backend"))
+}
+
+async fn gateway(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, routing: Routing) -> String {
+    let mut gw = Gateway::new(backends, agent);
+    gw.metrics_namespace = None;
+    gw.routing = routing;
+    serve(gw).await.url
+}
+
+#[tokio::test]
+async fn kokoro_on_sagemaker_speaks_through_the_bidirectional_stream() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let url = gateway(vec![sagemaker(&config, "earshot-kokoro", Some("blue"))], Arc::new(agent(200.0)), Routing::default()).await;
+    let r = speak(&url, &text("Hello there. How are you today?"), &CallOptions::default()).await.unwrap();
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences, vec!["Hello there.", "How are you today?"]);
+    assert_eq!(r.format().unwrap().sample_rate, 24_000);
+    assert_eq!(Stats::get(&s.stats.sagemaker_streams), 1, "one bidirectional stream carried every sentence");
+    assert_eq!(s.stats.last_target_variant.lock().unwrap().as_deref(), Some("blue"), "target_variant is passed through");
+}
+
+#[tokio::test]
+async fn sagemaker_stream_errors_reach_the_client() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    for (endpoint, code) in [("fail-model-stream", "model_stream_error"), ("fail-internal-stream", "internal_stream_failure")] {
+        let url = gateway(vec![sagemaker(&config, endpoint, None)], Arc::new(agent(200.0)), Routing::default()).await;
+        let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
+        let error = r.error.unwrap_or_else(|| panic!("{endpoint}: an error message"));
+        assert_eq!(error.code, code);
+        assert!(error.retryable);
+        assert!(matches!(r.events.last(), Some(ServerEvent::Error(_))));
+    }
+    let url = gateway(vec![sagemaker(&config, "missing", None)], Arc::new(agent(200.0)), Routing::default()).await;
+    match speak(&url, &text("Hello."), &CallOptions::default()).await {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (502, "validation_error")),
+        other => panic!("a missing endpoint is refused before streaming, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn polly_speaks_at_16_khz_and_reports_billed_characters() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(200.0)), Routing::default()).await;
+    let said = "Hello there. How are you today?";
+    let r = speak(&url, &text(said), &CallOptions::default()).await.unwrap();
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences.len(), 2);
+    let session = r.session.as_ref().unwrap();
+    assert_eq!((session.backend.as_str(), session.voice.as_str(), session.audio.sample_rate), ("polly", "ruth", 16_000));
+    let billed = r.timeline.as_ref().unwrap().billed_characters.expect("billed characters");
+    assert_eq!(billed as usize, sentences.iter().map(|s| s.chars().count()).sum::<usize>());
+}
+
+#[tokio::test]
+async fn a_polly_stream_survives_a_long_agent_pause() {
+    // A 7-second pause against Polly's 5-second idle timeout.
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let scripted = agent(100.0).with_script("tool", "Let me look that up.{pause:7000} It shipped this morning.");
+    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(scripted), Routing::default()).await;
+    let r = speak(&url, &prompt("tool"), &CallOptions::default()).await.unwrap();
+    assert_eq!(check_conversation(&r).len(), 2);
+    assert!(Stats::get(&s.stats.polly_keep_alives) >= 1, "keep-alives were sent during the pause");
+    assert_eq!(Stats::get(&s.stats.polly_idle_closes), 0);
+
+    // Without keep-alives the stand-in closes the stream as Polly does, and the client hears of it.
+    let strict = standins(StandInsConfig { polly_idle_timeout: Duration::from_millis(1500), ..Default::default() }).await;
+    let config = sdk(&strict).await;
+    let no_keep_alive = PollySettings { keep_alive: Duration::from_secs(60), ..Default::default() };
+    let scripted = agent(100.0).with_script("tool", "Let me look that up.{pause:4000} It shipped this morning.");
+    let url = gateway(vec![polly(&config, no_keep_alive)], Arc::new(scripted), Routing::default()).await;
+    let r = speak(&url, &prompt("tool"), &CallOptions::default()).await.unwrap();
+    assert_eq!(Stats::get(&strict.stats.polly_idle_closes), 1);
+    assert_eq!(r.error.expect("an error").code, "backend_closed");
+}
+
+#[tokio::test]
+async fn polly_exceptions_reach_the_client_with_their_retry_flag() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(500.0)), Routing::default()).await;
+    for (exception, code, retryable) in [
+        ("ValidationException", "polly_validation", false),
+        ("ThrottlingException", "polly_throttled", true),
+        ("ServiceQuotaExceededException", "polly_quota_exceeded", true),
+        ("ServiceFailureException", "polly_service_failure", true),
+    ] {
+        let r = speak(&url, &text(&format!("Please say [[{exception}]] now.")), &CallOptions::default()).await.unwrap();
+        let error = r.error.unwrap_or_else(|| panic!("{exception}: an error message"));
+        assert_eq!((error.code.as_str(), error.retryable), (code, retryable), "{exception}");
+    }
+}
+
+#[tokio::test]
+async fn a_bedrock_agent_answers_through_converse_stream() {
+    let s = standins(StandInsConfig { tokens_per_second: 300.0, ..Default::default() }).await;
+    let config = sdk(&s).await;
+    let voice: Arc<dyn SpeechBackend> = Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(5), chars_per_second: 2000.0, ..Default::default() }));
+    let bedrock = Arc::new(BedrockAgent::new(&config, BedrockSettings { model_id: "test-model".into(), ..Default::default() }));
+    let url = gateway(vec![voice], bedrock, Routing::default()).await;
+
+    let r = speak(&url, &prompt("brief"), &CallOptions::default()).await.unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let spoken: Vec<String> = r.events.iter().filter_map(|e| if let ServerEvent::Sentence(s) = e { Some(s.text.clone()) } else { None }).collect();
+    assert_eq!(spoken.first().map(String::as_str), Some("Sure."));
+    assert_eq!(spoken.len(), 4);
+    assert_eq!(Stats::get(&s.stats.bedrock_calls), 1);
+
+    match speak(&url, &prompt("[[ThrottlingException]]"), &CallOptions::default()).await {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (502, "agent_throttled")),
+        other => panic!("throttling is refused before the stream, got {other:?}"),
+    }
+    let mid = speak(&url, &prompt("brief [[ModelStreamErrorException]]"), &CallOptions::default()).await.unwrap();
+    assert_eq!(mid.error.expect("an error").code, "agent_stream_error");
+    let filtered = speak(&url, &prompt("brief [[filtered]]"), &CallOptions::default()).await.unwrap();
+    assert_eq!(filtered.error.expect("an error").code, "agent_content_filtered");
+}
+
+#[tokio::test]
+async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    // The SageMaker arm fails after its first audio part arrives at the backend; an endpoint that
+    // cannot be found fails at once, before any audio: that one fails over.
+    let routing = Routing { weights: vec![("kokoro".into(), 100)], failover: true, ..Default::default() };
+    let url = gateway(vec![sagemaker(&config, "missing", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+    let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
+    check_conversation(&r);
+    assert_eq!(r.header("x-earshot-backend"), Some("polly"));
+    assert_eq!(r.header("x-earshot-backend-reason"), Some("failover"));
+
+    // A failure after audio has been sent is reported, not hidden by a failover.
+    let url = gateway(vec![sagemaker(&config, "fail-model-stream", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing).await;
+    let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
+    assert_eq!(r.header("x-earshot-backend"), Some("kokoro"));
+    let audio_before_error = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).is_some();
+    if audio_before_error {
+        assert_eq!(r.error.expect("an error").code, "model_stream_error");
+    }
+}

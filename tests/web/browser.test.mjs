@@ -1,0 +1,271 @@
+// The demo page in a real browser (headless Chromium) against the running local stack: it speaks
+// in each release mode and each stream format, plays the sentences in order with its marks in
+// order, shows errors in words, and Stop silences it at once and ends the server's work.
+//
+// scripts/test-web.sh starts the stack and sets EARSHOT_URL (the gateway, which serves the page)
+// and KOKORO_URL (the Kokoro container). Without EARSHOT_URL these tests are skipped.
+//
+// The page is screenshotted during a conversation (1280×800); UPDATE_SCREENSHOT=1 writes it to
+// web/screenshot.png, otherwise it goes to a temporary directory and only its size is checked.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const EARSHOT_URL = process.env.EARSHOT_URL?.replace(/\/+$/, '');
+const KOKORO_URL = process.env.KOKORO_URL?.replace(/\/+$/, '');
+const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+const skip = EARSHOT_URL ? false : 'EARSHOT_URL is not set: scripts/test-web.sh starts the stack and sets it';
+
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--autoplay-policy=no-user-gesture-required',
+];
+const SHORT_TEXT = 'Hello there. How are you? It is a fine day.';
+const SHORT_SENTENCES = ['Hello there.', 'How are you?', 'It is a fine day.'];
+const SCREENSHOT_LIMIT_BYTES = 300 * 1024;
+const scratch = mkdtempSync(path.join(tmpdir(), 'earshot-web-test-'));
+const screenshotPath = process.env.UPDATE_SCREENSHOT
+  ? fileURLToPath(new URL('../../web/screenshot.png', import.meta.url))
+  : path.join(scratch, 'screenshot.png');
+
+let browser;
+let page;
+const pageErrors = [];
+const speakResponses = [];
+const speakFailures = [];
+
+before(async () => {
+  if (skip) return;
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launchPersistentContext(path.join(scratch, 'profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1280, height: 800 },
+  });
+  page = browser.pages()[0] ?? (await browser.newPage());
+  page.on('pageerror', (e) => pageErrors.push(`uncaught: ${e.message}`));
+  page.on('console', (m) => {
+    // a failed /v1/speak is logged by the browser itself; the page reports it in words
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(`console: ${m.text()}`);
+  });
+  page.on('response', (r) => {
+    if (r.url().endsWith('/v1/speak')) speakResponses.push({ status: r.status(), contentType: r.headers()['content-type'] });
+  });
+  // The browser's own account of a request that did not finish (an aborted fetch shows here).
+  page.on('requestfailed', (r) => {
+    if (r.url().endsWith('/v1/speak')) speakFailures.push({ at: Date.now(), error: r.failure()?.errorText });
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Chooses the page's options the way a person does, then presses Speak. */
+async function speakOnPage({ input, value, release = 'incremental', format = 'sse' }) {
+  await page.check(`input[name=input][value=${input}]`);
+  await page.check(`input[name=release][value=${release}]`);
+  await page.check(`input[name=format][value=${format}]`);
+  await page.fill('#prompt', value);
+  const before = await page.evaluate(() => window.earshot.records.length);
+  // The loudest level heard during this conversation, sampled in the page.
+  await page.evaluate(() => {
+    window.loudest = 0;
+    clearInterval(window.levelSampler);
+    window.levelSampler = setInterval(() => {
+      window.loudest = Math.max(window.loudest, window.earshot.player.level());
+    }, 10);
+  });
+  await page.click('#speak');
+  await page.waitForFunction((n) => window.earshot.records.length === n + 1, before);
+}
+
+/** Waits until the latest conversation has ended and its last sound has been heard. */
+async function untilHeardToTheEnd(timeout = 60_000) {
+  await page.waitForFunction(
+    () => {
+      const r = window.earshotLast;
+      return r.outcome !== 'running' && (r.outcome !== 'done' || (performance.now() > r.marks.audibleEnd + 50 && window.earshot.player.playing === 0));
+    },
+    null,
+    { timeout, polling: 50 },
+  );
+  return page.evaluate(() => window.earshotLast);
+}
+
+/** Captions in the order they were highlighted: [index, text]. */
+function captionsAsHeard() {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('#captions li[data-played-at]')]
+      .sort((a, b) => Number(a.dataset.playedAt) - Number(b.dataset.playedAt))
+      .map((li) => [Number(li.dataset.index), li.textContent]),
+  );
+}
+
+const MARKS_IN_ORDER = ['requestSent', 'firstEvent', 'firstAudioBytes', 'firstDecoded', 'audibleStart'];
+
+test('the page loads from the gateway and finds it healthy', { skip }, async () => {
+  await page.goto(`${EARSHOT_URL}/`);
+  assert.match(await page.title(), /earshot/);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
+  assert.equal(await page.getAttribute('#gateway-status', 'data-state'), 'ok', await page.textContent('#gateway-text'));
+  assert.equal(await page.evaluate(() => typeof window.earshot?.player), 'object', 'the page scripts ran');
+  assert.ok(await page.isVisible('[data-sample=brief]'));
+});
+
+const RUNS = [
+  ['incremental', 'sse'],
+  ['incremental', 'binary'],
+  ['buffered', 'sse'],
+  ['buffered', 'binary'],
+];
+
+for (const [release, format] of RUNS) {
+  const last = release === RUNS.at(-1)[0] && format === RUNS.at(-1)[1];
+  test(`speaks a short text, ${release} release, ${format} stream`, { skip, timeout: 90_000 }, async () => {
+    await speakOnPage({ input: 'text', value: SHORT_TEXT, release, format });
+    if (last) {
+      // The screenshot for the README: the last sentence highlighted, the chart of all four runs.
+      await page.waitForFunction((n) => window.earshotLast.playedOrder.length === n, SHORT_SENTENCES.length, { timeout: 60_000 });
+      await page.waitForTimeout(300);
+      await page.screenshot({ path: screenshotPath });
+    }
+    const record = await untilHeardToTheEnd();
+
+    assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+    assert.equal(record.release, release);
+    assert.equal(record.format, format);
+    const response = speakResponses.at(-1);
+    assert.equal(response.status, 200);
+    assert.equal(response.contentType, format === 'binary' ? 'application/vnd.earshot.frames.v1' : 'text/event-stream');
+
+    // Audio was scheduled and sounded.
+    assert.ok(record.audioChunks > 0 && record.audioBytes > 0, `${record.audioChunks} chunks, ${record.audioBytes} bytes`);
+    const player = await page.evaluate(() => ({ ...window.earshot.player.counters, playing: window.earshot.player.playing, loudest: window.loudest }));
+    assert.ok(player.scheduled >= record.audioChunks, JSON.stringify(player));
+    assert.equal(player.playing, 0, 'every source has ended');
+    assert.ok(player.loudest > 0.01, `something was heard (loudest RMS ${player.loudest})`);
+
+    // The client's marks are in order.
+    const marks = MARKS_IN_ORDER.map((name) => record.marks[name]);
+    assert.ok(marks.every((t) => typeof t === 'number'), JSON.stringify(record.marks));
+    for (let i = 1; i < marks.length; i++) {
+      assert.ok(marks[i - 1] <= marks[i], `${MARKS_IN_ORDER[i - 1]} ≤ ${MARKS_IN_ORDER[i]}: ${JSON.stringify(record.marks)}`);
+    }
+
+    // The sentences were heard in order, each once, and the captions followed them.
+    assert.deepStrictEqual(record.sentences.map((s) => s.text), SHORT_SENTENCES);
+    assert.deepStrictEqual(record.playedOrder, [0, 1, 2]);
+    const starts = record.sentences.map((s) => s.scheduledStart);
+    assert.ok(starts.every((t, i) => i === 0 || t > starts[i - 1]), `sentence starts ${starts}`);
+    assert.deepStrictEqual(await captionsAsHeard(), SHORT_SENTENCES.map((text, i) => [i, text]));
+    assert.equal(await page.locator('#captions li.speaking').count(), 0, 'no caption highlighted once the answer is over');
+
+    // The server applied the release mode: buffered holds every sentence until the agent is done.
+    const server = record.server;
+    for (const sentence of server.sentences) {
+      if (release === 'buffered') assert.ok(sentence.released_ms >= server.agent_done_ms, JSON.stringify(sentence));
+    }
+    if (release === 'incremental') assert.ok(server.sentences[0].released_ms < server.agent_done_ms, JSON.stringify(server.sentences[0]));
+  });
+}
+
+test('the screenshot for the README is 1280×800 and small', { skip }, () => {
+  const png = readFileSync(screenshotPath);
+  assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+  assert.deepStrictEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1280, 800], 'width and height');
+  assert.ok(png.length > 10_000 && png.length <= SCREENSHOT_LIMIT_BYTES, `${png.length} bytes`);
+});
+
+test('the chart shows one row per conversation', { skip }, async () => {
+  assert.equal(await page.locator('#timeline svg g.row').count(), RUNS.length);
+});
+
+async function kokoroStats() {
+  if (!KOKORO_URL) return null;
+  const response = await fetch(`${KOKORO_URL}/stats`);
+  return response.ok ? response.json() : null;
+}
+
+test('Stop silences playback at once and cancels the server\'s work', { skip, timeout: 90_000 }, async (t) => {
+  const statsBefore = await kokoroStats();
+  await speakOnPage({ input: 'prompt', value: 'long', release: 'incremental', format: 'binary' });
+  await page.waitForFunction(() => window.earshotLast.playedOrder.length >= 1 && window.loudest > 0.01, null, { timeout: 60_000 });
+  const failuresBefore = speakFailures.length;
+  const clickedAt = Date.now();
+  const stoppedAt = await page.evaluate(() => {
+    document.getElementById('stop').click();
+    return performance.now();
+  });
+  const right = await page.evaluate(() => ({ playing: window.earshot.player.playing, counters: window.earshot.player.counters, record: window.earshotLast }));
+  assert.equal(right.playing, 0, 'no source left playing');
+  assert.ok(right.counters.stopped >= 1, JSON.stringify(right.counters));
+  assert.equal(right.record.outcome, 'stopped');
+  assert.ok(right.record.marks.audibleEnd > stoppedAt, 'there was audio still to play when Stop was pressed');
+  assert.equal(right.record.fetch.aborted, true, 'the request was aborted');
+
+  await page.waitForFunction(() => window.earshotLast.fetch.readerEnded, null, { timeout: 1000 });
+  // The browser saw the request aborted, while the answer was still streaming.
+  for (let i = 0; i < 20 && speakFailures.length === failuresBefore; i++) await page.waitForTimeout(50);
+  const failure = speakFailures.at(-1);
+  assert.equal(speakFailures.length, failuresBefore + 1, 'the browser reports the request as failed');
+  assert.match(failure.error, /ABORTED/i);
+  assert.ok(failure.at - clickedAt < 1000, `aborted ${failure.at - clickedAt} ms after Stop`);
+  await page.waitForFunction(() => window.earshot.player.level() === 0, null, { timeout: 1000, polling: 10 });
+  const heardBefore = right.record.playedOrder.length;
+  await page.waitForTimeout(1000);
+  const later = await page.evaluate(() => ({ record: window.earshotLast, level: window.earshot.player.level(), speaking: document.querySelectorAll('#captions li.speaking').length }));
+  assert.equal(later.level, 0, 'silence after Stop');
+  assert.equal(later.record.playedOrder.length, heardBefore, 'no sentence starts after Stop');
+  assert.equal(later.speaking, 0, 'no caption highlighted after Stop');
+  assert.equal(await page.textContent('#status'), 'Stopped');
+  assert.equal(await page.isDisabled('#stop'), true);
+
+  // The server side: the Kokoro container's counters, when it has them.
+  if (statsBefore === null) {
+    t.diagnostic('the Kokoro container has no GET /stats: its cancellation was not observed (the client-side abort was)');
+    return;
+  }
+  let stats = await kokoroStats();
+  for (let i = 0; i < 50 && stats.active_requests !== 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    stats = await kokoroStats();
+  }
+  assert.equal(stats.active_requests, 0, JSON.stringify(stats));
+  if ('cancelled_requests' in stats) {
+    assert.ok(stats.cancelled_requests > statsBefore.cancelled_requests, `the container cancelled work: ${JSON.stringify(statsBefore)} → ${JSON.stringify(stats)}`);
+  }
+});
+
+test('an input the gateway refuses is reported in words', { skip }, async () => {
+  await speakOnPage({ input: 'prompt', value: 'x'.repeat(4001) });
+  const record = await untilHeardToTheEnd(10_000);
+  assert.equal(record.outcome, 'error');
+  assert.equal(record.error.code, 'input_too_long');
+  assert.equal(await page.isVisible('#error'), true);
+  assert.equal(await page.textContent('#error-title'), 'That is too long to speak');
+  const message = await page.textContent('#error-message');
+  assert.match(message, /4001/);
+  assert.match(message, /input_too_long, HTTP 413/);
+  // The next conversation clears it.
+  await speakOnPage({ input: 'text', value: 'Fine.' });
+  assert.equal(await page.isVisible('#error'), false);
+  assert.equal((await untilHeardToTheEnd()).outcome, 'done');
+});
+
+test('the page raised no script errors', { skip }, () => {
+  assert.deepStrictEqual(pageErrors, []);
+});

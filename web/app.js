@@ -1,0 +1,247 @@
+// The demo page: wires the form, the captions and the timeline chart to the client module.
+//
+// It holds no protocol or audio logic of its own (that is earshot.js), only what a person sees:
+// the choices sent with each request, what is being heard, how long it took, and errors in words.
+// The gateway is this page's origin unless `?api=<url>` names another one.
+//
+// For automated checks it exposes `window.earshot` (the player, every conversation's record) and
+// `window.earshotLast` (the latest record).
+
+import { speak, interrupt, unlock, player } from './earshot.js';
+import { Captions } from './captions.js';
+import { renderTimeline } from './timeline-chart.js';
+
+const api = new URLSearchParams(location.search).get('api') ?? '';
+const $ = (id) => document.getElementById(id);
+const form = $('speak-form');
+const promptBox = $('prompt');
+const stopButton = $('stop');
+const statusLine = $('status');
+const voiceSelect = $('voice');
+const captions = new Captions($('captions'));
+const timeline = $('timeline');
+
+/** Every conversation of this page, oldest first. */
+const records = [];
+let voicesByBackend = new Map();
+
+window.earshot = { player, records, interrupt };
+window.earshotLast = null;
+
+const ERROR_TITLES = {
+  input_too_long: 'That is too long to speak',
+  body_too_large: 'That is too long to send',
+  empty_input: 'There is nothing to speak',
+  missing_input: 'There is nothing to speak',
+  unknown_backend: 'That voice engine is not available here',
+  unknown_voice: 'That voice is not available',
+  backend_unreachable: 'The voice engine could not be reached',
+  network_error: 'The gateway could not be reached',
+  stream_ended: 'The answer stopped before its end',
+  truncated: 'The answer stopped before its end',
+  malformed_message: 'The answer stream was damaged',
+  out_of_order: 'The answer stream was out of order',
+  unsupported_protocol: 'This page is too old for the gateway',
+  unsupported_audio: 'This browser cannot play that audio format',
+  unexpected_content_type: 'The gateway did not answer with speech',
+};
+
+const choice = (name) => form.elements[name].value;
+const seconds = (ms) => (ms === null || ms === undefined ? '–' : `${(ms / 1000).toFixed(2)} s`);
+
+// ------------------------------------------------------------------------------------------
+// Speaking
+
+function start() {
+  hideError();
+  const input = choice('input');
+  const value = promptBox.value.trim();
+  if (!value) {
+    showError({ code: 'empty_input', message: input === 'prompt' ? 'Type a prompt or pick a sample.' : 'Type the text to read aloud.' });
+    return;
+  }
+  captions.message('Waiting for the first sentence…');
+  let released = 0;
+  let heard = 0;
+  const conversation = speak({
+    baseUrl: api,
+    [input]: value,
+    backend: choice('backend'),
+    voice: voiceSelect.value || undefined,
+    release: choice('release'),
+    format: choice('format'),
+    onSession: (session) => {
+      $('session-info').textContent = `${session.backend} · ${session.voice} · ${session.audio.sample_rate / 1000} kHz${session.arm ? ` · arm ${session.arm}` : ''}`;
+      setStatus(session.release === 'buffered' ? 'The agent is writing; speech starts when it has finished…' : 'The agent is writing…');
+    },
+    onSentence: (sentence) => {
+      if (released++ === 0) captions.reset();
+      captions.add(sentence);
+    },
+    onSentencePlaying: (sentence) => {
+      heard++;
+      captions.playing(sentence.index);
+      setStatus(`Speaking sentence ${heard} of ${released}`);
+    },
+    onPlaybackEnd: () => {
+      captions.finished();
+      setStatus(`Done · ${released} sentence${released === 1 ? '' : 's'}`);
+      stopButton.disabled = true;
+    },
+    onError: (error) => showError(error),
+    onUpdate: () => scheduleRender(),
+  });
+  records.push(conversation.record);
+  window.earshotLast = conversation.record;
+  stopButton.disabled = false;
+  setStatus('Sending…');
+  warnIfSoundBlocked();
+  scheduleRender();
+  conversation.finished.then((record) => {
+    if (record.outcome === 'error') {
+      captions.finished();
+      if (released === 0) captions.message('No speech.');
+      setStatus('');
+      stopButton.disabled = true;
+    } else if (record.outcome === 'stopped') {
+      captions.finished();
+      setStatus('Stopped');
+      stopButton.disabled = true;
+    }
+    showFigures(record);
+    scheduleRender();
+  });
+}
+
+function stop() {
+  interrupt();
+  captions.finished();
+  setStatus('Stopped');
+  stopButton.disabled = true;
+  scheduleRender();
+}
+
+function setStatus(text) {
+  statusLine.textContent = text;
+}
+
+function showFigures(record) {
+  const { marks } = record;
+  $('fig-audible').textContent = marks.audibleStart === null ? '–' : seconds(marks.audibleStart - marks.requestSent);
+  $('fig-server').textContent = seconds(record.server?.first_audio_sent_ms);
+  const gaps = record.sentences.filter((s) => s.gapBeforeMs !== null);
+  const underruns = gaps.filter((s) => s.underrun);
+  const silenceMs = underruns.reduce((n, s) => n + s.gapBeforeMs, 0);
+  $('fig-gaps').textContent = gaps.length === 0 ? '–' : underruns.length === 0 ? 'none' : `${underruns.length} · ${seconds(silenceMs)} silent`;
+  const audioMs = record.sentences.reduce((n, s) => n + (s.audioMs ?? 0), 0);
+  $('fig-audio').textContent = audioMs ? `${seconds(audioMs)} in ${record.sentences.length} sentence${record.sentences.length === 1 ? '' : 's'}` : '–';
+}
+
+// ------------------------------------------------------------------------------------------
+// Errors and the autoplay policy
+
+function showError(error) {
+  $('error-title').textContent = ERROR_TITLES[error.code] ?? 'Something went wrong';
+  const parts = [error.message];
+  if (error.retryable) parts.push('Trying again may work.');
+  $('error-message').textContent = `${parts.join(' ')} (${error.code}${error.status ? `, HTTP ${error.status}` : ''})`;
+  $('error').hidden = false;
+}
+
+function hideError() {
+  $('error').hidden = true;
+}
+
+function warnIfSoundBlocked() {
+  setTimeout(() => {
+    $('sound-notice').hidden = !player.locked;
+  }, 300);
+}
+
+$('enable-sound').addEventListener('click', () => {
+  unlock().then(() => {
+    $('sound-notice').hidden = !player.locked;
+  });
+});
+
+// ------------------------------------------------------------------------------------------
+// The chart, redrawn when something changes, and a few times a second while audio plays (enough
+// for the eye; every frame would take processor time from the voice on a small machine)
+
+const REDRAW_WHILE_PLAYING_MS = 125;
+let renderPending = false;
+function scheduleRender() {
+  if (renderPending) return;
+  renderPending = true;
+  requestAnimationFrame(() => {
+    renderPending = false;
+    const now = performance.now();
+    renderTimeline(timeline, records, { now });
+    const last = records.at(-1);
+    if (last) showFigures(last);
+    const playing = records.some((r) => r.outcome === 'running' || (r.outcome !== 'stopped' && r.marks.audibleEnd > now));
+    if (playing) setTimeout(scheduleRender, REDRAW_WHILE_PLAYING_MS);
+  });
+}
+new ResizeObserver(() => scheduleRender()).observe(timeline);
+
+// ------------------------------------------------------------------------------------------
+// The gateway: health and voices
+
+async function checkGateway() {
+  const status = $('gateway-status');
+  try {
+    const [health, voices] = await Promise.all([fetch(`${api}/healthz`), fetch(`${api}/v1/voices`)]);
+    const offered = voices.ok ? (await voices.json()).backends : [];
+    voicesByBackend = new Map(offered.map((b) => [b.name, b.voices]));
+    for (const input of form.elements.backend) {
+      if (input.value === 'auto') continue;
+      const available = voicesByBackend.has(input.value);
+      input.disabled = !available;
+      input.parentElement.title = available ? '' : 'Not offered by this gateway';
+    }
+    if (form.elements.backend.value === '' || form.querySelector('input[name=backend]:checked')?.disabled) {
+      form.querySelector('input[name=backend][value=auto]').checked = true;
+    }
+    fillVoices();
+    status.dataset.state = health.ok ? 'ok' : 'down';
+    $('gateway-text').textContent = health.ok ? `Gateway ready · ${[...voicesByBackend.keys()].join(', ')}` : 'Gateway unhealthy';
+  } catch {
+    status.dataset.state = 'down';
+    $('gateway-text').textContent = 'Gateway unreachable';
+  }
+}
+
+function fillVoices() {
+  const voices = voicesByBackend.get(choice('backend')) ?? [];
+  const previous = voiceSelect.value;
+  voiceSelect.replaceChildren(new Option('Default', ''));
+  for (const voice of voices) voiceSelect.append(new Option(`${voice.id} · ${voice.description ?? voice.language ?? ''}`, voice.id));
+  voiceSelect.value = voices.some((v) => v.id === previous) ? previous : '';
+  voiceSelect.disabled = voices.length === 0;
+}
+
+// ------------------------------------------------------------------------------------------
+
+form.addEventListener('submit', (event) => {
+  event.preventDefault();
+  start();
+});
+stopButton.addEventListener('click', stop);
+for (const chip of document.querySelectorAll('[data-sample]')) {
+  chip.addEventListener('click', () => {
+    promptBox.value = chip.dataset.sample;
+    form.querySelector('input[name=input][value=prompt]').checked = true;
+    start();
+  });
+}
+for (const input of form.elements.backend) input.addEventListener('change', fillVoices);
+promptBox.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && (event.metaKey || event.ctrlKey)) {
+    event.preventDefault();
+    start();
+  }
+});
+
+renderTimeline(timeline, records);
+checkGateway();

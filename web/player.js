@@ -1,0 +1,209 @@
+// Gapless playback of streamed PCM with Web Audio.
+//
+// This module exists to keep the browser's audio clock apart from the protocol: it takes PCM as it
+// arrives, turns each piece into an AudioBuffer and schedules it right after the previous one on a
+// single AudioContext, so the pieces join without clicks or gaps when they come in time and an
+// underrun is measured (not hidden) when they do not. It also owns the two things a page must get
+// right around audio: the autoplay policy (unlock() from a user gesture) and stopping everything at
+// once (stopAll()).
+//
+// Times: Web Audio counts in seconds on its own clock (ctx.currentTime); the rest of the client
+// counts in performance.now() milliseconds. toPerformanceTime() converts, and audibleAt() adds the
+// output latency the context reports, so "audible start" means when the sound leaves the speaker.
+
+const SAMPLE_BYTES = 2;
+/** A change of the clocks' offset larger than this is a jump, not jitter. */
+const CLOCK_JUMP_MS = 50;
+
+/** Converts little-endian signed 16-bit PCM to floats in [-1, 1). */
+export function pcmS16leToFloat32(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const samples = new Float32Array(bytes.byteLength / SAMPLE_BYTES);
+  for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(i * SAMPLE_BYTES, true) / 32768;
+  return samples;
+}
+
+/**
+ * Joins a sentence's audio messages into whole samples. A message is a piece of the stream, not a
+ * playable unit: nothing in the protocol keeps a 16-bit sample from straddling two messages, so an
+ * odd trailing byte waits for the next piece of the same sentence. A sentence that ends on half a
+ * sample is malformed.
+ */
+export class SampleJoiner {
+  constructor() {
+    this.carry = null;
+  }
+
+  /** The whole samples `pcm` completes (possibly empty). */
+  push(pcm) {
+    let bytes = pcm;
+    if (this.carry !== null) {
+      bytes = new Uint8Array(pcm.length + 1);
+      bytes[0] = this.carry;
+      bytes.set(pcm, 1);
+      this.carry = null;
+    }
+    if (bytes.length % SAMPLE_BYTES === 1) {
+      this.carry = bytes[bytes.length - 1];
+      bytes = bytes.subarray(0, bytes.length - 1);
+    }
+    return bytes;
+  }
+
+  /** Ends a sentence; throws when half a sample is left over. */
+  finish() {
+    const leftOver = this.carry !== null;
+    this.carry = null;
+    if (leftOver) throw new Error('the sentence\'s audio ends in half a sample');
+  }
+}
+
+export class PcmPlayer {
+  /** @param {{createContext?: () => AudioContext}} [options] */
+  constructor(options = {}) {
+    this.createContext = options.createContext ?? (() => new AudioContext({ latencyHint: 'interactive' }));
+    this.ctx = null;
+    /** Where every source plays into: a gain (so a stop is immediate) and an analyser (a level meter). */
+    this.output = null;
+    this.analyser = null;
+    /** Sources scheduled and not yet ended. */
+    this.sources = new Set();
+    /** Context time at which the audio scheduled so far ends. */
+    this.nextTime = 0;
+    this.counters = { scheduled: 0, ended: 0, stopped: 0 };
+    this.format = null;
+    /** Who began the current stream, so that a finished conversation cannot stop a newer one. */
+    this.owner = null;
+    this.clockOffsetMs = null;
+  }
+
+  /**
+   * Creates the context (once) and resumes it. Call it from a user gesture (a click), before any
+   * await, so the browser's autoplay policy lets the sound through.
+   */
+  unlock() {
+    if (!this.ctx) {
+      this.ctx = this.createContext();
+      this.analyser = this.ctx.createAnalyser();
+      this.analyser.fftSize = 2048;
+      this.analyser.connect(this.ctx.destination);
+    }
+    if (this.ctx.state === 'suspended') return this.ctx.resume();
+    return Promise.resolve();
+  }
+
+  /** Whether the browser lets this context play now. */
+  get locked() {
+    return !this.ctx || this.ctx.state !== 'running';
+  }
+
+  /** Starts a new stream of the given format; audio of an earlier stream is stopped. */
+  begin(format) {
+    if (format.encoding !== 'pcm_s16le') throw new Error(`unsupported audio encoding \`${format.encoding}\``);
+    if (format.channels !== 1) throw new Error(`unsupported channel count ${format.channels}`);
+    this.unlock();
+    this.stopAll();
+    this.format = format;
+    this.output = this.ctx.createGain();
+    this.output.connect(this.analyser);
+    this.nextTime = 0;
+    this.clockOffsetMs = null;
+  }
+
+  /**
+   * Schedules a piece of PCM right after what is already scheduled, or now if that has run out.
+   * Returns the AudioBuffer's schedule: context times and, when it starts late, the underrun.
+   */
+  enqueue(pcm) {
+    if (!this.format) throw new Error('enqueue before begin');
+    const ctx = this.ctx;
+    const samples = pcmS16leToFloat32(pcm);
+    const buffer = ctx.createBuffer(1, samples.length, this.format.sample_rate);
+    buffer.copyToChannel(samples, 0);
+    const decodedAt = performance.now();
+    const source = ctx.createBufferSource();
+    source.buffer = buffer;
+    source.connect(this.output);
+    const now = ctx.currentTime;
+    const previousEnd = this.nextTime;
+    const start = Math.max(previousEnd, now);
+    source.start(start);
+    this.nextTime = start + buffer.duration;
+    this.sources.add(source);
+    this.counters.scheduled++;
+    source.onended = () => {
+      this.sources.delete(source);
+      this.counters.ended++;
+    };
+    return {
+      decodedAt,
+      start,
+      end: this.nextTime,
+      previousEnd,
+      // the silence before this buffer because it came after the audio before it had finished
+      underrunSeconds: previousEnd > 0 ? Math.max(0, now - previousEnd) : 0,
+    };
+  }
+
+  /** Stops every scheduled source at once; nothing more sounds from what was scheduled. */
+  stopAll() {
+    if (this.output) {
+      // Silence at once, even for the render quantum already in flight, then drop the sources.
+      this.output.gain.value = 0;
+      this.output.disconnect();
+      this.output = null;
+    }
+    for (const source of this.sources) {
+      try {
+        source.stop();
+      } catch {
+        // never started: nothing to stop
+      }
+      this.counters.stopped++;
+    }
+    this.sources.clear();
+    this.nextTime = 0;
+    this.format = null;
+  }
+
+  /** Sources scheduled and not yet ended (0 when nothing can sound). */
+  get playing() {
+    return this.sources.size;
+  }
+
+  /**
+   * A context time as performance.now() milliseconds. The two clocks' offset is estimated from
+   * (performance.now(), ctx.currentTime) pairs; currentTime only moves once per render quantum, so
+   * each pair overstates the offset by up to a quantum, and the smallest one seen is kept, which
+   * keeps the times of one stream consistent with each other. A jump (the context was suspended,
+   * its clock stood still) starts a new estimate.
+   */
+  toPerformanceTime(contextTime) {
+    const observed = performance.now() - this.ctx.currentTime * 1000;
+    if (this.clockOffsetMs === null || observed < this.clockOffsetMs || observed - this.clockOffsetMs > CLOCK_JUMP_MS) {
+      this.clockOffsetMs = observed;
+    }
+    return contextTime * 1000 + this.clockOffsetMs;
+  }
+
+  /** The output latency the context reports, in milliseconds. */
+  get outputLatencyMs() {
+    if (!this.ctx) return 0;
+    return ((this.ctx.outputLatency || this.ctx.baseLatency) ?? 0) * 1000;
+  }
+
+  /** When audio scheduled at `contextTime` reaches the listener, in performance.now() milliseconds. */
+  audibleAt(contextTime) {
+    return this.toPerformanceTime(contextTime) + this.outputLatencyMs;
+  }
+
+  /** The RMS level of what plays now (0 is silence). */
+  level() {
+    if (!this.analyser) return 0;
+    const samples = new Float32Array(this.analyser.fftSize);
+    this.analyser.getFloatTimeDomainData(samples);
+    let sum = 0;
+    for (const s of samples) sum += s * s;
+    return Math.sqrt(sum / samples.length);
+  }
+}
