@@ -12,10 +12,11 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help run test test-rust test-e2e test-web conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
+.PHONY: help run run-aws test test-rust test-e2e test-web conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
+	@echo "make run-aws       the production path locally: AWS SDK clients against stand-ins for SageMaker, Polly, Bedrock"
 	@echo "make test          run every test that can run on this machine"
 	@echo "make bench         run the benchmarks and print their figures"
 	@echo "make build         build the release binaries"
@@ -28,6 +29,11 @@ deps-rust:
 
 run: build kokoro-venv
 	@EARSHOT_BIN=$(EARSHOT) $(ROOT)/scripts/run-local.sh
+
+run-aws: build kokoro-venv
+	@echo "==> building the AWS stand-ins"
+	$(CARGO) build --release --locked -p earshot-standins
+	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
 test: test-rust conformance test-kokoro test-e2e test-web
 	@echo "==> all tests passed"

@@ -2,6 +2,8 @@
 # `make run`: the local stack with its embedded defaults (local Kokoro, scripted agent, demo page).
 # Starts the Kokoro container's server and `earshot serve`, waits until both are healthy, prints how to
 # try it, and stops both on Ctrl-C.
+# `make run-aws` (PATH_MODE=aws) runs the production path instead: the AWS SDK clients against local
+# stand-ins for SageMaker, Polly and Bedrock, voiced by the same local Kokoro, with an A/B split.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,8 +46,22 @@ else
   echo "run: Kokoro is ready"
 fi
 
+extra=()
+if [ "${PATH_MODE:-direct}" = aws ]; then
+  standins=${STANDINS_BIN:?STANDINS_BIN names the earshot-standins binary}
+  standins_port=${STANDINS_PORT:-8443}
+  echo "run: starting the AWS stand-ins (SageMaker, Polly, Bedrock) on port $standins_port (log: $logs/standins.log)"
+  "$standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
+  export AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=secret AWS_REGION=us-east-1
+  extra=(--backends kokoro,polly --sagemaker-endpoint earshot-kokoro --kokoro-voice jf_alpha --agent bedrock
+         --aws-endpoint "https://127.0.0.1:$standins_port" --aws-trust-pem "$logs/standins.pem"
+         --ab-weights kokoro=50,polly=50 --failover)
+fi
+
 echo "run: starting earshot serve on port $port (log: $logs/earshot.log)"
-"$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" >"$logs/earshot.log" 2>&1 &
+"$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" "${extra[@]}" >"$logs/earshot.log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/healthz" "earshot" 60
 
