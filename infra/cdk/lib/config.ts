@@ -173,7 +173,7 @@ function check(c: EarshotConfig): void {
   for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {
     if (c[key].trim() === '') fail(key, 'must not be empty');
   }
-  if (!/^[A-Za-z0-9_]{1,64}$/.test(c.pollyVoice)) fail('pollyVoice', `must be a Polly voice id such as Matthew, got ${JSON.stringify(c.pollyVoice)}`);
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(c.pollyVoice)) fail('pollyVoice', `must be a Polly voice name such as ruth, got ${JSON.stringify(c.pollyVoice)}`);
   if (!/^[A-Za-z0-9_./#:-]{1,255}$/.test(c.metricsNamespace) || c.metricsNamespace.startsWith('AWS/')) {
     fail('metricsNamespace', `must be a custom CloudWatch namespace, got ${JSON.stringify(c.metricsNamespace)}`);
   }

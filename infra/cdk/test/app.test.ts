@@ -33,11 +33,11 @@ describe('bin/earshot.ts', { concurrency: true }, () => {
   });
 
   it('synthesizes only the gateway when Polly-only, and applies -c values', async () => {
-    const { manifest, outdir } = await synthApp({ bootstrapDir: missingBootstrap(), pollyOnly: 'true', pollyVoice: 'Ruth' });
+    const { manifest, outdir } = await synthApp({ bootstrapDir: missingBootstrap(), pollyOnly: 'true', pollyVoice: 'matthew' });
     assert.deepEqual(stacks(manifest), ['EarshotGateway']);
     const template = JSON.parse(fs.readFileSync(path.join(outdir, 'EarshotGateway.template.json'), 'utf8'));
     const fn = Object.values(template.Resources as Record<string, { Type: string; Properties: any }>).find((r) => r.Type === 'AWS::Lambda::Function');
-    assert.equal(fn?.Properties.Environment.Variables.EARSHOT_POLLY_VOICE, 'Ruth');
+    assert.equal(fn?.Properties.Environment.Variables.EARSHOT_POLLY_VOICE, 'matthew');
   });
 
   it('reads another config file when told to', async () => {

@@ -32,7 +32,7 @@ describe('Polly-only deployment', () => {
     assert.equal(env.EARSHOT_AB_WEIGHTS, 'polly=100');
     assert.equal(env.EARSHOT_FAILOVER, 'false');
     assert.equal('EARSHOT_SAGEMAKER_ENDPOINT' in env, false);
-    assert.equal(env.EARSHOT_POLLY_VOICE, 'Matthew');
+    assert.equal(env.EARSHOT_POLLY_VOICE, 'ruth');
   });
 
   it('outputs the URL and no endpoint', () => {

@@ -1,0 +1,133 @@
+"""Runtime settings of the Kokoro container, read once from the environment.
+
+Every knob is an environment variable so the same image runs locally, in tests and on SageMaker; this module
+is the one place that names them, gives their defaults and rejects bad values with a message naming the
+variable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# infra/kokoro in the source tree, /opt/kokoro in the images.
+APP_ROOT = Path(__file__).resolve().parent.parent
+
+ENGINES = ("onnx", "torch")
+
+
+class ConfigError(ValueError):
+    """An environment variable holds a value the server cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    engine: str = "onnx"
+    host: str = "0.0.0.0"
+    port: int = 8080
+    cache_dir: Path = APP_ROOT / ".cache"
+    model_dir: Path | None = None
+    device: str | None = None
+    default_voice: str | None = None
+    queue_size: int = 16
+    max_text_chars: int = 2000
+    workers: int = 1
+    ort_intra_threads: int = 0
+    ort_inter_threads: int = 1
+    ort_spinning: bool = False
+    max_frame_samples: int = 24000
+    piece_phonemes: int = 150
+    sentence_pause: float = 0.25
+    clause_pause: float = 0.1
+    load_delay: float = 0.0
+    log_level: str = "info"
+
+    @property
+    def torch_model_dir(self) -> Path:
+        """Where the pinned Kokoro-82M revision lives for the torch engine."""
+        return self.model_dir or self.cache_dir / "Kokoro-82M"
+
+    @property
+    def intra_threads(self) -> int:
+        """onnxruntime intra-op threads: the configured count, or one per core."""
+        return self.ort_intra_threads or (os.cpu_count() or 1)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        r = _Reader(env)
+        return cls(
+            engine=r.choice("KOKORO_ENGINE", "onnx", ENGINES),
+            host=r.text("KOKORO_HOST", "0.0.0.0"),
+            port=r.integer("KOKORO_PORT", 8080, 1, 65535),
+            cache_dir=Path(r.text("KOKORO_CACHE_DIR", str(APP_ROOT / ".cache"))),
+            model_dir=r.path_or_none("KOKORO_MODEL_DIR"),
+            device=r.text("KOKORO_DEVICE", "") or None,
+            default_voice=r.text("KOKORO_DEFAULT_VOICE", "") or None,
+            queue_size=r.integer("KOKORO_QUEUE_SIZE", 16, 1, 10_000),
+            max_text_chars=r.integer("KOKORO_MAX_TEXT_CHARS", 2000, 1, 100_000),
+            workers=r.integer("KOKORO_WORKERS", 1, 1, 64),
+            ort_intra_threads=r.integer("KOKORO_ORT_INTRA_THREADS", 0, 0, 256),
+            ort_inter_threads=r.integer("KOKORO_ORT_INTER_THREADS", 1, 1, 256),
+            ort_spinning=r.boolean("KOKORO_ORT_SPINNING", False),
+            max_frame_samples=r.integer("KOKORO_MAX_FRAME_SAMPLES", 24000, 240, 24000 * 60),
+            piece_phonemes=r.integer("KOKORO_PIECE_PHONEMES", 150, 20, 510),
+            sentence_pause=r.number("KOKORO_SENTENCE_PAUSE", 0.25, 0.0, 5.0),
+            clause_pause=r.number("KOKORO_CLAUSE_PAUSE", 0.1, 0.0, 5.0),
+            load_delay=r.number("KOKORO_LOAD_DELAY", 0.0, 0.0, 3600.0),
+            log_level=r.choice("KOKORO_LOG_LEVEL", "info", ("critical", "error", "warning", "info", "debug")),
+        )
+
+
+class _Reader:
+    """Typed access to environment variables with errors that name the variable."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+
+    def _raw(self, name: str) -> str | None:
+        value = self._env.get(name)
+        return None if value is None or value.strip() == "" else value.strip()
+
+    def text(self, name: str, default: str) -> str:
+        return self._raw(name) or default
+
+    def path_or_none(self, name: str) -> Path | None:
+        raw = self._raw(name)
+        return Path(raw) if raw else None
+
+    def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
+        value = (self._raw(name) or default).lower()
+        if value not in allowed:
+            raise ConfigError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
+        return value
+
+    def integer(self, name: str, default: int, low: int, high: int) -> int:
+        return int(self._ranged(name, default, low, high, int, "an integer"))
+
+    def number(self, name: str, default: float, low: float, high: float) -> float:
+        return float(self._ranged(name, default, low, high, float, "a number"))
+
+    def _ranged(self, name: str, default: float, low: float, high: float, kind: type, what: str) -> float:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r}: expected {what}") from None
+        if not low <= value <= high:
+            raise ConfigError(f"{name}={value}: expected {low}..{high}")
+        return value
+
+    def boolean(self, name: str, default: bool) -> bool:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{name}={raw!r}: expected true or false")

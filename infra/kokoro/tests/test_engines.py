@@ -1,0 +1,84 @@
+"""Engine selection by configuration: clear failures, and the onnx path never importing torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kokoro_server.config import APP_ROOT, ConfigError, Settings
+from kokoro_server.engines import EngineUnavailable, create_engine
+
+
+def start_server(env: dict[str, str], extra_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **env}
+    if extra_path is not None:
+        full["PYTHONPATH"] = str(extra_path)
+    return subprocess.run(
+        [sys.executable, "-m", "kokoro_server"], cwd=APP_ROOT, env=full, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_settings_come_from_the_environment() -> None:
+    settings = Settings.from_env({"KOKORO_ENGINE": "TORCH", "KOKORO_PORT": "9000", "KOKORO_QUEUE_SIZE": "4"})
+    assert (settings.engine, settings.port, settings.queue_size) == ("torch", 9000, 4)
+    assert Settings.from_env({}).port == 8080
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("KOKORO_ENGINE", "tensorflow"),
+        ("KOKORO_PORT", "eighty"),
+        ("KOKORO_QUEUE_SIZE", "0"),
+        ("KOKORO_ORT_SPINNING", "maybe"),
+    ],
+)
+def test_bad_settings_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        Settings.from_env({name: value})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed here")
+def test_torch_engine_without_torch_fails_clearly() -> None:
+    with pytest.raises(EngineUnavailable, match=r"requirements-gpu\.txt"):
+        create_engine(Settings(engine="torch"))
+    result = start_server({"KOKORO_ENGINE": "torch"})
+    assert result.returncode == 2
+    assert "KOKORO_ENGINE=torch needs torch" in result.stderr
+
+
+def test_bad_configuration_stops_the_server_at_once() -> None:
+    result = start_server({"KOKORO_QUEUE_SIZE": "lots"})
+    assert result.returncode == 2 and "KOKORO_QUEUE_SIZE" in result.stderr
+    result = start_server({"KOKORO_DEFAULT_VOICE": "af_heart"})
+    assert result.returncode == 2 and "KOKORO_DEFAULT_VOICE" in result.stderr
+
+
+def test_the_onnx_path_never_imports_torch(tmp_path: Path) -> None:
+    # A torch that refuses to be imported: any import of it on the onnx path fails this test.
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('the onnx engine imported torch')\n")
+    code = (
+        "from kokoro_server.config import Settings\n"
+        "from kokoro_server.engines import create_engine\n"
+        "from kokoro_server.server import create_app\n"
+        "from kokoro_server.synthesis import Synthesizer\n"
+        "s = Settings(engine='onnx'); e = create_engine(s); e.load(); create_app(Synthesizer(e, s))\n"
+        "import sys; assert 'torch' not in sys.modules\n"
+        "print(len(e.infer(e.plan('Hi.', 'en')[0].phonemes, 'jf_alpha', 1.0)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=APP_ROOT,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}:{APP_ROOT}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.strip()) > 0

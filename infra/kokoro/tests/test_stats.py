@@ -1,0 +1,52 @@
+"""``GET /stats``: every request is counted once when it ends, and a cancelled or abandoned request leaves no
+active work behind."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import websockets
+from conftest import Server, run
+
+from kokoro_server.localrun import collect, send_requests, synthesize
+
+LONG = "This sentence goes on for a while so that it takes some time to say. " * 4
+
+
+def stats(server: Server) -> dict:
+    return httpx.get(f"{server.http_url}/stats", timeout=10).json()
+
+
+def wait_idle(server: Server) -> dict:
+    for _ in range(100):
+        now = stats(server)
+        if now["active_requests"] == 0:
+            return now
+        run(asyncio.sleep(0.1))
+    return stats(server)
+
+
+def test_requests_are_counted_by_how_they_end(server: Server) -> None:
+    before = wait_idle(server)
+
+    async def complete_one() -> None:
+        async with websockets.connect(server.ws_url) as ws:
+            outcomes = await send_requests(ws, [("done", "Hello.", {})])
+            await collect(ws, outcomes)
+
+    run(complete_one())
+    after = wait_idle(server)
+    assert after["completed_requests"] == before["completed_requests"] + 1
+
+    async def leave_mid_request() -> None:
+        async with websockets.connect(server.ws_url) as ws:
+            await ws.send(synthesize("left", LONG))
+            await ws.send(synthesize("queued", LONG))
+            while not isinstance(await asyncio.wait_for(ws.recv(), 30), bytes):
+                pass
+
+    run(leave_mid_request())
+    gone = wait_idle(server)
+    assert gone["active_requests"] == 0
+    assert gone["cancelled_requests"] == after["cancelled_requests"] + 2
