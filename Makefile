@@ -12,7 +12,7 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help run run-aws test test-rust test-e2e test-web conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
+.PHONY: help run run-aws test test-rust test-e2e test-web test-cdk synth conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -35,7 +35,7 @@ run-aws: build kokoro-venv
 	$(CARGO) build --release --locked -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: test-rust conformance test-kokoro test-e2e test-web
+test: test-rust conformance test-kokoro test-e2e test-web test-cdk
 	@echo "==> all tests passed"
 
 test-rust: deps-rust
@@ -70,6 +70,13 @@ build: deps-rust
 bench: build
 	@echo "==> segmenter throughput"
 	$(EARSHOT) bench segmenter
+
+test-cdk:
+	@echo "==> CDK app: assertions on the synthesized templates (offline, no credentials, no Docker)"
+	$(MAKE) --no-print-directory -C infra/cdk deps test
+
+synth:
+	$(MAKE) --no-print-directory -C infra/cdk deps synth
 
 kokoro-local:
 	$(MAKE) --no-print-directory -C infra/kokoro serve

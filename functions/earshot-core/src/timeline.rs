@@ -171,6 +171,15 @@ impl Timeline {
         if let Some(overhead) = d.orchestration_overhead_ms {
             line["OrchestrationOverhead"] = serde_json::json!(overhead);
         }
+        if let Some(billed) = self.billed_characters {
+            // Billing depends on the backend alone, so it has a dimension set of its own.
+            line["BilledCharacters"] = serde_json::json!(billed);
+            line["_aws"]["CloudWatchMetrics"].as_array_mut().expect("metric directives").push(serde_json::json!({
+                "Namespace": namespace,
+                "Dimensions": [["Backend"]],
+                "Metrics": [{"Name": "BilledCharacters", "Unit": "Count"}],
+            }));
+        }
         line.to_string()
     }
 }
@@ -222,5 +231,11 @@ mod tests {
         assert_eq!(line["Arm"], "a");
         assert_eq!(line["TimeToFirstAudio"], 42.0);
         assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0], serde_json::json!(["Backend", "Release"]));
+        assert!(line.get("BilledCharacters").is_none());
+
+        let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), ..Default::default() };
+        let line: serde_json::Value = serde_json::from_str(&polly.emf_line("earshot", None, 1)).unwrap();
+        assert_eq!(line["BilledCharacters"], 120);
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][1]["Dimensions"], serde_json::json!([["Backend"]]));
     }
 }
