@@ -12,7 +12,7 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help run run-aws test test-rust test-e2e test-web test-cdk synth conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
+.PHONY: help run run-aws test test-rust test-e2e test-web test-cdk test-lambda synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -20,6 +20,9 @@ help:
 	@echo "make test          run every test that can run on this machine"
 	@echo "make bench         run the benchmarks and print their figures"
 	@echo "make build         build the release binaries"
+	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
+	@echo "make deploy        build the Lambda (arm64) and deploy to your AWS account (see infra/cdk/README.md)"
+	@echo "make destroy       remove what make deploy created"
 	@echo "make kokoro-local  start the Kokoro container's server locally (onnx engine, CPU)"
 
 deps-rust:
@@ -35,7 +38,7 @@ run-aws: build kokoro-venv
 	$(CARGO) build --release --locked -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: test-rust conformance test-kokoro test-e2e test-web test-cdk
+test: test-rust conformance test-kokoro test-e2e test-web test-cdk test-lambda
 	@echo "==> all tests passed"
 
 test-rust: deps-rust
@@ -75,8 +78,26 @@ test-cdk:
 	@echo "==> CDK app: assertions on the synthesized templates (offline, no credentials, no Docker)"
 	$(MAKE) --no-print-directory -C infra/cdk deps test
 
+test-lambda: deps-rust kokoro-venv
+	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"
+	$(ROOT)/scripts/test-lambda.sh
+
 synth:
 	$(MAKE) --no-print-directory -C infra/cdk deps synth
+
+lambda-tools:
+	@test -x $(ROOT)/.tools/cargo-lambda/bin/cargo-lambda || { echo "==> installing cargo-lambda and ziglang from PyPI into .tools/cargo-lambda"; python3 -m venv $(ROOT)/.tools/cargo-lambda && $(ROOT)/.tools/cargo-lambda/bin/pip install --quiet "cargo-lambda==1.9.2" "ziglang==0.17.1"; }
+
+build-lambda: lambda-tools
+	@echo "==> building the Lambda bootstrap for arm64 (provided.al2023) with cargo-lambda"
+	PATH=$(ROOT)/.tools/cargo-lambda/bin:$$PATH cargo lambda build --release --arm64 -p earshot-lambda --lambda-dir $(CARGO_TARGET_DIR)/lambda
+	@ls -l $(CARGO_TARGET_DIR)/lambda/bootstrap/bootstrap | awk '{print "==> bootstrap size: " $$5 " bytes"}'
+
+deploy: build-lambda
+	$(MAKE) --no-print-directory -C infra/cdk deps deploy BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda/bootstrap
+
+destroy:
+	$(MAKE) --no-print-directory -C infra/cdk deps destroy
 
 kokoro-local:
 	$(MAKE) --no-print-directory -C infra/kokoro serve

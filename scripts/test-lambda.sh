@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `make test-lambda`: the Lambda binary served the way Lambda serves it. Installs cargo-lambda (from
+# PyPI, with ziglang) into a project-local venv, starts the Kokoro container, the AWS stand-ins and
+# `cargo lambda watch` (function-URL semantics with response streaming) on free ports, runs the
+# streaming test against the function URL, and stops everything.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+tools="$root/.tools/cargo-lambda"
+logs=$(mktemp -d)
+target=${CARGO_TARGET_DIR:-$root/target}
+
+if [ ! -x "$tools/bin/cargo-lambda" ]; then
+  echo "lambda: installing cargo-lambda and ziglang from PyPI into $tools"
+  python3 -m venv "$tools"
+  "$tools/bin/pip" install --quiet --disable-pip-version-check "cargo-lambda==1.9.2" "ziglang==0.17.1"
+fi
+export PATH="$tools/bin:$PATH"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+kokoro_port=$(free_port); standins_port=$(free_port); lambda_port=$(free_port)
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+wait_for() { # url what seconds
+  for _ in $(seq 1 $(($3 * 5))); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "lambda: $2 did not start; logs in $logs"; tail -20 "$logs"/*.log; exit 1
+}
+
+echo "lambda: starting the Kokoro container on port $kokoro_port"
+setsid env KOKORO_PORT=$kokoro_port make --no-print-directory -C infra/kokoro serve >"$logs/kokoro.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$kokoro_port/ping" "Kokoro" 180
+
+echo "lambda: building and starting the AWS stand-ins on port $standins_port"
+cargo build --quiet --locked -p earshot-standins
+setsid "$target/debug/earshot-standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
+
+cat >"$logs/lambda.env" <<ENV
+EARSHOT_BACKENDS="kokoro,polly"
+EARSHOT_SAGEMAKER_ENDPOINT="earshot-kokoro"
+EARSHOT_KOKORO_VOICE="jf_alpha"
+EARSHOT_AB_WEIGHTS="kokoro=50,polly=50"
+EARSHOT_AWS_ENDPOINT="https://127.0.0.1:$standins_port"
+EARSHOT_AWS_TRUST_PEM="$logs/standins.pem"
+AWS_ACCESS_KEY_ID="AKIDTEST"
+AWS_SECRET_ACCESS_KEY="secret"
+AWS_REGION="us-east-1"
+ENV
+
+echo "lambda: cargo lambda watch on port $lambda_port (builds the bootstrap)"
+setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda_port" --env-file "$logs/lambda.env" >"$logs/watch.log" 2>&1 &
+pids+=($!)
+url="http://127.0.0.1:$lambda_port/lambda-url/bootstrap"
+for _ in $(seq 1 900); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz" 2>/dev/null || true)
+  [ "$code" = 200 ] && break
+  sleep 0.5
+done
+[ "$code" = 200 ] || { echo "lambda: the function did not answer; logs in $logs"; tail -20 "$logs/watch.log"; exit 1; }
+
+echo "lambda: streaming test against $url"
+EARSHOT_LAMBDA_URL="$url" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored
