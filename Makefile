@@ -62,9 +62,10 @@ test-e2e: deps-rust kokoro-venv
 kokoro-venv:
 	@$(MAKE) --no-print-directory -C infra/kokoro venv
 
-test-web: build kokoro-venv
+test-web: deps-rust kokoro-venv
 	@echo "==> web client tests: the parser under node, the demo page in headless Chromium"
-	EARSHOT_BIN=$(EARSHOT) $(ROOT)/scripts/test-web.sh
+	$(CARGO) build --quiet --locked -p earshot
+	EARSHOT_BIN=$(CARGO_TARGET_DIR)/debug/earshot $(ROOT)/scripts/test-web.sh
 
 build: deps-rust
 	@echo "==> building release binaries"
