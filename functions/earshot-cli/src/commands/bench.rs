@@ -119,6 +119,7 @@ fn segmenter(sizes_mb: &[f64], passes: usize) -> Result<(), String> {
     println!("segmenter throughput: LLM-like text pushed in 3-6 character chunks (best of {passes} passes)");
     println!("{:>8} {:>12} {:>10} {:>10} {:>12} {:>14}", "size MB", "sentences", "seconds", "MB/s", "ns/byte", "normalise+split MB/s");
     let mut first_ns_per_byte = None;
+    let mut last_ns_per_byte = None;
     for &mb in sizes_mb {
         let bytes = (mb * 1_000_000.0) as usize;
         let text = llm_like_text(bytes);
@@ -153,6 +154,7 @@ fn segmenter(sizes_mb: &[f64], passes: usize) -> Result<(), String> {
         let mbs = text.len() as f64 / 1e6 / best;
         let ns_per_byte = best * 1e9 / text.len() as f64;
         first_ns_per_byte.get_or_insert(ns_per_byte);
+        last_ns_per_byte = Some(ns_per_byte);
         println!(
             "{:>8.1} {:>12} {:>10.3} {:>10.1} {:>12.2} {:>14.1}",
             text.len() as f64 / 1e6,
@@ -163,16 +165,7 @@ fn segmenter(sizes_mb: &[f64], passes: usize) -> Result<(), String> {
             text.len() as f64 / 1e6 / best_both
         );
     }
-    if let (Some(first), Some(&last_mb)) = (first_ns_per_byte, sizes_mb.last()) {
-        let text = llm_like_text((last_mb * 1_000_000.0) as usize);
-        let chunks = token_chunks(&text);
-        let started = Instant::now();
-        let mut seg = Segmenter::default();
-        for chunk in &chunks {
-            seg.push(chunk).for_each(drop);
-        }
-        seg.flush().for_each(drop);
-        let last = started.elapsed().as_secs_f64() * 1e9 / text.len() as f64;
+    if let (Some(first), Some(last)) = (first_ns_per_byte, last_ns_per_byte) {
         println!("scaling: ns/byte at the largest size is {:.2}x that at the smallest (1.0 = linear)", last / first);
     }
     Ok(())
