@@ -169,8 +169,7 @@ async fn a_bedrock_agent_answers_through_converse_stream() {
 async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;
-    // The SageMaker arm fails after its first audio part arrives at the backend; an endpoint that
-    // cannot be found fails at once, before any audio: that one fails over.
+    // An endpoint that cannot be found fails at once, before any audio: the conversation fails over.
     let routing = Routing { weights: vec![("kokoro".into(), 100)], failover: true, ..Default::default() };
     let url = gateway(vec![sagemaker(&config, "missing", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
     let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
@@ -178,12 +177,29 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
     assert_eq!(r.header("x-earshot-backend"), Some("polly"));
     assert_eq!(r.header("x-earshot-backend-reason"), Some("failover"));
 
+    // A stream that fails before any audio hands its sentences to the other backend mid-conversation:
+    // a second `session` message announces it, and every sentence is still spoken once.
+    let url = gateway(vec![sagemaker(&config, "fail-before-audio", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+    let r = speak(&url, &text("Hello there. How are you?"), &CallOptions::default()).await.unwrap();
+    let sessions: Vec<&earshot_core::protocol::SessionInfo> = r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s) } else { None }).collect();
+    assert_eq!(sessions.len(), 2, "a second session message after the failover");
+    assert_eq!((sessions[0].backend.as_str(), sessions[1].backend.as_str(), sessions[1].backend_reason.as_str()), ("kokoro", "polly", "failover"));
+    assert_eq!(sessions[1].audio.sample_rate, 16_000);
+    let first_audio = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).unwrap();
+    let second_session = r.events.iter().rposition(|e| matches!(e, ServerEvent::Session(_))).unwrap();
+    assert!(second_session < first_audio, "the new session is announced before any audio");
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences, vec!["Hello there.", "How are you?"]);
+    assert_eq!(r.timeline.as_ref().unwrap().failover_from.as_deref(), Some("model_stream_error"));
+
     // A failure after audio has been sent is reported, not hidden by a failover.
     let url = gateway(vec![sagemaker(&config, "fail-model-stream", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing).await;
     let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
     assert_eq!(r.header("x-earshot-backend"), Some("kokoro"));
-    let audio_before_error = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).is_some();
-    if audio_before_error {
-        assert_eq!(r.error.expect("an error").code, "model_stream_error");
-    }
+    let first_audio = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).expect("audio before the failure");
+    let error = r.events.iter().position(|e| matches!(e, ServerEvent::Error(_))).expect("the failure is reported");
+    assert!(first_audio < error);
+    assert_eq!(r.error.expect("an error").code, "model_stream_error");
+    let sessions = r.events.iter().filter(|e| matches!(e, ServerEvent::Session(_))).count();
+    assert_eq!(sessions, 1, "no failover after audio");
 }

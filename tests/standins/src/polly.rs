@@ -48,7 +48,7 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
 async fn session(
     state: Arc<State>,
     mut events: tokio::sync::mpsc::Receiver<Result<crate::eventstream::Event, String>>,
-    mut ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    mut ws: Ws,
     out: tokio::sync::mpsc::Sender<Bytes>,
     rate: u32,
 ) {
@@ -83,25 +83,14 @@ async fn session(
                     }
                     characters += text.chars().count() as u64;
                     buffer.push_str(&text);
-                    if json["FlushStreamConfiguration"]["Force"].as_bool() == Some(true) && !buffer.trim().is_empty() {
-                        let id = format!("p{next_request}");
-                        next_request += 1;
-                        if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), &voice, 1.0).into())).await.is_err() {
-                            break;
-                        }
-                        outstanding += 1;
-                        buffer.clear();
+                    let flush = json["FlushStreamConfiguration"]["Force"].as_bool() == Some(true);
+                    if flush && !speak_buffer(&mut ws, &mut buffer, &voice, &mut next_request, &mut outstanding).await {
+                        break;
                     }
                 }
                 Some(Ok(e)) if e.event_type == "CloseStreamEvent" => {
-                    if !buffer.trim().is_empty() {
-                        let id = format!("p{next_request}");
-                        next_request += 1;
-                        if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), &voice, 1.0).into())).await.is_err() {
-                            break;
-                        }
-                        outstanding += 1;
-                        buffer.clear();
+                    if !speak_buffer(&mut ws, &mut buffer, &voice, &mut next_request, &mut outstanding).await {
+                        break;
                     }
                     closing = true;
                 }
@@ -152,6 +141,24 @@ async fn session(
     }
     let _ = ws.send(Message::Text(kokoro_wire::close().into())).await;
     let _ = ws.close(None).await;
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Sends the buffered text, if there is any, to the voice as one request; says whether the voice is
+/// still there.
+async fn speak_buffer(ws: &mut Ws, buffer: &mut String, voice: &str, next_request: &mut u32, outstanding: &mut usize) -> bool {
+    if buffer.trim().is_empty() {
+        return true;
+    }
+    let id = format!("p{next_request}");
+    *next_request += 1;
+    if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, 1.0).into())).await.is_err() {
+        return false;
+    }
+    *outstanding += 1;
+    buffer.clear();
+    true
 }
 
 fn kokoro_wire_rate() -> u32 {

@@ -3,7 +3,8 @@
 //! is `UTF8` becomes a text frame and any other a binary frame; a text frame comes back as a `UTF8`
 //! part and a binary frame as a `BINARY` part. An endpoint named `fail-model-stream` or
 //! `fail-internal-stream` fails after its first audio with `ModelStreamError` or
-//! `InternalStreamFailure`, for tests.
+//! `InternalStreamFailure`, for tests; one named `fail-before-audio` fails with `ModelStreamError` as soon
+//! as the first request reaches it, before any audio.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,12 +38,17 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
         "fail-internal-stream" => Some(("InternalStreamFailure", serde_json::json!({"Message": "the stream failed (requested by the test)"}))),
         _ => None,
     };
+    let fail_before_audio = name == "fail-before-audio";
     tokio::spawn(async move {
         let (mut sink, mut stream) = ws.split();
         let mut input_open = true;
         loop {
             tokio::select! {
                 input = events.recv(), if input_open => match input {
+                    Some(Ok(_)) if fail_before_audio => {
+                        let _ = out.send(exception("ModelStreamError", &serde_json::json!({"Message": "the model failed before any audio (requested by the test)", "ErrorCode": "ModelError"}))).await;
+                        break;
+                    }
                     Some(Ok(e)) if e.event_type == "PayloadPart" => {
                         let frame = if e.header("DataType") == Some("UTF8") {
                             match String::from_utf8(e.payload.to_vec()) {
