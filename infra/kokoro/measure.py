@@ -65,7 +65,7 @@ def figures(outcome: Outcome) -> Figures:
 
 
 async def measure(url: str, repeat: int) -> list[tuple[str, str, Figures, Figures | None]]:
-    rows = []
+    rows: list[tuple[str, str, Figures, Figures | None]] = []
     for label, text in TEXTS.items():
         alone = [await one_request(url, f"a{i}", text) for i in range(repeat)]
         pairs = [await asyncio.gather(*(one_request(url, f"p{i}{c}", text) for c in "xy")) for i in range(repeat)]
