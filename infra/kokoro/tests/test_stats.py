@@ -19,7 +19,8 @@ def stats(server: Server) -> dict:
 
 
 def wait_idle(server: Server) -> dict:
-    for _ in range(100):
+    # Up to 30 s: a loaded machine may still be abandoning an earlier piece.
+    for _ in range(300):
         now = stats(server)
         if now["active_requests"] == 0:
             return now
