@@ -18,7 +18,8 @@ stop() {
   trap - INT TERM EXIT
   echo
   echo "run: stopping"
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # Each child leads a process group of its own (setsid): stopping the group stops what it started too.
+  for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap stop INT TERM EXIT
@@ -40,7 +41,7 @@ if curl -fsS -o /dev/null "http://127.0.0.1:$kokoro_port/ping" 2>/dev/null; then
   echo "run: a Kokoro server already answers on port $kokoro_port; using it"
 else
   echo "run: starting the Kokoro container's server (onnx engine, CPU) on port $kokoro_port (log: $logs/kokoro.log)"
-  KOKORO_PORT=$kokoro_port make --no-print-directory -C "$root/infra/kokoro" serve >"$logs/kokoro.log" 2>&1 &
+  setsid env KOKORO_PORT="$kokoro_port" make --no-print-directory -C "$root/infra/kokoro" serve >"$logs/kokoro.log" 2>&1 &
   pids+=($!)
   wait_for "http://127.0.0.1:$kokoro_port/ping" "the Kokoro server" 180
   echo "run: Kokoro is ready"
@@ -51,7 +52,7 @@ if [ "${PATH_MODE:-direct}" = aws ]; then
   standins=${STANDINS_BIN:?STANDINS_BIN names the earshot-standins binary}
   standins_port=${STANDINS_PORT:-8443}
   echo "run: starting the AWS stand-ins (SageMaker, Polly, Bedrock) on port $standins_port (log: $logs/standins.log)"
-  "$standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
+  setsid "$standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
   export AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=secret AWS_REGION=us-east-1
@@ -61,7 +62,7 @@ if [ "${PATH_MODE:-direct}" = aws ]; then
 fi
 
 echo "run: starting earshot serve on port $port (log: $logs/earshot.log)"
-"$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" "${extra[@]}" >"$logs/earshot.log" 2>&1 &
+setsid "$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" "${extra[@]}" >"$logs/earshot.log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/healthz" "earshot" 60
 
