@@ -198,7 +198,7 @@ pub async fn run(
                 idle_checked = true;
                 if s.segmenter.pending_is_complete() {
                     let sentences: Vec<Sentence> = s.segmenter.flush().collect();
-                    s.release_all(sentences).await
+                    s.release_all(sentences)
                 } else {
                     Flow::Continue
                 }
@@ -276,17 +276,17 @@ impl Scheduler<'_> {
                 }
                 let speakable = if self.cfg.normalise_markdown { self.normaliser.push(&text) } else { text };
                 let sentences: Vec<Sentence> = self.segmenter.push(&speakable).collect();
-                self.release_all(sentences).await
+                self.release_all(sentences)
             }
             Some(Ok(AgentEvent::Pause)) => {
                 let sentences = self.flush_text();
-                self.release_all(sentences).await
+                self.release_all(sentences)
             }
             Some(Ok(AgentEvent::Done)) => {
                 self.timeline.agent_done_ms = Some(self.clock.now_ms());
                 self.agent_done = true;
                 let sentences = self.flush_text();
-                self.release_all(sentences).await
+                self.release_all(sentences)
             }
             Some(Err(e)) => self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await,
             None => {
@@ -305,7 +305,7 @@ impl Scheduler<'_> {
     }
 
     /// Puts finished sentences in the release queue, marking when their text was complete.
-    async fn release_all(&mut self, sentences: Vec<Sentence>) -> Flow {
+    fn release_all(&mut self, sentences: Vec<Sentence>) -> Flow {
         let now = self.clock.now_ms();
         for sentence in sentences {
             // Punctuation alone has nothing to say.

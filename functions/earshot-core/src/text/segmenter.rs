@@ -731,7 +731,7 @@ impl Segmenter {
             return Verdict::EndAt(run.end);
         }
         if run.dots >= 3 {
-            return self.judge_ellipsis(at, run, y_pos, y, eof);
+            return self.judge_ellipsis(run, y_pos, y, eof);
         }
         if is_lower(y) || matches!(y, ',' | ';' | ':' | ')') {
             return Verdict::Continue;
@@ -766,7 +766,7 @@ impl Segmenter {
         if let (Some(only), None) = (letters.next(), letters.next()) {
             if only.is_alphabetic() {
                 // An initial (`Jonas E. Smith`), unless it is the pronoun `I` closing a clause.
-                if only == 'I' && !self.previous_word_capitalised(at) {
+                if only == 'I' && !self.previous_word_capitalised() {
                     return Verdict::EndAt(run.end);
                 }
                 return Verdict::Continue;
@@ -834,13 +834,12 @@ impl Segmenter {
     }
 
     /// An ellipsis followed by white space and `y`.
-    fn judge_ellipsis(&self, at: usize, run: &Run, y_pos: usize, y: char, eof: bool) -> Verdict {
+    fn judge_ellipsis(&self, run: &Run, y_pos: usize, y: char, eof: bool) -> Verdict {
         let attached = self.s.prev.is_some_and(|p| !p.is_whitespace());
         if run.spaced && attached && run.dots >= 4 && y.is_uppercase() {
             // `compounds. . . . The`: a full stop, then an ellipsis that opens the next sentence.
             return Verdict::EndAt(run.first_end);
         }
-        let _ = at;
         if is_lower(y) || is_digit(y) {
             return Verdict::Continue;
         }
@@ -877,7 +876,7 @@ impl Segmenter {
     }
 
     /// Whether the word before the current one starts with a capital (`Albert I.`).
-    fn previous_word_capitalised(&self, _at: usize) -> bool {
+    fn previous_word_capitalised(&self) -> bool {
         let Some(ws) = self.s.word_start else { return false };
         let before = self.text(self.start, ws).trim_end();
         let prev = before.rsplit(char::is_whitespace).next().unwrap_or("");
