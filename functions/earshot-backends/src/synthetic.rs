@@ -2,6 +2,10 @@
 //! the sentence would take to say. It is not a model: it exists to load the orchestrator with many
 //! conversations where a real model could not serve them on one machine, and reports name it
 //! plainly as synthetic.
+//!
+//! It behaves like a backend faster than real time: a sentence's latency runs from the moment it
+//! was requested, overlapping the audio of the sentences before it, so a sentence requested early
+//! enough follows the previous one with no gap. Any gap a client hears is then the orchestrator's.
 
 use std::collections::VecDeque;
 use std::f32::consts::TAU;
@@ -110,18 +114,22 @@ struct Current {
 }
 
 async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>, events: mpsc::Sender<SpeechEvent>, options: SessionOptions) {
-    let mut queue: VecDeque<SpeechRequest> = VecDeque::new();
+    // Each request with the moment it arrived: its latency runs from then.
+    let mut queue: VecDeque<(SpeechRequest, Instant)> = VecDeque::new();
     let mut current: Option<Current> = None;
+    // When the audio sent so far ends at real-time playback.
+    let mut audio_ends: Option<Instant> = None;
     let mut finishing = false;
     let chunk_samples = (cfg.sample_rate as f64 * cfg.chunk.as_secs_f64()).max(1.0) as usize;
     loop {
         if current.is_none() {
-            if let Some(request) = queue.pop_front() {
+            if let Some((request, arrived)) = queue.pop_front() {
                 let seconds = request.text.chars().count() as f64 / cfg.chars_per_second.max(0.1);
+                let ready = arrived + cfg.first_audio;
                 current = Some(Current {
                     index: request.index,
-                    samples_left: (seconds * cfg.sample_rate as f64) as usize,
-                    next_at: Instant::now() + cfg.first_audio,
+                    samples_left: ((seconds * cfg.sample_rate as f64) as usize).max(1),
+                    next_at: audio_ends.map_or(ready, |end| end.max(ready)),
                     phase: 0.0,
                 });
             } else if finishing {
@@ -134,7 +142,7 @@ async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>
             biased;
             _ = options.cancel.cancelled() => return,
             command = commands.recv(), if !finishing => match command {
-                Some(SpeechCommand::Speak(request)) => queue.push_back(request),
+                Some(SpeechCommand::Speak(request)) => queue.push_back((request, Instant::now())),
                 Some(SpeechCommand::Finish) => finishing = true,
                 None => return,
             },
@@ -144,6 +152,7 @@ async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>
                 let pcm = tone(n, cfg.sample_rate, &mut c.phase);
                 c.samples_left -= n;
                 c.next_at += Duration::from_secs_f64(n as f64 / cfg.sample_rate as f64);
+                audio_ends = Some(c.next_at);
                 let index = c.index;
                 if events.send(SpeechEvent::Audio { index, pcm }).await.is_err() {
                     return;
@@ -176,4 +185,44 @@ fn tone(n: usize, sample_rate: u32, phase: &mut f32) -> Bytes {
         *phase = (*phase + step) % TAU;
     }
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use earshot_core::speech::SpeechRequest;
+    use tokio_util::sync::CancellationToken;
+
+    /// Sentences requested together play back to back: the second one's latency overlapped the
+    /// first one's audio.
+    #[tokio::test]
+    async fn a_sentence_requested_early_follows_the_previous_one_without_a_gap() {
+        let backend = SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(400), chars_per_second: 50.0, chunk: Duration::from_millis(50), ..Default::default() });
+        let options = SessionOptions { voice: "tone".into(), conversation_id: "c".into(), cancel: CancellationToken::new() };
+        let mut session = backend.open(options).await.expect("open");
+        let started = Instant::now();
+        for (index, text) in ["ten chars.", "ten chars."].into_iter().enumerate() {
+            session.commands.send(SpeechCommand::Speak(SpeechRequest { index: index as u32, text: text.into() })).await.unwrap();
+        }
+        session.commands.send(SpeechCommand::Finish).await.unwrap();
+        let mut first_audio = Vec::new();
+        let mut samples = 0usize;
+        while let Some(event) = session.events.recv().await {
+            match event {
+                SpeechEvent::Audio { index, pcm } => {
+                    samples += pcm.len() / 2;
+                    if first_audio.len() == index as usize {
+                        first_audio.push(started.elapsed());
+                    }
+                }
+                SpeechEvent::Closed { .. } => break,
+                _ => {}
+            }
+        }
+        // Each sentence is 200 ms of audio; a backend that waited its latency again after the first
+        // sentence would start the second one 600 ms after the first.
+        assert_eq!(samples, 2 * 24_000 / 5);
+        let apart = first_audio[1] - first_audio[0];
+        assert!(apart >= Duration::from_millis(190) && apart < Duration::from_millis(400), "second sentence {apart:?} after the first");
+    }
 }

@@ -36,6 +36,33 @@ pub struct ClientMarks {
     pub first_event_ms: Option<f64>,
     pub first_audio_decoded_ms: Option<f64>,
     pub done_ms: Option<f64>,
+    /// Every audio chunk as it was decoded: when, and how many bytes of PCM it held.
+    pub audio_chunks: Vec<(f64, usize)>,
+    /// Bytes of the response body, framing included.
+    pub body_bytes: u64,
+}
+
+impl ClientMarks {
+    /// Plays the audio as the demo page's player does (each chunk starts when it is decoded or when
+    /// the chunk before it ends, whichever is later) and returns the silences after the first chunk
+    /// that are longer than `threshold_ms`, in milliseconds.
+    pub fn playback_gaps(&self, bytes_per_ms: f64, threshold_ms: f64) -> Vec<f64> {
+        let mut gaps = Vec::new();
+        let mut playing_until: Option<f64> = None;
+        for &(at, bytes) in &self.audio_chunks {
+            let start = match playing_until {
+                None => at,
+                Some(end) => {
+                    if at - end > threshold_ms {
+                        gaps.push(at - end);
+                    }
+                    at.max(end)
+                }
+            };
+            playing_until = Some(start + bytes as f64 / bytes_per_ms);
+        }
+        gaps
+    }
 }
 
 /// A whole conversation as a client received it.
@@ -131,12 +158,15 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
     let mut audio_chunks = 0usize;
     while let Some(chunk) = chunks.next().await {
         let chunk: Bytes = chunk.map_err(|e| ClientError::Stream(e.to_string()))?;
+        received.marks.body_bytes += chunk.len() as u64;
         for event in decoder.push(&chunk)? {
             received.marks.first_event_ms.get_or_insert_with(ms);
             match &event {
                 ServerEvent::Session(s) => received.session = Some(s.clone()),
                 ServerEvent::Audio(a) => {
-                    received.marks.first_audio_decoded_ms.get_or_insert_with(ms);
+                    let at = ms();
+                    received.marks.first_audio_decoded_ms.get_or_insert(at);
+                    received.marks.audio_chunks.push((at, a.pcm.len()));
                     received.audio.extend_from_slice(&a.pcm);
                     audio_chunks += 1;
                 }
@@ -164,4 +194,19 @@ pub fn rms(pcm: &[u8]) -> f64 {
         return 0.0;
     }
     (samples.iter().map(|s| s * s).sum::<f64>() / samples.len() as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn playback_gaps_are_the_silences_a_player_would_leave() {
+        // 1 byte per ms: a 100-byte chunk plays for 100 ms.
+        let marks = ClientMarks { audio_chunks: vec![(0.0, 100), (50.0, 100), (230.0, 100), (333.0, 100)], ..Default::default() };
+        // The second chunk came while the first played; the third 30 ms after the second ended
+        // (at 200); the fourth 3 ms after the third ended (at 330).
+        assert_eq!(marks.playback_gaps(1.0, 0.0), vec![30.0, 3.0]);
+        assert_eq!(marks.playback_gaps(1.0, 5.0), vec![30.0]);
+    }
 }
