@@ -141,11 +141,16 @@ class Session:
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            self._current = self._queue.popleft()
+            job = self._current = self._queue.popleft()
+            outcome = "failed"
             try:
-                outcome = await self._synthesize(self._current)
-                self._synth.stats.end(self._current, outcome)
+                outcome = await self._synthesize(job)
+            except (asyncio.CancelledError, Disconnected):
+                outcome = "cancelled"  # the client went away while the request ran
+                raise
             finally:
+                # Counted here whichever way the request ended, so that none stays active.
+                self._synth.stats.end(job, outcome)
                 self._current = None
 
     async def _synthesize(self, job: Job) -> str:

@@ -17,17 +17,19 @@ class RequestStats:
     completed_requests: int = 0
     cancelled_requests: int = 0
     failed_requests: int = 0
-    _live: set[int] = field(default_factory=set)
+    # Live requests by identity. The objects are held, not just their ids, so that an id cannot be
+    # reused by a new request while the old one is counted.
+    _live: dict[int, object] = field(default_factory=dict)
 
     def begin(self, job: object) -> None:
         """A request was accepted (queued)."""
-        self._live.add(id(job))
+        self._live[id(job)] = job
 
     def end(self, job: object, outcome: str) -> None:
         """A request ended: ``completed``, ``cancelled`` or ``failed``. Ending it again does nothing."""
-        if id(job) not in self._live:
+        if self._live.get(id(job)) is not job:
             return
-        self._live.discard(id(job))
+        del self._live[id(job)]
         if outcome == "completed":
             self.completed_requests += 1
         elif outcome == "cancelled":

@@ -51,3 +51,27 @@ def test_requests_are_counted_by_how_they_end(server: Server) -> None:
     gone = wait_idle(server)
     assert gone["active_requests"] == 0
     assert gone["cancelled_requests"] == after["cancelled_requests"] + 2
+
+
+def test_a_client_gone_while_audio_is_being_sent_leaves_nothing_active(server: Server) -> None:
+    # The client vanishes (no close handshake) at different points of the stream: whether the
+    # server notices in its reader or in a failed send, every request is counted as ended.
+    before = wait_idle(server)
+
+    async def vanish_after(frames: int) -> None:
+        ws = await websockets.connect(server.ws_url)
+        await ws.send(synthesize("first", "Hello there, this is short."))
+        await ws.send(synthesize("second", LONG))
+        seen = 0
+        while seen < frames:
+            if isinstance(await asyncio.wait_for(ws.recv(), 30), bytes):
+                seen += 1
+        ws.transport.abort()
+
+    for frames in (1, 2, 3, 5, 8, 12):
+        run(vanish_after(frames))
+        run(asyncio.sleep(0.3))
+    after = wait_idle(server)
+    assert after["active_requests"] == 0
+    ended = sum(after[k] - before[k] for k in ("completed_requests", "cancelled_requests", "failed_requests"))
+    assert ended == 12

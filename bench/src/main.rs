@@ -1,0 +1,192 @@
+//! `earshot-bench`: the benchmarks behind `make bench`, in one run and one report.
+//!
+//! Each suite starts what it measures as real processes (the Kokoro container's server, `earshot
+//! serve` with the configuration under test, the AWS stand-ins), drives conversations through the
+//! real client over HTTP, and keeps every trial. The run writes `results.json` (every trial and the
+//! machine) and `report.md` (medians, p90 and p99, ratios) into the output folder; `plot.py` draws
+//! the figures from `results.json`.
+//!
+//! Suites: `release` (release timing, floor and gaps on the real model), `overhead` (orchestration
+//! overhead on each backend path), `load` (many conversations, synthetic voice), `container` (the
+//! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde::Serialize;
+
+mod coldstart;
+mod container;
+mod inprocess;
+mod load;
+mod machine;
+mod overhead;
+mod release;
+mod report;
+mod services;
+mod stack;
+mod stats;
+mod trial;
+
+#[derive(Parser)]
+#[command(name = "earshot-bench", about = "Run earshot's benchmarks and write results.json and report.md.")]
+struct Args {
+    /// Where results.json, report.md and the logs go.
+    #[arg(long, default_value = "bench/results")]
+    out: PathBuf,
+    /// Suites to run.
+    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,container,transport,coldstart,segmenter")]
+    suites: Vec<String>,
+    /// Trials per cell.
+    #[arg(long, default_value_t = 20)]
+    trials: usize,
+    /// Answer shapes of the release suite.
+    #[arg(long, value_delimiter = ',', default_value = "brief,long,pause")]
+    shapes: Vec<String>,
+    /// Concurrent conversations of the load suite.
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100,500")]
+    load_levels: Vec<usize>,
+    /// A tiny run that keeps the harness working (make test): one trial, the brief shape, small loads.
+    #[arg(long)]
+    quick: bool,
+    /// The earshot binary (default: beside this one).
+    #[arg(long)]
+    earshot: Option<PathBuf>,
+    /// The AWS stand-ins binary (default: beside this one).
+    #[arg(long)]
+    standins: Option<PathBuf>,
+    /// The Kokoro container's folder, with its venv.
+    #[arg(long, default_value = "infra/kokoro")]
+    kokoro_dir: PathBuf,
+    /// The Lambda bootstrap whose size to report.
+    #[arg(long)]
+    bootstrap: Option<PathBuf>,
+    /// The command that produced the run, as the report should print it.
+    #[arg(long, default_value = "make bench")]
+    command: String,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Default, Serialize)]
+pub struct Results {
+    pub command: String,
+    pub quick: bool,
+    pub machine: Option<machine::Machine>,
+    pub seconds: f64,
+    pub release: Option<release::Results>,
+    pub overhead: Option<Vec<overhead::Trial>>,
+    pub load: Option<Vec<load::Level>>,
+    pub container: Option<Vec<container::Trial>>,
+    pub transport: Option<serde_json::Value>,
+    pub coldstart: Option<coldstart::Results>,
+    pub segmenter: Option<serde_json::Value>,
+}
+
+/// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
+/// every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Fisher-Yates.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("earshot-bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let beside = |name: &str| std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(name))).unwrap_or_else(|| PathBuf::from(name));
+    let logs = args.out.join("logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+    let paths = stack::Paths {
+        earshot: args.earshot.clone().unwrap_or_else(|| beside("earshot")),
+        standins: args.standins.clone().unwrap_or_else(|| beside("earshot-standins")),
+        // Absolute, since the container runs with its folder as working directory.
+        kokoro_dir: std::fs::canonicalize(&args.kokoro_dir).map_err(|e| format!("{}: {e}", args.kokoro_dir.display()))?,
+        logs,
+    };
+    let (trials, shapes, levels) = if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
+    let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
+    if let Some(unknown) = args.suites.iter().find(|s| !["release", "overhead", "load", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str())) {
+        return Err(format!("unknown suite `{unknown}`"));
+    }
+    let started = std::time::Instant::now();
+    let mut results = Results { command: args.command.clone(), quick: args.quick, machine: Some(machine::describe()), ..Default::default() };
+    if wants("segmenter") {
+        let sizes = if args.quick { "0.05" } else { "1,2,5,10" };
+        results.segmenter = Some(inprocess::run(&paths, "segmenter", &["--sizes-mb", sizes, "--passes", if args.quick { "1" } else { "3" }])?);
+    }
+    if wants("transport") {
+        results.transport = Some(inprocess::run(&paths, "transport", &["--audio-seconds", if args.quick { "2" } else { "60" }, "--passes", if args.quick { "1" } else { "5" }])?);
+    }
+    if wants("coldstart") {
+        eprintln!("bench: cold start");
+        results.coldstart = Some(coldstart::run(&paths, if args.quick { 2 } else { trials }, args.bootstrap.as_deref()).await?);
+    }
+    if wants("load") {
+        eprintln!("bench: load with the synthetic voice, N = {levels:?}");
+        let settings = load::Settings { levels, min_samples: if args.quick { 2 } else { trials }, latency_ms: 200, prompt: "brief".into() };
+        results.load = Some(load::run(&paths, &settings).await?);
+    }
+    if wants("container") {
+        eprintln!("bench: the Kokoro container alone");
+        results.container = Some(container::run(&paths, trials).await?);
+    }
+    if wants("overhead") {
+        eprintln!("bench: orchestration overhead on each backend path");
+        results.overhead = Some(overhead::run(&paths, trials).await?);
+    }
+    if wants("release") {
+        eprintln!("bench: release timing on the local Kokoro ({trials} rounds, shapes {shapes:?})");
+        let settings = release::Settings { trials, shapes, tokens_per_second: 30.0, first_token_ms: 200, idle_release_ms: 150, fast_first_words: 4 };
+        results.release = Some(release::run(&paths, settings).await?);
+    }
+    results.seconds = started.elapsed().as_secs_f64();
+    let json = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+    let json_path = args.out.join("results.json");
+    std::fs::write(&json_path, json).map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    let report_path = args.out.join("report.md");
+    std::fs::write(&report_path, report::markdown(&results)).map_err(|e| format!("cannot write {}: {e}", report_path.display()))?;
+    eprintln!("bench: wrote {} and {} ({:.0} s)", json_path.display(), report_path.display(), results.seconds);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rng;
+
+    #[test]
+    fn shuffle_is_a_permutation_and_repeatable() {
+        let mut a: Vec<u32> = (0..10).collect();
+        let mut b = a.clone();
+        Rng(7).shuffle(&mut a);
+        Rng(7).shuffle(&mut b);
+        assert_eq!(a, b);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..10).collect::<Vec<_>>());
+        assert_ne!(a, (0..10).collect::<Vec<_>>());
+    }
+}

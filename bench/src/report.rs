@@ -1,0 +1,318 @@
+//! The Markdown report of one run: the machine, then each suite's figures as tables, with the
+//! targets of the benchmark plan marked met or not. Every figure comes from `results.json` of the
+//! same run; the plots (`plot.py`) are referenced by file name.
+
+use std::fmt::Write;
+
+use crate::load::Level;
+use crate::release::{Config, Trial};
+use crate::stats::{median, Summary};
+use crate::Results;
+
+fn ms(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// "median / p90 / p99 (n)".
+fn spread(values: &[f64]) -> String {
+    match Summary::of(values) {
+        Some(s) => format!("{} / {} / {} ({})", ms(s.median), ms(s.p90), ms(s.p99), s.n),
+        None => "n/a".into(),
+    }
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "**not met**"
+    }
+}
+
+pub fn markdown(r: &Results) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let _ = writeln!(o, "# earshot benchmark report\n");
+    if r.quick {
+        let _ = writeln!(o, "> A quick run (`--quick`): one trial per cell, to keep the harness working. Its figures mean nothing.\n");
+    }
+    if let Some(m) = &r.machine {
+        let _ = writeln!(o, "Produced by `{}` on {} in {:.0} minutes.\n", r.command, m.date, r.seconds / 60.0);
+        let _ = writeln!(o, "| machine | |\n|---|---|");
+        let _ = writeln!(o, "| CPU | {} ({} cores) |\n| memory | {:.1} GiB |\n| kernel | {} |\n| compiler | {} |\n| commit | {} |\n", m.cpu, m.cores, m.memory_gib, m.kernel, m.rustc, m.commit);
+    }
+    let _ = writeln!(o, "Figures are `median / p90 / p99 (trials)` in milliseconds unless named otherwise. Percentiles are nearest-rank: with 20 trials, p99 is the slowest trial. Absolute times move between runs on a shared machine; compare modes within this run.\n");
+    if let Some(rel) = &r.release {
+        release(o, rel);
+    }
+    if r.overhead.is_some() || r.release.is_some() {
+        overhead(o, r);
+    }
+    if let Some(rel) = &r.release {
+        gaps(o, rel);
+    }
+    if let Some(levels) = &r.load {
+        load(o, levels);
+    }
+    if let Some(c) = &r.container {
+        container(o, c);
+    }
+    if let Some(t) = &r.transport {
+        transport(o, t);
+    }
+    if let Some(c) = &r.coldstart {
+        coldstart(o, c);
+    }
+    if let Some(s) = &r.segmenter {
+        segmenter(o, s);
+    }
+    out
+}
+
+fn cell<'a>(rel: &'a crate::release::Results, shape: &'a str, config: Config, release: &'a str) -> impl Iterator<Item = &'a Trial> + 'a {
+    rel.trials.iter().filter(move |t| t.shape == shape && t.config == config && t.release == release)
+}
+
+fn release(o: &mut String, rel: &crate::release::Results) {
+    let s = &rel.settings;
+    let _ = writeln!(o, "## 1. Release timing: incremental vs buffered (local Kokoro, onnx on CPU)\n");
+    let _ = writeln!(
+        o,
+        "The scripted agent writes at {} tokens/s after a {} ms first-token delay; the same model, voice and agent serve both modes, and the cells of each round run in a shuffled order. *Server* times are from the request's arrival to the first audio chunk handed to the connection; *client* times from the request being sent to the first audio chunk decoded. The *first substantive sentence* is the first with at least {} words (after an acknowledgement such as \"Sure.\"). ![release timing](release.png)\n",
+        s.tokens_per_second, s.first_token_ms, crate::trial::SUBSTANTIVE_WORDS
+    );
+    for shape in &s.shapes {
+        let _ = writeln!(o, "### Shape `{shape}`\n");
+        let _ = writeln!(o, "| | incremental | buffered | buffered ÷ incremental (medians) |\n|---|---|---|---|");
+        type Pick = fn(&Trial) -> Option<f64>;
+        let rows: [(&str, Pick); 4] = [
+            ("time to first audio, server", |t| t.measured.server_ttfa_ms),
+            ("time to first audio, client", |t| t.measured.client_ttfa_ms),
+            ("first substantive sentence, server", |t| t.measured.server_substantive_ms),
+            ("total (client, stream ended)", |t| t.measured.client_total_ms),
+        ];
+        for (name, pick) in rows {
+            let inc: Vec<f64> = cell(rel, shape, Config::Default, "incremental").filter_map(pick).collect();
+            let buf: Vec<f64> = cell(rel, shape, Config::Default, "buffered").filter_map(pick).collect();
+            let _ = writeln!(o, "| {name} | {} | {} | {:.2}× |", spread(&inc), spread(&buf), median(&buf) / median(&inc));
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(o, "### The floor and earshot's distance from it\n");
+    let _ = writeln!(o, "The floor of a shape is the moment its first sentence's text was complete (the agent's first token, median of the timelines, plus the tokens to the sentence's end at the agent's pace) plus that sentence synthesized alone on an open session (median). The distance is the server's time to first audio minus the floor: what waiting for the segmenter, the release and the model's queue cost. The fast first fragment can beat the floor: it releases a clause before the sentence ends.\n");
+    let _ = writeln!(o, "| shape | first sentence | text complete | synthesized alone | floor | distance: default (idle release on) | idle release off | fast first fragment on |\n|---|---|---|---|---|---|---|---|");
+    for f in &rel.floors {
+        let distance = |config: Config| -> String {
+            let d: Vec<f64> = cell(rel, &f.shape, config, "incremental").filter_map(|t| t.measured.server_ttfa_ms).map(|t| t - f.floor_ms).collect();
+            spread(&d)
+        };
+        let alone: Vec<f64> = rel.floor_trials.iter().filter(|t| t.shape == f.shape).map(|t| t.synthesis_first_audio_ms).collect();
+        let _ = writeln!(
+            o,
+            "| {} | \"{}\" | {} | {} | {} | {} | {} | {} |",
+            f.shape,
+            f.first_sentence,
+            ms(f.text_complete_ms),
+            spread(&alone),
+            ms(f.floor_ms),
+            distance(Config::Default),
+            distance(Config::IdleOff),
+            distance(Config::FastFirst)
+        );
+    }
+    let _ = writeln!(o, "\n![distance from the floor](floor.png)\n");
+}
+
+fn overhead(o: &mut String, r: &Results) {
+    let _ = writeln!(o, "## 2. Orchestration overhead\n");
+    let _ = writeln!(o, "Time to first audio minus the moment the first sentence could be released (complete; for buffered release, the answer complete) and minus the backend's own first-audio latency, from each conversation's timeline. Target: under 5 ms median and 20 ms p99.\n");
+    let _ = writeln!(o, "| path | overhead | target |\n|---|---|---|");
+    let mut row = |name: String, values: Vec<f64>| {
+        let ok = Summary::of(&values).is_some_and(|s| s.median < 5.0 && s.p99 < 20.0);
+        let _ = writeln!(o, "| {name} | {} | {} |", spread(&values), met(ok));
+    };
+    if let Some(rel) = &r.release {
+        for release in ["incremental", "buffered"] {
+            let v: Vec<f64> = rel.trials.iter().filter(|t| t.config == Config::Default && t.release == release).filter_map(|t| t.measured.overhead_ms).collect();
+            row(format!("Kokoro over its WebSocket, every shape, {release}"), v);
+        }
+    }
+    if let Some(trials) = &r.overhead {
+        for (path, name) in [
+            ("kokoro-websocket", "Kokoro over its WebSocket, text input"),
+            ("sagemaker-standin", "Kokoro through the SageMaker stand-in (real SDK, HTTP/2, event stream), text input"),
+            ("polly-standin", "Polly stand-in (real SDK; Kokoro's voice), text input"),
+        ] {
+            row(name.into(), trials.iter().filter(|t| t.path == path).filter_map(|t| t.measured.overhead_ms).collect());
+        }
+        let _ = writeln!(o, "\nThe same conversations' time to first audio at the client, for scale:\n\n| path | client time to first audio |\n|---|---|");
+        for path in ["kokoro-websocket", "sagemaker-standin", "polly-standin"] {
+            let v: Vec<f64> = trials.iter().filter(|t| t.path == path).filter_map(|t| t.measured.client_ttfa_ms).collect();
+            let _ = writeln!(o, "| {path} | {} |", spread(&v));
+        }
+    }
+    let _ = writeln!(o);
+}
+
+fn gaps(o: &mut String, rel: &crate::release::Results) {
+    let _ = writeln!(o, "## 3. Gaps between sentences\n");
+    let _ = writeln!(o, "For each sentence after the first: was its audio at the server before the sentence before it finished playing, at real-time playback from its first audio? An underrun is a sentence that was not; its length is the silence. *Client* gaps replay the chunks as the demo page's player schedules them (each on arrival or when the previous ends) and count silences over {} ms. Full conversations of the default configuration.\n", crate::trial::CLIENT_GAP_THRESHOLD_MS);
+    let _ = writeln!(o, "| shape | release | sentences | conversations with an underrun | underruns | underrun length | client gaps |\n|---|---|---|---|---|---|---|");
+    for shape in &rel.settings.shapes {
+        for release in ["incremental", "buffered"] {
+            let trials: Vec<&Trial> = cell(rel, shape, Config::Default, release).collect();
+            let lengths: Vec<f64> = trials.iter().flat_map(|t| t.measured.gaps_ms.iter().copied().filter(|g| *g > 0.0)).collect();
+            let client: Vec<f64> = trials.iter().flat_map(|t| t.measured.client_gaps_ms.iter().copied()).collect();
+            let _ = writeln!(
+                o,
+                "| {shape} | {release} | {} | {} of {} | {} | {} | {} |",
+                trials.first().map_or(0, |t| t.measured.sentences),
+                trials.iter().filter(|t| t.measured.underruns > 0).count(),
+                trials.len(),
+                trials.iter().map(|t| t.measured.underruns).sum::<usize>(),
+                spread(&lengths),
+                if client.is_empty() { "none".to_string() } else { format!("{} gaps: {}", client.len(), spread(&client)) }
+            );
+        }
+    }
+    let _ = writeln!(o, "\n![gaps](gaps.png)\n");
+}
+
+fn load(o: &mut String, levels: &[Level]) {
+    let _ = writeln!(o, "## 4. Load: many conversations on one `earshot serve` (synthetic voice)\n");
+    let _ = writeln!(o, "**The backend here is synthetic**: a tone at real-time pace after a fixed 200 ms first-audio latency, overlapping earlier sentences' audio as a backend faster than real time does. No model could serve hundreds of conversations on this machine; this measures earshot itself (agent pacing, segmenting, scheduling, encoding, streaming). The scripted agent answers `brief` at 30 tokens/s; conversations start evenly over one second; the client runs on the same machine and shares its cores. Each level has a fresh server; memory is its peak resident size minus its idle size after one conversation, over N.\n");
+    let _ = writeln!(o, "| N | conversations (failed) | client time to first audio | added over N = 1 | server underruns | client gaps > 5 ms | server CPU (cores) | CPU ms per conversation | KB per conversation |\n|---|---|---|---|---|---|---|---|---|");
+    for l in levels {
+        let ttfa: Vec<f64> = l.trials.iter().filter_map(|t| t.client_ttfa_ms).collect();
+        let _ = writeln!(
+            o,
+            "| {} | {} ({}) | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
+            l.conversations,
+            l.trials.len() + l.failed,
+            l.failed,
+            spread(&ttfa),
+            spread(&l.added_ttfa_ms),
+            l.trials.iter().map(|t| t.underruns).sum::<usize>(),
+            l.trials.iter().map(|t| t.client_gaps_ms.len()).sum::<usize>(),
+            l.server_cores,
+            l.server_cpu_ms_per_conversation,
+            l.kb_per_conversation
+        );
+        for e in &l.errors {
+            let _ = writeln!(o, "|  | error: {} | | | | | | | |", e.replace('|', "/"));
+        }
+    }
+    if let Some(top) = levels.iter().max_by_key(|l| l.conversations) {
+        let p99 = Summary::of(&top.added_ttfa_ms).map_or(f64::NAN, |s| s.p99);
+        let underruns: usize = top.trials.iter().map(|t| t.underruns).sum();
+        let _ = writeln!(
+            o,
+            "\nTargets at N = {}: p99 added time to first audio under 20 ms: {} ({} ms); no underruns: {} ({}); under 256 KB per conversation: {} ({:.0} KB); no failed conversation: {}.",
+            top.conversations,
+            met(p99 < 20.0),
+            ms(p99),
+            met(underruns == 0),
+            underruns,
+            met(top.kb_per_conversation < 256.0),
+            top.kb_per_conversation,
+            met(top.failed == 0)
+        );
+    }
+    let _ = writeln!(o, "\n![load](load.png)\n");
+}
+
+fn container(o: &mut String, trials: &[crate::container::Trial]) {
+    let _ = writeln!(o, "## 5. The Kokoro container alone (onnx, CPU)\n");
+    let _ = writeln!(o, "One sentence per fresh session over the container's WebSocket, short and long interleaved. *All audio ready* is when the last piece arrived: the earliest a server that synthesizes the whole request before answering (as the reference sample does) could send its first byte. Real-time factor: synthesis time over audio time (under 1 is faster than real time).\n");
+    let _ = writeln!(o, "| sentence | characters | audio (s) | pieces | first audio (per-piece streaming) | all audio ready (whole request) | whole ÷ first (medians) | real-time factor |\n|---|---|---|---|---|---|---|---|");
+    for name in ["short", "long"] {
+        let t: Vec<&crate::container::Trial> = trials.iter().filter(|t| t.sentence == name).collect();
+        let Some(first) = t.first() else { continue };
+        let f: Vec<f64> = t.iter().map(|t| t.first_audio_ms).collect();
+        let w: Vec<f64> = t.iter().map(|t| t.whole_ms).collect();
+        let rtf: Vec<f64> = t.iter().map(|t| t.rtf).collect();
+        let _ = writeln!(
+            o,
+            "| {name} | {} | {:.1} | {} | {} | {} | {:.1}× | {:.2} (p90 {:.2}) |",
+            first.chars,
+            first.audio_ms / 1000.0,
+            first.chunks,
+            spread(&f),
+            spread(&w),
+            median(&w) / median(&f),
+            median(&rtf),
+            Summary::of(&rtf).map_or(f64::NAN, |s| s.p90)
+        );
+    }
+    let _ = writeln!(o);
+}
+
+fn transport(o: &mut String, t: &serde_json::Value) {
+    let _ = writeln!(o, "## 6. Transport: SSE with base64 vs binary frames\n");
+    let _ = writeln!(o, "{} s of 24 kHz 16-bit mono audio (48,000 bytes per second of PCM), encoded by the gateway's encoder and decoded by the client's decoder from 1,400-byte network pieces, in one process (`earshot bench transport`). CPU is microseconds per second of audio, best of several passes.\n", t["audio_seconds"]);
+    let _ = writeln!(o, "| chunk | format | bytes per audio second | over raw PCM | encode µs per audio s | decode µs per audio s |\n|---|---|---|---|---|---|");
+    for row in t["rows"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            o,
+            "| {} ms | {} | {:.0} | +{:.1}% | {:.1} | {:.1} |",
+            row["chunk_ms"],
+            row["format"].as_str().unwrap_or(""),
+            row["bytes_per_audio_second"].as_f64().unwrap_or(f64::NAN),
+            row["overhead_pct"].as_f64().unwrap_or(f64::NAN),
+            row["encode_us_per_audio_second"].as_f64().unwrap_or(f64::NAN),
+            row["decode_us_per_audio_second"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    let _ = writeln!(o);
+}
+
+fn coldstart(o: &mut String, c: &crate::coldstart::Results) {
+    let _ = writeln!(o, "## 7. Cold start and size\n");
+    let first: Vec<f64> = c.trials.iter().map(|t| t.first_byte_ms).collect();
+    let conv1: Vec<f64> = c.trials.iter().map(|t| t.first_conversation_ttfa_ms).collect();
+    let conv2: Vec<f64> = c.trials.iter().map(|t| t.second_conversation_ttfa_ms).collect();
+    let rss: Vec<f64> = c.trials.iter().map(|t| t.rss_kb_after_start as f64 / 1024.0).collect();
+    let _ = writeln!(o, "| | |\n|---|---|");
+    let _ = writeln!(o, "| `earshot serve` process start to the first byte of `GET /healthz` | {} |", spread(&first));
+    let _ = writeln!(o, "| its first conversation, client time to first audio (synthetic voice, no latency) | {} |", spread(&conv1));
+    let _ = writeln!(o, "| its second conversation | {} |", spread(&conv2));
+    let _ = writeln!(o, "| resident memory after start (MB) | {} |", spread(&rss));
+    match (c.bootstrap_bytes, c.bootstrap_stripped_bytes) {
+        (Some(b), stripped) => {
+            let _ = writeln!(o, "| Lambda bootstrap, release build, {} | {:.1} MB{} |", c.bootstrap_target, b as f64 / 1e6, stripped.map_or(String::new(), |s| format!(", {:.1} MB stripped", s as f64 / 1e6)));
+        }
+        (None, _) => {
+            let _ = writeln!(o, "| Lambda bootstrap | not built in this run |");
+        }
+    }
+    let _ = writeln!(o);
+}
+
+fn segmenter(o: &mut String, s: &serde_json::Value) {
+    let _ = writeln!(o, "## 8. Segmenter throughput\n");
+    let _ = writeln!(o, "An LLM-like answer generated from a fixed seed, pushed in 3-6 character chunks as an agent streams (`earshot bench segmenter`, best of {} passes).\n", s["passes"]);
+    let _ = writeln!(o, "| size (MB) | sentences | MB/s | ns per byte | normalise + split MB/s |\n|---|---|---|---|---|");
+    for row in s["rows"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            o,
+            "| {:.1} | {} | {:.1} | {:.2} | {:.1} |",
+            row["megabytes"].as_f64().unwrap_or(f64::NAN),
+            row["sentences"],
+            row["mb_per_s"].as_f64().unwrap_or(f64::NAN),
+            row["ns_per_byte"].as_f64().unwrap_or(f64::NAN),
+            row["normalise_and_split_mb_per_s"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    if let Some(scaling) = s["scaling"].as_f64() {
+        let _ = writeln!(o, "\nScaling: nanoseconds per byte at the largest size are {scaling:.2}× those at the smallest (1.0 is linear).");
+    }
+    let _ = writeln!(o);
+}

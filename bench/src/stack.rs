@@ -1,0 +1,96 @@
+//! Starting what a suite measures: the Kokoro container's server (onnx engine, CPU), `earshot serve`
+//! with a given configuration, the AWS stand-ins. Every process is a [`Service`], stopped when the
+//! suite drops it.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::services::{free_port, Service};
+
+/// Where the binaries and the container's code are.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub earshot: PathBuf,
+    pub standins: PathBuf,
+    pub kokoro_dir: PathBuf,
+    pub logs: PathBuf,
+}
+
+pub struct Running {
+    pub service: Service,
+    pub url: String,
+}
+
+/// The Kokoro container's server from its venv, ready to synthesize.
+pub async fn kokoro(paths: &Paths) -> Result<Running, String> {
+    let python = paths.kokoro_dir.join(".venv/bin/python");
+    if !python.exists() {
+        return Err(format!("{} is missing: run `make -C infra/kokoro venv` (make bench does)", python.display()));
+    }
+    let port = free_port();
+    let mut command = Command::new(python);
+    command.args(["-m", "kokoro_server"]).current_dir(&paths.kokoro_dir).env("KOKORO_ENGINE", "onnx").env("KOKORO_PORT", port.to_string()).env("KOKORO_LOG_LEVEL", "warning");
+    let mut service = Service::spawn("kokoro", command, &paths.logs)?;
+    let url = format!("http://127.0.0.1:{port}");
+    let took = service.wait_ready(&format!("{url}/ping"), Duration::from_secs(300)).await?;
+    eprintln!("bench: the Kokoro container is ready ({:.1} s)", took.as_secs_f64());
+    Ok(Running { service, url })
+}
+
+/// `earshot serve` with `args` on a free port (no demo page).
+pub async fn gateway(paths: &Paths, name: &str, args: &[String], env: &[(&str, String)]) -> Result<Running, String> {
+    let port = free_port();
+    let mut command = Command::new(&paths.earshot);
+    command.arg("serve").args(["--port", &port.to_string(), "--web-dir", ""]).args(args).env("EARSHOT_LOG", "warn");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut service = Service::spawn(name, command, &paths.logs)?;
+    let url = format!("http://127.0.0.1:{port}");
+    service.wait_ready(&format!("{url}/healthz"), Duration::from_secs(120)).await?;
+    Ok(Running { service, url })
+}
+
+/// The AWS stand-ins, voiced by the Kokoro container at `kokoro_url`; returns the service, its
+/// endpoint and the certificate to trust.
+pub async fn standins(paths: &Paths, kokoro_url: &str) -> Result<(Running, PathBuf), String> {
+    let port = free_port();
+    let pem = paths.logs.join("standins.pem");
+    let _ = std::fs::remove_file(&pem);
+    let mut command = Command::new(&paths.standins);
+    command.args(["--port", &port.to_string(), "--kokoro-url", kokoro_url, "--cert-out"]).arg(&pem);
+    let mut service = Service::spawn("standins", command, &paths.logs)?;
+    for _ in 0..100 {
+        if pem.metadata().is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if !pem.exists() {
+        return Err(format!("the stand-ins wrote no certificate; see {}", service.log.display()));
+    }
+    // The stand-ins answer TLS only; the certificate file appears once they listen.
+    let _ = &mut service;
+    Ok((Running { service, url: format!("https://127.0.0.1:{port}") }, pem))
+}
+
+/// The environment the AWS SDKs need to talk to the stand-ins.
+pub fn aws_env() -> Vec<(&'static str, String)> {
+    vec![("AWS_ACCESS_KEY_ID", "AKIDBENCH".into()), ("AWS_SECRET_ACCESS_KEY", "bench".into()), ("AWS_REGION", "us-east-1".into())]
+}
+
+/// Waits until the container has no request running (after a client went away, its work is being
+/// cancelled), so that the next trial starts on an idle container.
+pub async fn kokoro_idle(kokoro_url: &str) -> Result<(), String> {
+    let client = reqwest::Client::new();
+    for _ in 0..600 {
+        let stats: serde_json::Value = client.get(format!("{kokoro_url}/stats")).send().await.map_err(|e| e.to_string())?.json().await.map_err(|e| e.to_string())?;
+        if stats["active_requests"].as_u64() == Some(0) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err("the Kokoro container stayed busy for a minute".into())
+}
+
