@@ -12,13 +12,13 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help run run-aws test test-rust test-e2e test-web test-cdk test-lambda synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench build deps-rust kokoro-local clean
+.PHONY: help run run-aws test test-rust test-e2e test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
 	@echo "make run-aws       the production path locally: AWS SDK clients against stand-ins for SageMaker, Polly, Bedrock"
 	@echo "make test          run every test that can run on this machine"
-	@echo "make bench         run the benchmarks and print their figures"
+	@echo "make bench         run every benchmark (about 90 minutes) and write bench/results/ (report.md, plots)"
 	@echo "make build         build the release binaries"
 	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
 	@echo "make deploy        build the Lambda (arm64) and deploy to your AWS account (see infra/cdk/README.md)"
@@ -38,7 +38,7 @@ run-aws: build kokoro-venv
 	$(CARGO) build --release --locked -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: test-rust conformance test-kokoro test-e2e test-web test-cdk test-lambda
+test: test-rust conformance test-kokoro test-e2e test-web test-cdk test-lambda test-bench
 	@echo "==> all tests passed"
 
 test-rust: deps-rust
@@ -71,9 +71,33 @@ build: deps-rust
 	@echo "==> building release binaries"
 	$(CARGO) build --release --locked -p earshot
 
-bench: build
-	@echo "==> segmenter throughput"
-	$(EARSHOT) bench segmenter
+# The benchmarks: every suite of earshot-bench, with release builds, into bench/results/.
+# BENCH_ARGS passes options through, e.g. BENCH_ARGS="--suites load,transport --trials 5".
+BENCH_OUT ?= $(ROOT)/bench/results
+bench: deps-rust kokoro-venv bench-venv
+	@echo "==> building release binaries for the benchmarks (earshot, earshot-bench, the AWS stand-ins, the Lambda bootstrap)"
+	$(CARGO) build --release --locked -p earshot -p earshot-bench -p earshot-standins -p earshot-lambda
+	@echo "==> running the benchmarks; progress below, logs in $(BENCH_OUT)/logs"
+	$(CARGO_TARGET_DIR)/release/earshot-bench --out $(BENCH_OUT) --kokoro-dir $(ROOT)/infra/kokoro --bootstrap $(CARGO_TARGET_DIR)/release/bootstrap $(BENCH_ARGS)
+	@echo "==> drawing the plots"
+	$(ROOT)/bench/.venv/bin/python $(ROOT)/bench/plot.py $(BENCH_OUT)
+	@echo "==> report: $(BENCH_OUT)/report.md"
+
+bench-venv:
+	@test -x $(ROOT)/bench/.venv/bin/python -a $(ROOT)/bench/.venv/.installed -nt $(ROOT)/bench/requirements.txt || { \
+	  echo "==> installing matplotlib for the benchmark plots into bench/.venv (PyPI)"; \
+	  python3 -m venv $(ROOT)/bench/.venv && $(ROOT)/bench/.venv/bin/pip install --quiet -r $(ROOT)/bench/requirements.txt && touch $(ROOT)/bench/.venv/.installed; }
+
+# The benchmark harness on a tiny input (one trial per cell), so that make bench keeps working.
+test-bench: deps-rust kokoro-venv bench-venv
+	@echo "==> the benchmark harness, quick run (figures meaningless; make bench measures)"
+	$(CARGO) build --quiet --locked -p earshot -p earshot-bench -p earshot-standins
+	@out=$$(mktemp -d); \
+	$(CARGO_TARGET_DIR)/debug/earshot-bench --quick --out $$out --kokoro-dir $(ROOT)/infra/kokoro --command "make test-bench" && \
+	$(ROOT)/bench/.venv/bin/python $(ROOT)/bench/plot.py $$out && \
+	for f in report.md results.json release.png floor.png gaps.png load.png; do test -s $$out/$$f || { echo "test-bench: $$f is missing"; exit 1; }; done && \
+	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
+	rm -rf $$out && echo "==> the benchmark harness works"
 
 test-cdk:
 	@echo "==> CDK app: assertions on the synthesized templates (offline, no credentials, no Docker)"

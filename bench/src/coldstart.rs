@@ -6,13 +6,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::services::{free_port, Service};
 use crate::stack::Paths;
 use crate::trial;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
     /// Process start to the first byte of `GET /healthz`.
     pub first_byte_ms: f64,
@@ -23,7 +23,7 @@ pub struct Trial {
     pub rss_kb_after_start: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     pub trials: Vec<Trial>,
     pub bootstrap_path: Option<String>,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use earshot_backends::{KokoroBackend, KokoroConfig};
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::stack::{self, Paths};
@@ -18,7 +18,7 @@ pub const LONG: &str = "A sentence is sent to the voice the moment it is complet
 the rest is still being written, and the audio of a long sentence like this one streams back piece by piece, \
 clause after clause, instead of arriving all at once after the whole of it has been synthesized.";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
     pub sentence: String,
     pub chars: usize,

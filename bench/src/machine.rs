@@ -1,8 +1,8 @@
 //! The machine a run was made on, for the report's first lines: figures mean little without it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     pub cpu: String,
     pub cores: usize,

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 mod coldstart;
 mod container;
@@ -62,13 +62,16 @@ struct Args {
     /// The Lambda bootstrap whose size to report.
     #[arg(long)]
     bootstrap: Option<PathBuf>,
+    /// Only write report.md again from the results.json already in --out.
+    #[arg(long)]
+    report_only: bool,
     /// The command that produced the run, as the report should print it.
     #[arg(long, default_value = "make bench")]
     command: String,
 }
 
 /// Everything one run measured.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Results {
     pub command: String,
     pub quick: bool,
@@ -117,6 +120,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), String> {
+    if args.report_only {
+        let json_path = args.out.join("results.json");
+        let text = std::fs::read_to_string(&json_path).map_err(|e| format!("cannot read {}: {e}", json_path.display()))?;
+        let results: Results = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json_path.display()))?;
+        let report_path = args.out.join("report.md");
+        std::fs::write(&report_path, report::markdown(&results)).map_err(|e| format!("cannot write {}: {e}", report_path.display()))?;
+        eprintln!("bench: wrote {}", report_path.display());
+        return Ok(());
+    }
     let beside = |name: &str| std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(name))).unwrap_or_else(|| PathBuf::from(name));
     let logs = args.out.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
@@ -147,7 +159,7 @@ async fn run(args: Args) -> Result<(), String> {
     }
     if wants("load") {
         eprintln!("bench: load with the synthetic voice, N = {levels:?}");
-        let settings = load::Settings { levels, min_samples: if args.quick { 2 } else { trials }, latency_ms: 200, prompt: "brief".into() };
+        let settings = load::Settings { levels, min_samples: if args.quick { 1 } else { trials }, latency_ms: 200, prompt: "brief".into() };
         results.load = Some(load::run(&paths, &settings).await?);
     }
     if wants("container") {

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stack::{self, Paths};
 use crate::trial::{self, Measured};
@@ -15,7 +15,7 @@ use crate::Rng;
 /// Two short sentences, given as text: the overhead does not depend on the agent.
 pub const TEXT: &str = "Sure. Your order shipped this morning.";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
     pub path: String,
     pub round: usize,

@@ -12,7 +12,7 @@ use earshot_agents::tokens::llm_tokens;
 use earshot_agents::{Sample, Script, ScriptItem};
 use earshot_backends::{KokoroBackend, KokoroConfig};
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::stack::{self, Paths};
@@ -20,7 +20,7 @@ use crate::stats::median;
 use crate::trial::{self, Measured};
 use crate::Rng;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
     pub trials: usize,
     pub shapes: Vec<String>,
@@ -31,7 +31,7 @@ pub struct Settings {
 }
 
 /// A gateway configuration under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Config {
     /// The defaults: idle release on, fast first fragment off.
@@ -60,7 +60,7 @@ enum Cell {
     Floor,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
     pub shape: String,
     pub config: Config,
@@ -71,7 +71,7 @@ pub struct Trial {
     pub measured: Measured,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FloorTrial {
     pub shape: String,
     pub round: usize,
@@ -80,7 +80,7 @@ pub struct FloorTrial {
 }
 
 /// The floor of a shape: the first sentence's text complete, plus that sentence synthesized alone.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Floor {
     pub shape: String,
     pub first_sentence: String,
@@ -93,7 +93,7 @@ pub struct Floor {
     pub floor_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     pub settings: Settings,
     pub trials: Vec<Trial>,

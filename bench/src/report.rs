@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::load::Level;
 use crate::release::{Config, Trial};
 use crate::stats::{median, Summary};
+use earshot_core::timeline::UNDERRUN_TOLERANCE_MS;
 use crate::Results;
 
 fn ms(v: f64) -> String {
@@ -107,11 +108,11 @@ fn release(o: &mut String, rel: &crate::release::Results) {
         let _ = writeln!(o);
     }
     let _ = writeln!(o, "### The floor and earshot's distance from it\n");
-    let _ = writeln!(o, "The floor of a shape is the moment its first sentence's text was complete (the agent's first token, median of the timelines, plus the tokens to the sentence's end at the agent's pace) plus that sentence synthesized alone on an open session (median). The distance is the server's time to first audio minus the floor: what waiting for the segmenter, the release and the model's queue cost. The fast first fragment can beat the floor: it releases a clause before the sentence ends.\n");
+    let _ = writeln!(o, "The floor of a shape is the moment its first sentence's text was complete (the agent's first token, median of the timelines, plus the tokens to the sentence's end at the agent's pace) plus that sentence synthesized alone on an open session (median). The distance is the client's time to first audio minus the floor: what waiting for the segmenter, the release, the model's queue and the trip to the client cost. (Client times are used because the idle-release and fast-first cells stop reading at the first audio, before the server's timeline arrives; the client's clock starts up to a few milliseconds before the server's, see the client−server row below.) The fast first fragment can beat the floor: it releases a clause before the sentence ends.\n");
     let _ = writeln!(o, "| shape | first sentence | text complete | synthesized alone | floor | distance: default (idle release on) | idle release off | fast first fragment on |\n|---|---|---|---|---|---|---|---|");
     for f in &rel.floors {
         let distance = |config: Config| -> String {
-            let d: Vec<f64> = cell(rel, &f.shape, config, "incremental").filter_map(|t| t.measured.server_ttfa_ms).map(|t| t - f.floor_ms).collect();
+            let d: Vec<f64> = cell(rel, &f.shape, config, "incremental").filter_map(|t| t.measured.client_ttfa_ms).map(|t| t - f.floor_ms).collect();
             spread(&d)
         };
         let alone: Vec<f64> = rel.floor_trials.iter().filter(|t| t.shape == f.shape).map(|t| t.synthesis_first_audio_ms).collect();
@@ -128,6 +129,8 @@ fn release(o: &mut String, rel: &crate::release::Results) {
             distance(Config::FastFirst)
         );
     }
+    let offset: Vec<f64> = rel.trials.iter().filter_map(|t| Some(t.measured.client_ttfa_ms? - t.measured.server_ttfa_ms?)).collect();
+    let _ = writeln!(o, "\nClient minus server time to first audio, full conversations (connection set-up, HTTP, decoding): {}.", spread(&offset));
     let _ = writeln!(o, "\n![distance from the floor](floor.png)\n");
 }
 
@@ -164,20 +167,22 @@ fn overhead(o: &mut String, r: &Results) {
 
 fn gaps(o: &mut String, rel: &crate::release::Results) {
     let _ = writeln!(o, "## 3. Gaps between sentences\n");
-    let _ = writeln!(o, "For each sentence after the first: was its audio at the server before the sentence before it finished playing, at real-time playback from its first audio? An underrun is a sentence that was not; its length is the silence. *Client* gaps replay the chunks as the demo page's player schedules them (each on arrival or when the previous ends) and count silences over {} ms. Full conversations of the default configuration.\n", crate::trial::CLIENT_GAP_THRESHOLD_MS);
-    let _ = writeln!(o, "| shape | release | sentences | conversations with an underrun | underruns | underrun length | client gaps |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(o, "For each sentence after the first: was its audio at the server before the sentence before it finished playing, at real-time playback from its first audio? An underrun is a sentence that was not, by more than {UNDERRUN_TOLERANCE_MS} ms; its length is the silence. *Client* gaps replay the chunks as the demo page's player schedules them (each on arrival or when the previous ends) and count silences over {} ms. Full conversations of the default configuration.\n", crate::trial::CLIENT_GAP_THRESHOLD_MS);
+    let _ = writeln!(o, "Each underrun is put down to one cause: *text* (the sentence's text was not complete when the sentence before it ended: the agent was still writing it), *backend* (complete in time, but the backend's own latency for it would have made it late even if released at once), *release* (the gateway held it: buffered release, the in-flight cap, or late delivery).\n");
+    let _ = writeln!(o, "| shape | release | sentences | conversations with an underrun | underruns (text / backend / release) | underrun length | client gaps |\n|---|---|---|---|---|---|---|");
     for shape in &rel.settings.shapes {
         for release in ["incremental", "buffered"] {
             let trials: Vec<&Trial> = cell(rel, shape, Config::Default, release).collect();
-            let lengths: Vec<f64> = trials.iter().flat_map(|t| t.measured.gaps_ms.iter().copied().filter(|g| *g > 0.0)).collect();
+            let lengths: Vec<f64> = trials.iter().flat_map(|t| t.measured.gaps_ms.iter().copied().filter(|g| *g > UNDERRUN_TOLERANCE_MS)).collect();
             let client: Vec<f64> = trials.iter().flat_map(|t| t.measured.client_gaps_ms.iter().copied()).collect();
             let _ = writeln!(
                 o,
-                "| {shape} | {release} | {} | {} of {} | {} | {} | {} |",
+                "| {shape} | {release} | {} | {} of {} | {} ({}) | {} | {} |",
                 trials.first().map_or(0, |t| t.measured.sentences),
                 trials.iter().filter(|t| t.measured.underruns > 0).count(),
                 trials.len(),
                 trials.iter().map(|t| t.measured.underruns).sum::<usize>(),
+                causes(trials.iter().map(|t| &t.measured)),
                 spread(&lengths),
                 if client.is_empty() { "none".to_string() } else { format!("{} gaps: {}", client.len(), spread(&client)) }
             );
@@ -189,33 +194,36 @@ fn gaps(o: &mut String, rel: &crate::release::Results) {
 fn load(o: &mut String, levels: &[Level]) {
     let _ = writeln!(o, "## 4. Load: many conversations on one `earshot serve` (synthetic voice)\n");
     let _ = writeln!(o, "**The backend here is synthetic**: a tone at real-time pace after a fixed 200 ms first-audio latency, overlapping earlier sentences' audio as a backend faster than real time does. No model could serve hundreds of conversations on this machine; this measures earshot itself (agent pacing, segmenting, scheduling, encoding, streaming). The scripted agent answers `brief` at 30 tokens/s; conversations start evenly over one second; the client runs on the same machine and shares its cores. Each level has a fresh server; memory is its peak resident size minus its idle size after one conversation, over N.\n");
-    let _ = writeln!(o, "| N | conversations (failed) | client time to first audio | added over N = 1 | server underruns | client gaps > 5 ms | server CPU (cores) | CPU ms per conversation | KB per conversation |\n|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(o, "Underruns are counted by cause as in section 3. The `brief` answer opens with \"Sure.\", a third of a second of audio, while the next sentence takes the agent about half a second to write: that underrun is the text's, at any N. Underruns the load causes are backend- or release-limited ones, and client gaps beyond those at N = 1.\n");
+    let _ = writeln!(o, "| N | conversations (failed) | client time to first audio | added over N = 1 | underruns (text / backend / release) | underrun length | client gaps > 20 ms | server CPU (cores) | CPU ms per conversation | KB per conversation |\n|---|---|---|---|---|---|---|---|---|---|");
     for l in levels {
         let ttfa: Vec<f64> = l.trials.iter().filter_map(|t| t.client_ttfa_ms).collect();
         let _ = writeln!(
             o,
-            "| {} | {} ({}) | {} | {} | {} | {} | {:.2} | {:.1} | {:.0} |",
+            "| {} | {} ({}) | {} | {} | {} ({}) | {} | {} | {:.2} | {:.1} | {:.0} |",
             l.conversations,
             l.trials.len() + l.failed,
             l.failed,
             spread(&ttfa),
             spread(&l.added_ttfa_ms),
             l.trials.iter().map(|t| t.underruns).sum::<usize>(),
+            causes(l.trials.iter()),
+            spread(&l.trials.iter().flat_map(|t| t.gaps_ms.iter().copied().filter(|g| *g > UNDERRUN_TOLERANCE_MS)).collect::<Vec<_>>()),
             l.trials.iter().map(|t| t.client_gaps_ms.len()).sum::<usize>(),
             l.server_cores,
             l.server_cpu_ms_per_conversation,
             l.kb_per_conversation
         );
         for e in &l.errors {
-            let _ = writeln!(o, "|  | error: {} | | | | | | | |", e.replace('|', "/"));
+            let _ = writeln!(o, "|  | error: {} | | | | | | | | |", e.replace('|', "/"));
         }
     }
     if let Some(top) = levels.iter().max_by_key(|l| l.conversations) {
         let p99 = Summary::of(&top.added_ttfa_ms).map_or(f64::NAN, |s| s.p99);
-        let underruns: usize = top.trials.iter().map(|t| t.underruns).sum();
+        let underruns: usize = top.trials.iter().map(|t| t.underrun_causes.backend + t.underrun_causes.release).sum();
         let _ = writeln!(
             o,
-            "\nTargets at N = {}: p99 added time to first audio under 20 ms: {} ({} ms); no underruns: {} ({}); under 256 KB per conversation: {} ({:.0} KB); no failed conversation: {}.",
+            "\nTargets at N = {}: p99 added time to first audio under 20 ms: {} ({} ms); no underruns beyond the text's: {} ({}); under 256 KB per conversation: {} ({:.0} KB); no failed conversation: {}.",
             top.conversations,
             met(p99 < 20.0),
             ms(p99),
@@ -315,4 +323,15 @@ fn segmenter(o: &mut String, s: &serde_json::Value) {
         let _ = writeln!(o, "\nScaling: nanoseconds per byte at the largest size are {scaling:.2}× those at the smallest (1.0 is linear).");
     }
     let _ = writeln!(o);
+}
+
+/// "text / backend / release" underrun counts over some conversations.
+fn causes<'a>(trials: impl Iterator<Item = &'a crate::trial::Measured>) -> String {
+    let (mut text, mut backend, mut release) = (0, 0, 0);
+    for t in trials {
+        text += t.underrun_causes.text;
+        backend += t.underrun_causes.backend;
+        release += t.underrun_causes.release;
+    }
+    format!("{text} / {backend} / {release}")
 }

@@ -75,6 +75,11 @@ pub struct Timeline {
     pub sentences: Vec<SentenceMarks>,
 }
 
+/// A sentence starting this much after the previous one ended is not an underrun: that is the
+/// jitter of passing a chunk along (a backend streaming at exactly real-time pace shows it), and a
+/// player's scheduling absorbs it.
+pub const UNDERRUN_TOLERANCE_MS: f64 = 5.0;
+
 /// Figures derived from a timeline, as the metrics and benchmarks report them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Derived {
@@ -85,6 +90,7 @@ pub struct Derived {
     /// Per sentence after the first: silence before it at real-time playback (0 when its audio was
     /// ready before the previous sentence finished playing).
     pub gaps_ms: Vec<f64>,
+    /// Gaps longer than [`UNDERRUN_TOLERANCE_MS`].
     pub underruns: usize,
     /// Time to first audio minus the time the first sentence could have been released and the
     /// backend's own first-audio latency: what earshot itself added.
@@ -113,7 +119,7 @@ impl Timeline {
                 Some(end) => {
                     let gap = (ready - end).max(0.0);
                     d.gaps_ms.push(gap);
-                    if gap > 0.0 {
+                    if gap > UNDERRUN_TOLERANCE_MS {
                         d.underruns += 1;
                     }
                     ready.max(end)
@@ -211,13 +217,15 @@ mod tests {
                 sentence(0, 100.0, 100.5, 500.0, 501.0, 1000.0),
                 sentence(1, 300.0, 300.0, 900.0, 901.0, 500.0),
                 sentence(2, 400.0, 400.0, 2200.0, 2201.0, 500.0),
+                // Ready 3 ms after sentence 2 ends at 2701: jitter, not an underrun.
+                sentence(3, 500.0, 500.0, 2703.0, 2704.0, 100.0),
             ],
             ..Default::default()
         };
         let d = t.derive();
-        assert_eq!(d.synthesis_latency_ms, vec![399.5, 600.0, 1800.0]);
+        assert_eq!(d.synthesis_latency_ms, vec![399.5, 600.0, 1800.0, 2203.0]);
         // Sentence 1 was ready at 901, before sentence 0 ended at 1501; sentence 2 came 200 ms late.
-        assert_eq!(d.gaps_ms, vec![0.0, 200.0]);
+        assert_eq!(d.gaps_ms, vec![0.0, 200.0, 3.0]);
         assert_eq!(d.underruns, 1);
         assert_eq!(d.orchestration_overhead_ms, Some(1.5));
     }
