@@ -149,26 +149,38 @@ async fn run(args: Args) -> Result<(), String> {
     if wants("segmenter") {
         let sizes = if args.quick { "0.05" } else { "1,2,5,10" };
         results.segmenter = Some(inprocess::run(&paths, "segmenter", &["--sizes-mb", sizes, "--passes", if args.quick { "1" } else { "3" }])?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
     }
     if wants("transport") {
         results.transport = Some(inprocess::run(&paths, "transport", &["--audio-seconds", if args.quick { "2" } else { "60" }, "--passes", if args.quick { "1" } else { "5" }])?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
     }
     if wants("coldstart") {
         eprintln!("bench: cold start");
         results.coldstart = Some(coldstart::run(&paths, if args.quick { 2 } else { trials }, args.bootstrap.as_deref()).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
     }
     if wants("load") {
         eprintln!("bench: load with the synthetic voice, N = {levels:?}");
         let settings = load::Settings { levels, min_samples: if args.quick { 1 } else { trials }, latency_ms: 200, prompt: "brief".into() };
         results.load = Some(load::run(&paths, &settings).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
     }
     if wants("container") {
         eprintln!("bench: the Kokoro container alone");
         results.container = Some(container::run(&paths, trials).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
     }
     if wants("overhead") {
         eprintln!("bench: orchestration overhead on each backend path");
         results.overhead = Some(overhead::run(&paths, trials).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
     }
     if wants("release") {
         eprintln!("bench: release timing on the local Kokoro ({trials} rounds, shapes {shapes:?})");
@@ -176,13 +188,19 @@ async fn run(args: Args) -> Result<(), String> {
         results.release = Some(release::run(&paths, settings).await?);
     }
     results.seconds = started.elapsed().as_secs_f64();
-    let json = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
-    let json_path = args.out.join("results.json");
-    std::fs::write(&json_path, json).map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
-    let report_path = args.out.join("report.md");
-    std::fs::write(&report_path, report::markdown(&results)).map_err(|e| format!("cannot write {}: {e}", report_path.display()))?;
-    eprintln!("bench: wrote {} and {} ({:.0} s)", json_path.display(), report_path.display(), results.seconds);
+    save(&args.out, &results)?;
+    eprintln!("bench: wrote results.json and report.md in {} ({:.0} s)", args.out.display(), results.seconds);
     Ok(())
+}
+
+/// Writes results.json and report.md. Called after every suite, so that a run stopped half-way
+/// keeps what it measured.
+fn save(out: &std::path::Path, results: &Results) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+    let json_path = out.join("results.json");
+    std::fs::write(&json_path, json).map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    let report_path = out.join("report.md");
+    std::fs::write(&report_path, report::markdown(results)).map_err(|e| format!("cannot write {}: {e}", report_path.display()))
 }
 
 #[cfg(test)]
