@@ -240,7 +240,7 @@ fn load(o: &mut String, levels: &[Level]) {
 fn container(o: &mut String, trials: &[crate::container::Trial]) {
     let _ = writeln!(o, "## 5. The Kokoro container alone (onnx, CPU)\n");
     let _ = writeln!(o, "One sentence per fresh session over the container's WebSocket, short and long interleaved. *All audio ready* is when the last piece arrived: the earliest a server that synthesizes the whole request before answering (as the reference sample does) could send its first byte. Real-time factor: synthesis time over audio time (under 1 is faster than real time).\n");
-    let _ = writeln!(o, "| sentence | characters | audio (s) | pieces | first audio (per-piece streaming) | all audio ready (whole request) | whole ÷ first (medians) | real-time factor |\n|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(o, "| sentence | characters | audio (s) | audio chunks | first audio (per-piece streaming) | all audio ready (whole request) | whole ÷ first (medians) | real-time factor |\n|---|---|---|---|---|---|---|---|");
     for name in ["short", "long"] {
         let t: Vec<&crate::container::Trial> = trials.iter().filter(|t| t.sentence == name).collect();
         let Some(first) = t.first() else { continue };
