@@ -18,7 +18,7 @@ help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
 	@echo "make run-aws       the production path locally: AWS SDK clients against stand-ins for SageMaker, Polly, Bedrock"
 	@echo "make test          run every test that can run on this machine"
-	@echo "make bench         run every benchmark (about 90 minutes) and write bench/results/ (report.md, plots)"
+	@echo "make bench         run every benchmark (about an hour on 2 cores) and write bench/results/ (report.md, plots)"
 	@echo "make build         build the release binaries"
 	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
 	@echo "make deploy        build the Lambda (arm64) and deploy to your AWS account (see infra/cdk/README.md)"

@@ -60,7 +60,8 @@ pub async fn standins(paths: &Paths, kokoro_url: &str) -> Result<(Running, PathB
     let _ = std::fs::remove_file(&pem);
     let mut command = Command::new(&paths.standins);
     command.args(["--port", &port.to_string(), "--kokoro-url", kokoro_url, "--cert-out"]).arg(&pem);
-    let mut service = Service::spawn("standins", command, &paths.logs)?;
+    let service = Service::spawn("standins", command, &paths.logs)?;
+    // The stand-ins write their certificate once they listen (TLS only: no plain health check).
     for _ in 0..100 {
         if pem.metadata().is_ok_and(|m| m.len() > 0) {
             break;
@@ -70,8 +71,6 @@ pub async fn standins(paths: &Paths, kokoro_url: &str) -> Result<(Running, PathB
     if !pem.exists() {
         return Err(format!("the stand-ins wrote no certificate; see {}", service.log.display()));
     }
-    // The stand-ins answer TLS only; the certificate file appears once they listen.
-    let _ = &mut service;
     Ok((Running { service, url: format!("https://127.0.0.1:{port}") }, pem))
 }
 

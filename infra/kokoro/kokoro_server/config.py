@@ -39,6 +39,7 @@ class Settings:
     ort_spinning: bool = False
     max_frame_samples: int = 24000
     piece_phonemes: int = 150
+    first_piece_phonemes: int = 60
     sentence_pause: float = 0.25
     clause_pause: float = 0.1
     load_delay: float = 0.0
@@ -74,6 +75,7 @@ class Settings:
             ort_spinning=r.boolean("KOKORO_ORT_SPINNING", False),
             max_frame_samples=r.integer("KOKORO_MAX_FRAME_SAMPLES", 24000, 240, 24000 * 60),
             piece_phonemes=r.integer("KOKORO_PIECE_PHONEMES", 150, 20, 510),
+            first_piece_phonemes=r.integer("KOKORO_FIRST_PIECE_PHONEMES", 60, 0, 510),
             sentence_pause=r.number("KOKORO_SENTENCE_PAUSE", 0.25, 0.0, 5.0),
             clause_pause=r.number("KOKORO_CLAUSE_PAUSE", 0.1, 0.0, 5.0),
             load_delay=r.number("KOKORO_LOAD_DELAY", 0.0, 0.0, 3600.0),

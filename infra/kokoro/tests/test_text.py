@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from kokoro_server import scripts
-from kokoro_server.phonemes import MAX_PHONEMES, PIECE_PHONEMES, EspeakG2P, JapaneseG2P, pauses, split_pieces
+from kokoro_server.phonemes import (
+    FIRST_PIECE_PHONEMES,
+    MAX_PHONEMES,
+    PIECE_PHONEMES,
+    EspeakG2P,
+    JapaneseG2P,
+    pauses,
+    split_pieces,
+)
 from kokoro_server.protocol import ProtocolError
 
 
@@ -64,3 +72,21 @@ def test_a_clause_longer_than_the_model_context_is_cut_at_words() -> None:
 def test_pauses_follow_punctuation_and_the_last_piece_has_none() -> None:
     assert pauses(["wˈʌn.", "tˈuː,", "θɹˈiː."], 0.25, 0.1) == [0.25, 0.1, 0.0]
     assert pauses([], 0.25, 0.1) == []
+
+
+def test_the_first_piece_is_cut_short_at_a_clause() -> None:
+    # A medium sentence (one piece by the sentence rule) opens with a short clause.
+    sentence = "aɪ fˈaʊnd jʊɹ ˈɔːɹdɚ, ænd ɪt ʃˈɪpt ðɪs mˈɔːɹnɪŋ fɹʌm ˌaʊɚ wˈɛɹhaʊs ɪn lˈiːdz."
+    assert split_pieces(sentence) == [sentence]
+    pieces = split_pieces(f"{sentence} ʃˈɔːɹt.", first_target=FIRST_PIECE_PHONEMES)
+    assert pieces == ["aɪ fˈaʊnd jʊɹ ˈɔːɹdɚ,", "ænd ɪt ʃˈɪpt ðɪs mˈɔːɹnɪŋ fɹʌm ˌaʊɚ wˈɛɹhaʊs ɪn lˈiːdz.", "ʃˈɔːɹt."]
+    # Clauses that fit together stay together.
+    three = "wˈʌn, tˈuː, θɹˈiː, " + "lˈɔŋ wˈɜːdz " * 8 + "ˈɛnd."
+    assert split_pieces(three, first_target=20)[0] == "wˈʌn, tˈuː, θɹˈiː,"
+
+
+def test_a_first_piece_without_a_clause_or_short_enough_stays_whole() -> None:
+    no_clause = " ".join(["wˈɜːd"] * 20) + "."
+    assert split_pieces(no_clause, first_target=20) == [no_clause]
+    assert split_pieces("ʃˈɔːɹt, jˈɛs.", first_target=60) == ["ʃˈɔːɹt, jˈɛs."]
+    assert split_pieces("ʃˈɔːɹt, jˈɛs.", first_target=0) == ["ʃˈɔːɹt, jˈɛs."]

@@ -110,7 +110,9 @@ class Engine(ABC):
 
     def plan(self, text: str, language: str, request_id: str | None = None) -> list[Piece]:
         """Phonemize a text and cut it into pieces, each with the pause that follows it."""
-        pieces = split_pieces(self.phonemize(text, language), self.settings.piece_phonemes)
+        pieces = split_pieces(
+            self.phonemize(text, language), self.settings.piece_phonemes, first_target=self.settings.first_piece_phonemes
+        )
         if not pieces:
             raise ProtocolError("unsupported_script", "text produced no phonemes the model can speak", request_id)
         gaps = pauses(pieces, self.settings.sentence_pause, self.settings.clause_pause)
