@@ -21,6 +21,21 @@ def values(trials, shape, config, release, key):
     return [t[key] for t in trials if t["shape"] == shape and t["config"] == config and t["release"] == release and t.get(key) is not None]
 
 
+def pct(sorted_values, p):
+    """Nearest-rank percentile, as the report's figures are."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, -(-p * len(sorted_values) // 100))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def median(sorted_values):
+    if not sorted_values:
+        return float("nan")
+    mid = len(sorted_values) // 2
+    return sorted_values[mid] if len(sorted_values) % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
+
+
 def release_plot(rel, out: Path) -> None:
     shapes = rel["settings"]["shapes"]
     metrics = [("server_ttfa_ms", "first audio\n(server)"), ("client_ttfa_ms", "first audio\n(client)"),
@@ -60,15 +75,9 @@ def floor_plot(rel, out: Path) -> None:
         medians, errors = [], []
         for f in floors:
             d = sorted(t - f["floor_ms"] for t in values(rel["trials"], f["shape"], config, "incremental", "client_ttfa_ms"))
-            if not d:
-                medians.append(float("nan"))
-                errors.append(0)
-                continue
-            mid = len(d) // 2
-            med = d[mid] if len(d) % 2 else (d[mid - 1] + d[mid]) / 2
-            p90 = d[min(len(d) - 1, max(0, -(-9 * len(d) // 10) - 1))]
+            med = median(d)
             medians.append(med)
-            errors.append(max(0.0, p90 - med))
+            errors.append(max(0.0, pct(d, 90) - med) if d else 0.0)
         xs = [i + (k - 1) * width for i in range(len(floors))]
         ax.bar(xs, medians, width, yerr=[[0] * len(errors), errors], capsize=3, label=label)
     ax.axhline(0, color="black", linewidth=0.8)
@@ -100,13 +109,6 @@ def gaps_plot(rel, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "gaps.png", dpi=110)
     plt.close(fig)
-
-
-def pct(sorted_values, p):
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, -(-p * len(sorted_values) // 100))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 def load_plot(levels, out: Path) -> None:

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,9 +38,10 @@ pub async fn run(paths: &Paths, trials: usize, bootstrap: Option<&Path>) -> Resu
         let port = free_port();
         let mut command = Command::new(&paths.earshot);
         command.args(["serve", "--port", &port.to_string(), "--web-dir", "", "--backends", "synthetic", "--synthetic-latency-ms", "0"]).env("EARSHOT_LOG", "warn");
-        let service = Service::spawn("coldstart", command, &paths.logs)?;
+        let mut service = Service::spawn("coldstart", command, &paths.logs)?;
         let url = format!("http://127.0.0.1:{port}");
-        let first_byte_ms = first_byte(&service, &format!("{url}/healthz")).await?;
+        // Asked every 2 ms, so the figure is at most 2 ms late.
+        let first_byte_ms = service.wait_ready(&format!("{url}/healthz"), Duration::from_secs(30), Duration::from_millis(2)).await?.as_secs_f64() * 1000.0;
         let rss_kb_after_start = service.rss_kb().unwrap_or(0);
         let body = trial::body(None, Some("Hello there."), "incremental", None);
         let first = trial::run(&url, &body, false).await?;
@@ -65,21 +66,4 @@ pub async fn run(paths: &Paths, trials: usize, bootstrap: Option<&Path>) -> Resu
         bootstrap_stripped_bytes,
         bootstrap_target: format!("{}-linux (this machine; the deployed function is arm64)", std::env::consts::ARCH),
     })
-}
-
-/// Polls `url` every 2 ms from the process's start until it answers.
-async fn first_byte(service: &Service, url: &str) -> Result<f64, String> {
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(r) = client.get(url).send().await {
-            if r.status().is_success() {
-                return Ok(service.started.elapsed().as_secs_f64() * 1000.0);
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{} served nothing within 30 s; see {}", service.name, service.log.display()));
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }

@@ -51,8 +51,9 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
     Ok(out)
 }
 
-/// (first audio ms, all audio ms, audio duration ms, chunks) of one sentence on a fresh session.
-async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, f64, usize), String> {
+/// (first audio ms, all audio ms, audio duration ms, chunks) of one sentence on a fresh session, timed
+/// from the request (the session being open, as the gateway's is by the time a sentence is complete).
+pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, f64, usize), String> {
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let mut session = voice.open(SessionOptions { voice: voice.default_voice(), conversation_id: "bench-container".into(), cancel }).await.map_err(|e| e.to_string())?;

@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use earshot_agents::tokens::llm_tokens;
 use earshot_agents::{Sample, Script, ScriptItem};
 use earshot_backends::{KokoroBackend, KokoroConfig};
-use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest};
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
+use crate::container;
 use crate::stack::{self, Paths};
 use crate::stats::median;
 use crate::trial::{self, Measured};
@@ -170,7 +169,7 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
                         }
                     }
                     Cell::Floor => {
-                        let ms = synthesize_alone(&voice, &first_sentences[s]).await?;
+                        let (ms, ..) = container::synthesize(&voice, &first_sentences[s]).await?;
                         floor_trials.push(FloorTrial { shape: shape.name().into(), round, synthesis_first_audio_ms: ms });
                     }
                 }
@@ -196,29 +195,6 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
         }
     }
     Ok(Results { settings, trials, floor_trials, floors })
-}
-
-/// Time from asking the container for `text` to its first audio, on a session already open (as the
-/// gateway's is by the time a sentence is complete).
-async fn synthesize_alone(voice: &KokoroBackend, text: &str) -> Result<f64, String> {
-    let cancel = CancellationToken::new();
-    let _stop = cancel.clone().drop_guard();
-    let mut session = voice.open(SessionOptions { voice: voice.default_voice(), conversation_id: "bench-floor".into(), cancel }).await.map_err(|e| e.to_string())?;
-    let sent = Instant::now();
-    session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.to_string() })).await.map_err(|_| "the session closed")?;
-    session.commands.send(SpeechCommand::Finish).await.map_err(|_| "the session closed")?;
-    let mut first = None;
-    while let Some(event) = session.events.recv().await {
-        match event {
-            SpeechEvent::Audio { .. } => {
-                first.get_or_insert_with(|| sent.elapsed().as_secs_f64() * 1000.0);
-            }
-            SpeechEvent::Failed(e) => return Err(e.to_string()),
-            SpeechEvent::Closed { .. } => break,
-            _ => {}
-        }
-    }
-    first.ok_or_else(|| "the container sent no audio".to_string())
 }
 
 /// How many of the agent's tokens it takes to write `sentence`, the script's first sentence: the

@@ -38,8 +38,9 @@ impl Service {
         self.child.id()
     }
 
-    /// Waits until `url` answers with a success status, or fails if the process ends first.
-    pub async fn wait_ready(&mut self, url: &str, timeout: Duration) -> Result<Duration, String> {
+    /// Waits until `url` answers with a success status, asking every `poll`, or fails if the process
+    /// ends first. Returns the time from the process's start to that answer.
+    pub async fn wait_ready(&mut self, url: &str, timeout: Duration, poll: Duration) -> Result<Duration, String> {
         let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().map_err(|e| e.to_string())?;
         let deadline = Instant::now() + timeout;
         loop {
@@ -54,7 +55,7 @@ impl Service {
             if Instant::now() > deadline {
                 return Err(format!("{} was not ready within {timeout:?}; see {}", self.name, self.log.display()));
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(poll).await;
         }
     }
 

@@ -33,7 +33,7 @@ pub async fn kokoro(paths: &Paths) -> Result<Running, String> {
     command.args(["-m", "kokoro_server"]).current_dir(&paths.kokoro_dir).env("KOKORO_ENGINE", "onnx").env("KOKORO_PORT", port.to_string()).env("KOKORO_LOG_LEVEL", "warning");
     let mut service = Service::spawn("kokoro", command, &paths.logs)?;
     let url = format!("http://127.0.0.1:{port}");
-    let took = service.wait_ready(&format!("{url}/ping"), Duration::from_secs(300)).await?;
+    let took = service.wait_ready(&format!("{url}/ping"), Duration::from_secs(300), Duration::from_millis(20)).await?;
     eprintln!("bench: the Kokoro container is ready ({:.1} s)", took.as_secs_f64());
     Ok(Running { service, url })
 }
@@ -48,7 +48,7 @@ pub async fn gateway(paths: &Paths, name: &str, args: &[String], env: &[(&str, S
     }
     let mut service = Service::spawn(name, command, &paths.logs)?;
     let url = format!("http://127.0.0.1:{port}");
-    service.wait_ready(&format!("{url}/healthz"), Duration::from_secs(120)).await?;
+    service.wait_ready(&format!("{url}/healthz"), Duration::from_secs(120), Duration::from_millis(20)).await?;
     Ok(Running { service, url })
 }
 

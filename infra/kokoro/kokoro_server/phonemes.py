@@ -19,8 +19,7 @@ MAX_PHONEMES = 510
 # Sentences longer than this are cut at clauses, so a long first sentence does not delay the first audio.
 PIECE_PHONEMES = 150
 # The first piece of a request is cut at a clause once it is longer than this: the model renders a piece
-# whole before any of it is sent, so a short first piece is heard sooner (a 77-character sentence in one
-# piece took 2.7 s to its first audio on a 2-core CPU; its first clause alone about 1 s).
+# whole before any of it is sent, so a short first piece is heard sooner (BENCHMARKS.md measures it).
 FIRST_PIECE_PHONEMES = 60
 
 G2P = Callable[[str], str]
