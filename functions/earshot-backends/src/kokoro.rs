@@ -2,16 +2,17 @@
 //! conversation carries every sentence. The conversation itself is [`crate::container_session`].
 
 use std::collections::HashMap;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
+use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
 use async_trait::async_trait as transport_trait;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::container_session::{self, ContainerTransport, Frame, TransportError};
@@ -48,47 +49,94 @@ struct VoiceEntry {
     gender: String,
 }
 
-/// The Kokoro backend.
-pub struct KokoroBackend {
-    cfg: KokoroConfig,
-    http: reqwest::Client,
+/// What the container offers, known once it is ready.
+#[derive(Debug, Clone)]
+struct Catalogue {
     voices: Vec<Voice>,
     default_voice: String,
 }
 
+/// The Kokoro backend. It exists before the container is ready (the gateway listens, and answers
+/// `503 backend_not_ready`, while the model loads); [`KokoroBackend::watch`] learns the voices once
+/// the container answers.
+pub struct KokoroBackend {
+    cfg: KokoroConfig,
+    http: reqwest::Client,
+    catalogue: RwLock<Option<Catalogue>>,
+}
+
 impl KokoroBackend {
+    /// A backend for the container at `cfg.url`, not yet ready.
+    pub fn new(cfg: KokoroConfig) -> Result<Self, SpeechError> {
+        let http = reqwest::Client::builder().timeout(cfg.connect_timeout).build().map_err(|e| SpeechError::new("backend_config", e.to_string(), false))?;
+        let url = cfg.url.trim_end_matches('/').to_string();
+        Ok(KokoroBackend { cfg: KokoroConfig { url, ..cfg }, http, catalogue: RwLock::new(None) })
+    }
+
     /// Connects to the container and reads its voices, waiting up to `wait` for it to be ready.
     pub async fn connect(cfg: KokoroConfig, wait: Duration) -> Result<Self, SpeechError> {
-        let http = reqwest::Client::builder().timeout(cfg.connect_timeout).build().map_err(|e| SpeechError::new("backend_config", e.to_string(), false))?;
+        let backend = Self::new(cfg)?;
+        backend.wait_ready(wait).await?;
+        Ok(backend)
+    }
+
+    /// Polls the container until it is ready and its voices are known, for up to `wait`.
+    pub async fn wait_ready(&self, wait: Duration) -> Result<(), SpeechError> {
         let deadline = tokio::time::Instant::now() + wait;
-        let base = cfg.url.trim_end_matches('/').to_string();
-        let list: VoiceList = loop {
-            let ready = http.get(format!("{base}/ping")).send().await.map(|r| r.status().is_success()).unwrap_or(false);
-            if ready {
-                match http.get(format!("{base}/voices")).send().await {
-                    Ok(r) if r.status().is_success() => match r.json().await {
-                        Ok(list) => break list,
-                        Err(e) => return Err(SpeechError::new("backend_protocol", format!("unreadable voice list from {base}: {e}"), false)),
-                    },
-                    _ => {}
+        loop {
+            match self.try_load().await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.code != "backend_unreachable" => return Err(e),
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(SpeechError::new("backend_unreachable", format!("the Kokoro container at {} is not ready", self.cfg.url), true))
                 }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(SpeechError::new("backend_unreachable", format!("the Kokoro container at {base} is not ready"), true));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// One look at the container: `Ok` once it is ready and its voices are read.
+    async fn try_load(&self) -> Result<(), SpeechError> {
+        let base = &self.cfg.url;
+        let not_yet = || SpeechError::new("backend_unreachable", format!("the Kokoro container at {base} is not ready"), true);
+        let ready = self.http.get(format!("{base}/ping")).send().await.map(|r| r.status().is_success()).unwrap_or(false);
+        if !ready {
+            return Err(not_yet());
+        }
+        let list: VoiceList = match self.http.get(format!("{base}/voices")).send().await {
+            Ok(r) if r.status().is_success() => r.json().await.map_err(|e| SpeechError::new("backend_protocol", format!("unreadable voice list from {base}: {e}"), false))?,
+            _ => return Err(not_yet()),
         };
         let voices: Vec<Voice> = list
             .voices
             .into_iter()
             .map(|v| Voice { description: format!("Kokoro {} voice ({})", v.language, if v.gender.is_empty() { "unspecified" } else { &v.gender }), id: v.name, language: v.language })
             .collect();
-        let default_voice = match &cfg.default_voice {
+        let default_voice = match &self.cfg.default_voice {
             Some(v) if voices.iter().any(|x| &x.id == v) => v.clone(),
             Some(v) => return Err(SpeechError::new("unknown_voice", format!("the Kokoro container has no voice `{v}`"), false)),
             None => list.default_voices.get("en").cloned().or_else(|| voices.first().map(|v| v.id.clone())).unwrap_or_default(),
         };
-        Ok(KokoroBackend { cfg: KokoroConfig { url: base, ..cfg }, http, voices, default_voice })
+        *self.catalogue.write().unwrap_or_else(|e| e.into_inner()) = Some(Catalogue { voices, default_voice });
+        Ok(())
+    }
+
+    /// Waits in the background until the container is ready (however long its model takes), logging
+    /// when it is; a configuration error (an unknown default voice) is logged and ends the watch.
+    pub fn watch(self: &std::sync::Arc<Self>) -> tokio::task::JoinHandle<Result<(), SpeechError>> {
+        let backend = self.clone();
+        tokio::spawn(async move {
+            let result = backend.wait_ready(Duration::MAX / 4).await;
+            match &result {
+                Ok(()) => tracing::info!("Kokoro is ready; default voice {}", backend.default_voice()),
+                Err(e) => tracing::error!("Kokoro cannot be used: {}", e.message),
+            }
+            result
+        })
+    }
+
+    fn catalogue(&self) -> Option<Catalogue> {
+        self.catalogue.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn ws_url(&self) -> String {
@@ -105,18 +153,34 @@ impl SpeechBackend for KokoroBackend {
     }
 
     fn voices(&self) -> Vec<Voice> {
-        self.voices.clone()
+        self.catalogue().map(|c| c.voices).unwrap_or_default()
     }
 
     fn default_voice(&self) -> String {
-        self.default_voice.clone()
+        match self.catalogue() {
+            Some(c) => c.default_voice,
+            None => self.cfg.default_voice.clone().unwrap_or_default(),
+        }
+    }
+
+    fn readiness(&self) -> Result<(), SpeechError> {
+        match self.catalogue() {
+            Some(_) => Ok(()),
+            None => Err(SpeechError::new(codes::NOT_READY, format!("the Kokoro container at {} is still loading its model", self.cfg.url), true)),
+        }
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
+        self.readiness()?;
         let url = self.ws_url();
         let connect = tokio_tungstenite::connect_async(url.as_str());
         let ws = match tokio::time::timeout(self.cfg.connect_timeout, connect).await {
             Ok(Ok((ws, _))) => ws,
+            // The container refuses a session over its cap at the handshake (503, `busy`).
+            Ok(Err(WsError::Http(response))) if response.status() == 503 => {
+                let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default().to_string();
+                return Err(SpeechError::new(codes::BUSY, format!("the Kokoro container is full: {body}"), true));
+            }
             Ok(Err(e)) => return Err(SpeechError::new("backend_unreachable", format!("cannot reach the Kokoro container at {url}: {e}"), true)),
             Err(_) => return Err(SpeechError::new("backend_unreachable", format!("the Kokoro container at {url} did not answer in time"), true)),
         };

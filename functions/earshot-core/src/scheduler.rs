@@ -354,6 +354,11 @@ impl Scheduler<'_> {
 
     /// Once the agent is done and every sentence has been sent, tells the backend to finish.
     async fn maybe_finish(&mut self) -> Flow {
+        if self.agent_done && self.next_index == 0 {
+            // Nothing in the whole answer could be spoken: say so rather than end with a silent `done`.
+            let message = "the answer has nothing to speak (no letters or digits once formatting is set aside)".into();
+            return self.fail(ErrorInfo { code: "empty_answer".into(), message, retryable: false }).await;
+        }
         if self.agent_done && self.queue.is_empty() && !self.finish_sent {
             self.finish_sent = true;
             if self.commands.send(SpeechCommand::Finish).await.is_err() {

@@ -40,6 +40,15 @@ pub enum SpeechEvent {
     Closed { billed_characters: Option<u64> },
 }
 
+/// Codes a backend gives when it cannot take a conversation now; the gateway answers each before any
+/// stream starts (503 with `Retry-After`), or hands the conversation to another backend.
+pub mod codes {
+    /// Still starting: its model is loading.
+    pub const NOT_READY: &str = "backend_not_ready";
+    /// Every place for a session is taken (the Kokoro container's `busy`).
+    pub const BUSY: &str = "backend_busy";
+}
+
 /// A backend failure, as the client will see it in an `error` message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
 #[error("{code}: {message}")]
@@ -91,4 +100,9 @@ pub trait SpeechBackend: Send + Sync {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError>;
     /// Whether the backend answers now.
     async fn health(&self) -> Result<(), SpeechError>;
+    /// Whether the backend can take a conversation at all, known without a network call: `Err` with
+    /// [`codes::NOT_READY`] while it is still starting (its model loading, its voices unknown).
+    fn readiness(&self) -> Result<(), SpeechError> {
+        Ok(())
+    }
 }

@@ -72,6 +72,9 @@ pub struct Timeline {
     /// The error that made the conversation fail over to `backend`, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover_from: Option<String>,
+    /// The backend that was full when the conversation started here instead (`backend_reason: overflow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow_from: Option<String>,
     pub sentences: Vec<SentenceMarks>,
 }
 
@@ -153,6 +156,7 @@ impl Timeline {
             serde_json::json!({"Name": "Underruns", "Unit": "Count"}),
             serde_json::json!({"Name": "OrchestrationOverhead", "Unit": "Milliseconds"}),
             serde_json::json!({"Name": "Sentences", "Unit": "Count"}),
+            serde_json::json!({"Name": "Overflows", "Unit": "Count"}),
         ];
         let mut line = serde_json::json!({
             "_aws": {
@@ -170,6 +174,9 @@ impl Timeline {
             "InterSentenceGap": d.gaps_ms,
             "Underruns": d.underruns,
             "Sentences": self.sentences.len(),
+            // 1 when the conversation spilled here because its first backend was full: summed per arm,
+            // it counts the overflows the A/B switch absorbed.
+            "Overflows": u32::from(self.overflow_from.is_some()),
         });
         if let Some(ttfa) = d.ttfa_ms {
             line["TimeToFirstAudio"] = serde_json::json!(ttfa);

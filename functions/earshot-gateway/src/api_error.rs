@@ -1,8 +1,10 @@
-//! Errors answered before a stream starts: a status and `{"error": {"code", "message", "retryable"}}`.
+//! Errors answered before a stream starts: a status and `{"error": {"code", "message", "retryable"}}`,
+//! with `Retry-After` when the client should simply try again shortly.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use earshot_core::speech::{codes, SpeechError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -10,25 +12,54 @@ pub struct ApiError {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+    /// Seconds after which a retry may succeed (`Retry-After`).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>, retryable: bool) -> Self {
+        ApiError { status, code: code.into(), message: message.into(), retryable, retry_after: None }
+    }
+
     pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::BAD_REQUEST, code: code.into(), message: message.into(), retryable: false }
+        Self::new(StatusCode::BAD_REQUEST, code, message, false)
     }
 
     pub fn too_large(code: &str, message: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::PAYLOAD_TOO_LARGE, code: code.into(), message: message.into(), retryable: false }
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message, false)
+    }
+
+    pub fn timeout(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, code, message, true)
     }
 
     pub fn upstream(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        ApiError { status: StatusCode::BAD_GATEWAY, code: code.into(), message: message.into(), retryable }
+        Self::new(StatusCode::BAD_GATEWAY, code, message, retryable)
+    }
+
+    /// 503: try again in `retry_after` seconds.
+    pub fn unavailable(code: &str, message: impl Into<String>, retry_after: u32) -> Self {
+        ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message, true) }
+    }
+
+    /// A backend that could not take the conversation: 503 when it is starting or full (the client
+    /// retries), 502 when it failed.
+    pub fn from_backend(e: SpeechError) -> Self {
+        match e.code.as_str() {
+            codes::NOT_READY => Self::unavailable(codes::NOT_READY, e.message, 2),
+            codes::BUSY => Self::unavailable(codes::BUSY, e.message, 1),
+            _ => Self::upstream(&e.code, e.message, e.retryable),
+        }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({"error": {"code": self.code, "message": self.message, "retryable": self.retryable}});
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }

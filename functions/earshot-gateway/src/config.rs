@@ -7,6 +7,7 @@ use std::time::Duration;
 use earshot_core::agent::AgentSource;
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
+use tokio_util::sync::CancellationToken;
 
 use crate::routing::Routing;
 
@@ -16,11 +17,13 @@ pub struct Limits {
     pub max_body_bytes: usize,
     pub max_prompt_chars: usize,
     pub max_text_chars: usize,
+    /// The longest a client may take to send a request's body once its headers are in.
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_body_bytes: 64 * 1024, max_prompt_chars: 4_000, max_text_chars: 20_000 }
+        Limits { max_body_bytes: 64 * 1024, max_prompt_chars: 4_000, max_text_chars: 20_000, body_timeout: Duration::from_secs(10) }
     }
 }
 
@@ -41,6 +44,9 @@ pub struct Gateway {
     pub web_dir: Option<PathBuf>,
     /// Which backend answers: per request, the A/B split, failover.
     pub routing: Routing,
+    /// Fired when the server stops and its drain time is over: every live conversation ends with a
+    /// retryable `shutting_down` error.
+    pub shutdown: CancellationToken,
 }
 
 impl Gateway {
@@ -55,6 +61,7 @@ impl Gateway {
             metrics_namespace: Some("earshot".into()),
             web_dir: None,
             routing: Routing::default(),
+            shutdown: CancellationToken::new(),
         }
     }
 

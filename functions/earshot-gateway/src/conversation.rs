@@ -3,13 +3,14 @@
 //! that feeds the response stream.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use earshot_core::protocol::{Delivery, ServerEvent, SessionInfo, PROTOCOL_VERSION};
+use earshot_core::protocol::{Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
 use earshot_core::scheduler::{self, Fallback, Outcome};
-use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechSession};
+use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechSession};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api_error::ApiError;
@@ -60,8 +61,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     let names = gw.backend_names();
     let choice = gw.routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
     let mut fallbacks: Vec<Arc<dyn SpeechBackend>> = gw.routing.fallbacks(&choice, &names).iter().filter_map(|n| gw.backend(n).cloned()).collect();
-    let backend = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
-    let voice = voice_for(&backend, request.voice.as_ref())?;
+    let first = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
     let cancel = CancellationToken::new();
     let request_id = uuid::Uuid::new_v4().to_string();
     let open = |backend: &Arc<dyn SpeechBackend>, voice: String| {
@@ -70,18 +70,39 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         async move { backend.open(options).await }
     };
 
-    // Open the chosen backend; with failover, a backend that cannot be opened hands over to the next.
-    let (mut backend, mut reason, mut voice) = (backend, choice.reason, voice);
-    let session = loop {
-        match open(&backend, voice.clone()).await {
-            Ok(session) => break session,
-            Err(e) if !fallbacks.is_empty() => {
-                tracing::warn!("{} failed to open ({}); failing over", backend.name(), e.message);
-                backend = fallbacks.remove(0);
-                voice = backend.default_voice();
-                reason = Reason::Failover;
+    // Open the chosen backend. With failover, one that is starting or failing hands over to the next
+    // (`failover`), and one that is full spills over to it (`overflow`); without, the client is told
+    // before any stream starts (503 with Retry-After for starting or full).
+    let (mut backend, mut reason, mut requested_voice) = (first, choice.reason, request.voice.clone());
+    let mut overflow_from: Option<String> = None;
+    let (session, voice) = loop {
+        let opened = match backend.readiness() {
+            Err(e) => Err(e),
+            Ok(()) => {
+                let voice = voice_for(&backend, requested_voice.as_ref())?;
+                open(&backend, voice.clone()).await.map(|session| (session, voice))
             }
-            Err(e) => return Err(ApiError::upstream(&e.code, e.message, e.retryable)),
+        };
+        match opened {
+            Ok(opened) => break opened,
+            Err(e) if !fallbacks.is_empty() => {
+                let full = e.code == codes::BUSY;
+                tracing::warn!("{} cannot take the conversation ({}: {}); {}", backend.name(), e.code, e.message, if full { "spilling over" } else { "failing over" });
+                if full {
+                    overflow_from.get_or_insert_with(|| backend.name().to_string());
+                    reason = Reason::Overflow;
+                } else {
+                    reason = Reason::Failover;
+                }
+                backend = fallbacks.remove(0);
+                requested_voice = None;
+            }
+            Err(e) => {
+                if e.code == codes::BUSY {
+                    print_refusal(&gw, backend.name());
+                }
+                return Err(ApiError::from_backend(e));
+            }
         }
     };
     let session_open_ms = clock.now_ms();
@@ -113,14 +134,15 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     let conversation_id = request.conversation_id.clone();
     let release = request.release;
     let arm_for_metrics = arm.clone();
-    tokio::spawn(async move {
+    let (supervisor_out, supervisor_cancel, shutdown) = (tx.clone(), cancel.clone(), gw.shutdown.clone());
+    let conversation = tokio::spawn(async move {
         if tx.send(ServerEvent::Session(info)).await.is_err() {
             task_cancel.cancel();
             return;
         }
         let mut cfg = gw.scheduler.clone();
         cfg.release = release;
-        let timeline = Timeline { backend: backend_name, release: release.as_str().into(), session_open_ms: Some(session_open_ms), ..Default::default() };
+        let timeline = Timeline { backend: backend_name, release: release.as_str().into(), session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() };
         let (outcome, timeline) = scheduler::run(agent, session, tx, &cfg, clock, timeline, task_cancel.clone(), fallback).await;
         match &outcome {
             Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
@@ -134,6 +156,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         // Ends whatever is left of the conversation: the backend session and the agent.
         task_cancel.cancel();
     });
+    tokio::spawn(supervise(conversation, supervisor_out, request_id.clone(), shutdown, supervisor_cancel));
     Ok(Started {
         backend: backend.name().to_string(),
         reason,
@@ -144,4 +167,102 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         events: rx,
         cancel,
     })
+}
+
+/// Watches a conversation's task so that its client is never left hanging: if the task panics, the
+/// stream ends with an `internal` error that names the request id (and the panic is logged); if the
+/// server shuts down, the task is stopped and the stream ends with a retryable `shutting_down`.
+/// Either way the conversation's token is cancelled, which stops the agent and the backend session.
+pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<ServerEvent>, request_id: String, shutdown: CancellationToken, cancel: CancellationToken) {
+    let ending = tokio::select! {
+        joined = &mut task => match joined {
+            Err(e) if e.is_panic() => {
+                let panic = e.into_panic();
+                let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                tracing::error!(request_id = %request_id, "a conversation task panicked: {what}");
+                Some(ErrorInfo { code: "internal".into(), message: format!("earshot failed inside this conversation (request id {request_id}); the failure is logged"), retryable: true })
+            }
+            _ => None,
+        },
+        _ = shutdown.cancelled() => {
+            task.abort();
+            // Wait until the task has stopped, so that nothing it sends can follow the error.
+            let _ = (&mut task).await;
+            Some(ErrorInfo { code: "shutting_down".into(), message: "the server is shutting down; retry on another instance".into(), retryable: true })
+        }
+    };
+    cancel.cancel();
+    if let Some(error) = ending {
+        // A client that does not read is not waited for long.
+        let _ = tokio::time::timeout(Duration::from_secs(1), out.send(ServerEvent::Error(error))).await;
+    }
+}
+
+/// A metrics line for a conversation refused because its backend was full and no other could take it.
+fn print_refusal(gw: &Gateway, backend: &str) {
+    if let Some(namespace) = &gw.metrics_namespace {
+        let epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let line = serde_json::json!({
+            "_aws": {"Timestamp": epoch_ms, "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [["Backend"]], "Metrics": [{"Name": "BusyRefusals", "Unit": "Count"}]}]},
+            "Backend": backend,
+            "BusyRefusals": 1,
+        });
+        println!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn supervised(task: impl std::future::Future<Output = ()> + Send + 'static, shutdown: &CancellationToken) -> (Vec<ServerEvent>, CancellationToken) {
+        let (tx, mut rx) = mpsc::channel(8);
+        let cancel = CancellationToken::new();
+        let inner_tx = tx.clone();
+        let task = tokio::spawn(async move {
+            let _ = inner_tx.send(ServerEvent::Text(earshot_core::protocol::TextDelta { text: "Hi".into() })).await;
+            task.await;
+        });
+        tokio::spawn(supervise(task, tx, "req-1".into(), shutdown.clone(), cancel.clone()));
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        (events, cancel)
+    }
+
+    #[tokio::test]
+    async fn a_panic_ends_the_stream_with_an_internal_error() {
+        let (events, cancel) = supervised(async { panic!("injected") }, &CancellationToken::new()).await;
+        assert!(matches!(events[0], ServerEvent::Text(_)));
+        match &events[1] {
+            ServerEvent::Error(e) => {
+                assert_eq!(e.code, "internal");
+                assert!(e.message.contains("req-1"), "{}", e.message);
+            }
+            other => panic!("expected an error, got {other:?}"),
+        }
+        assert_eq!(events.len(), 2);
+        assert!(cancel.is_cancelled(), "the agent and the backend are stopped");
+    }
+
+    #[tokio::test]
+    async fn shutdown_stops_the_task_and_ends_the_stream() {
+        let shutdown = CancellationToken::new();
+        let trigger = shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            trigger.cancel();
+        });
+        let (events, cancel) = supervised(std::future::pending(), &shutdown).await;
+        assert!(matches!(&events[1], ServerEvent::Error(e) if e.code == "shutting_down" && e.retryable), "{events:?}");
+        assert!(cancel.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_task_that_ends_adds_nothing() {
+        let (events, cancel) = supervised(async {}, &CancellationToken::new()).await;
+        assert_eq!(events.len(), 1);
+        assert!(cancel.is_cancelled());
+    }
 }

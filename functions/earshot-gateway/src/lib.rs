@@ -13,7 +13,9 @@ pub mod conversation;
 pub mod request;
 pub mod router;
 pub mod routing;
+pub mod server;
 
 pub use config::{Gateway, Limits};
 pub use router::router;
 pub use routing::{Reason, Routing};
+pub use server::{serve, stop_signal, ServerLimits};

@@ -5,6 +5,7 @@ use axum::http::HeaderMap;
 use earshot_core::agent::AgentInput;
 use earshot_core::protocol::Delivery;
 use earshot_core::scheduler::Release;
+use earshot_core::text::normalise;
 use serde::Deserialize;
 
 use crate::api_error::ApiError;
@@ -39,13 +40,12 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
     if body.len() > limits.max_body_bytes {
         return Err(ApiError::too_large("body_too_large", format!("the body is larger than {} bytes", limits.max_body_bytes)));
     }
-    let body: SpeakBody = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
-            ApiError::bad_request("invalid_request", e.to_string())
-        } else {
-            ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
-        }
-    })?;
+    // Read as a JSON value first: serde would take a top-level array as the fields in order.
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("invalid_request", "the body must be one JSON object, such as {\"text\": \"Hello.\"}"));
+    }
+    let body = SpeakBody::deserialize(value).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?;
     let input = match (body.prompt, body.text) {
         (Some(_), Some(_)) => return Err(ApiError::bad_request("conflicting_input", "give either `prompt` or `text`, not both")),
         (None, None) => return Err(ApiError::bad_request("missing_input", "give `prompt` (for the agent) or `text` (to speak as given)")),
@@ -85,11 +85,30 @@ fn checked(value: String, field: &str, max: usize) -> Result<String, ApiError> {
     if value.trim().is_empty() {
         return Err(ApiError::bad_request("empty_input", format!("`{field}` is empty")));
     }
+    // Text is spoken as given, so it can be judged now: after the Markdown is made speakable, a
+    // sentence needs a letter or a digit (punctuation alone is not spoken). A prompt goes to the
+    // agent, which may answer "..." with words, so it only needs one visible character.
+    let empty = match field {
+        "text" => !normalise(&value).chars().any(char::is_alphanumeric),
+        _ => value.chars().all(invisible),
+    };
+    if empty {
+        return Err(ApiError::bad_request("empty_input", format!("`{field}` has nothing to speak once formatting, punctuation and invisible characters are set aside")));
+    }
     let chars = value.chars().count();
     if chars > max {
         return Err(ApiError::too_large("input_too_long", format!("`{field}` has {chars} characters; the limit is {max}")));
     }
     Ok(value)
+}
+
+/// White space, control and format characters (zero-width spaces and joiners, the byte-order mark,
+/// soft hyphens) and combining marks with nothing to combine with.
+fn invisible(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}')
+        || matches!(c, '\u{300}'..='\u{36f}' | '\u{1ab0}'..='\u{1aff}' | '\u{1dc0}'..='\u{1dff}' | '\u{20d0}'..='\u{20ff}' | '\u{fe20}'..='\u{fe2f}')
 }
 
 /// Binary frames when the `Accept` header asks for them, else SSE.
@@ -128,6 +147,9 @@ mod tests {
         assert_eq!(code(r#"{"prompt":"a","text":"b"}"#), "conflicting_input");
         assert_eq!(code(r#"{}"#), "missing_input");
         assert_eq!(code(r#"{"text":"  "}"#), "empty_input");
+        assert_eq!(code(r#"[null,"Hello there."]"#), "invalid_request");
+        assert_eq!(code(r#""Hello there.""#), "invalid_request");
+        assert_eq!(code("null"), "invalid_request");
         assert_eq!(code(r#"{"prompt":"hi","release":"later"}"#), "invalid_release");
         assert_eq!(code(r#"{"prompt":"hi","format":"xml"}"#), "invalid_format");
         assert_eq!(code(r#"{"prompt":"hi","conversation_id":"a b"}"#), "invalid_conversation_id");
@@ -135,6 +157,19 @@ mod tests {
         let err = parse_str(&long).unwrap_err();
         assert_eq!((err.code.as_str(), err.status.as_u16()), ("input_too_long", 413));
         assert!(err.message.contains("4000"));
+    }
+
+    #[test]
+    fn nothing_speakable_is_empty_input() {
+        let code = |body: &str| parse_str(body).map(|_| ()).unwrap_err().code;
+        for text in ["\u{0}\u{0}", "... !!! ???", "\u{301}\u{301}", "\u{200b}\u{200b}", "```\ncode only\n```", "**  **"] {
+            assert_eq!(code(&serde_json::json!({ "text": text }).to_string()), "empty_input", "{text:?}");
+        }
+        assert_eq!(code(r#"{"prompt":"\u200b\ufeff\u0000"}"#), "empty_input");
+        // A prompt of punctuation is the agent's to answer; text with one word is speakable.
+        assert!(parse_str(r#"{"prompt":"?"}"#).is_ok());
+        assert!(parse_str(r#"{"text":"こんにちは。"}"#).is_ok());
+        assert!(parse_str(r#"{"text":"1"}"#).is_ok());
     }
 
     #[test]

@@ -35,9 +35,18 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
     let clock = Clock::start();
     let limit = gw.limits.max_body_bytes;
-    let bytes = match axum::body::to_bytes(body.into_body(), limit + 1).await {
-        Ok(bytes) => bytes,
-        Err(_) => return ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response(),
+    let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
+    // A declared length over the limit is refused before a byte of the body is read.
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let timeout = gw.limits.body_timeout;
+    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body.into_body(), limit + 1)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) if is_length_limit(&e) => return too_large(),
+        Ok(Err(_)) => return ApiError::bad_request("incomplete_body", "the body ended before it was complete").into_response(),
+        Err(_) => return ApiError::timeout("body_timeout", format!("the body did not arrive within {} s", timeout.as_secs_f64())).into_response(),
     };
     let request = match request::parse(&bytes, &headers, &gw.limits) {
         Ok(r) => r,
@@ -48,6 +57,19 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         Err(e) => return e.into_response(),
     };
     stream_response(started, gw.keep_alive)
+}
+
+/// Whether reading a body failed on its length (chunked, with no declared length), rather than on a
+/// client that stopped sending.
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The response: headers that say which backend answers and why, then the messages as they come,

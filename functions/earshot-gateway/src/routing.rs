@@ -29,6 +29,8 @@ pub enum Reason {
     Default,
     Ab,
     Failover,
+    /// The chosen backend was full (`busy`), and the conversation spilled to the next.
+    Overflow,
 }
 
 impl Reason {
@@ -38,6 +40,7 @@ impl Reason {
             Reason::Default => "default",
             Reason::Ab => "ab",
             Reason::Failover => "failover",
+            Reason::Overflow => "overflow",
         }
     }
 }

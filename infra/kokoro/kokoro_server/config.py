@@ -32,6 +32,9 @@ class Settings:
     device: str | None = None
     default_voice: str | None = None
     queue_size: int = 16
+    # Concurrent synthesis sessions (WebSocket connections) admitted; any other is refused with ``busy``.
+    # 0 = sized to the machine: see ``admitted_sessions``.
+    max_sessions: int = 0
     max_text_chars: int = 2000
     workers: int = 1
     ort_intra_threads: int = 0
@@ -51,6 +54,18 @@ class Settings:
         return self.model_dir or self.cache_dir / "Kokoro-82M"
 
     @property
+    def admitted_sessions(self) -> int:
+        """How many sessions synthesize at once before the next is told ``busy``.
+
+        On the CPU (onnx engine) one core keeps about two conversations ahead of real time (real-time factor
+        about 0.47 on one core of a 2-core machine), so the default is twice the cores; beyond that every
+        admitted conversation would wait for audio, and a voice that answers late is worse than a clear
+        ``busy`` that lets the gateway spill to another backend. The GPU image sets its own value
+        (``KOKORO_MAX_SESSIONS`` in its Dockerfile).
+        """
+        return self.max_sessions or 2 * (os.cpu_count() or 1)
+
+    @property
     def intra_threads(self) -> int:
         """onnxruntime intra-op threads: the configured count, or one per core."""
         return self.ort_intra_threads or (os.cpu_count() or 1)
@@ -68,6 +83,7 @@ class Settings:
             device=r.text("KOKORO_DEVICE", "") or None,
             default_voice=r.text("KOKORO_DEFAULT_VOICE", "") or None,
             queue_size=r.integer("KOKORO_QUEUE_SIZE", 16, 1, 10_000),
+            max_sessions=r.integer("KOKORO_MAX_SESSIONS", 0, 0, 100_000),
             max_text_chars=r.integer("KOKORO_MAX_TEXT_CHARS", 2000, 1, 100_000),
             workers=r.integer("KOKORO_WORKERS", 1, 1, 64),
             ort_intra_threads=r.integer("KOKORO_ORT_INTRA_THREADS", 0, 0, 256),

@@ -196,6 +196,11 @@ def error_message(code: str, message: str, request_id: str | None = None) -> str
     return _dump("error", code=code, message=message, request_id=request_id)
 
 
+def busy_message(sessions: int, max_sessions: int) -> str:
+    """The body of a refused handshake: every place for a session is taken."""
+    return error_message("busy", f"{sessions} of {max_sessions} synthesis sessions are in use; retry shortly")
+
+
 def closed_message() -> str:
     return _dump("closed")
 

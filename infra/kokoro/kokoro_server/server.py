@@ -1,9 +1,12 @@
 """The HTTP and WebSocket routes of the container (Starlette), as SageMaker's streaming contract names them.
 
 ``GET /ping`` answers 200 once the model is loaded (503 before), ``GET /voices`` lists the engine's voices,
-``GET /stats`` counts the requests (active, completed, cancelled, failed),
+``GET /stats`` counts the requests (active, completed, cancelled, failed) and the sessions (open, admitted at
+most, refused ``busy``),
 ``WebSocket /invocations-bidirectional-stream`` runs a streaming session and ``POST /invocations`` answers
 one request with one WAV or raw PCM body. The model loads in the background, so the port is up at once.
+At most ``KOKORO_MAX_SESSIONS`` WebSocket sessions run at once; the handshake of any other is answered 503
+with a ``busy`` error body and ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -77,8 +80,25 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
     async def stats(request: Request) -> Response:
         return JSONResponse(synthesizer.stats.snapshot())
 
+    synthesizer.stats.max_sessions = synthesizer.settings.admitted_sessions
+
     async def bidirectional_stream(websocket: WebSocket) -> None:
-        await Session(websocket, synthesizer).run()
+        # Admission is decided before the handshake completes, so that a client learns "busy" at once and
+        # from the HTTP status (503 with Retry-After), before it has sent anything. The check and the count
+        # happen with no await between them, so two handshakes cannot both take the last place.
+        stats = synthesizer.stats
+        if stats.connections >= stats.max_sessions:
+            stats.busy_refusals += 1
+            body = protocol.busy_message(stats.connections, stats.max_sessions)
+            await websocket.send_denial_response(
+                Response(body, status_code=503, media_type="application/json", headers={"Retry-After": "1"})
+            )
+            return
+        stats.connections += 1
+        try:
+            await Session(websocket, synthesizer).run()
+        finally:
+            stats.connections -= 1
 
     async def invocations(request: Request) -> Response:
         try:

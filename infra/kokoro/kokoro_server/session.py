@@ -51,7 +51,6 @@ class Session:
 
     async def run(self) -> None:
         await self._ws.accept()
-        self._synth.stats.connections += 1
         reader = asyncio.create_task(self._read_loop(), name="kokoro-reader")
         worker = asyncio.create_task(self._work_loop(), name="kokoro-worker")
         try:
@@ -67,7 +66,6 @@ class Session:
         except (Disconnected, RuntimeError, OSError):
             pass  # the client left first
         finally:
-            self._synth.stats.connections -= 1
             for job in [*self._queue, *([self._current] if self._current is not None else [])]:
                 self._synth.stats.end(job, "cancelled")
             if self._current is not None:

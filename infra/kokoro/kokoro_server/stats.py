@@ -14,6 +14,9 @@ from typing import Any
 @dataclass
 class RequestStats:
     connections: int = 0
+    # Sessions refused with ``busy`` because ``max_sessions`` were already open.
+    busy_refusals: int = 0
+    max_sessions: int = 0
     completed_requests: int = 0
     cancelled_requests: int = 0
     failed_requests: int = 0
@@ -40,6 +43,8 @@ class RequestStats:
     def snapshot(self) -> dict[str, Any]:
         return {
             "connections": self.connections,
+            "max_sessions": self.max_sessions,
+            "busy_refusals": self.busy_refusals,
             "active_requests": len(self._live),
             "completed_requests": self.completed_requests,
             "cancelled_requests": self.cancelled_requests,

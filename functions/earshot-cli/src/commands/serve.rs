@@ -24,9 +24,6 @@ pub struct ServeArgs {
     /// The Kokoro container's base URL.
     #[arg(long, env = "KOKORO_URL", default_value = "http://127.0.0.1:8080")]
     kokoro_url: String,
-    /// Seconds to wait for the Kokoro container to be ready at start.
-    #[arg(long, default_value_t = 120)]
-    kokoro_wait: u64,
     /// The Kokoro voice when a request names none (the container's English default otherwise).
     #[arg(long)]
     kokoro_voice: Option<String>,
@@ -79,6 +76,18 @@ pub struct ServeArgs {
     /// The folder of the demo page and the browser client, served at `/` (none: no page).
     #[arg(long, default_value = "web")]
     web_dir: String,
+    /// Seconds a client may take to send a request's headers.
+    #[arg(long, default_value_t = 5.0)]
+    header_timeout: f64,
+    /// Seconds a client may take to send a request's body.
+    #[arg(long, default_value_t = 10.0)]
+    body_timeout: f64,
+    /// Connections open at once; more are answered 503 and closed.
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// On SIGTERM or SIGINT, seconds live conversations may go on before they end with `shutting_down`.
+    #[arg(long, default_value_t = 5.0)]
+    drain: f64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -123,6 +132,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         None
     };
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
+    let mut watches = Vec::new();
     for kind in &args.backends {
         match kind {
             BackendKind::Kokoro if args.sagemaker_endpoint.is_some() => {
@@ -143,11 +153,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 backends.push(Arc::new(earshot_aws::PollyBackend::new(aws.as_ref().expect("AWS configuration"), settings)?));
             }
             BackendKind::Kokoro => {
-                tracing::info!("connecting to the Kokoro container at {}", args.kokoro_url);
+                // Not waited for: the gateway listens at once and answers 503 `backend_not_ready`
+                // (and `/healthz` 503) until the container has loaded its model.
                 let cfg = KokoroConfig { url: args.kokoro_url.clone(), default_voice: args.kokoro_voice.clone(), ..Default::default() };
-                let backend = KokoroBackend::connect(cfg, Duration::from_secs(args.kokoro_wait)).await.map_err(|e| e.to_string())?;
-                tracing::info!("Kokoro is ready; default voice {}", backend.default_voice());
-                backends.push(Arc::new(backend));
+                let backend = Arc::new(KokoroBackend::new(cfg).map_err(|e| e.to_string())?);
+                tracing::info!("waiting in the background for the Kokoro container at {}", args.kokoro_url);
+                watches.push(backend.watch());
+                backends.push(backend);
             }
             BackendKind::Synthetic => {
                 let cfg = SyntheticConfig { first_audio: Duration::from_millis(args.synthetic_latency_ms), ..Default::default() };
@@ -184,14 +196,53 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         tracing::warn!("no index.html in {}: the demo page is not served", web_dir.display());
     }
 
+    gateway.limits.body_timeout = seconds(args.body_timeout, "--body-timeout")?;
+    let limits = earshot_gateway::ServerLimits {
+        header_timeout: seconds(args.header_timeout, "--header-timeout")?,
+        max_connections: args.max_connections.max(1),
+        drain: seconds(args.drain, "--drain")?,
+        ..Default::default()
+    };
+
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|e| format!("bad address: {e}"))?;
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!("earshot is listening on http://{addr}");
-    axum::serve(listener, earshot_gateway::router(Arc::new(gateway)))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
-        })
-        .await
-        .map_err(|e| e.to_string())
+    // A backend that can never be used (a default voice the container lacks) stops the server.
+    let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<String>(1);
+    for watch in watches {
+        let fatal = fatal_tx.clone();
+        tokio::spawn(async move {
+            if let Ok(Err(e)) = watch.await {
+                let _ = fatal.send(e.message).await;
+            }
+        });
+    }
+    drop(fatal_tx);
+    let fatal = async move {
+        match fatal_rx.recv().await {
+            Some(message) => Some(message),
+            None => std::future::pending().await,
+        }
+    };
+    let gateway = Arc::new(gateway);
+    let conversations = gateway.shutdown.clone();
+    // The server stops on SIGTERM or SIGINT, or when a backend can never be used; the reason is kept
+    // to say how the process ends.
+    let (reason_tx, reason_rx) = tokio::sync::oneshot::channel::<Option<String>>();
+    let signal = async move {
+        let reason = tokio::select! {
+            _ = earshot_gateway::stop_signal() => None,
+            message = fatal => message,
+        };
+        let _ = reason_tx.send(reason);
+    };
+    earshot_gateway::serve(listener, earshot_gateway::router(gateway), limits, signal, conversations).await;
+    match reason_rx.await {
+        Ok(Some(message)) => Err(message),
+        _ => Ok(()),
+    }
+}
+
+fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(value).map_err(|_| format!("{flag} must be a number of seconds, not {value}"))
 }

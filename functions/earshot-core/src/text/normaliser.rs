@@ -207,7 +207,8 @@ impl Normaliser {
         let hashes = rest.chars().take_while(|&c| c == '#').count();
         if (1..=6).contains(&hashes) && rest[hashes..].starts_with(' ') {
             prefix += hashes + 1;
-        } else if rest.len() >= 2 && matches!(&rest[..2], "- " | "* " | "+ ") {
+        } else if ["- ", "* ", "+ "].iter().any(|bullet| rest.starts_with(bullet)) {
+            // `starts_with`, not a slice: the line may start with a character wider than one byte.
             prefix += 2;
         } else if rest.starts_with('|') {
             self.table_row = true;
@@ -360,6 +361,14 @@ mod tests {
     #[test]
     fn tags_and_escapes() {
         assert_eq!(normalise("a<br>b <b>bold</b> 3 < 4 \\*not emphasis\\*"), "a b bold 3 < 4 *not emphasis*");
+    }
+
+    #[test]
+    fn lines_may_start_with_any_character() {
+        // Each of these once sliced a line inside a character's bytes.
+        for text in ["こんにちは。", "你好。", "“Hello,” she said.", "Hello there.\n— a dash", "😀 Hello there.", "é", "\n€ 5"] {
+            assert_eq!(normalise(text), text);
+        }
     }
 
     #[test]

@@ -1,0 +1,153 @@
+//! Serving the router on a socket of its own (`earshot serve`), with what a server facing real
+//! clients needs and `axum::serve` leaves out: a time limit on request headers, a cap on connections,
+//! and a shutdown that drains live conversations for a bounded time.
+//!
+//! Written on hyper-util's connection builder and graceful-shutdown watcher (the pieces `axum::serve`
+//! is made of), because axum's own server offers no header timeout and no connection cap. The body's
+//! time limit and its declared length are checked in the `/v1/speak` handler, where the error can be
+//! the API's JSON. On Lambda none of this applies: the function URL front end owns the connection.
+//!
+//! Shutdown, on SIGTERM or SIGINT alike: stop accepting; let live conversations finish for up to the
+//! drain time; then end each that is left with a retryable `shutting_down` error; then exit, waiting
+//! at most a short grace for clients that do not read.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+/// Limits of the socket server.
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// The longest a client may take to send a request's headers (a slow client holds a connection
+    /// for no longer).
+    pub header_timeout: Duration,
+    /// Connections open at once; any more are answered 503 and closed.
+    pub max_connections: usize,
+    /// On shutdown, how long live conversations may go on before they are ended.
+    pub drain: Duration,
+    /// After the drain, how long the server waits for the ended streams to reach their clients.
+    pub grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits { header_timeout: Duration::from_secs(5), max_connections: 512, drain: Duration::from_secs(5), grace: Duration::from_secs(2) }
+    }
+}
+
+/// What over-the-cap connections get before they are closed.
+fn busy_response() -> Vec<u8> {
+    let body = r#"{"error":{"code":"server_busy","message":"too many connections are open; retry shortly","retryable":true}}"#;
+    let head = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len());
+    [head.as_bytes(), body.as_bytes()].concat()
+}
+
+/// Serves `router` on `listener` until `signal` completes, then shuts down as the module says:
+/// `conversations` is fired when the drain time is over (the gateway's `shutdown` token).
+pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, signal: impl Future<Output = ()>, conversations: CancellationToken) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    let builder = Arc::new(builder);
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    tokio::pin!(signal);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors, for example: wait a moment rather than spin.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut signal => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| router.clone().call(request.map(Body::new)));
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("connection ended: {e}");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: no new connections; live conversations have {} s to finish", limits.drain.as_secs_f64());
+    let drained = graceful.shutdown();
+    tokio::pin!(drained);
+    if tokio::time::timeout(limits.drain, &mut drained).await.is_ok() {
+        tracing::info!("every conversation finished");
+        return;
+    }
+    tracing::info!("drain time over: ending the conversations still live");
+    conversations.cancel();
+    if tokio::time::timeout(limits.grace, &mut drained).await.is_err() {
+        tracing::warn!("some clients did not read their last message within {} s; closing", limits.grace.as_secs_f64());
+    }
+}
+
+/// Answers a connection over the cap with 503 and closes it, without waiting on a slow client.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(&busy_response()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// Completes on the first SIGTERM or SIGINT (what container runtimes, systemd and ECS send, and what
+/// Ctrl-C sends), naming it.
+pub async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            tracing::warn!("cannot listen for signals; stop with SIGKILL");
+            return std::future::pending().await;
+        };
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!("{name} received");
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy_response;
+
+    #[test]
+    fn the_busy_response_declares_its_length() {
+        let bytes = busy_response();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["error"]["code"], "server_busy");
+    }
+}
