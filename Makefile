@@ -56,7 +56,8 @@ test-kokoro:
 	$(MAKE) --no-print-directory -C infra/kokoro test
 
 test-e2e: deps-rust kokoro-venv
-	@echo "==> end-to-end tests: the local stack against the real Kokoro container (one test at a time)"
+	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (one test at a time)"
+	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --locked -p earshot-e2e -- --test-threads=1
 
 kokoro-venv:

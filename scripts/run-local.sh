@@ -15,14 +15,29 @@ mkdir -p "$logs"
 
 pids=()
 stop() {
-  trap - INT TERM EXIT
+  trap - INT TERM HUP EXIT
   echo
   echo "run: stopping"
-  # Each child leads a process group of its own (setsid): stopping the group stops what it started too.
-  for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  # Each child leads a process group of its own (setsid, which does not fork here: a background job of
+  # a script is no group leader, so its pid is its group's id): stopping the group stops what it started.
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true; done
+  # earshot drains its live conversations for a few seconds; anything still there after that is killed.
+  for _ in $(seq 1 40); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.25
+  done
+  for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
-trap stop INT TERM EXIT
+trap stop INT TERM HUP EXIT
+
+# Each child also gets SIGTERM from the kernel if this script dies without running its trap (SIGKILL):
+# whatever `make run` starts, it stops, however it is stopped.
+# Called as `child CMD... &`: exec keeps the background job's pid, so that $! is the command's own pid
+# (and its process group's id).
+child() { exec setsid setpriv --pdeathsig TERM "$@"; }
 
 wait_for() { # url what seconds
   local url=$1 what=$2 seconds=$3
@@ -41,7 +56,8 @@ if curl -fsS -o /dev/null "http://127.0.0.1:$kokoro_port/ping" 2>/dev/null; then
   echo "run: a Kokoro server already answers on port $kokoro_port; using it"
 else
   echo "run: starting the Kokoro container's server (onnx engine, CPU) on port $kokoro_port (log: $logs/kokoro.log)"
-  setsid env KOKORO_PORT="$kokoro_port" make --no-print-directory -C "$root/infra/kokoro" serve >"$logs/kokoro.log" 2>&1 &
+  make --no-print-directory -C "$root/infra/kokoro" venv >/dev/null
+  child env -C "$root/infra/kokoro" KOKORO_ENGINE=onnx KOKORO_PORT="$kokoro_port" .venv/bin/python -m kokoro_server >"$logs/kokoro.log" 2>&1 &
   pids+=($!)
   wait_for "http://127.0.0.1:$kokoro_port/ping" "the Kokoro server" 180
   echo "run: Kokoro is ready"
@@ -52,9 +68,13 @@ if [ "${PATH_MODE:-direct}" = aws ]; then
   standins=${STANDINS_BIN:?STANDINS_BIN names the earshot-standins binary}
   standins_port=${STANDINS_PORT:-8443}
   echo "run: starting the AWS stand-ins (SageMaker, Polly, Bedrock) on port $standins_port (log: $logs/standins.log)"
-  setsid "$standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
+  # The previous run's certificate must not be taken for this one's: remove it, then wait for the new
+  # one (the stand-ins write it whole, by a rename).
+  rm -f "$logs/standins.pem"
+  child "$standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
+  for _ in $(seq 1 100); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
+  [ -s "$logs/standins.pem" ] || { echo "run: the stand-ins wrote no certificate; see $logs/standins.log"; exit 1; }
   export AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=secret AWS_REGION=us-east-1
   extra=(--backends kokoro,polly --sagemaker-endpoint earshot-kokoro --kokoro-voice jf_alpha --agent bedrock
          --aws-endpoint "https://127.0.0.1:$standins_port" --aws-trust-pem "$logs/standins.pem"
@@ -62,7 +82,7 @@ if [ "${PATH_MODE:-direct}" = aws ]; then
 fi
 
 echo "run: starting earshot serve on port $port (log: $logs/earshot.log)"
-setsid "$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" "${extra[@]}" >"$logs/earshot.log" 2>&1 &
+child "$earshot" serve --web-dir "$root/web" --port "$port" --kokoro-url "http://127.0.0.1:$kokoro_port" "${extra[@]}" >"$logs/earshot.log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/healthz" "earshot" 60
 

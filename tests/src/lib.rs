@@ -34,14 +34,22 @@ fn free_port() -> u16 {
 impl Kokoro {
     /// Starts a container of its own (for tests that stop it).
     pub fn start() -> Kokoro {
+        Self::start_with(None, &[])
+    }
+
+    /// Starts a container on `port` (a free one when `None`) with extra environment variables.
+    pub fn start_with(port: Option<u16>, env: &[(&str, &str)]) -> Kokoro {
         let dir = kokoro_dir();
         let python = dir.join(".venv/bin/python");
         assert!(python.exists(), "the Kokoro venv is missing: run `make -C infra/kokoro venv` (make test does)");
-        let port = free_port();
+        let port = port.unwrap_or_else(free_port);
         let log = std::env::temp_dir().join(format!("earshot-e2e-kokoro-{port}.log"));
         // The shell reads its standard input until it closes (this process ended), then stops the server.
-        let script = format!("{} -m kokoro_server > {} 2>&1 & pid=$!; cat > /dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null", python.display(), log.display());
-        let mut child = Command::new("sh")
+        // A line on standard input names the signal to stop it with (`kill` sends KILL).
+        let script = format!("{} -m kokoro_server > {} 2>&1 & pid=$!; read -r sig || sig=TERM; kill -${{sig:-TERM}} $pid 2>/dev/null; wait $pid 2>/dev/null", python.display(), log.display());
+        let mut command = Command::new("sh");
+        command.envs(env.iter().copied());
+        let mut child = command
             .arg("-c")
             .arg(script)
             .current_dir(&dir)
@@ -75,6 +83,16 @@ impl Kokoro {
         panic!("the Kokoro container at {} did not become ready", self.url);
     }
 
+    /// Kills the container's server with SIGKILL, as a crash would, and waits for it to end.
+    pub fn kill(&self) {
+        use std::io::Write;
+        if let Some((mut child, mut stdin)) = self.child.lock().expect("lock").take() {
+            let _ = stdin.write_all(b"KILL\n");
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+
     /// Stops the container and waits for it to end.
     pub fn stop(&self) {
         if let Some((mut child, stdin)) = self.child.lock().expect("lock").take() {
@@ -86,6 +104,25 @@ impl Kokoro {
     /// The container's counters of its requests (`GET /stats`).
     pub async fn stats(&self) -> serde_json::Value {
         reqwest::get(format!("{}/stats", self.url)).await.expect("stats").json().await.expect("stats JSON")
+    }
+
+    /// Waits until the container has no live request and no open session (whatever ended them),
+    /// for up to `within`; returns its counters then, or fails naming what is still live.
+    pub async fn wait_idle(&self, within: Duration) -> serde_json::Value {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let stats = self.stats().await;
+            if stats["active_requests"] == 0 && stats["connections"] == 0 {
+                return stats;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the container is still busy after {within:?}: {stats}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The port the container listens on.
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port in the URL")
     }
 }
 
@@ -179,3 +216,89 @@ pub fn check_conversation(r: &Received) -> Vec<String> {
     sentences
 }
 
+
+/// The `earshot` binary the tests run: `EARSHOT_BIN`, or the one built beside this test binary
+/// (`make test-e2e` builds it first).
+pub fn earshot_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("EARSHOT_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe.parent().and_then(|deps| deps.parent()).map(|dir| dir.join("earshot")).expect("the target folder");
+    assert!(bin.exists(), "{} is missing: build it with `cargo build -p earshot` (make test-e2e does)", bin.display());
+    bin
+}
+
+/// `earshot serve` as a process of its own, on a free port: the real socket server, signals and all.
+/// Killed when dropped, and by the kernel if the test process dies first.
+pub struct EarshotProcess {
+    pub url: String,
+    pub port: u16,
+    child: Child,
+}
+
+impl EarshotProcess {
+    /// Starts `earshot serve` with `args` (no demo page) and waits until it listens.
+    pub async fn start(args: &[&str]) -> EarshotProcess {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!("earshot-e2e-serve-{port}.log"));
+        let log_file = std::fs::File::create(&log).expect("a log file");
+        let child = Command::new("setpriv")
+            .arg("--pdeathsig")
+            .arg("KILL")
+            .arg(earshot_bin())
+            .args(["serve", "--port", &port.to_string(), "--web-dir", ""])
+            .args(args)
+            .env("EARSHOT_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .expect("earshot serve starts");
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..500 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return EarshotProcess { url, port, child };
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("earshot serve did not listen on {port}; see {}", log.display());
+    }
+
+    /// Waits until `/healthz` answers 200.
+    pub async fn healthy(&self) {
+        for _ in 0..600 {
+            if let Ok(r) = reqwest::get(format!("{}/healthz", self.url)).await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("earshot at {} did not become healthy", self.url);
+    }
+
+    /// Sends a signal (`TERM`, `INT`, …) to the process.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill").arg(format!("-{name}")).arg(self.child.id().to_string()).status().expect("kill runs");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits up to `within` for the process to exit; its exit status.
+    pub async fn exited(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+}
+
+impl Drop for EarshotProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

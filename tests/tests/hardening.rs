@@ -1,0 +1,429 @@
+//! Bad input and faults against the real server: `earshot serve` as a process (its own socket
+//! server, signals and all) in front of the real Kokoro container, as a hostile-but-fair new user
+//! would try them. Each case asserts the exact status, code or event sequence, and that the
+//! container is left with no live request and no open session.
+//!
+//! The cases, by kind: text that once panicked the normaliser, input with nothing to speak, every
+//! kind of malformed body, slow and vanishing clients, a killed and restarted container, a gateway
+//! started before its container, SIGTERM and SIGINT with live streams, and overload with and without
+//! an arm to spill over to.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use earshot_client::{speak, CallOptions, ClientError, Received, SpeakBody};
+use earshot_core::protocol::{Delivery, ServerEvent};
+use earshot_e2e::{check_conversation, text, EarshotProcess, Kokoro};
+
+/// Long enough that the container needs many seconds for it on 2 cores.
+const LONG: &str = "Speech starts as soon as the first sentence is ready. The second sentence follows while the first one plays. \
+A third sentence keeps the stream going for a while longer. Then a fourth sentence arrives from the agent, and it is longer. \
+The fifth sentence closes this paragraph. A sixth one opens the next. The seventh sentence is here too. \
+An eighth sentence keeps the model busy. The ninth one nearly ends it. The tenth sentence really does.";
+
+/// The shared container, and a gateway in front of it with short client time limits.
+async fn gateway(extra: &[&str]) -> (&'static Kokoro, EarshotProcess) {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let mut args = vec!["--kokoro-url", kokoro.url.as_str(), "--header-timeout", "1", "--body-timeout", "1", "--drain", "1"];
+    args.extend_from_slice(extra);
+    let earshot = EarshotProcess::start(&args).await;
+    earshot.healthy().await;
+    (kokoro, earshot)
+}
+
+async fn post(url: &str, body: &str) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
+    let r = reqwest::Client::new().post(format!("{url}/v1/speak")).header("content-type", "application/json").body(body.to_string()).send().await.expect("a response");
+    let (status, headers) = (r.status().as_u16(), r.headers().clone());
+    let text = r.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)), headers)
+}
+
+fn event_kinds(r: &Received) -> Vec<&'static str> {
+    r.events.iter().map(ServerEvent::kind).collect()
+}
+
+/// Sends raw bytes on a new connection and reads what comes back until the server closes it or
+/// `within` passes; the reply and how long the server took to close.
+fn raw_exchange(port: u16, parts: &[(&[u8], Duration)], within: Duration) -> (String, Option<Duration>) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let started = Instant::now();
+    for (bytes, pause) in parts {
+        if stream.write_all(bytes).is_err() {
+            break;
+        }
+        std::thread::sleep(*pause);
+    }
+    stream.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < within {
+        match stream.read(&mut buf) {
+            Ok(0) => return (String::from_utf8_lossy(&reply).into(), Some(started.elapsed())),
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return (String::from_utf8_lossy(&reply).into(), Some(started.elapsed())),
+        }
+    }
+    (String::from_utf8_lossy(&reply).into(), None)
+}
+
+// ---------------------------------------------------------------- text that once panicked
+
+#[tokio::test]
+async fn lines_starting_with_wide_characters_are_spoken_to_the_end() {
+    let (kokoro, earshot) = gateway(&[]).await;
+    // Each once ended the stream after `session` and `text`, with neither `done` nor `error`.
+    for (input, sentences) in [
+        ("こんにちは。", vec!["こんにちは。"]),
+        ("你好。", vec!["你好。"]),
+        ("“Hello,” she said.", vec!["“Hello,” she said."]),
+        ("Hello there.\n— a dash", vec!["Hello there.", "— a dash"]),
+        ("😀 Hello there.", vec!["😀 Hello there."]),
+    ] {
+        for delivery in [Delivery::Sse, Delivery::Binary] {
+            let r = speak(&earshot.url, &text(input), &CallOptions { delivery, ..Default::default() }).await.expect("spoken");
+            assert_eq!(check_conversation(&r), sentences, "{input:?} over {delivery:?}");
+        }
+    }
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+}
+
+// ---------------------------------------------------------------- nothing to speak
+
+#[tokio::test]
+async fn input_with_nothing_to_speak_is_refused_before_any_stream() {
+    let (kokoro, earshot) = gateway(&[]).await;
+    let before = kokoro.stats().await;
+    for input in ["\u{0}\u{0}", "... !!! ???", "\u{301}\u{301}\u{301}", "\u{200b}\u{200b}", "```\nmake run\n```", "   \n\t "] {
+        let (status, body, _) = post(&earshot.url, &serde_json::json!({ "text": input }).to_string()).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (400, Some("empty_input")), "{input:?}: {body}");
+    }
+    let (status, body, _) = post(&earshot.url, &serde_json::json!({ "prompt": "\u{200b}\u{feff}" }).to_string()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("empty_input")), "{body}");
+    let after = kokoro.wait_idle(Duration::from_secs(5)).await;
+    assert_eq!(before["completed_requests"], after["completed_requests"], "nothing reached the container");
+}
+
+#[tokio::test]
+async fn an_answer_that_turns_out_empty_ends_with_its_own_error() {
+    // Only an agent can write an answer with nothing to speak (a code block): the scripted agent here
+    // is given one, in a gateway served in this process on the shared container.
+    let kokoro = Kokoro::shared();
+    let backend = earshot_e2e::kokoro_backend(kokoro).await;
+    let agent = earshot_e2e::agent(200.0).with_script("code", "```bash\nmake run\n```\n");
+    let mut gateway = earshot_gateway::Gateway::new(vec![backend], std::sync::Arc::new(agent));
+    gateway.metrics_namespace = None;
+    let served = earshot_e2e::serve(gateway).await;
+    let r = speak(&served.url, &earshot_e2e::prompt("code"), &CallOptions::default()).await.expect("a stream");
+    assert_eq!(event_kinds(&r).first(), Some(&"session"));
+    assert_eq!(event_kinds(&r).last(), Some(&"error"));
+    assert!(!event_kinds(&r).contains(&"sentence"), "{:?}", event_kinds(&r));
+    let error = r.error.expect("an error event");
+    assert_eq!((error.code.as_str(), error.retryable), ("empty_answer", false));
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+}
+
+// ---------------------------------------------------------------- malformed bodies
+
+#[tokio::test]
+async fn every_kind_of_malformed_body_gets_its_own_code() {
+    let (kokoro, earshot) = gateway(&[]).await;
+    let long_prompt = format!(r#"{{"prompt":"{}"}}"#, "a".repeat(4001));
+    let cases: Vec<(&str, u16, &str)> = vec![
+        ("{", 400, "invalid_json"),
+        ("", 400, "invalid_json"),
+        ("not json", 400, "invalid_json"),
+        (r#"[null,"Hello there.",null]"#, 400, "invalid_request"),
+        (r#"["Hello there."]"#, 400, "invalid_request"),
+        (r#""Hello there.""#, 400, "invalid_request"),
+        ("null", 400, "invalid_request"),
+        ("42", 400, "invalid_request"),
+        (r#"{"text":"Hi.","colour":"red"}"#, 400, "invalid_request"),
+        (r#"{"text":5}"#, 400, "invalid_request"),
+        (r#"{"text":"Hi.","voice":null,"release":7}"#, 400, "invalid_request"),
+        (r#"{"prompt":"a","text":"b"}"#, 400, "conflicting_input"),
+        ("{}", 400, "missing_input"),
+        (r#"{"text":"Hi.","release":"later"}"#, 400, "invalid_release"),
+        (r#"{"text":"Hi.","format":"xml"}"#, 400, "invalid_format"),
+        (r#"{"text":"Hi.","conversation_id":"a b"}"#, 400, "invalid_conversation_id"),
+        (r#"{"text":"Hi.","voice":"af_nobody"}"#, 400, "unknown_voice"),
+        (r#"{"text":"Hi.","backend":"nobody"}"#, 400, "unknown_backend"),
+        (&long_prompt, 413, "input_too_long"),
+    ];
+    for (body, status, code) in &cases {
+        let (got, json, _) = post(&earshot.url, body).await;
+        assert_eq!((got, json["error"]["code"].as_str()), (*status, Some(*code)), "{body:.60}: {json}");
+        assert!(json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "a message for {body:.60}");
+    }
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_whether_declared_or_streamed() {
+    let (_, earshot) = gateway(&[]).await;
+    let big = format!(r#"{{"text":"{}"}}"#, "a".repeat(70 * 1024));
+    let (status, json, _) = post(&earshot.url, &big).await;
+    assert_eq!((status, json["error"]["code"].as_str()), (413, Some("body_too_large")));
+    // Chunked, with no declared length: the limit applies as it arrives.
+    let chunks: Vec<Result<String, std::io::Error>> = vec![Ok(big[..40_000].to_string()), Ok(big[40_000..].to_string())];
+    let r = reqwest::Client::new().post(format!("{}/v1/speak", earshot.url)).body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 413);
+}
+
+// ---------------------------------------------------------------- slow and vanishing clients
+
+#[tokio::test]
+async fn headers_sent_a_byte_at_a_time_are_cut_off() {
+    let (_, earshot) = gateway(&[]).await;
+    let request = b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    let parts: Vec<(&[u8], Duration)> = request.chunks(1).map(|b| (b, Duration::from_millis(300))).collect();
+    let (_, closed) = tokio::task::spawn_blocking(move || raw_exchange(earshot.port, &parts, Duration::from_secs(10))).await.unwrap();
+    let closed = closed.expect("the server closed the connection");
+    assert!(closed < Duration::from_secs(4), "closed after {closed:?} with a 1 s header limit");
+}
+
+#[tokio::test]
+async fn a_body_shorter_than_its_length_times_out_with_408() {
+    let (_, earshot) = gateway(&[]).await;
+    let port = earshot.port;
+    let request = b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\":\"Hi";
+    let (reply, closed) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(request, Duration::ZERO)], Duration::from_secs(10))).await.unwrap();
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("body_timeout"), "{reply}");
+    assert!(closed.expect("closed") < Duration::from_secs(4));
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_limit_is_refused_at_once() {
+    let (_, earshot) = gateway(&[]).await;
+    let port = earshot.port;
+    let request = b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n";
+    let started = Instant::now();
+    let (reply, _) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(request, Duration::ZERO)], Duration::from_secs(5))).await.unwrap();
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("body_too_large"), "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(2), "answered in {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_answered_busy() {
+    let (_, earshot) = gateway(&["--max-connections", "3"]).await;
+    let port = earshot.port;
+    // The health check's own connection closes first.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (reply, _) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", Duration::ZERO)], Duration::from_secs(3))).await.unwrap();
+    assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
+    assert!(reply.contains("server_busy") && reply.to_lowercase().contains("retry-after: 1"), "{reply}");
+    drop(held);
+    // The places free up as the held connections close.
+    let mut healthy = false;
+    for _ in 0..50 {
+        if reqwest::get(format!("{}/healthz", earshot.url)).await.is_ok_and(|r| r.status().is_success()) {
+            healthy = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(healthy, "the server serves again once connections close");
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_at_any_point_leaves_nothing_running() {
+    let (kokoro, earshot) = gateway(&[]).await;
+    // After the response headers, before any audio.
+    let r = reqwest::Client::new().post(format!("{}/v1/speak", earshot.url)).json(&serde_json::json!({"text": LONG})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    drop(r);
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+    // After the first audio chunk, and after a few, in both formats.
+    for (chunks, delivery) in [(1, Delivery::Sse), (5, Delivery::Binary), (12, Delivery::Sse)] {
+        let options = CallOptions { delivery, stop_after_audio_chunks: Some(chunks), ..Default::default() };
+        let r = speak(&earshot.url, &text(LONG), &options).await.expect("audio");
+        assert!(r.events.iter().filter(|e| matches!(e, ServerEvent::Audio(_))).count() >= chunks);
+        let stats = kokoro.wait_idle(Duration::from_secs(5)).await;
+        assert!(stats["cancelled_requests"].as_u64().unwrap() > 0, "{stats}");
+    }
+    // In the middle of sending the body.
+    let port = earshot.port;
+    tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"text\":").unwrap();
+    })
+    .await
+    .unwrap();
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+    // The server is as good as new.
+    let r = speak(&earshot.url, &text("Still here."), &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+}
+
+// ---------------------------------------------------------------- the container fails
+
+#[tokio::test]
+async fn a_killed_container_is_an_error_and_its_return_is_noticed() {
+    let kokoro = Kokoro::start();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    earshot.healthy().await;
+    let url = earshot.url.clone();
+    let talking = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kokoro.kill();
+    let r = talking.await.unwrap().expect("the stream ends with a message, not a broken body");
+    let error = r.error.as_ref().expect("an error event");
+    assert_eq!(error.code, "backend_gone", "{error:?}");
+    assert!(error.retryable);
+    assert_eq!(event_kinds(&r).last(), Some(&"error"));
+    // While it is gone: refused before any stream.
+    let (status, body, _) = post(&earshot.url, r#"{"text":"Are you there?"}"#).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (502, Some("backend_unreachable")), "{body}");
+    let health = reqwest::get(format!("{}/healthz", earshot.url)).await.unwrap();
+    assert_eq!(health.status().as_u16(), 503);
+    // Back on the same port: the gateway recovers by itself.
+    let again = Kokoro::start_with(Some(kokoro.port()), &[]);
+    again.ready().await;
+    earshot.healthy().await;
+    let r = speak(&earshot.url, &text("I am back."), &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    again.wait_idle(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_gateway_started_before_its_container_listens_and_says_not_ready() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kokoro_url = format!("http://127.0.0.1:{port}");
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro_url]).await;
+    // Listening at once, and honest about it.
+    let health = reqwest::get(format!("{}/healthz", earshot.url)).await.expect("it listens");
+    assert_eq!(health.status().as_u16(), 503);
+    let (status, body, headers) = post(&earshot.url, r#"{"text":"Hello there."}"#).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("backend_not_ready")), "{body}");
+    assert_eq!(headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("2"));
+    assert_eq!(body["error"]["retryable"], true);
+    // The container arrives, loads its model, and the gateway notices.
+    let kokoro = Kokoro::start_with(Some(port), &[]);
+    kokoro.ready().await;
+    earshot.healthy().await;
+    let r = speak(&earshot.url, &text("Hello there."), &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+}
+
+// ---------------------------------------------------------------- signals
+
+async fn signal_with_a_live_stream(signal: &str) {
+    let (kokoro, mut earshot) = gateway(&[]).await;
+    let url = earshot.url.clone();
+    let long = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
+    let url = earshot.url.clone();
+    let short = tokio::spawn(async move { speak(&url, &text("Short and sweet."), &CallOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    earshot.signal(signal);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // No new connections once the signal has arrived.
+    assert!(reqwest::get(format!("{}/healthz", earshot.url)).await.is_err(), "{signal}: still accepting");
+    // The long answer cannot finish within the 1 s drain: it ends with a message, not a cut body.
+    let r = long.await.unwrap().expect("a complete body");
+    let error = r.error.as_ref().unwrap_or_else(|| panic!("{signal}: an error event, got {:?}", event_kinds(&r)));
+    assert_eq!((error.code.as_str(), error.retryable), ("shutting_down", true), "{signal}");
+    assert_eq!(event_kinds(&r).last(), Some(&"error"));
+    // The short one finished within the drain.
+    let r = short.await.unwrap().expect("a complete body");
+    check_conversation(&r);
+    let status = earshot.exited(Duration::from_secs(5)).await.unwrap_or_else(|| panic!("{signal}: earshot did not exit"));
+    assert!(status.success(), "{signal}: {status:?}");
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn sigterm_drains_then_ends_live_streams_with_shutting_down() {
+    signal_with_a_live_stream("TERM").await;
+}
+
+#[tokio::test]
+async fn sigint_drains_then_ends_live_streams_with_shutting_down() {
+    signal_with_a_live_stream("INT").await;
+}
+
+#[tokio::test]
+async fn an_idle_server_exits_at_once_on_sigterm() {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let mut earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url, "--drain", "30"]).await;
+    earshot.healthy().await;
+    let started = Instant::now();
+    earshot.signal("TERM");
+    assert!(earshot.exited(Duration::from_secs(5)).await.is_some_and(|s| s.success()));
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+}
+
+// ---------------------------------------------------------------- overload
+
+/// A container that admits one session at a time.
+fn capped_container() -> &'static Kokoro {
+    static CAPPED: std::sync::OnceLock<Kokoro> = std::sync::OnceLock::new();
+    CAPPED.get_or_init(|| Kokoro::start_with(None, &[("KOKORO_MAX_SESSIONS", "1")]))
+}
+
+#[tokio::test]
+async fn a_full_container_without_another_arm_is_503_backend_busy() {
+    let kokoro = capped_container();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    earshot.healthy().await;
+    let url = earshot.url.clone();
+    let first = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let refused = speak(&earshot.url, &text("Me too."), &CallOptions::default()).await;
+    let answered_in = started.elapsed();
+    match refused {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (503, "backend_busy")),
+        other => panic!("expected 503 backend_busy, got {other:?}"),
+    }
+    assert!(answered_in < Duration::from_secs(1), "busy is answered fast: {answered_in:?}");
+    let (_, _, headers) = post(&earshot.url, r#"{"text":"Me too."}"#).await;
+    assert_eq!(headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    check_conversation(&first.await.unwrap().expect("the first is spoken"));
+    let stats = kokoro.wait_idle(Duration::from_secs(5)).await;
+    assert!(stats["busy_refusals"].as_u64().unwrap() >= 2, "{stats}");
+}
+
+#[tokio::test]
+async fn a_full_container_spills_over_to_the_other_arm() {
+    let kokoro = capped_container();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url, "--backends", "kokoro,synthetic", "--failover"]).await;
+    earshot.healthy().await;
+    let url = earshot.url.clone();
+    let first = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let spilled = speak(&earshot.url, &text("Me too, please."), &CallOptions::default()).await.expect("spoken elsewhere");
+    assert_eq!(spilled.header("x-earshot-backend"), Some("synthetic"));
+    assert_eq!(spilled.header("x-earshot-backend-reason"), Some("overflow"));
+    let session = spilled.session.as_ref().unwrap();
+    assert_eq!((session.backend.as_str(), session.backend_reason.as_str()), ("synthetic", "overflow"));
+    assert_eq!(spilled.timeline.as_ref().unwrap().overflow_from.as_deref(), Some("kokoro"));
+    assert!(spilled.error.is_none());
+    let first = first.await.unwrap().expect("the first is spoken");
+    assert_eq!(first.header("x-earshot-backend"), Some("kokoro"));
+    check_conversation(&first);
+    // Once the place is free, Kokoro answers again.
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+    let again = speak(&earshot.url, &text("Back to Kokoro."), &CallOptions::default()).await.unwrap();
+    assert_eq!(again.header("x-earshot-backend-reason"), Some("default"));
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_body_of_the_right_shape_still_speaks() {
+    // The control case: the gateway these tests harden still does its job.
+    let (kokoro, earshot) = gateway(&[]).await;
+    let body = SpeakBody { text: Some("Everything works. Really.".into()), release: Some("buffered".into()), ..Default::default() };
+    let r = speak(&earshot.url, &body, &CallOptions { delivery: Delivery::Binary, ..Default::default() }).await.unwrap();
+    assert_eq!(check_conversation(&r), vec!["Everything works.", "Really."]);
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+}
