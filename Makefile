@@ -12,7 +12,7 @@ export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 
-.PHONY: help run run-aws test test-rust test-e2e test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean
+.PHONY: help run run-aws test test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -38,7 +38,7 @@ run-aws: build kokoro-venv
 	$(CARGO) build --release --locked -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: test-rust conformance test-kokoro test-e2e test-web test-cdk test-lambda test-bench
+test: test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-bench
 	@echo "==> all tests passed"
 
 test-rust: deps-rust
@@ -59,6 +59,11 @@ test-e2e: deps-rust kokoro-venv
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (one test at a time)"
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --locked -p earshot-e2e -- --test-threads=1
+
+test-run: deps-rust kokoro-venv
+	@echo "==> make run and make run-aws: they speak, and stop everything they started however they are stopped"
+	$(CARGO) build --quiet --locked -p earshot -p earshot-standins
+	EARSHOT_BIN=$(CARGO_TARGET_DIR)/debug/earshot STANDINS_BIN=$(CARGO_TARGET_DIR)/debug/earshot-standins $(ROOT)/scripts/test-run-local.sh
 
 kokoro-venv:
 	@$(MAKE) --no-print-directory -C infra/kokoro venv
