@@ -27,6 +27,7 @@ mod report;
 mod services;
 mod stack;
 mod stats;
+mod overload;
 mod trial;
 
 #[derive(Parser)]
@@ -36,7 +37,7 @@ struct Args {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Suites to run.
-    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,container,transport,coldstart,segmenter")]
+    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,container,transport,coldstart,segmenter")]
     suites: Vec<String>,
     /// Trials per cell.
     #[arg(long, default_value_t = 20)]
@@ -80,6 +81,8 @@ pub struct Results {
     pub release: Option<release::Results>,
     pub overhead: Option<Vec<overhead::Trial>>,
     pub load: Option<Vec<load::Level>>,
+    #[serde(default)]
+    pub overload: Option<Vec<overload::Config>>,
     pub container: Option<Vec<container::Trial>>,
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
@@ -141,7 +144,7 @@ async fn run(args: Args) -> Result<(), String> {
     };
     let (trials, shapes, levels) = if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
-    if let Some(unknown) = args.suites.iter().find(|s| !["release", "overhead", "load", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str())) {
+    if let Some(unknown) = args.suites.iter().find(|s| !["release", "overhead", "load", "overload", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str())) {
         return Err(format!("unknown suite `{unknown}`"));
     }
     let started = std::time::Instant::now();
@@ -167,6 +170,13 @@ async fn run(args: Args) -> Result<(), String> {
         eprintln!("bench: load with the synthetic voice, N = {levels:?}");
         let settings = load::Settings { levels, min_samples: if args.quick { 1 } else { trials }, latency_ms: 200, prompt: "brief".into() };
         results.load = Some(load::run(&paths, &settings).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("overload") {
+        let settings = if args.quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
+        eprintln!("bench: overload: {} conversations at once, container cap {}", settings.conversations, settings.cap);
+        results.overload = Some(overload::run(&paths, &settings).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

@@ -75,7 +75,42 @@ pub fn markdown(r: &Results) -> String {
     if let Some(s) = &r.segmenter {
         segmenter(o, s);
     }
+    if let Some(c) = &r.overload {
+        overload(o, c);
+    }
     out
+}
+
+fn overload(o: &mut String, configs: &[crate::overload::Config]) {
+    let _ = writeln!(o, "## 9. Overload: more conversations at once than the container admits
+");
+    let _ = writeln!(o, "A burst of N conversations (the `brief` answer, held to its end) starts at once against the real model on this machine, in each configuration in turn, with a fresh container. *Admitted* conversations speak through Kokoro; *spilled* ones start on the other arm (`overflow`; the synthetic voice stands in for Polly here); *refused* ones get `503 backend_busy`. Client times: to the first audio decoded, or to the refusal.
+");
+    let _ = writeln!(o, "| configuration | container cap | conversations (failed) | admitted: time to first audio | spilled: share, time to first audio | refused: share, time to the answer |
+|---|---|---|---|---|---|");
+    for c in configs {
+        let of = |kind: &str| c.outcomes.iter().filter(|x| x.kind == kind).map(|x| x.client_ms).collect::<Vec<f64>>();
+        let total = (c.outcomes.len() + c.errors.len()).max(1) as f64;
+        let share = |v: &[f64]| format!("{:.0} %", 100.0 * v.len() as f64 / total);
+        let (admitted, spilled, refused) = (of("admitted"), of("spilled"), of("refused"));
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} ({}) | {} | {}, {} | {}, {} |",
+            c.name,
+            c.cap.map_or("none".to_string(), |n| n.to_string()),
+            c.outcomes.len() + c.errors.len(),
+            c.errors.len(),
+            spread(&admitted),
+            share(&spilled),
+            spread(&spilled),
+            share(&refused),
+            spread(&refused)
+        );
+        for e in &c.errors {
+            let _ = writeln!(o, "|  | error: {} | | | | |", e.replace('|', "/"));
+        }
+    }
+    let _ = writeln!(o);
 }
 
 fn cell<'a>(rel: &'a crate::release::Results, shape: &'a str, config: Config, release: &'a str) -> impl Iterator<Item = &'a Trial> + 'a {

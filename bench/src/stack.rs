@@ -24,6 +24,11 @@ pub struct Running {
 
 /// The Kokoro container's server from its venv, ready to synthesize.
 pub async fn kokoro(paths: &Paths) -> Result<Running, String> {
+    kokoro_with(paths, &[]).await
+}
+
+/// The Kokoro container's server with extra environment variables (`KOKORO_MAX_SESSIONS`, …).
+pub async fn kokoro_with(paths: &Paths, env: &[(&str, String)]) -> Result<Running, String> {
     let python = paths.kokoro_dir.join(".venv/bin/python");
     if !python.exists() {
         return Err(format!("{} is missing: run `make -C infra/kokoro venv` (make bench does)", python.display()));
@@ -31,6 +36,9 @@ pub async fn kokoro(paths: &Paths) -> Result<Running, String> {
     let port = free_port();
     let mut command = Command::new(python);
     command.args(["-m", "kokoro_server"]).current_dir(&paths.kokoro_dir).env("KOKORO_ENGINE", "onnx").env("KOKORO_PORT", port.to_string()).env("KOKORO_LOG_LEVEL", "warning");
+    for (k, v) in env {
+        command.env(k, v);
+    }
     let mut service = Service::spawn("kokoro", command, &paths.logs)?;
     let url = format!("http://127.0.0.1:{port}");
     let took = service.wait_ready(&format!("{url}/ping"), Duration::from_secs(300), Duration::from_millis(20)).await?;
