@@ -172,17 +172,26 @@ pub async fn run(
     };
     let mut last_text = Instant::now();
     let mut idle_checked = true;
+    // Silence is the agent's only while earshot listens: when the release queue is full the agent is
+    // not read, and its next delta may already be waiting. The idle window counts from the later of
+    // the last delta and the moment reading resumed.
+    let mut listening_since = Instant::now();
+    let mut was_pulling = true;
 
     let outcome = loop {
-        let idle_at = match cfg.idle_release {
-            Some(window) if !idle_checked && !s.agent_done => Some(last_text + window),
-            _ => None,
-        };
         let can_pull = !s.agent_done
             && match cfg.release {
                 Release::Incremental => s.queue.is_empty(),
                 Release::Buffered => true,
             };
+        if can_pull && !was_pulling {
+            listening_since = Instant::now();
+        }
+        was_pulling = can_pull;
+        let idle_at = match cfg.idle_release {
+            Some(window) if !idle_checked && can_pull => Some(last_text.max(listening_since) + window),
+            _ => None,
+        };
         let flow = tokio::select! {
             biased;
             _ = cancel.cancelled() => Flow::End(Outcome::Cancelled),
@@ -207,8 +216,13 @@ pub async fn run(
         match flow {
             Flow::End(outcome) => break outcome,
             Flow::Failover(error) => {
+                // Opening the fallback may hang; a conversation cancelled meanwhile ends at once.
                 let opened = match fallback.take() {
-                    Some(open) => open.await,
+                    Some(open) => tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => break Outcome::Cancelled,
+                        opened = open => opened,
+                    },
                     None => None,
                 };
                 let Some((session, info)) = opened else {
