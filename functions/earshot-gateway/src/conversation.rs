@@ -133,7 +133,10 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     let backend_name = backend.name().to_string();
     let conversation_id = request.conversation_id.clone();
     let release = request.release;
-    let arm_for_metrics = arm.clone();
+    // Metrics count a conversation in the arm the A/B split chose for it, even when it spilled over or
+    // failed over to another backend (its `Backend` dimension says which spoke): an arm's overflows and
+    // failures are the arm's, as an A/B comparison by intent to treat needs.
+    let arm_for_metrics = if choice.reason == Reason::Ab { choice.arm.clone() } else { None };
     let (supervisor_out, supervisor_cancel, shutdown) = (tx.clone(), cancel.clone(), gw.shutdown.clone());
     let conversation = tokio::spawn(async move {
         if tx.send(ServerEvent::Session(info)).await.is_err() {
