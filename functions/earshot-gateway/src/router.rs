@@ -119,7 +119,13 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
     let mut all_ok = true;
     let mut report = serde_json::Map::new();
     for b in &gw.backends {
-        let status = match tokio::time::timeout(Duration::from_secs(2), b.health()).await {
+        // Healthy means a conversation would be taken now: a backend that still learns its voices
+        // is not ready, whatever its own health check says.
+        let checked = match b.readiness() {
+            Err(e) => Ok(Err(e)),
+            Ok(()) => tokio::time::timeout(Duration::from_secs(2), b.health()).await,
+        };
+        let status = match checked {
             Ok(Ok(())) => serde_json::json!({"ok": true}),
             Ok(Err(e)) => {
                 all_ok = false;
