@@ -362,21 +362,25 @@ async fn an_idle_server_exits_at_once_on_sigterm() {
 
 // ---------------------------------------------------------------- overload
 
-/// A container that admits one session at a time.
-fn capped_container() -> &'static Kokoro {
+/// A container that admits one session at a time, a gateway in front of it with `extra` arguments,
+/// and a long answer holding that one session (spawned; its result is the first conversation's).
+async fn one_session_taken(extra: &[&str]) -> (&'static Kokoro, EarshotProcess, tokio::task::JoinHandle<Result<Received, ClientError>>) {
     static CAPPED: std::sync::OnceLock<Kokoro> = std::sync::OnceLock::new();
-    CAPPED.get_or_init(|| Kokoro::start_with(None, &[("KOKORO_MAX_SESSIONS", "1")]))
-}
-
-#[tokio::test]
-async fn a_full_container_without_another_arm_is_503_backend_busy() {
-    let kokoro = capped_container();
+    let kokoro = CAPPED.get_or_init(|| Kokoro::start_with(None, &[("KOKORO_MAX_SESSIONS", "1")]));
     kokoro.ready().await;
-    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    let mut args = vec!["--kokoro-url", kokoro.url.as_str()];
+    args.extend_from_slice(extra);
+    let earshot = EarshotProcess::start(&args).await;
     earshot.healthy().await;
     let url = earshot.url.clone();
     let first = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
     tokio::time::sleep(Duration::from_millis(500)).await;
+    (kokoro, earshot, first)
+}
+
+#[tokio::test]
+async fn a_full_container_without_another_arm_is_503_backend_busy() {
+    let (kokoro, earshot, first) = one_session_taken(&[]).await;
     let started = Instant::now();
     let refused = speak(&earshot.url, &text("Me too."), &CallOptions::default()).await;
     let answered_in = started.elapsed();
@@ -394,13 +398,7 @@ async fn a_full_container_without_another_arm_is_503_backend_busy() {
 
 #[tokio::test]
 async fn a_full_container_spills_over_to_the_other_arm() {
-    let kokoro = capped_container();
-    kokoro.ready().await;
-    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url, "--backends", "kokoro,synthetic", "--failover"]).await;
-    earshot.healthy().await;
-    let url = earshot.url.clone();
-    let first = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (kokoro, earshot, first) = one_session_taken(&["--backends", "kokoro,synthetic", "--failover"]).await;
     let spilled = speak(&earshot.url, &text("Me too, please."), &CallOptions::default()).await.expect("spoken elsewhere");
     assert_eq!(spilled.header("x-earshot-backend"), Some("synthetic"));
     assert_eq!(spilled.header("x-earshot-backend-reason"), Some("overflow"));

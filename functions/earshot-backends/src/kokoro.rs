@@ -57,7 +57,7 @@ struct Catalogue {
 }
 
 /// The Kokoro backend. It exists before the container is ready (the gateway listens, and answers
-/// `503 backend_not_ready`, while the model loads); [`KokoroBackend::watch`] learns the voices once
+/// `503 backend_not_ready`, while the model loads); [`KokoroBackend::poll_ready_forever`] learns the voices once
 /// the container answers.
 pub struct KokoroBackend {
     cfg: KokoroConfig,
@@ -82,15 +82,18 @@ impl KokoroBackend {
 
     /// Polls the container until it is ready and its voices are known, for up to `wait`.
     pub async fn wait_ready(&self, wait: Duration) -> Result<(), SpeechError> {
-        let deadline = tokio::time::Instant::now() + wait;
+        self.poll_until(tokio::time::Instant::now().checked_add(wait)).await
+    }
+
+    /// Polls until the container is ready, or until `deadline` (never, when `None`). A reply that
+    /// can never turn into readiness (an unknown default voice, an unreadable voice list) ends it.
+    async fn poll_until(&self, deadline: Option<tokio::time::Instant>) -> Result<(), SpeechError> {
         loop {
             match self.try_load().await {
-                Ok(()) => return Ok(()),
-                Err(e) if e.code != "backend_unreachable" => return Err(e),
-                Err(_) if tokio::time::Instant::now() >= deadline => {
-                    return Err(SpeechError::new("backend_unreachable", format!("the Kokoro container at {} is not ready", self.cfg.url), true))
+                Err(e) if e.code == "backend_unreachable" && deadline.is_none_or(|d| tokio::time::Instant::now() < d) => {
+                    tokio::time::sleep(Duration::from_millis(200)).await
                 }
-                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                done => return done,
             }
         }
     }
@@ -121,18 +124,16 @@ impl KokoroBackend {
         Ok(())
     }
 
-    /// Waits in the background until the container is ready (however long its model takes), logging
-    /// when it is; a configuration error (an unknown default voice) is logged and ends the watch.
-    pub fn watch(self: &std::sync::Arc<Self>) -> tokio::task::JoinHandle<Result<(), SpeechError>> {
-        let backend = self.clone();
-        tokio::spawn(async move {
-            let result = backend.wait_ready(Duration::MAX / 4).await;
-            match &result {
-                Ok(()) => tracing::info!("Kokoro is ready; default voice {}", backend.default_voice()),
-                Err(e) => tracing::error!("Kokoro cannot be used: {}", e.message),
-            }
-            result
-        })
+    /// Waits until the container is ready, however long its model takes, and logs it; a reply that
+    /// can never turn into readiness (an unknown default voice) is logged and returned. Meant to run
+    /// in the background while the gateway already serves.
+    pub async fn poll_ready_forever(&self) -> Result<(), SpeechError> {
+        let result = self.poll_until(None).await;
+        match &result {
+            Ok(()) => tracing::info!("Kokoro is ready; default voice {}", self.default_voice()),
+            Err(e) => tracing::error!("Kokoro cannot be used: {}", e.message),
+        }
+        result
     }
 
     fn catalogue(&self) -> Option<Catalogue> {
@@ -164,7 +165,8 @@ impl SpeechBackend for KokoroBackend {
     }
 
     fn readiness(&self) -> Result<(), SpeechError> {
-        match self.catalogue() {
+        // On every request: look, without cloning the voice list.
+        match self.catalogue.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
             Some(_) => Ok(()),
             None => Err(SpeechError::new(codes::NOT_READY, format!("the Kokoro container at {} is still loading its model", self.cfg.url), true)),
         }

@@ -1,6 +1,8 @@
 //! The normaliser gives the same speakable text however its Markdown is chunked, and never lets
 //! Markdown syntax through on the common constructs.
 
+mod common;
+
 use earshot_core::text::{normalise, Normaliser};
 use proptest::prelude::*;
 
@@ -24,15 +26,10 @@ proptest! {
     #[test]
     fn chunking_never_changes_the_output(md in markdown(), cuts in prop::collection::vec(0.0f64..1.0, 0..20)) {
         let whole = normalise(&md);
-        let bounds: Vec<usize> = md.char_indices().map(|(i, _)| i).chain(std::iter::once(md.len())).collect();
-        let mut points: Vec<usize> = cuts.iter().map(|f| bounds[(f * (bounds.len() - 1) as f64) as usize]).collect();
-        points.extend([0, md.len()]);
-        points.sort_unstable();
-        points.dedup();
         let mut n = Normaliser::new();
         let mut out = String::new();
-        for w in points.windows(2) {
-            out.push_str(&n.push(&md[w[0]..w[1]]));
+        for chunk in common::chunks(&md, &cuts) {
+            out.push_str(&n.push(chunk));
         }
         out.push_str(&n.flush());
         prop_assert_eq!(whole, out);

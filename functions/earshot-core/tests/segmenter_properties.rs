@@ -2,6 +2,8 @@
 //! output, nothing is lost or invented (the sentences put together are the input, white space
 //! aside), and a maximum length is respected.
 
+mod common;
+
 use earshot_core::text::{Lang, Segmenter, SegmenterConfig};
 use proptest::prelude::*;
 
@@ -41,16 +43,10 @@ fn cuts() -> impl Strategy<Value = Vec<f64>> {
 }
 
 fn run_chunked(text: &str, cfg: &SegmenterConfig, cuts: &[f64]) -> Vec<String> {
-    let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
-    let mut points: Vec<usize> = cuts.iter().map(|f| boundaries[(f * (boundaries.len() - 1) as f64) as usize]).collect();
-    points.push(0);
-    points.push(text.len());
-    points.sort_unstable();
-    points.dedup();
     let mut seg = Segmenter::new(cfg.clone());
     let mut out = Vec::new();
-    for pair in points.windows(2) {
-        out.extend(seg.push(&text[pair[0]..pair[1]]).map(|s| s.text));
+    for chunk in common::chunks(text, cuts) {
+        out.extend(seg.push(chunk).map(|s| s.text));
     }
     out.extend(seg.flush().map(|s| s.text));
     out

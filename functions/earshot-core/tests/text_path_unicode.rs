@@ -6,6 +6,8 @@
 //! normaliser too, since a panic there (a line starting with a character wider than one byte was
 //! sliced inside its bytes) ends a conversation with no `done` and no `error`.
 
+mod common;
+
 use earshot_core::text::{normalise, Lang, Normaliser, Segmenter, SegmenterConfig};
 use proptest::prelude::*;
 
@@ -30,16 +32,11 @@ fn any_text() -> impl Strategy<Value = String> {
 /// The sentences of `text` pushed in chunks cut at the given fractions (always at character
 /// boundaries, as a UTF-8 stream decoder hands them over).
 fn through_the_path(text: &str, cfg: &SegmenterConfig, cuts: &[f64]) -> (String, Vec<String>) {
-    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
-    let mut points: Vec<usize> = cuts.iter().map(|f| bounds[(f * (bounds.len() - 1) as f64) as usize]).collect();
-    points.extend([0, text.len()]);
-    points.sort_unstable();
-    points.dedup();
     let mut normaliser = Normaliser::new();
     let mut segmenter = Segmenter::new(cfg.clone());
     let (mut speakable, mut sentences) = (String::new(), Vec::new());
-    for w in points.windows(2) {
-        let out = normaliser.push(&text[w[0]..w[1]]);
+    for chunk in common::chunks(text, cuts) {
+        let out = normaliser.push(chunk);
         speakable.push_str(&out);
         sentences.extend(segmenter.push(&out).map(|s| s.text));
     }

@@ -82,7 +82,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         };
         let router = router.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| router.clone().call(request.map(Body::new)));
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {

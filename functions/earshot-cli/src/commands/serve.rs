@@ -132,7 +132,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         None
     };
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
-    let mut watches = Vec::new();
+    let mut watches = tokio::task::JoinSet::new();
     for kind in &args.backends {
         match kind {
             BackendKind::Kokoro if args.sagemaker_endpoint.is_some() => {
@@ -158,7 +158,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 let cfg = KokoroConfig { url: args.kokoro_url.clone(), default_voice: args.kokoro_voice.clone(), ..Default::default() };
                 let backend = Arc::new(KokoroBackend::new(cfg).map_err(|e| e.to_string())?);
                 tracing::info!("waiting in the background for the Kokoro container at {}", args.kokoro_url);
-                watches.push(backend.watch());
+                let watched = backend.clone();
+                watches.spawn(async move { watched.poll_ready_forever().await });
                 backends.push(backend);
             }
             BackendKind::Synthetic => {
@@ -208,21 +209,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!("earshot is listening on http://{addr}");
     // A backend that can never be used (a default voice the container lacks) stops the server.
-    let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<String>(1);
-    for watch in watches {
-        let fatal = fatal_tx.clone();
-        tokio::spawn(async move {
-            if let Ok(Err(e)) = watch.await {
-                let _ = fatal.send(e.message).await;
-            }
-        });
-    }
-    drop(fatal_tx);
     let fatal = async move {
-        match fatal_rx.recv().await {
-            Some(message) => Some(message),
-            None => std::future::pending().await,
+        while let Some(watched) = watches.join_next().await {
+            if let Ok(Err(e)) = watched {
+                return Some(e.message);
+            }
         }
+        std::future::pending().await
     };
     let gateway = Arc::new(gateway);
     let conversations = gateway.shutdown.clone();
