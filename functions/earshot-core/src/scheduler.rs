@@ -269,9 +269,13 @@ impl Scheduler<'_> {
         }
     }
 
+    /// Ends with `error`. An error the client can no longer receive is not reported as sent: the
+    /// outcome is then `ClientGone`, as [`Outcome::Failed`] promises an `error` message went out.
     async fn fail(&mut self, info: ErrorInfo) -> Flow {
-        let _ = self.out.send(ServerEvent::Error(info.clone())).await;
-        Flow::End(Outcome::Failed(info))
+        match self.out.send(ServerEvent::Error(info.clone())).await {
+            Ok(()) => Flow::End(Outcome::Failed(info)),
+            Err(_) => Flow::End(Outcome::ClientGone),
+        }
     }
 
     async fn on_agent(&mut self, event: Option<Result<AgentEvent, crate::agent::AgentError>>) -> Flow {

@@ -1,79 +1,135 @@
 //! The scheduler's rules in virtual time (tokio's paused clock): a scripted agent and an in-memory
-//! backend, no model, deterministic to the millisecond whatever the machine is doing.
+//! backend, no model, deterministic to the millisecond whatever the machine is doing. Each test names
+//! one rule from the scheduler's module docs or the protocol, and every run is also checked against
+//! the protocol's ordering rules.
 
+mod scheduler_harness;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use earshot_core::agent::{AgentEvent, AgentStream};
-use earshot_core::protocol::{AudioFormat, ServerEvent};
-use earshot_core::scheduler::{self, Fallback, Outcome, SchedulerConfig};
-use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
-use earshot_core::timeline::{Clock, Timeline};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use earshot_core::agent::AGENT_CHANNEL;
+use earshot_core::protocol::ServerEvent;
+use earshot_core::scheduler::{Fallback, Outcome, Release, SchedulerConfig};
+use scheduler_harness::*;
+use tokio::time::Instant;
 
-/// An in-memory backend session: each sentence takes `per_sentence` of virtual time, then gives one
-/// chunk of audio and its end; `Finish` closes the session once every sentence is done.
-fn backend(per_sentence: Duration) -> SpeechSession {
-    let (commands_tx, mut commands) = mpsc::channel::<SpeechCommand>(32);
-    let (events_tx, events) = mpsc::channel(32);
-    tokio::spawn(async move {
-        while let Some(command) = commands.recv().await {
-            match command {
-                SpeechCommand::Speak(request) => {
-                    tokio::time::sleep(per_sentence).await;
-                    let _ = events_tx.send(SpeechEvent::Audio { index: request.index, pcm: Bytes::from_static(&[0, 0, 1, 0]) }).await;
-                    let _ = events_tx.send(SpeechEvent::Finished { index: request.index }).await;
-                }
-                SpeechCommand::Finish => {
-                    let _ = events_tx.send(SpeechEvent::Closed { billed_characters: None }).await;
-                    return;
-                }
-            }
-        }
-    });
-    SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(24_000), voice: "test".into() }
-}
-
-/// A backend session that fails before any audio.
-fn failing_backend() -> SpeechSession {
-    let (commands_tx, mut commands) = mpsc::channel::<SpeechCommand>(32);
-    let (events_tx, events) = mpsc::channel(32);
-    tokio::spawn(async move {
-        if commands.recv().await.is_some() {
-            let _ = events_tx.send(SpeechEvent::Failed(SpeechError::new("backend_gone", "gone", true))).await;
-        }
-        // Hold the channels open, as a session that has failed but not closed.
-        std::future::pending::<()>().await;
-    });
-    SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(24_000), voice: "test".into() }
-}
-
-fn agent(events: Vec<AgentEvent>) -> AgentStream {
-    let (tx, rx) = mpsc::channel(earshot_core::agent::AGENT_CHANNEL);
-    tokio::spawn(async move {
-        for event in events {
-            if tx.send(Ok(event)).await.is_err() {
-                return;
-            }
-        }
-        std::future::pending::<()>().await;
-    });
-    rx
-}
-
-async fn run(agent: AgentStream, session: SpeechSession, cfg: SchedulerConfig, cancel: CancellationToken, fallback: Option<Fallback>) -> (Outcome, Vec<ServerEvent>) {
-    let (out, mut events) = mpsc::channel(1024);
-    let task = tokio::spawn(async move { scheduler::run(agent, session, out, &cfg, Clock::start(), Timeline::default(), cancel, fallback).await.0 });
-    let mut seen = Vec::new();
-    while let Some(event) = events.recv().await {
-        seen.push(event);
+fn assert_protocol(run: &Run) {
+    if let Err(broken) = check_protocol(run) {
+        panic!("{broken}\nevents: {:?}", run.kinds());
     }
-    (task.await.expect("the scheduler does not panic"), seen)
 }
 
-fn sentences(events: &[ServerEvent]) -> Vec<String> {
-    events.iter().filter_map(|e| if let ServerEvent::Sentence(s) = e { Some(s.text.clone()) } else { None }).collect()
+fn is_sentence(e: &ServerEvent) -> bool {
+    matches!(e, ServerEvent::Sentence(_))
+}
+
+fn is_audio(e: &ServerEvent) -> bool {
+    matches!(e, ServerEvent::Audio(_))
+}
+
+fn plain(ms: u64) -> impl Fn(u32) -> Plan + Send + 'static {
+    move |_| speak_ms(ms, 1, 0)
+}
+
+// --- Release ---------------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn incremental_speaks_the_first_sentence_while_the_agent_still_writes() {
+    let steps = vec![say("The order shipped today. It"), wait_ms(2000), say(" arrives on Friday."), Step::Done];
+    let (run, _, backend) = converse(steps, |_| speak_ms(200, 3, 50), SchedulerConfig::default()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    // "It" confirms the first sentence: released at once, its audio 200 ms later, two seconds before
+    // the agent finishes.
+    assert_eq!(run.first_ms(is_sentence), Some(0));
+    assert_eq!(run.first_ms(is_audio), Some(200));
+    assert_eq!(backend.log().spoken.iter().map(|(i, _, at)| (*i, *at)).collect::<Vec<_>>(), vec![(0, 0), (1, 2000)]);
+    let t = &run.timeline;
+    assert_eq!((t.sentences[0].complete_ms, t.sentences[0].released_ms, t.sentences[0].tts_first_audio_ms), (0.0, Some(0.0), Some(200.0)));
+    assert_eq!(t.first_audio_sent_ms, Some(200.0));
+    assert_eq!(t.agent_done_ms, Some(2000.0));
+    assert_eq!(t.sentences[0].audio_chunks, 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn buffered_holds_every_sentence_until_the_agent_is_done() {
+    let steps = vec![say("The order shipped today. It"), wait_ms(2000), say(" arrives on Friday."), Step::Done];
+    let cfg = SchedulerConfig { release: Release::Buffered, ..Default::default() };
+    let (run, _, backend) = converse(steps, |_| speak_ms(200, 1, 0), cfg).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.first_ms(is_sentence), Some(2000));
+    assert_eq!(run.first_ms(is_audio), Some(2200));
+    assert!(backend.log().spoken.iter().all(|(_, _, at)| *at == 2000));
+    let first = &run.timeline.sentences[0];
+    // Complete at 0, held until the agent finished: the timeline shows both.
+    assert_eq!((first.complete_ms, first.released_ms), (0.0, Some(2000.0)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_buffered_answer_longer_than_the_cap_fails_and_stops_the_agent() {
+    let long = "word ".repeat(30);
+    let steps = vec![say(&long), wait_ms(100), say(&long), wait_ms(10_000), Step::Done];
+    let cfg = SchedulerConfig { release: Release::Buffered, max_answer_chars: 200, ..Default::default() };
+    let (run, agent, backend) = converse(steps, plain(10), cfg).await;
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("answer_too_long"));
+    assert!(backend.log().spoken.is_empty(), "nothing of a refused answer is spoken");
+    assert_eq!(run.ended_ms, 100);
+    assert_eq!(agent.log().stopped_ms, Some(100), "the agent is stopped when the answer is refused");
+}
+
+// --- Pauses and the idle window --------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_signalled_pause_releases_unfinished_text_at_once() {
+    let steps = vec![say("Let me check that for you"), Step::Pause, wait_ms(5000), say("It shipped."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(100), SchedulerConfig::default()).await;
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["Let me check that for you", "It shipped."]);
+    assert_eq!(backend.log().spoken[0].2, 0, "released at the pause, not after the idle window");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unsignalled_pause_inside_a_sentence_releases_nothing() {
+    let steps = vec![say("Let me check that for you"), wait_ms(5000), say(" right now."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(100), SchedulerConfig::default()).await;
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["Let me check that for you right now."]);
+    assert_eq!(backend.log().spoken[0].2, 5000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_release_still_releases_after_real_silence() {
+    // The agent really pauses (nothing in its channel) with a finished sentence pending.
+    let steps = vec![say("It shipped today."), wait_ms(3000), say(" More soon."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(100), SchedulerConfig::default()).await;
+    assert_protocol(&run);
+    assert_eq!(backend.log().spoken[0].2, 150, "released after exactly the 150 ms idle window");
+    assert_eq!(run.first_ms(is_audio), Some(250));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_an_idle_window_a_sentence_waits_for_the_text_that_confirms_it() {
+    let steps = vec![say("It shipped today."), wait_ms(3000), say(" More soon."), Step::Done];
+    let cfg = SchedulerConfig { idle_release: None, ..Default::default() };
+    let (run, _, backend) = converse(steps, plain(100), cfg).await;
+    assert_protocol(&run);
+    assert_eq!(backend.log().spoken[0].2, 3000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_release_does_not_cut_an_abbreviation_that_needs_what_follows() {
+    // Pending text that only looks finished to a naive splitter is held through a real silence. (A
+    // pending "It costs $3." is released by the idle window: after real silence it is a complete
+    // sentence, and waiting longer is what buffering is for.)
+    for (first, rest) in [("Please ask Dr.", " Smith today."), ("I spoke to Mr.", " Brown."), ("Bring a snack, e.g.", " fruit.")] {
+        let steps = vec![say(first), wait_ms(3000), say(rest), Step::Done];
+        let (run, _, _) = converse(steps, plain(100), SchedulerConfig::default()).await;
+        assert_protocol(&run);
+        assert_eq!(run.sentences().len(), 1, "{first:?} was cut: {:?}", run.sentences());
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -83,51 +139,218 @@ async fn idle_release_waits_for_the_agent_not_for_earshot() {
     // pending "It costs $3." must not be taken for a finished sentence: the agent was not silent,
     // earshot was not listening.
     let cfg = SchedulerConfig { max_in_flight: 1, ..Default::default() };
-    let agent = agent(vec![AgentEvent::Delta("First one. Second one. It costs $3.".into()), AgentEvent::Delta("50 today.".into()), AgentEvent::Done]);
-    let (outcome, events) = run(agent, backend(Duration::from_secs(1)), cfg, CancellationToken::new(), None).await;
-    assert_eq!(outcome, Outcome::Completed);
-    assert_eq!(sentences(&events), vec!["First one.", "Second one.", "It costs $3.50 today."]);
+    let steps = vec![say("First one. Second one. It costs $3."), say("50 today."), Step::Done];
+    let (run, _, _) = converse(steps, plain(1000), cfg).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["First one.", "Second one.", "It costs $3.50 today."]);
 }
 
 #[tokio::test(start_paused = true)]
-async fn idle_release_still_releases_after_real_silence() {
-    // The control: the agent really pauses (nothing in its channel) with a finished sentence pending.
-    let cfg = SchedulerConfig::default();
-    let (tx, rx) = mpsc::channel(16);
-    let session = backend(Duration::from_millis(100));
-    let (out, mut events) = mpsc::channel(1024);
-    let task = tokio::spawn(async move { scheduler::run(rx, session, out, &cfg, Clock::start(), Timeline::default(), CancellationToken::new(), None).await.0 });
-    tx.send(Ok(AgentEvent::Delta("It shipped today.".into()))).await.unwrap();
-    let started = tokio::time::Instant::now();
-    let mut first_sentence_at = None;
-    while let Some(event) = events.recv().await {
-        if matches!(event, ServerEvent::Sentence(_)) {
-            first_sentence_at = Some(started.elapsed());
-            break;
-        }
+async fn the_fast_first_fragment_is_spoken_before_its_sentence_ends() {
+    let mut cfg = SchedulerConfig::default();
+    cfg.segmenter.fast_first_min_words = Some(3);
+    let steps = vec![say("Okay so I checked, "), wait_ms(1000), say("and the order shipped."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(100), cfg).await;
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["Okay so I checked,", "and the order shipped."]);
+    assert!(backend.log().spoken[0].2 < 1000, "the first clause went before the rest was written");
+}
+
+// --- Backpressure ----------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn the_backend_never_holds_more_than_max_in_flight() {
+    let text: String = (0..12).map(|i| format!("Sentence number {i}. ")).collect();
+    for max_in_flight in [1, 2, 4] {
+        let cfg = SchedulerConfig { max_in_flight, ..Default::default() };
+        let (run, _, backend) = converse(vec![say(&text), Step::Done], plain(300), cfg).await;
+        assert_eq!(run.outcome, Outcome::Completed);
+        assert_protocol(&run);
+        let log = backend.log();
+        assert_eq!(log.max_outstanding, max_in_flight);
+        assert_eq!(log.spoken.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), (0..12).collect::<Vec<u32>>());
     }
-    let at = first_sentence_at.expect("the sentence is released while the agent is silent");
-    assert!(at >= Duration::from_millis(150) && at < Duration::from_millis(200), "released at {at:?}");
-    tx.send(Ok(AgentEvent::Done)).await.unwrap();
-    while events.recv().await.is_some() {}
-    assert_eq!(task.await.unwrap(), Outcome::Completed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_backend_stops_the_agent_through_the_bounded_queues() {
+    // A hundred one-sentence deltas, a backend that takes a second each, one at a time: the agent is
+    // held back by its bounded channel rather than written into memory.
+    let mut steps: Vec<Step> = (0..100).map(|i| say(&format!("Point {i}. "))).collect();
+    steps.push(Step::Done);
+    let cfg = SchedulerConfig { max_in_flight: 1, ..Default::default() };
+    let (run, agent, _) = converse(steps, plain(1000), cfg).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.sentences().len(), 100);
+    let sent_early = agent.log().delta_sent_ms.iter().filter(|at| **at < 5000).count();
+    assert!(sent_early <= AGENT_CHANNEL + 8, "{sent_early} deltas taken in 5 s while 5 sentences could be spoken");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_client_stops_the_backend_through_the_bounded_queues() {
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("One long sentence."), Step::Done], origin);
+    let (session, backend) = backend_with_capacity(|_| speak_ms(0, 1000, 1), origin, 8);
+    let client = Client { capacity: 4, stall: Duration::from_secs(10), ..Default::default() };
+    let probe = backend.clone();
+    let sampled = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        probe.log().chunks_sent
+    });
+    let run = run(agent, session, SchedulerConfig::default(), None, None, client, origin).await;
+    let held = sampled.await.unwrap();
+    assert!(held <= 8 + 4 + 2, "the backend produced {held} chunks for a client that read none");
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.events.iter().filter(|(_, e)| is_audio(e)).count(), 1000, "nothing is lost once the client reads");
+}
+
+// --- Cancellation ----------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_at_every_stage_stops_both_sides_at_once() {
+    // (stage, agent script, cancel at ms)
+    let stages: Vec<(&str, Vec<Step>, u64)> = vec![
+        ("before the agent's first token", vec![wait_ms(1000), say("Hello there."), Step::Done], 300),
+        ("while the agent writes, nothing released", vec![say("Hello"), wait_ms(1000), say(" there."), Step::Done], 300),
+        ("released, before first audio", vec![say("Hello there. And"), wait_ms(5000), Step::Done], 100),
+        ("while audio streams", vec![say("Hello there. And"), wait_ms(5000), Step::Done], 450),
+        ("agent done, backend still speaking", vec![say("Hello there. And more."), Step::Done], 450),
+    ];
+    for (stage, steps, cancel_ms) in stages {
+        let origin = Instant::now();
+        let (agent, agent_probe) = agent(steps, origin);
+        let (session, backend_probe) = backend(|_| speak_ms(200, 20, 50), origin);
+        let run = run(agent, session, SchedulerConfig::default(), Some(Duration::from_millis(cancel_ms)), None, Client::default(), origin).await;
+        let at = run.ended_ms;
+        assert_eq!(run.outcome, Outcome::Cancelled, "{stage}");
+        assert_protocol(&run);
+        assert_eq!(at, cancel_ms, "{stage}: ended at {at} ms");
+        assert!(run.events.iter().all(|(t, _)| *t <= cancel_ms), "{stage}: an event after cancellation");
+        // Let the two sides see the channels close.
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(backend_probe.log().dropped_ms, Some(cancel_ms), "{stage}: the backend session was not dropped");
+        assert_eq!(agent_probe.log().stopped_ms, Some(cancel_ms), "{stage}: the agent was not stopped");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_ends_the_conversation() {
+    let origin = Instant::now();
+    let (agent, agent_probe) = agent(vec![say("Hello there. And more text here."), wait_ms(10_000), Step::Done], origin);
+    let (session, backend_probe) = backend(|_| speak_ms(100, 50, 20), origin);
+    let client = Client { leave_after: Some(5), ..Default::default() };
+    let run = run(agent, session, SchedulerConfig::default(), None, None, client, origin).await;
+    assert_eq!(run.outcome, Outcome::ClientGone);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let left = run.events.last().unwrap().0;
+    assert!(backend_probe.log().dropped_ms.unwrap() <= left + 20, "the backend kept going after the client left");
+    assert!(agent_probe.log().stopped_ms.unwrap() <= left + 20);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_client_that_leaves_during_a_hanging_failover_is_noticed() {
     // The first backend fails before any audio; the fallback's session never opens. Cancelling the
     // conversation must end it at once, not when (if ever) the fallback answers.
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        trigger.cancel();
-    });
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("Hello there."), Step::Done], origin);
+    let (session, _) = backend(|_| Plan::Fail { after: Duration::ZERO, code: "backend_gone" }, origin);
     let hanging: Fallback = Box::pin(std::future::pending());
-    let agent = agent(vec![AgentEvent::Delta("Hello there. ".into()), AgentEvent::Done]);
-    let started = tokio::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(60), run(agent, failing_backend(), SchedulerConfig::default(), cancel, Some(hanging))).await;
-    let (outcome, _) = ended.expect("the conversation ends once cancelled");
-    assert_eq!(outcome, Outcome::Cancelled);
-    assert!(started.elapsed() < Duration::from_millis(1100), "ended after {:?}", started.elapsed());
+    let run = run(agent, session, SchedulerConfig::default(), Some(Duration::from_secs(1)), Some(hanging), Client::default(), origin).await;
+    assert_eq!(run.outcome, Outcome::Cancelled);
+    assert_eq!(run.ended_ms, 1000);
+}
+
+// --- Failover --------------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn failover_before_audio_moves_every_unfinished_sentence_without_announcing_it_again() {
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("One is here. Two is here. Three"), wait_ms(500), say(" is here."), Step::Done], origin);
+    let (primary, primary_probe) = backend(|_| Plan::Fail { after: Duration::from_millis(100), code: "backend_unavailable" }, origin);
+    let (secondary, secondary_probe) = backend(|_| speak_ms(50, 2, 10), origin);
+    let asked = Arc::new(Mutex::new(false));
+    let cfg = SchedulerConfig { max_in_flight: 2, ..Default::default() };
+    let run = run(agent, primary, cfg, None, Some(fallback(secondary, Duration::from_millis(30), asked.clone())), Client::default(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["One is here.", "Two is here.", "Three is here."], "each sentence announced once");
+    let kinds = run.kinds();
+    let session_at = kinds.iter().position(|k| *k == "session").expect("the fallback's session is announced");
+    assert!(kinds[..session_at].iter().all(|k| *k != "audio"));
+    let spoken: Vec<u32> = secondary_probe.log().spoken.iter().map(|(i, _, _)| *i).collect();
+    assert_eq!(spoken, vec![0, 1, 2], "the fallback speaks what the first backend had not, in order");
+    assert_eq!(secondary_probe.log().spoken[0].2, 130, "handed over when the open finished");
+    assert_eq!(run.timeline.failover_from.as_deref(), Some("backend_unavailable"));
+    assert_eq!(run.timeline.backend, "fallback");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(primary_probe.log().dropped_ms.is_some(), "the failed session is let go");
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_failover_once_audio_has_been_heard() {
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("One is here. Two is here."), Step::Done], origin);
+    let (primary, _) = backend(|i| if i == 0 { speak_ms(50, 1, 0) } else { Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" } }, origin);
+    let (secondary, secondary_probe) = backend(plain(10), origin);
+    let asked = Arc::new(Mutex::new(false));
+    let run = run(agent, primary, SchedulerConfig::default(), None, Some(fallback(secondary, Duration::ZERO, asked.clone())), Client::default(), origin).await;
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("backend_unavailable"));
+    assert!(!*asked.lock().unwrap(), "the fallback is not even opened");
+    assert!(secondary_probe.log().spoken.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fallback_that_cannot_open_fails_with_the_first_backends_error() {
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("Hello there."), Step::Done], origin);
+    let (primary, _) = backend(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }, origin);
+    let none: Fallback = Box::pin(async { None });
+    let run = run(agent, primary, SchedulerConfig::default(), None, Some(none), Client::default(), origin).await;
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("backend_unavailable"));
+}
+
+// --- Errors from each side -------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn every_failure_ends_the_stream_with_one_error_naming_its_cause() {
+    let hello = || vec![say("Hello there. And more."), Step::Done];
+    let cases: Vec<(&str, Vec<Step>, Box<dyn Fn(u32) -> Plan + Send>, &str)> = vec![
+        ("the agent fails", vec![say("Hello there. "), Step::Fail("agent_throttled")], Box::new(plain(10)), "agent_throttled"),
+        ("the agent hangs up", vec![say("Hello there. "), Step::Hangup], Box::new(plain(10)), "agent_ended"),
+        ("the backend fails mid-sentence", hello(), Box::new(|_| Plan::FailAfterAudio { code: "backend_timeout" }), "backend_timeout"),
+        ("the backend fails before audio, no fallback", hello(), Box::new(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }), "backend_unavailable"),
+        ("the backend's session vanishes", hello(), Box::new(|_| Plan::Vanish), "backend_gone"),
+        ("the backend closes before finishing", hello(), Box::new(|_| Plan::CloseEarly), "backend_closed"),
+        ("audio for a sentence never sent", hello(), Box::new(|_| Plan::WrongIndex), "backend_protocol"),
+        ("an answer with nothing to speak", vec![say("*** --- !!!"), Step::Done], Box::new(plain(10)), "empty_answer"),
+    ];
+    for (case, steps, plan, code) in cases {
+        let (run, agent, backend) = converse(steps, plan, SchedulerConfig::default()).await;
+        assert!(matches!(run.outcome, Outcome::Failed(_)), "{case}: {:?}", run.outcome);
+        assert_protocol(&run);
+        assert_eq!(run.last_error_code().as_deref(), Some(code), "{case}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(backend.log().dropped_ms.is_some(), "{case}: the backend session outlived the conversation");
+        let _ = agent;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn finish_is_sent_once_after_the_last_sentence_and_done_waits_for_the_close() {
+    let steps = vec![say("One is here. Two is here."), Step::Done];
+    let (run, _, backend) = converse(steps, |_| speak_ms(100, 2, 50), SchedulerConfig::default()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    let log = backend.log();
+    assert_eq!(log.finish_ms, Some(0), "finish follows the last sentence at once");
+    // Two sentences of 150 ms each, one after the other.
+    assert_eq!(run.first_ms(|e| matches!(e, ServerEvent::Done(_))), Some(300));
+    assert_eq!(run.timeline.done_ms, Some(300.0));
+    assert_eq!(run.timeline.billed_characters, Some(7), "what the backend billed reaches the timeline");
 }
