@@ -37,7 +37,9 @@ pub async fn run(paths: &Paths, trials: usize, bootstrap: Option<&Path>) -> Resu
     for _ in 0..trials {
         let port = free_port();
         let mut command = Command::new(&paths.earshot);
-        command.args(["serve", "--port", &port.to_string(), "--web-dir", "", "--backends", "synthetic", "--synthetic-latency-ms", "0"]).env("EARSHOT_LOG", "warn");
+        command
+            .args(["serve", "--port", &port.to_string(), "--web-dir", "", "--backends", "synthetic", "--synthetic-latency-ms", "0"])
+            .env("EARSHOT_LOG", "warn");
         let mut service = Service::spawn("coldstart", command, &paths.logs)?;
         let url = format!("http://127.0.0.1:{port}");
         // Asked every 2 ms, so the figure is at most 2 ms late.

@@ -34,10 +34,11 @@ pub struct Trial {
 
 pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
     let kokoro = stack::kokoro(paths).await?;
-    let voice = KokoroBackend::connect(KokoroConfig { url: kokoro.url.clone(), ..Default::default() }, Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
+    let voice =
+        KokoroBackend::connect(KokoroConfig { url: kokoro.url.clone(), ..Default::default() }, Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
     eprintln!("bench: container: warming up the model");
     synthesize(&voice, SHORT).await?;
-    let mut rng = Rng(0xC0_47A1_4E4);
+    let mut rng = Rng(0xC047A14E4);
     let mut out = Vec::new();
     for round in 0..trials {
         let mut order = [("short", SHORT), ("long", LONG)];
@@ -45,7 +46,16 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
         for (name, text) in order {
             stack::kokoro_idle(&kokoro.url).await?;
             let (first_audio_ms, whole_ms, audio_ms, chunks) = synthesize(&voice, text).await?;
-            out.push(Trial { sentence: name.into(), chars: text.chars().count(), round, first_audio_ms, whole_ms, audio_ms, rtf: whole_ms / audio_ms.max(1.0), chunks });
+            out.push(Trial {
+                sentence: name.into(),
+                chars: text.chars().count(),
+                round,
+                first_audio_ms,
+                whole_ms,
+                audio_ms,
+                rtf: whole_ms / audio_ms.max(1.0),
+                chunks,
+            });
         }
     }
     Ok(out)
@@ -56,7 +66,8 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
 pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, f64, usize), String> {
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
-    let mut session = voice.open(SessionOptions { voice: voice.default_voice(), conversation_id: "bench-container".into(), cancel }).await.map_err(|e| e.to_string())?;
+    let mut session =
+        voice.open(SessionOptions { voice: voice.default_voice(), conversation_id: "bench-container".into(), cancel }).await.map_err(|e| e.to_string())?;
     let bytes_per_ms = session.format.sample_rate as f64 * 2.0 / 1000.0;
     let sent = Instant::now();
     let ms = || sent.elapsed().as_secs_f64() * 1000.0;

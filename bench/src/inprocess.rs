@@ -8,7 +8,13 @@ use crate::stack::Paths;
 pub fn run(paths: &Paths, what: &str, args: &[&str]) -> Result<serde_json::Value, String> {
     let json = paths.logs.join(format!("{what}.json"));
     eprintln!("bench: {what} (earshot bench {what})");
-    let status = Command::new(&paths.earshot).args(["bench", what]).args(args).arg("--json").arg(&json).status().map_err(|e| format!("cannot run earshot bench {what}: {e}"))?;
+    let status = Command::new(&paths.earshot)
+        .args(["bench", what])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .status()
+        .map_err(|e| format!("cannot run earshot bench {what}: {e}"))?;
     if !status.success() {
         return Err(format!("earshot bench {what} failed ({status})"));
     }

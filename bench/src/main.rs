@@ -22,12 +22,12 @@ mod inprocess;
 mod load;
 mod machine;
 mod overhead;
+mod overload;
 mod release;
 mod report;
 mod services;
 mod stack;
 mod stats;
-mod overload;
 mod trial;
 
 #[derive(Parser)]
@@ -94,7 +94,7 @@ pub struct Results {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -104,7 +104,7 @@ impl Rng {
     /// Fisher-Yates.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
             items.swap(i, j);
         }
     }
@@ -142,9 +142,12 @@ async fn run(args: Args) -> Result<(), String> {
         kokoro_dir: std::fs::canonicalize(&args.kokoro_dir).map_err(|e| format!("{}: {e}", args.kokoro_dir.display()))?,
         logs,
     };
-    let (trials, shapes, levels) = if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
+    let (trials, shapes, levels) =
+        if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
-    if let Some(unknown) = args.suites.iter().find(|s| !["release", "overhead", "load", "overload", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str())) {
+    if let Some(unknown) =
+        args.suites.iter().find(|s| !["release", "overhead", "load", "overload", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str()))
+    {
         return Err(format!("unknown suite `{unknown}`"));
     }
     let started = std::time::Instant::now();
@@ -156,7 +159,11 @@ async fn run(args: Args) -> Result<(), String> {
         save(&args.out, &results)?;
     }
     if wants("transport") {
-        results.transport = Some(inprocess::run(&paths, "transport", &["--audio-seconds", if args.quick { "2" } else { "60" }, "--passes", if args.quick { "1" } else { "5" }])?);
+        results.transport = Some(inprocess::run(
+            &paths,
+            "transport",
+            &["--audio-seconds", if args.quick { "2" } else { "60" }, "--passes", if args.quick { "1" } else { "5" }],
+        )?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }
@@ -174,7 +181,8 @@ async fn run(args: Args) -> Result<(), String> {
         save(&args.out, &results)?;
     }
     if wants("overload") {
-        let settings = if args.quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
+        let settings =
+            if args.quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
         eprintln!("bench: overload: {} conversations at once, container cap {}", settings.conversations, settings.cap);
         results.overload = Some(overload::run(&paths, &settings).await?);
         results.seconds = started.elapsed().as_secs_f64();

@@ -27,15 +27,18 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
     let kokoro = stack::kokoro(paths).await?;
     let (standins, pem) = stack::standins(paths, &kokoro.url).await?;
     let direct = stack::gateway(paths, "gateway-direct", &["--kokoro-url".into(), kokoro.url.clone()], &[]).await?;
-    let aws_args: Vec<String> = [
-        "--backends", "kokoro,polly", "--sagemaker-endpoint", "earshot-kokoro", "--kokoro-voice", "jf_alpha", "--aws-endpoint", &standins.url,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain(["--aws-trust-pem".to_string(), pem.display().to_string()])
-    .collect();
+    let aws_args: Vec<String> =
+        ["--backends", "kokoro,polly", "--sagemaker-endpoint", "earshot-kokoro", "--kokoro-voice", "jf_alpha", "--aws-endpoint", &standins.url]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--aws-trust-pem".to_string(), pem.display().to_string()])
+            .collect();
     let aws = stack::gateway(paths, "gateway-aws", &aws_args, &stack::aws_env()).await?;
-    let cells: [(&str, &str, Option<&str>); 3] = [("kokoro-websocket", direct.url.as_str(), None), ("sagemaker-standin", aws.url.as_str(), Some("kokoro")), ("polly-standin", aws.url.as_str(), Some("polly"))];
+    let cells: [(&str, &str, Option<&str>); 3] = [
+        ("kokoro-websocket", direct.url.as_str(), None),
+        ("sagemaker-standin", aws.url.as_str(), Some("kokoro")),
+        ("polly-standin", aws.url.as_str(), Some("polly")),
+    ];
     eprintln!("bench: overhead: warming up each path");
     for (_, url, backend) in cells {
         trial::run(url, &trial::body(None, Some(TEXT), "incremental", backend), false).await?;

@@ -70,7 +70,13 @@ pub async fn run(paths: &Paths, settings: &Settings) -> Result<Vec<Config>, Stri
             }
         }
         let count = |kind: &str| config.outcomes.iter().filter(|o| o.kind == kind).count();
-        eprintln!("bench: overload: {name}: {} admitted, {} spilled, {} refused, {} failed", count("admitted"), count("spilled"), count("refused"), config.errors.len());
+        eprintln!(
+            "bench: overload: {name}: {} admitted, {} spilled, {} refused, {} failed",
+            count("admitted"),
+            count("spilled"),
+            count("refused"),
+            config.errors.len()
+        );
         configs.push(config);
     }
     Ok(configs)
@@ -91,7 +97,9 @@ async fn one(url: &str) -> Result<Outcome, String> {
             let client_ms = r.marks.first_audio_decoded_ms.ok_or("no audio")?;
             Ok(Outcome { kind: kind.into(), client_ms, backend })
         }
-        Err(ClientError::Refused { status: 503, code, .. }) if code == "backend_busy" => Ok(Outcome { kind: "refused".into(), client_ms: sent.elapsed().as_secs_f64() * 1000.0, backend: None }),
+        Err(ClientError::Refused { status: 503, code, .. }) if code == "backend_busy" => {
+            Ok(Outcome { kind: "refused".into(), client_ms: sent.elapsed().as_secs_f64() * 1000.0, backend: None })
+        }
         Err(e) => Err(e.to_string()),
     }
 }

@@ -54,7 +54,11 @@ impl Config {
 /// One cell of a round.
 #[derive(Debug, Clone, Copy)]
 enum Cell {
-    Conversation { config: Config, release: &'static str, ttfa_only: bool },
+    Conversation {
+        config: Config,
+        release: &'static str,
+        ttfa_only: bool,
+    },
     /// The first sentence synthesized alone, straight from the container.
     Floor,
 }
@@ -124,9 +128,11 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
         Config::IdleOff => idle_off.url.as_str(),
         Config::FastFirst => fast_first.url.as_str(),
     };
-    let voice = KokoroBackend::connect(KokoroConfig { url: kokoro.url.clone(), ..Default::default() }, Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
+    let voice =
+        KokoroBackend::connect(KokoroConfig { url: kokoro.url.clone(), ..Default::default() }, Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
 
-    let shapes: Vec<Sample> = settings.shapes.iter().map(|s| Sample::from_name(s).ok_or(format!("unknown shape `{s}` (brief, long, pause)"))).collect::<Result<_, _>>()?;
+    let shapes: Vec<Sample> =
+        settings.shapes.iter().map(|s| Sample::from_name(s).ok_or(format!("unknown shape `{s}` (brief, long, pause)"))).collect::<Result<_, _>>()?;
     // Warm-up, not recorded: the model's first inferences are slower than the rest.
     eprintln!("bench: release timing: warming up the model");
     for config in [Config::Default, Config::IdleOff, Config::FastFirst] {
@@ -147,7 +153,7 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
         Cell::Conversation { config: Config::FastFirst, release: "incremental", ttfa_only: true },
         Cell::Floor,
     ];
-    let mut rng = Rng(0x5EED_0F_BE7C);
+    let mut rng = Rng(0x5EED0FBE7C);
     let mut trials = Vec::new();
     let mut floor_trials = Vec::new();
     let started = Instant::now();
@@ -160,7 +166,8 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
                 match cell {
                     Cell::Conversation { config, release, ttfa_only } => {
                         let body = trial::body(Some(shape.name()), None, release, None);
-                        let measured = trial::run(url(config), &body, ttfa_only).await.map_err(|e| format!("{} {} {release}: {e}", shape.name(), config.name()))?;
+                        let measured =
+                            trial::run(url(config), &body, ttfa_only).await.map_err(|e| format!("{} {} {release}: {e}", shape.name(), config.name()))?;
                         trials.push(Trial { shape: shape.name().into(), config, release: release.into(), ttfa_only, round, measured });
                         if ttfa_only {
                             // The container is cancelling the rest; let its current piece finish.
@@ -180,7 +187,8 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
 
     let mut floors = Vec::new();
     for (s, &shape) in shapes.iter().enumerate() {
-        let first_token = median(&trials.iter().filter(|t| t.shape == shape.name() && !t.ttfa_only).filter_map(|t| t.measured.first_agent_token_ms).collect::<Vec<_>>());
+        let first_token =
+            median(&trials.iter().filter(|t| t.shape == shape.name() && !t.ttfa_only).filter_map(|t| t.measured.first_agent_token_ms).collect::<Vec<_>>());
         let synthesis = median(&floor_trials.iter().filter(|f| f.shape == shape.name()).map(|f| f.synthesis_first_audio_ms).collect::<Vec<_>>());
         if let Some(tokens) = tokens_to_complete(&shape.script(), &first_sentences[s]) {
             let text_complete_ms = first_token + (tokens - 1) as f64 * 1000.0 / settings.tokens_per_second;

@@ -7,8 +7,8 @@ use std::fmt::Write;
 use crate::load::Level;
 use crate::release::{Config, Trial};
 use crate::stats::{median, Summary};
-use earshot_core::timeline::UNDERRUN_TOLERANCE_MS;
 use crate::Results;
+use earshot_core::timeline::UNDERRUN_TOLERANCE_MS;
 
 fn ms(v: f64) -> String {
     if v.is_nan() {
@@ -48,7 +48,11 @@ pub fn markdown(r: &Results) -> String {
     if let Some(m) = &r.machine {
         let _ = writeln!(o, "Produced by `{}` on {} in {:.0} minutes.\n", r.command, m.date, r.seconds / 60.0);
         let _ = writeln!(o, "| machine | |\n|---|---|");
-        let _ = writeln!(o, "| CPU | {} ({} cores) |\n| memory | {:.1} GiB |\n| kernel | {} |\n| compiler | {} |\n| commit | {} |\n", m.cpu, m.cores, m.memory_gib, m.kernel, m.rustc, m.commit);
+        let _ = writeln!(
+            o,
+            "| CPU | {} ({} cores) |\n| memory | {:.1} GiB |\n| kernel | {} |\n| compiler | {} |\n| commit | {} |\n",
+            m.cpu, m.cores, m.memory_gib, m.kernel, m.rustc, m.commit
+        );
     }
     let _ = writeln!(o, "Figures are `median / p90 / p99 (trials)` in milliseconds unless named otherwise. Percentiles are nearest-rank: with 20 trials, p99 is the slowest trial. Absolute times move between runs on a shared machine; compare modes within this run.\n");
     if let Some(rel) = &r.release {
@@ -82,8 +86,11 @@ pub fn markdown(r: &Results) -> String {
 }
 
 fn overload(o: &mut String, configs: &[crate::overload::Config]) {
-    let _ = writeln!(o, "## 9. Overload: more conversations at once than the container admits
-");
+    let _ = writeln!(
+        o,
+        "## 9. Overload: more conversations at once than the container admits
+"
+    );
     let _ = writeln!(o, "A burst of N conversations (the `brief` answer, held to its end) starts at once against the real model on this machine, in each configuration in turn, with a fresh container. *Admitted* conversations speak through Kokoro; *spilled* ones start on the other arm (`overflow`; the synthetic voice stands in for Polly here); *refused* ones get `503 backend_busy`. Client times: to the first audio decoded, or to the refusal.
 ");
     let _ = writeln!(o, "| configuration | container cap | conversations (failed) | admitted: time to first audio | spilled: share, time to first audio | refused: share, time to the answer |
@@ -179,7 +186,8 @@ fn overhead(o: &mut String, r: &Results) {
     };
     if let Some(rel) = &r.release {
         for release in ["incremental", "buffered"] {
-            let v: Vec<f64> = rel.trials.iter().filter(|t| t.config == Config::Default && t.release == release).filter_map(|t| t.measured.overhead_ms).collect();
+            let v: Vec<f64> =
+                rel.trials.iter().filter(|t| t.config == Config::Default && t.release == release).filter_map(|t| t.measured.overhead_ms).collect();
             row(format!("Kokoro over its WebSocket, every shape, {release}"), v);
         }
     }
@@ -301,7 +309,8 @@ fn container(o: &mut String, trials: &[crate::container::Trial]) {
 fn transport(o: &mut String, t: &serde_json::Value) {
     let _ = writeln!(o, "## 6. Transport: SSE with base64 vs binary frames\n");
     let _ = writeln!(o, "{} s of 24 kHz 16-bit mono audio (48,000 bytes per second of PCM), encoded by the gateway's encoder and decoded by the client's decoder from 1,400-byte network pieces, in one process (`earshot bench transport`). CPU is microseconds per second of audio, best of several passes.\n", t["audio_seconds"]);
-    let _ = writeln!(o, "| chunk | format | bytes per audio second | over raw PCM | encode µs per audio s | decode µs per audio s |\n|---|---|---|---|---|---|");
+    let _ =
+        writeln!(o, "| chunk | format | bytes per audio second | over raw PCM | encode µs per audio s | decode µs per audio s |\n|---|---|---|---|---|---|");
     for row in t["rows"].as_array().into_iter().flatten() {
         let _ = writeln!(
             o,
@@ -330,7 +339,13 @@ fn coldstart(o: &mut String, c: &crate::coldstart::Results) {
     let _ = writeln!(o, "| resident memory after start (MB) | {} |", spread(&rss));
     match (c.bootstrap_bytes, c.bootstrap_stripped_bytes) {
         (Some(b), stripped) => {
-            let _ = writeln!(o, "| Lambda bootstrap, release build, {} | {:.1} MB{} |", c.bootstrap_target, b as f64 / 1e6, stripped.map_or(String::new(), |s| format!(", {:.1} MB stripped", s as f64 / 1e6)));
+            let _ = writeln!(
+                o,
+                "| Lambda bootstrap, release build, {} | {:.1} MB{} |",
+                c.bootstrap_target,
+                b as f64 / 1e6,
+                stripped.map_or(String::new(), |s| format!(", {:.1} MB stripped", s as f64 / 1e6))
+            );
         }
         (None, _) => {
             let _ = writeln!(o, "| Lambda bootstrap | not built in this run |");
@@ -341,7 +356,11 @@ fn coldstart(o: &mut String, c: &crate::coldstart::Results) {
 
 fn segmenter(o: &mut String, s: &serde_json::Value) {
     let _ = writeln!(o, "## 8. Segmenter throughput\n");
-    let _ = writeln!(o, "An LLM-like answer generated from a fixed seed, pushed in 3-6 character chunks as an agent streams (`earshot bench segmenter`, best of {} passes).\n", s["passes"]);
+    let _ = writeln!(
+        o,
+        "An LLM-like answer generated from a fixed seed, pushed in 3-6 character chunks as an agent streams (`earshot bench segmenter`, best of {} passes).\n",
+        s["passes"]
+    );
     let _ = writeln!(o, "| size (MB) | sentences | MB/s | ns per byte | normalise + split MB/s |\n|---|---|---|---|---|");
     for row in s["rows"].as_array().into_iter().flatten() {
         let _ = writeln!(

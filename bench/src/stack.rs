@@ -35,7 +35,12 @@ pub async fn kokoro_with(paths: &Paths, env: &[(&str, String)]) -> Result<Runnin
     }
     let port = free_port();
     let mut command = Command::new(python);
-    command.args(["-m", "kokoro_server"]).current_dir(&paths.kokoro_dir).env("KOKORO_ENGINE", "onnx").env("KOKORO_PORT", port.to_string()).env("KOKORO_LOG_LEVEL", "warning");
+    command
+        .args(["-m", "kokoro_server"])
+        .current_dir(&paths.kokoro_dir)
+        .env("KOKORO_ENGINE", "onnx")
+        .env("KOKORO_PORT", port.to_string())
+        .env("KOKORO_LOG_LEVEL", "warning");
     for (k, v) in env {
         command.env(k, v);
     }
@@ -92,7 +97,8 @@ pub fn aws_env() -> Vec<(&'static str, String)> {
 pub async fn kokoro_idle(kokoro_url: &str) -> Result<(), String> {
     let client = reqwest::Client::new();
     for _ in 0..600 {
-        let stats: serde_json::Value = client.get(format!("{kokoro_url}/stats")).send().await.map_err(|e| e.to_string())?.json().await.map_err(|e| e.to_string())?;
+        let stats: serde_json::Value =
+            client.get(format!("{kokoro_url}/stats")).send().await.map_err(|e| e.to_string())?.json().await.map_err(|e| e.to_string())?;
         if stats["active_requests"].as_u64() == Some(0) {
             return Ok(());
         }
@@ -100,4 +106,3 @@ pub async fn kokoro_idle(kokoro_url: &str) -> Result<(), String> {
     }
     Err("the Kokoro container stayed busy for a minute".into())
 }
-

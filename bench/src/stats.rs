@@ -30,7 +30,7 @@ impl Summary {
 
 fn median_sorted(v: &[f64]) -> f64 {
     let mid = v.len() / 2;
-    if v.len() % 2 == 0 {
+    if v.len().is_multiple_of(2) {
         (v[mid - 1] + v[mid]) / 2.0
     } else {
         v[mid]

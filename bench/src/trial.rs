@@ -39,7 +39,13 @@ pub const SUBSTANTIVE_WORDS: usize = 4;
 pub const CLIENT_GAP_THRESHOLD_MS: f64 = 20.0;
 
 pub fn body(prompt: Option<&str>, text: Option<&str>, release: &str, backend: Option<&str>) -> SpeakBody {
-    SpeakBody { prompt: prompt.map(str::to_string), text: text.map(str::to_string), release: Some(release.to_string()), backend: backend.map(str::to_string), ..Default::default() }
+    SpeakBody {
+        prompt: prompt.map(str::to_string),
+        text: text.map(str::to_string),
+        release: Some(release.to_string()),
+        backend: backend.map(str::to_string),
+        ..Default::default()
+    }
 }
 
 /// Runs one conversation; with `ttfa_only` the client goes away after the first audio chunk.
@@ -65,7 +71,8 @@ pub fn measure(r: &Received) -> Measured {
         audio_ms: r.audio.len() as f64 / bytes_per_ms,
         ..Default::default()
     };
-    let sentences: Vec<(u32, &str)> = r.events.iter().filter_map(|e| if let ServerEvent::Sentence(s) = e { Some((s.index, s.text.as_str())) } else { None }).collect();
+    let sentences: Vec<(u32, &str)> =
+        r.events.iter().filter_map(|e| if let ServerEvent::Sentence(s) = e { Some((s.index, s.text.as_str())) } else { None }).collect();
     m.first_sentence = sentences.first().map(|s| s.1.to_string()).unwrap_or_default();
     if let Some(t) = &r.timeline {
         let d = t.derive();
@@ -131,7 +138,17 @@ mod tests {
     use earshot_core::timeline::SentenceMarks;
 
     fn sentence(index: u32, complete: f64, released: f64, tts_first: f64, sent: f64, audio: f64) -> SentenceMarks {
-        SentenceMarks { index, chars: 10, complete_ms: complete, released_ms: Some(released), tts_first_audio_ms: Some(tts_first), first_audio_sent_ms: Some(sent), tts_done_ms: None, audio_ms: audio, audio_chunks: 1 }
+        SentenceMarks {
+            index,
+            chars: 10,
+            complete_ms: complete,
+            released_ms: Some(released),
+            tts_first_audio_ms: Some(tts_first),
+            first_audio_sent_ms: Some(sent),
+            tts_done_ms: None,
+            audio_ms: audio,
+            audio_chunks: 1,
+        }
     }
 
     #[test]

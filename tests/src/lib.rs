@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
+use earshot_backends::{KokoroBackend, KokoroConfig};
 use earshot_client::{rms, Received, SpeakBody};
 use earshot_core::protocol::ServerEvent;
-use earshot_backends::{KokoroBackend, KokoroConfig};
 use earshot_core::speech::SpeechBackend;
 use earshot_gateway::Gateway;
 
@@ -46,7 +46,11 @@ impl Kokoro {
         let log = std::env::temp_dir().join(format!("earshot-e2e-kokoro-{port}.log"));
         // The shell reads its standard input until it closes (this process ended), then stops the server.
         // A line on standard input names the signal to stop it with (`kill` sends KILL).
-        let script = format!("{} -m kokoro_server > {} 2>&1 & pid=$!; read -r sig || sig=TERM; kill -${{sig:-TERM}} $pid 2>/dev/null; wait $pid 2>/dev/null", python.display(), log.display());
+        let script = format!(
+            "{} -m kokoro_server > {} 2>&1 & pid=$!; read -r sig || sig=TERM; kill -${{sig:-TERM}} $pid 2>/dev/null; wait $pid 2>/dev/null",
+            python.display(),
+            log.display()
+        );
         let mut command = Command::new("sh");
         command.envs(env.iter().copied());
         let mut child = command
@@ -216,7 +220,6 @@ pub fn check_conversation(r: &Received) -> Vec<String> {
     sentences
 }
 
-
 /// The `earshot` binary the tests run: `EARSHOT_BIN`, or the one built beside this test binary
 /// (`make test-e2e` builds it first).
 pub fn earshot_bin() -> PathBuf {
@@ -261,6 +264,9 @@ impl EarshotProcess {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("earshot serve did not listen on {port}; see {}", log.display());
     }
 

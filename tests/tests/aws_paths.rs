@@ -33,13 +33,16 @@ async fn sdk(standins: &StandIns) -> earshot_aws::SdkConfig {
 }
 
 fn sagemaker(config: &earshot_aws::SdkConfig, endpoint: &str, variant: Option<&str>) -> Arc<dyn SpeechBackend> {
-    Arc::new(SageMakerBackend::new(config, SageMakerSettings {
-        endpoint_name: endpoint.into(),
-        target_variant: variant.map(str::to_string),
-        voices: vec!["jf_alpha".into(), "jm_kumo".into()],
-        default_voice: "jf_alpha".into(),
-        speed: 1.0,
-    }))
+    Arc::new(SageMakerBackend::new(
+        config,
+        SageMakerSettings {
+            endpoint_name: endpoint.into(),
+            target_variant: variant.map(str::to_string),
+            voices: vec!["jf_alpha".into(), "jm_kumo".into()],
+            default_voice: "jf_alpha".into(),
+            speed: 1.0,
+        },
+    ))
 }
 
 fn polly(config: &earshot_aws::SdkConfig, settings: PollySettings) -> Arc<dyn SpeechBackend> {
@@ -144,7 +147,8 @@ async fn polly_exceptions_reach_the_client_with_their_retry_flag() {
 async fn a_bedrock_agent_answers_through_converse_stream() {
     let s = standins(StandInsConfig { tokens_per_second: 300.0, ..Default::default() }).await;
     let config = sdk(&s).await;
-    let voice: Arc<dyn SpeechBackend> = Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(5), chars_per_second: 2000.0, ..Default::default() }));
+    let voice: Arc<dyn SpeechBackend> =
+        Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(5), chars_per_second: 2000.0, ..Default::default() }));
     let bedrock = Arc::new(BedrockAgent::new(&config, BedrockSettings { model_id: "test-model".into(), ..Default::default() }));
     let url = gateway(vec![voice], bedrock, Routing::default()).await;
 
@@ -179,9 +183,11 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
 
     // A stream that fails before any audio hands its sentences to the other backend mid-conversation:
     // a second `session` message announces it, and every sentence is still spoken once.
-    let url = gateway(vec![sagemaker(&config, "fail-before-audio", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+    let url =
+        gateway(vec![sagemaker(&config, "fail-before-audio", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
     let r = speak(&url, &text("Hello there. How are you?"), &CallOptions::default()).await.unwrap();
-    let sessions: Vec<&earshot_core::protocol::SessionInfo> = r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s) } else { None }).collect();
+    let sessions: Vec<&earshot_core::protocol::SessionInfo> =
+        r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s) } else { None }).collect();
     assert_eq!(sessions.len(), 2, "a second session message after the failover");
     assert_eq!((sessions[0].backend.as_str(), sessions[1].backend.as_str(), sessions[1].backend_reason.as_str()), ("kokoro", "polly", "failover"));
     assert_eq!(sessions[1].audio.sample_rate, 16_000);

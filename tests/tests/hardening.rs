@@ -34,7 +34,13 @@ async fn gateway(extra: &[&str]) -> (&'static Kokoro, EarshotProcess) {
 }
 
 async fn post(url: &str, body: &str) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
-    let r = reqwest::Client::new().post(format!("{url}/v1/speak")).header("content-type", "application/json").body(body.to_string()).send().await.expect("a response");
+    let r = reqwest::Client::new()
+        .post(format!("{url}/v1/speak"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("a response");
     let (status, headers) = (r.status().as_u16(), r.headers().clone());
     let text = r.text().await.unwrap_or_default();
     (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)), headers)
@@ -168,7 +174,12 @@ async fn a_body_over_the_limit_is_refused_whether_declared_or_streamed() {
     assert_eq!((status, json["error"]["code"].as_str()), (413, Some("body_too_large")));
     // Chunked, with no declared length: the limit applies as it arrives.
     let chunks: Vec<Result<String, std::io::Error>> = vec![Ok(big[..40_000].to_string()), Ok(big[40_000..].to_string())];
-    let r = reqwest::Client::new().post(format!("{}/v1/speak", earshot.url)).body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))).send().await.unwrap();
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/speak", earshot.url))
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 413);
 }
 
@@ -215,7 +226,10 @@ async fn connections_over_the_cap_are_answered_busy() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let (reply, _) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", Duration::ZERO)], Duration::from_secs(3))).await.unwrap();
+    let (reply, _) =
+        tokio::task::spawn_blocking(move || raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", Duration::ZERO)], Duration::from_secs(3)))
+            .await
+            .unwrap();
     assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
     assert!(reply.contains("server_busy") && reply.to_lowercase().contains("retry-after: 1"), "{reply}");
     drop(held);

@@ -274,14 +274,17 @@ mod tests {
     #[test]
     fn parses_pause_marks() {
         let s = Script::parse("One.{pause:250} Two.{wait:5}{pause:x} {x}");
-        assert_eq!(s.0, vec![
-            ScriptItem::Text("One.".into()),
-            ScriptItem::Pause(Duration::from_millis(250)),
-            ScriptItem::Text(" Two.".into()),
-            ScriptItem::Wait(Duration::from_millis(5)),
-            ScriptItem::Text("{pause:x}".into()),
-            ScriptItem::Text(" {x}".into()),
-        ]);
+        assert_eq!(
+            s.0,
+            vec![
+                ScriptItem::Text("One.".into()),
+                ScriptItem::Pause(Duration::from_millis(250)),
+                ScriptItem::Text(" Two.".into()),
+                ScriptItem::Wait(Duration::from_millis(5)),
+                ScriptItem::Text("{pause:x}".into()),
+                ScriptItem::Text(" {x}".into()),
+            ]
+        );
     }
 
     #[tokio::test]

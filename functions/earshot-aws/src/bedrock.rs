@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;
-use aws_sdk_bedrockruntime::types::{ContentBlock, ContentBlockDelta, ConversationRole, ConverseStreamOutput, Message, StopReason, SystemContentBlock};
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
+use aws_sdk_bedrockruntime::types::{ContentBlock, ContentBlockDelta, ConversationRole, ConverseStreamOutput, Message, StopReason, SystemContentBlock};
 use aws_sdk_bedrockruntime::Client;
 use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, AGENT_CHANNEL};
 use tokio::sync::mpsc;

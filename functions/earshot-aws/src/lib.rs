@@ -13,8 +13,8 @@ pub mod polly;
 pub mod sagemaker;
 pub mod sdk;
 
+pub use aws_config::SdkConfig;
 pub use bedrock::{BedrockAgent, BedrockSettings};
 pub use polly::{PollyBackend, PollySettings};
 pub use sagemaker::{SageMakerBackend, SageMakerSettings};
-pub use aws_config::SdkConfig;
 pub use sdk::AwsSettings;

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use aws_sdk_polly::error::ProvideErrorMetadata;
 use aws_sdk_polly::types::error::{StartSpeechSynthesisStreamActionStreamError, StartSpeechSynthesisStreamEventStreamError};
 use aws_sdk_polly::types::{
-    CloseStreamEvent, Engine, FlushStreamConfiguration, OutputFormat, StartSpeechSynthesisStreamActionStream, StartSpeechSynthesisStreamEventStream,
-    TextEvent, VoiceId,
+    CloseStreamEvent, Engine, FlushStreamConfiguration, OutputFormat, StartSpeechSynthesisStreamActionStream, StartSpeechSynthesisStreamEventStream, TextEvent,
+    VoiceId,
 };
 use aws_sdk_polly::Client;
 use aws_smithy_types::Blob;
@@ -116,7 +116,10 @@ impl SpeechBackend for PollyBackend {
     }
 
     fn voices(&self) -> Vec<Voice> {
-        VOICES.iter().map(|(id, name, lang)| Voice { id: id.to_string(), language: lang.to_string(), description: format!("Polly {name} (generative)") }).collect()
+        VOICES
+            .iter()
+            .map(|(id, name, lang)| Voice { id: id.to_string(), language: lang.to_string(), description: format!("Polly {name} (generative)") })
+            .collect()
     }
 
     fn default_voice(&self) -> String {
@@ -209,7 +212,11 @@ enum Next {
 }
 
 impl Session {
-    async fn drive(mut self, mut commands: mpsc::Receiver<SpeechCommand>, mut polly: mpsc::Receiver<Result<StartSpeechSynthesisStreamEventStream, SpeechError>>) {
+    async fn drive(
+        mut self,
+        mut commands: mpsc::Receiver<SpeechCommand>,
+        mut polly: mpsc::Receiver<Result<StartSpeechSynthesisStreamEventStream, SpeechError>>,
+    ) {
         loop {
             if let Next::End = self.advance().await {
                 return;

@@ -156,10 +156,7 @@ impl ContainerTransport for SageMakerTransport {
             return Err(TransportError::new("backend_gone", "the SageMaker stream is closed", true));
         };
         let part = RequestPayloadPart::builder().bytes(Blob::new(text.into_bytes())).data_type("UTF8").build();
-        requests
-            .send(Ok(RequestStreamEvent::PayloadPart(part)))
-            .await
-            .map_err(|_| TransportError::new("backend_gone", "the SageMaker stream is closed", true))
+        requests.send(Ok(RequestStreamEvent::PayloadPart(part))).await.map_err(|_| TransportError::new("backend_gone", "the SageMaker stream is closed", true))
     }
 
     async fn recv(&mut self) -> Option<Result<Frame, TransportError>> {

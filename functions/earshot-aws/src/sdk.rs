@@ -35,7 +35,10 @@ impl AwsSettings {
             loader = loader.credentials_provider(Credentials::new(key.clone(), secret.clone(), None, None, "static"));
         }
         if let Some(pem) = &self.trust_pem {
-            let tls = TlsContext::builder().with_trust_store(TrustStore::empty().with_pem_certificate(pem.clone())).build().expect("a TLS context for the trusted certificate");
+            let tls = TlsContext::builder()
+                .with_trust_store(TrustStore::empty().with_pem_certificate(pem.clone()))
+                .build()
+                .expect("a TLS context for the trusted certificate");
             let client = Builder::new().tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc)).tls_context(tls).build_https();
             loader = loader.http_client(client);
         }

@@ -6,9 +6,9 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
 use async_trait::async_trait as transport_trait;
 use bytes::Bytes;
+use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::net::TcpStream;
@@ -107,13 +107,19 @@ impl KokoroBackend {
             return Err(not_yet());
         }
         let list: VoiceList = match self.http.get(format!("{base}/voices")).send().await {
-            Ok(r) if r.status().is_success() => r.json().await.map_err(|e| SpeechError::new("backend_protocol", format!("unreadable voice list from {base}: {e}"), false))?,
+            Ok(r) if r.status().is_success() => {
+                r.json().await.map_err(|e| SpeechError::new("backend_protocol", format!("unreadable voice list from {base}: {e}"), false))?
+            }
             _ => return Err(not_yet()),
         };
         let voices: Vec<Voice> = list
             .voices
             .into_iter()
-            .map(|v| Voice { description: format!("Kokoro {} voice ({})", v.language, if v.gender.is_empty() { "unspecified" } else { &v.gender }), id: v.name, language: v.language })
+            .map(|v| Voice {
+                description: format!("Kokoro {} voice ({})", v.language, if v.gender.is_empty() { "unspecified" } else { &v.gender }),
+                id: v.name,
+                language: v.language,
+            })
             .collect();
         let default_voice = match &self.cfg.default_voice {
             Some(v) if voices.iter().any(|x| &x.id == v) => v.clone(),
@@ -142,7 +148,11 @@ impl KokoroBackend {
 
     fn ws_url(&self) -> String {
         let base = &self.cfg.url;
-        let rest = base.strip_prefix("http://").map(|r| format!("ws://{r}")).or_else(|| base.strip_prefix("https://").map(|r| format!("wss://{r}"))).unwrap_or_else(|| base.clone());
+        let rest = base
+            .strip_prefix("http://")
+            .map(|r| format!("ws://{r}"))
+            .or_else(|| base.strip_prefix("https://").map(|r| format!("wss://{r}")))
+            .unwrap_or_else(|| base.clone());
         format!("{rest}/invocations-bidirectional-stream")
     }
 }

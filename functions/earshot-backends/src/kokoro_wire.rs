@@ -10,8 +10,7 @@ pub const AUDIO_KIND: u8 = 0x01;
 
 /// `synthesize`, as JSON.
 pub fn synthesize(request_id: &str, text: &str, voice: &str, speed: f32) -> String {
-    serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed})
-        .to_string()
+    serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed}).to_string()
 }
 
 /// `cancel`, as JSON.
@@ -28,10 +27,21 @@ pub fn close() -> String {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ControlMessage {
-    Start { request_id: String, sample_rate: u32 },
-    End { request_id: String },
-    Cancelled { request_id: String },
-    Error { code: String, message: String, request_id: Option<String> },
+    Start {
+        request_id: String,
+        sample_rate: u32,
+    },
+    End {
+        request_id: String,
+    },
+    Cancelled {
+        request_id: String,
+    },
+    Error {
+        code: String,
+        message: String,
+        request_id: Option<String>,
+    },
     Closed {},
     #[serde(other)]
     Unknown,
@@ -64,7 +74,7 @@ pub fn parse_audio(frame: Bytes) -> Result<Option<AudioFrame>, String> {
     let s = 2 + id_len;
     let seq = u32::from_be_bytes([frame[s], frame[s + 1], frame[s + 2], frame[s + 3]]);
     let pcm = frame.slice(s + 4..);
-    if pcm.len() % 2 != 0 {
+    if !pcm.len().is_multiple_of(2) {
         return Err("audio frame holds an odd number of bytes".into());
     }
     Ok(Some(AudioFrame { request_id, seq, pcm }))

@@ -197,7 +197,12 @@ mod tests {
     /// first one's audio.
     #[tokio::test]
     async fn a_sentence_requested_early_follows_the_previous_one_without_a_gap() {
-        let backend = SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(400), chars_per_second: 50.0, chunk: Duration::from_millis(50), ..Default::default() });
+        let backend = SyntheticBackend::new(SyntheticConfig {
+            first_audio: Duration::from_millis(400),
+            chars_per_second: 50.0,
+            chunk: Duration::from_millis(50),
+            ..Default::default()
+        });
         let options = SessionOptions { voice: "tone".into(), conversation_id: "c".into(), cancel: CancellationToken::new() };
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();

@@ -30,12 +30,15 @@ const ANSWER: &str = "  Sure. Dr. Smith moved the meeting to 10:30 a.m. on Jan. 
 
 #[test]
 fn writes_one_trimmed_json_string_a_sentence() {
-    assert_eq!(lines(&split(&[], ANSWER.as_bytes())), vec![
-        "Sure.",
-        "Dr. Smith moved the meeting to 10:30 a.m. on Jan. 5.",
-        "The fee is $1,299.99, i.e. the same as 2.10.0.",
-        "Please confirm by e-mail at jane.doe@example.com.",
-    ]);
+    assert_eq!(
+        lines(&split(&[], ANSWER.as_bytes())),
+        vec![
+            "Sure.",
+            "Dr. Smith moved the meeting to 10:30 a.m. on Jan. 5.",
+            "The fee is $1,299.99, i.e. the same as 2.10.0.",
+            "Please confirm by e-mail at jane.doe@example.com.",
+        ]
+    );
 }
 
 #[test]

@@ -332,12 +332,7 @@ impl Scheduler<'_> {
             }
             let index = self.next_index;
             self.next_index += 1;
-            self.timeline.sentences.push(SentenceMarks {
-                index,
-                chars: sentence.text.chars().count(),
-                complete_ms: now,
-                ..Default::default()
-            });
+            self.timeline.sentences.push(SentenceMarks { index, chars: sentence.text.chars().count(), complete_ms: now, ..Default::default() });
             self.queue.push_back((index, sentence.text));
         }
         Flow::Continue
@@ -448,7 +443,8 @@ impl Scheduler<'_> {
                         end => end,
                     }
                 } else {
-                    let info = ErrorInfo { code: "backend_closed".into(), message: "the speech session closed before the answer was spoken".into(), retryable: true };
+                    let info =
+                        ErrorInfo { code: "backend_closed".into(), message: "the speech session closed before the answer was spoken".into(), retryable: true };
                     self.fail(info).await
                 }
             }

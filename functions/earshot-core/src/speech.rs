@@ -33,11 +33,18 @@ pub enum SpeechCommand {
 /// What a session reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SpeechEvent {
-    Audio { index: u32, pcm: Bytes },
-    Finished { index: u32 },
+    Audio {
+        index: u32,
+        pcm: Bytes,
+    },
+    Finished {
+        index: u32,
+    },
     Failed(SpeechError),
     /// The session closed after `Finish`, with what the backend billed, if it says.
-    Closed { billed_characters: Option<u64> },
+    Closed {
+        billed_characters: Option<u64>,
+    },
 }
 
 /// Codes a backend gives when it cannot take a conversation now; the gateway answers each before any

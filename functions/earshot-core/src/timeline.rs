@@ -124,14 +124,9 @@ impl Timeline {
             playing_until = Some(start + s.audio_ms);
         }
         if let Some(first) = self.sentences.first() {
-            if let (Some(sent), Some(tts_first), Some(released)) =
-                (first.first_audio_sent_ms, first.tts_first_audio_ms, first.released_ms)
-            {
-                let eligible = if self.release == "buffered" {
-                    first.complete_ms.max(self.agent_done_ms.unwrap_or(first.complete_ms))
-                } else {
-                    first.complete_ms
-                };
+            if let (Some(sent), Some(tts_first), Some(released)) = (first.first_audio_sent_ms, first.tts_first_audio_ms, first.released_ms) {
+                let eligible =
+                    if self.release == "buffered" { first.complete_ms.max(self.agent_done_ms.unwrap_or(first.complete_ms)) } else { first.complete_ms };
                 d.orchestration_overhead_ms = Some((sent - tts_first) + (released - eligible));
             }
         }

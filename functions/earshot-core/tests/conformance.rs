@@ -28,11 +28,7 @@ const KNOWN_DIFFERENCES: &[(&str, usize, &str)] = &[
         "`。` followed by a digit ('開発した。1999年') ends a sentence: the ideographic full stop is \
          never a decimal point. sentencex keeps such sentences together.",
     ),
-    (
-        "sentencex/ja",
-        6,
-        "Same as case 5: '開発した。1999年' is two sentences.",
-    ),
+    ("sentencex/ja", 6, "Same as case 5: '開発した。1999年' is two sentences."),
 ];
 
 struct Case {
@@ -50,9 +46,8 @@ fn testdata() -> PathBuf {
 
 fn read(path: &str) -> String {
     let full = testdata().join(path);
-    std::fs::read_to_string(&full).unwrap_or_else(|e| {
-        panic!("conformance data not found at {} ({e}); set EARSHOT_TESTDATA to the testdata folder", full.display())
-    })
+    std::fs::read_to_string(&full)
+        .unwrap_or_else(|e| panic!("conformance data not found at {} ({e}); set EARSHOT_TESTDATA to the testdata folder", full.display()))
 }
 
 fn golden() -> BTreeMap<String, Vec<Case>> {
@@ -188,15 +183,7 @@ fn conformance_scores() {
     println!("\nsentence-boundary conformance (streamed = one character per push)");
     println!("{:<22} {:>6} {:>16} {:>16}", "suite", "cases", "whole text", "streamed");
     for s in &scores {
-        println!(
-            "{:<22} {:>6} {:>8} {:>6.1}% {:>8} {:>6.1}%",
-            s.suite,
-            s.total,
-            s.whole,
-            pct(s.whole, s.total),
-            s.streamed,
-            pct(s.streamed, s.total)
-        );
+        println!("{:<22} {:>6} {:>8} {:>6.1}% {:>8} {:>6.1}%", s.suite, s.total, s.whole, pct(s.whole, s.total), s.streamed, pct(s.streamed, s.total));
     }
     println!();
 

@@ -3,8 +3,7 @@
 
 use bytes::Bytes;
 use earshot_core::protocol::{
-    binary, sse, AudioChunk, AudioFormat, Decoder, Delivery, Done, ErrorInfo, ProtocolError, SentenceEnd, SentenceText, ServerEvent,
-    SessionInfo, TextDelta,
+    binary, sse, AudioChunk, AudioFormat, Decoder, Delivery, Done, ErrorInfo, ProtocolError, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta,
 };
 use earshot_core::timeline::Timeline;
 use proptest::prelude::*;

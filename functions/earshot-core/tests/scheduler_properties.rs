@@ -13,7 +13,8 @@ use proptest::prelude::*;
 use scheduler_harness::*;
 use tokio::time::Instant;
 
-const WORDS: &[&str] = &["the", "order", "shipped", "today", "and", "it", "arrives", "on", "Friday", "we", "checked", "your", "account", "twice", "price", "is", "lower", "now"];
+const WORDS: &[&str] =
+    &["the", "order", "shipped", "today", "and", "it", "arrives", "on", "Friday", "we", "checked", "your", "account", "twice", "price", "is", "lower", "now"];
 const MARKS: &[&str] = &["", "", "", "", ",", ".", "?", "!", ":", ";"];
 
 #[derive(Debug, Clone)]
@@ -137,9 +138,10 @@ fn check(case: Case) -> Result<(), TestCaseError> {
             ..Default::default()
         };
         let client = Client { leave_after: case.leave_after, ..Default::default() };
-        let run = tokio::time::timeout(Duration::from_secs(3600), run(agent, session, cfg, case.cancel_at.map(Duration::from_millis), fallback, client, origin))
-            .await
-            .map_err(|_| TestCaseError::fail("the conversation never ended"))?;
+        let run =
+            tokio::time::timeout(Duration::from_secs(3600), run(agent, session, cfg, case.cancel_at.map(Duration::from_millis), fallback, client, origin))
+                .await
+                .map_err(|_| TestCaseError::fail("the conversation never ended"))?;
         check_protocol(&run).map_err(|broken| TestCaseError::fail(format!("{broken}; events {:?}", run.kinds())))?;
         match &run.outcome {
             Outcome::Completed if !run.client_left => {

@@ -320,11 +320,17 @@ async fn a_fallback_that_cannot_open_fails_with_the_first_backends_error() {
 #[tokio::test(start_paused = true)]
 async fn every_failure_ends_the_stream_with_one_error_naming_its_cause() {
     let hello = || vec![say("Hello there. And more."), Step::Done];
-    let cases: Vec<(&str, Vec<Step>, Box<dyn Fn(u32) -> Plan + Send>, &str)> = vec![
+    type Planner = Box<dyn Fn(u32) -> Plan + Send>;
+    let cases: Vec<(&str, Vec<Step>, Planner, &str)> = vec![
         ("the agent fails", vec![say("Hello there. "), Step::Fail("agent_throttled")], Box::new(plain(10)), "agent_throttled"),
         ("the agent hangs up", vec![say("Hello there. "), Step::Hangup], Box::new(plain(10)), "agent_ended"),
         ("the backend fails mid-sentence", hello(), Box::new(|_| Plan::FailAfterAudio { code: "backend_timeout" }), "backend_timeout"),
-        ("the backend fails before audio, no fallback", hello(), Box::new(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }), "backend_unavailable"),
+        (
+            "the backend fails before audio, no fallback",
+            hello(),
+            Box::new(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }),
+            "backend_unavailable",
+        ),
         ("the backend's session vanishes", hello(), Box::new(|_| Plan::Vanish), "backend_gone"),
         ("the backend closes before finishing", hello(), Box::new(|_| Plan::CloseEarly), "backend_closed"),
         ("audio for a sentence never sent", hello(), Box::new(|_| Plan::WrongIndex), "backend_protocol"),

@@ -43,7 +43,15 @@ fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>) -> Re
     }
 }
 
-fn session_info(request: &SpeakRequest, request_id: &str, backend: &str, reason: Reason, arm: Option<String>, voice: String, session: &SpeechSession) -> SessionInfo {
+fn session_info(
+    request: &SpeakRequest,
+    request_id: &str,
+    backend: &str,
+    reason: Reason,
+    arm: Option<String>,
+    voice: String,
+    session: &SpeechSession,
+) -> SessionInfo {
     SessionInfo {
         v: PROTOCOL_VERSION,
         conversation_id: request.conversation_id.clone(),
@@ -87,7 +95,13 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
             Ok(opened) => break opened,
             Err(e) if !fallbacks.is_empty() => {
                 let full = e.code == codes::BUSY;
-                tracing::warn!("{} cannot take the conversation ({}: {}); {}", backend.name(), e.code, e.message, if full { "spilling over" } else { "failing over" });
+                tracing::warn!(
+                    "{} cannot take the conversation ({}: {}); {}",
+                    backend.name(),
+                    e.code,
+                    e.message,
+                    if full { "spilling over" } else { "failing over" }
+                );
                 if full {
                     overflow_from.get_or_insert_with(|| backend.name().to_string());
                     reason = Reason::Overflow;
@@ -145,7 +159,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         }
         let mut cfg = gw.scheduler.clone();
         cfg.release = release;
-        let timeline = Timeline { backend: backend_name, release: release.as_str().into(), session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() };
+        let timeline =
+            Timeline { backend: backend_name, release: release.as_str().into(), session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() };
         let (outcome, timeline) = scheduler::run(agent, session, tx, &cfg, clock, timeline, task_cancel.clone(), fallback).await;
         match &outcome {
             Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
@@ -176,7 +191,13 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
 /// stream ends with an `internal` error that names the request id (and the panic is logged); if the
 /// server shuts down, the task is stopped and the stream ends with a retryable `shutting_down`.
 /// Either way the conversation's token is cancelled, which stops the agent and the backend session.
-pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<ServerEvent>, request_id: String, shutdown: CancellationToken, cancel: CancellationToken) {
+pub(crate) async fn supervise(
+    mut task: JoinHandle<()>,
+    out: mpsc::Sender<ServerEvent>,
+    request_id: String,
+    shutdown: CancellationToken,
+    cancel: CancellationToken,
+) {
     let ending = tokio::select! {
         joined = &mut task => match joined {
             Err(e) if e.is_panic() => {

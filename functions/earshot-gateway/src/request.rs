@@ -41,7 +41,8 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         return Err(ApiError::too_large("body_too_large", format!("the body is larger than {} bytes", limits.max_body_bytes)));
     }
     // Read as a JSON value first: serde would take a top-level array as the fields in order.
-    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
     if !value.is_object() {
         return Err(ApiError::bad_request("invalid_request", "the body must be one JSON object, such as {\"text\": \"Hello.\"}"));
     }
@@ -93,7 +94,10 @@ fn checked(value: String, field: &str, max: usize) -> Result<String, ApiError> {
         _ => value.chars().all(invisible),
     };
     if empty {
-        return Err(ApiError::bad_request("empty_input", format!("`{field}` has nothing to speak once formatting, punctuation and invisible characters are set aside")));
+        return Err(ApiError::bad_request(
+            "empty_input",
+            format!("`{field}` has nothing to speak once formatting, punctuation and invisible characters are set aside"),
+        ));
     }
     let chars = value.chars().count();
     if chars > max {

@@ -22,10 +22,7 @@ use crate::conversation;
 use crate::request;
 
 pub fn router(gw: Arc<Gateway>) -> Router {
-    let mut router: Router<Arc<Gateway>> = Router::new()
-        .route("/v1/speak", post(speak))
-        .route("/v1/voices", get(voices))
-        .route("/healthz", get(healthz));
+    let mut router: Router<Arc<Gateway>> = Router::new().route("/v1/speak", post(speak)).route("/v1/voices", get(voices)).route("/healthz", get(healthz));
     if let Some(dir) = &gw.web_dir {
         router = router.fallback_service(tower_http::services::ServeDir::new(dir));
     }
@@ -107,11 +104,8 @@ fn stream_response(started: conversation::Started, keep_alive: Duration) -> Resp
 }
 
 async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
-    let backends: Vec<serde_json::Value> = gw
-        .backends
-        .iter()
-        .map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()}))
-        .collect();
+    let backends: Vec<serde_json::Value> =
+        gw.backends.iter().map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()})).collect();
     Json(serde_json::json!({"default_backend": gw.backends.first().map(|b| b.name().to_string()), "backends": backends}))
 }
 

@@ -75,7 +75,10 @@ impl Routing {
                 return Err(ApiError::bad_request("backend_choice_forbidden", "this gateway chooses the backend itself; leave `backend` out or use auto"));
             }
             if !available.iter().any(|b| b == name) {
-                return Err(ApiError::bad_request("unknown_backend", format!("backend `{name}` is not available here (available: {}, or auto)", available.join(", "))));
+                return Err(ApiError::bad_request(
+                    "unknown_backend",
+                    format!("backend `{name}` is not available here (available: {}, or auto)", available.join(", ")),
+                ));
             }
             return Ok(Choice { backend: name.to_string(), reason: Reason::Request, arm: None });
         }

@@ -50,7 +50,10 @@ impl Default for ServerLimits {
 /// What over-the-cap connections get before they are closed.
 fn busy_response() -> Vec<u8> {
     let body = r#"{"error":{"code":"server_busy","message":"too many connections are open; retry shortly","retryable":true}}"#;
-    let head = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len());
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
     [head.as_bytes(), body.as_bytes()].concat()
 }
 

@@ -47,7 +47,8 @@ impl LambdaConfig {
             }
         };
 
-        let backends: Vec<String> = text("EARSHOT_BACKENDS").unwrap_or_else(|| "polly".into()).split(',').map(|b| b.trim().to_lowercase()).filter(|b| !b.is_empty()).collect();
+        let backends: Vec<String> =
+            text("EARSHOT_BACKENDS").unwrap_or_else(|| "polly".into()).split(',').map(|b| b.trim().to_lowercase()).filter(|b| !b.is_empty()).collect();
         if backends.is_empty() {
             return Err(bad("EARSHOT_BACKENDS", "names no backend"));
         }

@@ -23,13 +23,16 @@ async fn gateway(config: &LambdaConfig) -> Result<Gateway, String> {
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
     for name in &config.backends {
         match name.as_str() {
-            "kokoro" => backends.push(Arc::new(SageMakerBackend::new(&sdk, SageMakerSettings {
-                endpoint_name: config.sagemaker_endpoint.clone().unwrap_or_default(),
-                target_variant: None,
-                voices: vec![config.kokoro_voice.clone()],
-                default_voice: config.kokoro_voice.clone(),
-                speed: 1.0,
-            }))),
+            "kokoro" => backends.push(Arc::new(SageMakerBackend::new(
+                &sdk,
+                SageMakerSettings {
+                    endpoint_name: config.sagemaker_endpoint.clone().unwrap_or_default(),
+                    target_variant: None,
+                    voices: vec![config.kokoro_voice.clone()],
+                    default_voice: config.kokoro_voice.clone(),
+                    speed: 1.0,
+                },
+            ))),
             _ => {
                 let settings = PollySettings { default_voice: config.polly_voice.clone(), ..Default::default() };
                 backends.push(Arc::new(PollyBackend::new(&sdk, settings).map_err(|e| format!("EARSHOT_POLLY_VOICE: {e}"))?));

@@ -59,7 +59,9 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                             return;
                         }
                         if tokens == 3 && prompt.contains("[[ModelStreamErrorException]]") {
-                            let _ = out.send(exception("modelStreamErrorException", &serde_json::json!({"message": "the model failed (requested by the test)"}))).await;
+                            let _ = out
+                                .send(exception("modelStreamErrorException", &serde_json::json!({"message": "the model failed (requested by the test)"})))
+                                .await;
                             return;
                         }
                     }

@@ -33,7 +33,9 @@ async fn main() -> Result<(), String> {
     // Written beside its place and renamed into it, so that a reader never sees half a certificate
     // (nor, once the file is there, the previous run's).
     let partial = args.cert_out.with_extension("pem.partial");
-    std::fs::write(&partial, &standins.cert_pem).and_then(|()| std::fs::rename(&partial, &args.cert_out)).map_err(|e| format!("cannot write {}: {e}", args.cert_out.display()))?;
+    std::fs::write(&partial, &standins.cert_pem)
+        .and_then(|()| std::fs::rename(&partial, &args.cert_out))
+        .map_err(|e| format!("cannot write {}: {e}", args.cert_out.display()))?;
     println!("stand-ins listening on {} (certificate: {})", standins.url, args.cert_out.display());
     tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
     Ok(())

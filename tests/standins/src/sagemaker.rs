@@ -34,7 +34,9 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
     let (out, body) = channel_body();
     let mut events = read_events(req.into_body());
     let fail_after_audio = match name.as_str() {
-        "fail-model-stream" => Some(("ModelStreamError", serde_json::json!({"Message": "the model stream failed (requested by the test)", "ErrorCode": "ModelError"}))),
+        "fail-model-stream" => {
+            Some(("ModelStreamError", serde_json::json!({"Message": "the model stream failed (requested by the test)", "ErrorCode": "ModelError"})))
+        }
         "fail-internal-stream" => Some(("InternalStreamFailure", serde_json::json!({"Message": "the stream failed (requested by the test)"}))),
         _ => None,
     };

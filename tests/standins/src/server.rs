@@ -167,7 +167,8 @@ pub fn error(status: StatusCode, error_type: &str, message: &str) -> Response<Bo
 
 /// A streaming event-stream response.
 pub fn stream_response(body: crate::eventstream::BodyStream, extra: &[(&str, String)]) -> Response<Body> {
-    let mut builder = Response::builder().status(StatusCode::OK).header("content-type", "application/vnd.amazon.eventstream").header("x-amzn-requestid", "stand-in");
+    let mut builder =
+        Response::builder().status(StatusCode::OK).header("content-type", "application/vnd.amazon.eventstream").header("x-amzn-requestid", "stand-in");
     for (name, value) in extra {
         builder = builder.header(*name, value);
     }

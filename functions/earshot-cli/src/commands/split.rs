@@ -33,9 +33,8 @@ fn parse_lang(s: &str) -> Result<Lang, String> {
 pub fn run(args: SplitArgs) -> Result<(), String> {
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read standard input: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!("standard input is not valid UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to())
-    })?;
+    let text =
+        String::from_utf8(bytes).map_err(|e| format!("standard input is not valid UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to()))?;
 
     let cfg = SegmenterConfig {
         lang: args.lang,

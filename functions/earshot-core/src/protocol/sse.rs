@@ -20,9 +20,7 @@ struct AudioJson {
 /// Encodes one message.
 pub fn encode(event: &ServerEvent) -> Bytes {
     let data = match event {
-        ServerEvent::Audio(a) => {
-            serde_json::to_vec(&AudioJson { index: a.index, seq: a.seq, data: BASE64.encode(&a.pcm) }).expect("audio JSON")
-        }
+        ServerEvent::Audio(a) => serde_json::to_vec(&AudioJson { index: a.index, seq: a.seq, data: BASE64.encode(&a.pcm) }).expect("audio JSON"),
         other => other.control_json().expect("control message"),
     };
     let mut out = Vec::with_capacity(data.len() + 32);

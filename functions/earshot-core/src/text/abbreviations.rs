@@ -195,10 +195,7 @@ pub fn is_time_of_day(word: &str) -> bool {
 pub fn is_time_preposition(word: &str) -> bool {
     let mut buf = [0u8; 16];
     let Some(w) = lower(word, &mut buf) else { return false };
-    matches!(
-        w,
-        "at" | "on" | "in" | "by" | "before" | "after" | "until" | "till" | "from" | "since" | "around" | "about" | "during"
-    )
+    matches!(w, "at" | "on" | "in" | "by" | "before" | "after" | "until" | "till" | "from" | "since" | "around" | "about" | "during")
 }
 
 /// Words that commonly start an English sentence: pronouns, determiners, question words,

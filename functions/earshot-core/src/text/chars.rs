@@ -5,10 +5,7 @@
 
 /// A mark that can end a sentence: `.`, `?`, `!`, the ellipsis, and their CJK full-width forms.
 pub fn is_terminator(c: char) -> bool {
-    matches!(
-        c,
-        '.' | '?' | '!' | '…' | '．' | '‼' | '⁇' | '⁈' | '⁉'
-    ) || is_cjk_terminator(c)
+    matches!(c, '.' | '?' | '!' | '…' | '．' | '‼' | '⁇' | '⁈' | '⁉') || is_cjk_terminator(c)
 }
 
 /// A terminator that ends a sentence on its own (no following space needed, never part of a number
@@ -26,39 +23,14 @@ pub fn is_dot(c: char) -> bool {
 
 /// A mark that closes a quotation or bracket and stays with the sentence before it.
 pub fn is_closer(c: char) -> bool {
-    matches!(
-        c,
-        '"' | '\''
-            | '”'
-            | '’'
-            | '»'
-            | '›'
-            | ')'
-            | ']'
-            | '}'
-            | '」'
-            | '』'
-            | '）'
-            | '】'
-            | '》'
-            | '〉'
-            | '〕'
-            | '］'
-            | '｝'
-            | '〗'
-            | '〙'
-            | '＂'
-    )
+    matches!(c, '"' | '\'' | '”' | '’' | '»' | '›' | ')' | ']' | '}' | '」' | '』' | '）' | '】' | '》' | '〉' | '〕' | '］' | '｝' | '〗' | '〙' | '＂')
 }
 
 /// A mark that opens a bracket or quotation whose contents do not end the enclosing sentence.
 /// Straight double quotes are decided by position (see [`straight_quote_opens`]); apostrophes and
 /// single quotes are never counted, since they double as apostrophes (`one’s`, `'cause`).
 pub fn is_opener(c: char) -> bool {
-    matches!(
-        c,
-        '(' | '[' | '{' | '“' | '«' | '‹' | '「' | '『' | '（' | '【' | '《' | '〈' | '〔' | '［' | '｛' | '〖' | '〘'
-    )
+    matches!(c, '(' | '[' | '{' | '“' | '«' | '‹' | '「' | '『' | '（' | '【' | '《' | '〈' | '〔' | '［' | '｛' | '〖' | '〘')
 }
 
 /// A closer that balances an [`is_opener`] mark (straight quotes and apostrophes excluded).

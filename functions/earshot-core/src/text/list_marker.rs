@@ -58,10 +58,8 @@ fn roman_value(s: &str) -> Option<u32> {
         return None;
     }
     let lower = s.to_ascii_lowercase();
-    const NUMERALS: [&str; 20] = [
-        "", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii", "xiii", "xiv", "xv", "xvi", "xvii",
-        "xviii", "xix",
-    ];
+    const NUMERALS: [&str; 20] =
+        ["", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii", "xiii", "xiv", "xv", "xvi", "xvii", "xviii", "xix"];
     NUMERALS.iter().position(|n| *n == lower).map(|p| p as u32)
 }
 
@@ -105,11 +103,8 @@ pub fn parse(s: &str, eof: bool) -> Parsed {
     if digits == 0 && it.peek().is_none() && !eof {
         return Parsed::NeedMore;
     }
-    let roman_len = if digits == 0 {
-        s[bullet_end..].trim_start_matches(' ').chars().take_while(|c| matches!(c, 'i' | 'v' | 'x' | 'I' | 'V' | 'X')).count()
-    } else {
-        0
-    };
+    let roman_len =
+        if digits == 0 { s[bullet_end..].trim_start_matches(' ').chars().take_while(|c| matches!(c, 'i' | 'v' | 'x' | 'I' | 'V' | 'X')).count() } else { 0 };
     if digits > 0 {
         label = Label::Number(value);
     } else if roman_len >= 2 {
@@ -142,9 +137,7 @@ pub fn parse(s: &str, eof: bool) -> Parsed {
         // A bare bullet is a marker when white space follows it.
         return match (bullet, s[bullet_end..].chars().next()) {
             (None, _) => Parsed::NotAMarker,
-            (Some(_), Some(c)) if c.is_whitespace() => {
-                Parsed::Marker(ListMarker { bullet, label, suffix: Suffix::None }, bullet_end)
-            }
+            (Some(_), Some(c)) if c.is_whitespace() => Parsed::Marker(ListMarker { bullet, label, suffix: Suffix::None }, bullet_end),
             (Some(_), None) if !eof => Parsed::NeedMore,
             _ => Parsed::NotAMarker,
         };

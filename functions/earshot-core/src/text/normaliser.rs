@@ -151,9 +151,8 @@ impl Normaliser {
         let trimmed = line.trim_start();
         let indent = line.len() - trimmed.len();
         // Hold a short start of line that could still become block syntax.
-        let undecided = !whole_line
-            && line.len() < PREFIX_REACH
-            && trimmed.chars().all(|c| matches!(c, '#' | '>' | '-' | '*' | '+' | '`' | '~' | '|' | ':' | '_' | ' '));
+        let undecided =
+            !whole_line && line.len() < PREFIX_REACH && trimmed.chars().all(|c| matches!(c, '#' | '>' | '-' | '*' | '+' | '`' | '~' | '|' | ':' | '_' | ' '));
         if undecided {
             return Some(Look::NeedMore);
         }

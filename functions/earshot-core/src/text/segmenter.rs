@@ -27,12 +27,11 @@
 //!   and a maximum length (over-long sentences split at clause marks, else at spaces).
 
 use super::abbreviations::{
-    is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends,
-    precedes_number, Lang,
+    is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number, Lang,
 };
 use super::chars::{
-    is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot,
-    is_lower, is_opener, is_terminator, straight_quote_opens,
+    is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot, is_lower, is_opener, is_terminator,
+    straight_quote_opens,
 };
 use super::list_marker::{self, ListMarker, Parsed};
 
@@ -551,9 +550,7 @@ impl Segmenter {
             return Step::NeedMore;
         };
         let p = self.s.last_nonspace.unwrap_or(' ');
-        let wraps = newlines == 1
-            && (p.is_alphanumeric() || p == ',')
-            && (is_lower(y) || (is_cjk(y) && is_cjk(p)));
+        let wraps = newlines == 1 && (p.is_alphanumeric() || p == ',') && (is_lower(y) || (is_cjk(y) && is_cjk(p)));
         if wraps {
             self.s.word_start = None;
             self.s.last_space = Some(at);
@@ -639,8 +636,7 @@ impl Segmenter {
                     if next_visible.is_none() && !eof {
                         return None;
                     }
-                    let closes = self.s.detached_quotes % 2 == 1
-                        || next_visible.is_none_or(|v| matches!(v, ',' | ';' | ':' | ')'));
+                    let closes = self.s.detached_quotes % 2 == 1 || next_visible.is_none_or(|v| matches!(v, ',' | ';' | ':' | ')'));
                     if !closes {
                         break;
                     }
@@ -880,10 +876,7 @@ impl Segmenter {
         let Some(ws) = self.s.word_start else { return false };
         let before = self.text(self.start, ws).trim_end();
         let prev = before.rsplit(char::is_whitespace).next().unwrap_or("");
-        prev.trim_start_matches(|c: char| is_opener(c) || is_closer(c))
-            .chars()
-            .next()
-            .is_some_and(char::is_uppercase)
+        prev.trim_start_matches(|c: char| is_opener(c) || is_closer(c)).chars().next().is_some_and(char::is_uppercase)
     }
 
     /// The word that starts at `at` (letters and apostrophes), or `None` if it may go on.
@@ -958,8 +951,7 @@ fn citation_len(s: &str, eof: bool) -> Option<usize> {
 }
 
 fn is_number(word: &str) -> bool {
-    !word.is_empty() && word.chars().all(|c| is_digit(c) || matches!(c, '.' | ',' | '/' | '-'))
-        && word.chars().any(is_digit)
+    !word.is_empty() && word.chars().all(|c| is_digit(c) || matches!(c, '.' | ',' | '/' | '-')) && word.chars().any(is_digit)
 }
 
 fn is_roman_numeral(word: &str) -> bool {
@@ -968,8 +960,7 @@ fn is_roman_numeral(word: &str) -> bool {
 
 /// `U.S`, `E.U`, `a.m`, `Ph.D`: letters in short pieces joined by dots.
 fn is_dotted_abbreviation(word: &str) -> bool {
-    word.contains('.')
-        && word.split('.').all(|piece| !piece.is_empty() && piece.len() <= 3 && piece.chars().all(char::is_alphabetic))
+    word.contains('.') && word.split('.').all(|piece| !piece.is_empty() && piece.len() <= 3 && piece.chars().all(char::is_alphabetic))
 }
 
 /// URLs, e-mail addresses, paths and code, whose dots never end a sentence.
@@ -1067,19 +1058,16 @@ mod tests {
 
     #[test]
     fn numbers_and_versions_stay_whole() {
-        assert_eq!(en("Install torch 2.10.0 today. It costs $1,299.99 now."), vec![
-            "Install torch 2.10.0 today.",
-            "It costs $1,299.99 now."
-        ]);
+        assert_eq!(en("Install torch 2.10.0 today. It costs $1,299.99 now."), vec!["Install torch 2.10.0 today.", "It costs $1,299.99 now."]);
         assert_eq!(en("It is -3.5 degrees at 10:30 p.m. and rising."), vec!["It is -3.5 degrees at 10:30 p.m. and rising."]);
     }
 
     #[test]
     fn links_and_files_stay_whole() {
-        assert_eq!(en("Open https://example.com/a.B?x=1 now. Then run main.rs twice."), vec![
-            "Open https://example.com/a.B?x=1 now.",
-            "Then run main.rs twice."
-        ]);
+        assert_eq!(
+            en("Open https://example.com/a.B?x=1 now. Then run main.rs twice."),
+            vec!["Open https://example.com/a.B?x=1 now.", "Then run main.rs twice."]
+        );
         assert_eq!(en("Edit `config.Toml` and `a.B` please. Done."), vec!["Edit `config.Toml` and `a.B` please.", "Done."]);
     }
 
@@ -1093,11 +1081,10 @@ mod tests {
     #[test]
     fn fast_first_releases_the_first_clause_only() {
         let cfg = SegmenterConfig { fast_first_min_words: Some(4), ..Default::default() };
-        assert_eq!(split("Sure, I can help with that, and here is how, step by step. Next, we go.", cfg), vec![
-            "Sure, I can help with that,",
-            "and here is how, step by step.",
-            "Next, we go."
-        ]);
+        assert_eq!(
+            split("Sure, I can help with that, and here is how, step by step. Next, we go.", cfg),
+            vec!["Sure, I can help with that,", "and here is how, step by step.", "Next, we go."]
+        );
     }
 
     #[test]
@@ -1117,10 +1104,9 @@ mod tests {
     #[test]
     fn french_spacing_and_guillemets() {
         let cfg = SegmenterConfig { lang: Lang::French, ..Default::default() };
-        assert_eq!(split("Vous venez ? Il a dit : « Oui ! » et il est parti. Mme Dupont aussi.", cfg), vec![
-            "Vous venez ?",
-            "Il a dit : « Oui ! » et il est parti.",
-            "Mme Dupont aussi."
-        ]);
+        assert_eq!(
+            split("Vous venez ? Il a dit : « Oui ! » et il est parti. Mme Dupont aussi.", cfg),
+            vec!["Vous venez ?", "Il a dit : « Oui ! » et il est parti.", "Mme Dupont aussi."]
+        );
     }
 }

@@ -350,7 +350,15 @@ impl Default for Client {
 }
 
 /// Runs one conversation to its end. `cancel_at` cancels its token at that virtual time.
-pub async fn run(agent: AgentStream, session: SpeechSession, cfg: SchedulerConfig, cancel_at: Option<Duration>, fallback: Option<Fallback>, client: Client, origin: Instant) -> Run {
+pub async fn run(
+    agent: AgentStream,
+    session: SpeechSession,
+    cfg: SchedulerConfig,
+    cancel_at: Option<Duration>,
+    fallback: Option<Fallback>,
+    client: Client,
+    origin: Instant,
+) -> Run {
     let cancel = CancellationToken::new();
     if let Some(at) = cancel_at {
         let trigger = cancel.clone();
