@@ -11,13 +11,17 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/earshot/target
 export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
+# Tools the checks install on first use, kept beside the build outputs.
+TOOLS := $(HOME)/.cache/earshot/tools
+MACHETE := $(TOOLS)/bin/cargo-machete
 
-.PHONY: help run run-aws test test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean
+.PHONY: help run run-aws test lint test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
 	@echo "make run-aws       the production path locally: AWS SDK clients against stand-ins for SageMaker, Polly, Bedrock"
 	@echo "make test          run every test that can run on this machine"
+	@echo "make lint          rustfmt, clippy (warnings as errors) and unused dependencies (part of make test)"
 	@echo "make bench         run every benchmark (about an hour on 2 cores) and write bench/results/ (report.md, plots)"
 	@echo "make build         build the release binaries"
 	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
@@ -38,14 +42,21 @@ run-aws: build kokoro-venv
 	$(CARGO) build --release --locked -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-bench
+test: lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-bench
 	@echo "==> all tests passed"
+
+lint: deps-rust
+	@echo "==> formatting (cargo fmt --check; rustfmt.toml)"
+	$(CARGO) fmt --all --check
+	@echo "==> clippy on every target, warnings as errors"
+	$(CARGO) clippy --workspace --all-targets --locked --quiet -- -D warnings
+	@test -x $(MACHETE) || { echo "==> installing cargo-machete (finds unused dependencies) into $(TOOLS)"; $(CARGO) install --quiet --locked cargo-machete@0.9.2 --root $(TOOLS); }
+	@echo "==> unused dependencies (cargo machete)"
+	$(MACHETE)
 
 test-rust: deps-rust
 	@echo "==> Rust tests (cargo test --workspace); build outputs in $(CARGO_TARGET_DIR)"
 	$(CARGO) test --workspace --locked --exclude earshot-e2e
-	@echo "==> the segmenter benchmark on a tiny input, to keep it working"
-	$(CARGO) run --quiet --locked -p earshot -- bench segmenter --sizes-mb 0.05 --passes 1
 
 conformance: deps-rust
 	@echo "==> sentence-boundary conformance scores (data: $(EARSHOT_TESTDATA)/sbd)"

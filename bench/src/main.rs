@@ -94,6 +94,10 @@ pub struct Results {
 pub struct Rng(pub u64);
 
 impl Rng {
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next_u64() % items.len() as u64) as usize]
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
@@ -153,17 +157,15 @@ async fn run(args: Args) -> Result<(), String> {
     let started = std::time::Instant::now();
     let mut results = Results { command: args.command.clone(), quick: args.quick, machine: Some(machine::describe()), ..Default::default() };
     if wants("segmenter") {
-        let sizes = if args.quick { "0.05" } else { "1,2,5,10" };
-        results.segmenter = Some(inprocess::run(&paths, "segmenter", &["--sizes-mb", sizes, "--passes", if args.quick { "1" } else { "3" }])?);
+        let sizes: &[f64] = if args.quick { &[0.05] } else { &[1.0, 2.0, 5.0, 10.0] };
+        eprintln!("bench: segmenter throughput");
+        results.segmenter = Some(inprocess::segmenter(sizes, if args.quick { 1 } else { 3 }));
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }
     if wants("transport") {
-        results.transport = Some(inprocess::run(
-            &paths,
-            "transport",
-            &["--audio-seconds", if args.quick { "2" } else { "60" }, "--passes", if args.quick { "1" } else { "5" }],
-        )?);
+        eprintln!("bench: transport (SSE and binary)");
+        results.transport = Some(inprocess::transport(if args.quick { 2.0 } else { 60.0 }, if args.quick { 1 } else { 5 }));
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

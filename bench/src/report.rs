@@ -308,7 +308,7 @@ fn container(o: &mut String, trials: &[crate::container::Trial]) {
 
 fn transport(o: &mut String, t: &serde_json::Value) {
     let _ = writeln!(o, "## 6. Transport: SSE with base64 vs binary frames\n");
-    let _ = writeln!(o, "{} s of 24 kHz 16-bit mono audio (48,000 bytes per second of PCM), encoded by the gateway's encoder and decoded by the client's decoder from 1,400-byte network pieces, in one process (`earshot bench transport`). CPU is microseconds per second of audio, best of several passes.\n", t["audio_seconds"]);
+    let _ = writeln!(o, "{} s of 24 kHz 16-bit mono audio (48,000 bytes per second of PCM), encoded by the gateway's encoder and decoded by the client's decoder from 1,400-byte network pieces, in one process (the `transport` suite of `earshot-bench`). CPU is microseconds per second of audio, best of several passes.\n", t["audio_seconds"]);
     let _ =
         writeln!(o, "| chunk | format | bytes per audio second | over raw PCM | encode µs per audio s | decode µs per audio s |\n|---|---|---|---|---|---|");
     for row in t["rows"].as_array().into_iter().flatten() {
@@ -358,7 +358,7 @@ fn segmenter(o: &mut String, s: &serde_json::Value) {
     let _ = writeln!(o, "## 8. Segmenter throughput\n");
     let _ = writeln!(
         o,
-        "An LLM-like answer generated from a fixed seed, pushed in 3-6 character chunks as an agent streams (`earshot bench segmenter`, best of {} passes).\n",
+        "An LLM-like answer generated from a fixed seed, pushed in 3-6 character chunks as an agent streams (the `segmenter` suite of `earshot-bench`, best of {} passes).\n",
         s["passes"]
     );
     let _ = writeln!(o, "| size (MB) | sentences | MB/s | ns per byte | normalise + split MB/s |\n|---|---|---|---|---|");

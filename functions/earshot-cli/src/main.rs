@@ -5,7 +5,6 @@
 //!   timeline.
 //! - `earshot split`: cut text on standard input into sentences, as the gateway does while an agent
 //!   streams, one JSON string a line.
-//! - `earshot bench`: the benchmarks that need no running services.
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -27,8 +26,6 @@ enum Command {
     Say(commands::say::SayArgs),
     /// Split UTF-8 text from standard input into sentences, one JSON string a line.
     Split(commands::split::SplitArgs),
-    /// Run a benchmark and print its figures.
-    Bench(commands::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,7 +34,6 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(args),
         Command::Say(args) => commands::say::run(args),
         Command::Split(args) => commands::split::run(args),
-        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -226,10 +226,7 @@ pub async fn run(
                     None => None,
                 };
                 let Some((session, info)) = opened else {
-                    if let Flow::End(outcome) = s.fail(error).await {
-                        break outcome;
-                    }
-                    continue;
+                    break s.fail(error).await;
                 };
                 tracing::warn!("{}: {}; continuing on {}", error.code, error.message, info.backend);
                 s.commands = session.commands;
@@ -271,10 +268,10 @@ impl Scheduler<'_> {
 
     /// Ends with `error`. An error the client can no longer receive is not reported as sent: the
     /// outcome is then `ClientGone`, as [`Outcome::Failed`] promises an `error` message went out.
-    async fn fail(&mut self, info: ErrorInfo) -> Flow {
+    async fn fail(&mut self, info: ErrorInfo) -> Outcome {
         match self.out.send(ServerEvent::Error(info.clone())).await {
-            Ok(()) => Flow::End(Outcome::Failed(info)),
-            Err(_) => Flow::End(Outcome::ClientGone),
+            Ok(()) => Outcome::Failed(info),
+            Err(_) => Outcome::ClientGone,
         }
     }
 
@@ -287,7 +284,7 @@ impl Scheduler<'_> {
                 self.answer_chars += text.chars().count();
                 if self.answer_chars > self.cfg.max_answer_chars {
                     let message = format!("the answer is longer than {} characters", self.cfg.max_answer_chars);
-                    return self.fail(ErrorInfo { code: "answer_too_long".into(), message, retryable: false }).await;
+                    return Flow::End(self.fail(ErrorInfo { code: "answer_too_long".into(), message, retryable: false }).await);
                 }
                 if let Flow::End(o) = self.send(ServerEvent::Text(TextDelta { text: text.clone() })).await {
                     return Flow::End(o);
@@ -306,10 +303,10 @@ impl Scheduler<'_> {
                 let sentences = self.flush_text();
                 self.release_all(sentences)
             }
-            Some(Err(e)) => self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await,
+            Some(Err(e)) => Flow::End(self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await),
             None => {
                 let info = ErrorInfo { code: "agent_ended".into(), message: "the agent stopped without finishing its answer".into(), retryable: true };
-                self.fail(info).await
+                Flow::End(self.fail(info).await)
             }
         }
     }
@@ -358,7 +355,7 @@ impl Scheduler<'_> {
             self.sent.push_back((index, text.clone()));
             if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text })).await.is_err() {
                 let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
-                return self.fail(info).await;
+                return Flow::End(self.fail(info).await);
             }
             self.in_flight += 1;
         }
@@ -370,13 +367,13 @@ impl Scheduler<'_> {
         if self.agent_done && self.next_index == 0 {
             // Nothing in the whole answer could be spoken: say so rather than end with a silent `done`.
             let message = "the answer has nothing to speak (no letters or digits once formatting is set aside)".into();
-            return self.fail(ErrorInfo { code: "empty_answer".into(), message, retryable: false }).await;
+            return Flow::End(self.fail(ErrorInfo { code: "empty_answer".into(), message, retryable: false }).await);
         }
         if self.agent_done && self.queue.is_empty() && !self.finish_sent {
             self.finish_sent = true;
             if self.commands.send(SpeechCommand::Finish).await.is_err() {
                 let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
-                return self.fail(info).await;
+                return Flow::End(self.fail(info).await);
             }
         }
         Flow::Continue
@@ -399,7 +396,7 @@ impl Scheduler<'_> {
                 let now = self.clock.now_ms();
                 let Some(marks) = self.timeline.sentence_mut(index) else {
                     let info = ErrorInfo { code: "backend_protocol".into(), message: format!("audio for unknown sentence {index}"), retryable: false };
-                    return self.fail(info).await;
+                    return Flow::End(self.fail(info).await);
                 };
                 marks.tts_first_audio_ms.get_or_insert(now);
                 let seq = marks.audio_chunks;
@@ -432,7 +429,7 @@ impl Scheduler<'_> {
                 self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms })).await
             }
             Some(SpeechEvent::Failed(e)) if before_audio && can_fail_over => Flow::Failover(failure(&e.code, &e.message, e.retryable)),
-            Some(SpeechEvent::Failed(e)) => self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await,
+            Some(SpeechEvent::Failed(e)) => Flow::End(self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await),
             Some(SpeechEvent::Closed { billed_characters }) => {
                 self.timeline.billed_characters = billed_characters;
                 if self.agent_done && self.finish_sent && self.in_flight == 0 {
@@ -445,13 +442,13 @@ impl Scheduler<'_> {
                 } else {
                     let info =
                         ErrorInfo { code: "backend_closed".into(), message: "the speech session closed before the answer was spoken".into(), retryable: true };
-                    self.fail(info).await
+                    Flow::End(self.fail(info).await)
                 }
             }
             None if before_audio && can_fail_over => Flow::Failover(failure("backend_gone", "the speech session ended unexpectedly", true)),
             None => {
                 let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
-                self.fail(info).await
+                Flow::End(self.fail(info).await)
             }
         }
     }

@@ -1,6 +1,5 @@
 //! One module a subcommand.
 
-pub mod bench;
 pub mod say;
 pub mod serve;
 pub mod split;

@@ -114,10 +114,6 @@ impl ServerEvent {
         }
     }
 
-    pub fn error(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        ServerEvent::Error(ErrorInfo { code: code.into(), message: message.into(), retryable })
-    }
-
     /// The JSON body of a control message (everything but audio).
     pub(crate) fn control_json(&self) -> Option<Vec<u8>> {
         let json = match self {

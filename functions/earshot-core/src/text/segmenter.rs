@@ -175,10 +175,6 @@ impl Segmenter {
         self
     }
 
-    pub fn config(&self) -> &SegmenterConfig {
-        &self.cfg
-    }
-
     /// Adds text and returns the sentences it completes.
     pub fn push(&mut self, text: &str) -> std::vec::Drain<'_, Sentence> {
         self.buf.push_str(text);
@@ -196,15 +192,6 @@ impl Segmenter {
         self.emit(end, BoundaryKind::Flush);
         self.compact();
         self.out.drain(..)
-    }
-
-    /// Flushes and forgets the answer: the next push starts a new answer (sentence indices from 0,
-    /// a new fast first fragment).
-    pub fn finish(&mut self) -> Vec<Sentence> {
-        let rest: Vec<Sentence> = self.flush().collect();
-        self.list = None;
-        self.emitted = 0;
-        rest
     }
 
     /// The text not yet released.
@@ -226,11 +213,6 @@ impl Segmenter {
         probe.buf.push_str(" A ");
         probe.scan(false);
         probe.last_boundary >= real_end
-    }
-
-    /// Sentences released so far in this answer.
-    pub fn released(&self) -> usize {
-        self.emitted
     }
 
     #[inline]
