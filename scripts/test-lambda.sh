@@ -49,6 +49,7 @@ for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
 
 cat >"$logs/lambda.env" <<ENV
 EARSHOT_BACKENDS="kokoro,polly"
+EARSHOT_AGENT="bedrock"
 EARSHOT_SAGEMAKER_ENDPOINT="earshot-kokoro"
 EARSHOT_KOKORO_VOICE="jf_alpha"
 EARSHOT_AB_WEIGHTS="kokoro=50,polly=50"

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use earshot_client::{speak, CallOptions, Received, SpeakBody};
+use earshot_core::playback;
 use earshot_core::protocol::{Delivery, ServerEvent};
-use earshot_core::timeline::{Timeline, UNDERRUN_TOLERANCE_MS};
+use earshot_core::timeline::{SentenceMarks, Timeline, UNDERRUN_TOLERANCE_MS};
 use serde::{Deserialize, Serialize};
 
 /// What one conversation measured. Times are milliseconds: `server_*` from the request's arrival
@@ -105,29 +106,23 @@ pub struct Causes {
 
 pub fn causes(t: &Timeline) -> Causes {
     let mut c = Causes::default();
-    let mut playing_until: Option<f64> = None;
-    for s in &t.sentences {
-        let Some(ready) = s.first_audio_sent_ms else { continue };
-        let start = match playing_until {
-            None => ready,
-            Some(end) => {
-                if ready - end > UNDERRUN_TOLERANCE_MS {
-                    let latency = match (s.tts_first_audio_ms, s.released_ms) {
-                        (Some(first), Some(released)) => first - released,
-                        _ => 0.0,
-                    };
-                    if s.complete_ms >= end {
-                        c.text += 1;
-                    } else if s.complete_ms + latency >= end {
-                        c.backend += 1;
-                    } else {
-                        c.release += 1;
-                    }
-                }
-                ready.max(end)
-            }
+    let heard: Vec<&SentenceMarks> = t.sentences.iter().filter(|s| s.first_audio_sent_ms.is_some()).collect();
+    let played = playback::play(heard.iter().map(|s| (s.first_audio_sent_ms.unwrap_or_default(), s.audio_ms)));
+    for (s, p) in heard.iter().zip(&played) {
+        let Some(gap) = p.gap_ms.filter(|gap| *gap > UNDERRUN_TOLERANCE_MS) else { continue };
+        // When the sentence before it finished playing.
+        let end = p.ready_ms - gap;
+        let latency = match (s.tts_first_audio_ms, s.released_ms) {
+            (Some(first), Some(released)) => first - released,
+            _ => 0.0,
         };
-        playing_until = Some(start + s.audio_ms);
+        if s.complete_ms >= end {
+            c.text += 1;
+        } else if s.complete_ms + latency >= end {
+            c.backend += 1;
+        } else {
+            c.release += 1;
+        }
     }
     c
 }

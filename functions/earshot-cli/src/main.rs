@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the gateway: POST /v1/speak, GET /v1/voices, GET /healthz and the demo page.
-    Serve(commands::serve::ServeArgs),
+    Serve(Box<commands::serve::ServeArgs>),
     /// Speak through a running gateway: write the audio to a WAV file and print the timeline.
     Say(commands::say::SayArgs),
     /// Split UTF-8 text from standard input into sentences, one JSON string a line.
@@ -31,7 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => commands::serve::run(args),
+        Command::Serve(args) => commands::serve::run(*args),
         Command::Say(args) => commands::say::run(args),
         Command::Split(args) => commands::split::run(args),
     };

@@ -47,21 +47,8 @@ impl ClientMarks {
     /// the chunk before it ends, whichever is later) and returns the silences after the first chunk
     /// that are longer than `threshold_ms`, in milliseconds.
     pub fn playback_gaps(&self, bytes_per_ms: f64, threshold_ms: f64) -> Vec<f64> {
-        let mut gaps = Vec::new();
-        let mut playing_until: Option<f64> = None;
-        for &(at, bytes) in &self.audio_chunks {
-            let start = match playing_until {
-                None => at,
-                Some(end) => {
-                    if at - end > threshold_ms {
-                        gaps.push(at - end);
-                    }
-                    at.max(end)
-                }
-            };
-            playing_until = Some(start + bytes as f64 / bytes_per_ms);
-        }
-        gaps
+        let chunks = self.audio_chunks.iter().map(|&(at, bytes)| (at, bytes as f64 / bytes_per_ms));
+        earshot_core::playback::play(chunks).iter().filter_map(|p| p.gap_ms).filter(|gap| *gap > threshold_ms).collect()
     }
 }
 

@@ -7,9 +7,11 @@
 //!   cancellation.
 //! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
-//! - [`timeline`]: the measurement marks and the metrics derived from them.
+//! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
+//!   simulated listener whose silences they count.
 
 pub mod agent;
+pub mod playback;
 pub mod protocol;
 pub mod scheduler;
 pub mod speech;

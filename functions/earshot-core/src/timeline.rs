@@ -2,8 +2,8 @@
 //!
 //! Every mark names the boundary it measures: when the agent's first token arrived, when each
 //! sentence's text was complete, when it was released to speech, when the backend's first audio for
-//! it came back, when its first audio left for the client. `done` carries the timeline to the client,
-//! and [`Timeline::emf_line`] turns it into a CloudWatch Embedded Metric Format log line.
+//! it came back, when its first audio left for the client. `done` carries the timeline to the client;
+//! the gateway turns it into metrics.
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -107,21 +107,12 @@ impl Timeline {
         }
         // Simulated real-time playback: each sentence starts when its audio is there and the one
         // before it has finished playing.
-        let mut playing_until: Option<f64> = None;
-        for s in &self.sentences {
-            let Some(ready) = s.first_audio_sent_ms else { continue };
-            let start = match playing_until {
-                None => ready,
-                Some(end) => {
-                    let gap = (ready - end).max(0.0);
-                    d.gaps_ms.push(gap);
-                    if gap > UNDERRUN_TOLERANCE_MS {
-                        d.underruns += 1;
-                    }
-                    ready.max(end)
-                }
-            };
-            playing_until = Some(start + s.audio_ms);
+        let sentences = self.sentences.iter().filter_map(|s| Some((s.first_audio_sent_ms?, s.audio_ms)));
+        for gap in crate::playback::play(sentences).iter().filter_map(|p| p.gap_ms) {
+            d.gaps_ms.push(gap);
+            if gap > UNDERRUN_TOLERANCE_MS {
+                d.underruns += 1;
+            }
         }
         if let Some(first) = self.sentences.first() {
             if let (Some(sent), Some(tts_first), Some(released)) = (first.first_audio_sent_ms, first.tts_first_audio_ms, first.released_ms) {
@@ -131,57 +122,6 @@ impl Timeline {
             }
         }
         d
-    }
-
-    /// One CloudWatch Embedded Metric Format line, with the backend, the release mode and the A/B
-    /// arm as dimensions.
-    pub fn emf_line(&self, namespace: &str, arm: Option<&str>, epoch_ms: u128) -> String {
-        let d = self.derive();
-        let metrics = vec![
-            serde_json::json!({"Name": "TimeToFirstAudio", "Unit": "Milliseconds"}),
-            serde_json::json!({"Name": "SynthesisLatency", "Unit": "Milliseconds"}),
-            serde_json::json!({"Name": "InterSentenceGap", "Unit": "Milliseconds"}),
-            serde_json::json!({"Name": "Underruns", "Unit": "Count"}),
-            serde_json::json!({"Name": "OrchestrationOverhead", "Unit": "Milliseconds"}),
-            serde_json::json!({"Name": "Sentences", "Unit": "Count"}),
-            serde_json::json!({"Name": "Overflows", "Unit": "Count"}),
-        ];
-        let mut line = serde_json::json!({
-            "_aws": {
-                "Timestamp": epoch_ms as u64,
-                "CloudWatchMetrics": [{
-                    "Namespace": namespace,
-                    "Dimensions": [["Backend", "Release"], ["Backend", "Release", "Arm"]],
-                    "Metrics": metrics,
-                }]
-            },
-            "Backend": self.backend,
-            "Release": self.release,
-            "Arm": arm.unwrap_or("none"),
-            "SynthesisLatency": d.synthesis_latency_ms,
-            "InterSentenceGap": d.gaps_ms,
-            "Underruns": d.underruns,
-            "Sentences": self.sentences.len(),
-            // 1 when the conversation spilled here because its first backend was full: summed per arm,
-            // it counts the overflows the A/B switch absorbed.
-            "Overflows": u32::from(self.overflow_from.is_some()),
-        });
-        if let Some(ttfa) = d.ttfa_ms {
-            line["TimeToFirstAudio"] = serde_json::json!(ttfa);
-        }
-        if let Some(overhead) = d.orchestration_overhead_ms {
-            line["OrchestrationOverhead"] = serde_json::json!(overhead);
-        }
-        if let Some(billed) = self.billed_characters {
-            // Billing depends on the backend alone, so it has a dimension set of its own.
-            line["BilledCharacters"] = serde_json::json!(billed);
-            line["_aws"]["CloudWatchMetrics"].as_array_mut().expect("metric directives").push(serde_json::json!({
-                "Namespace": namespace,
-                "Dimensions": [["Backend"]],
-                "Metrics": [{"Name": "BilledCharacters", "Unit": "Count"}],
-            }));
-        }
-        line.to_string()
     }
 }
 
@@ -223,22 +163,5 @@ mod tests {
         assert_eq!(d.gaps_ms, vec![0.0, 200.0, 3.0]);
         assert_eq!(d.underruns, 1);
         assert_eq!(d.orchestration_overhead_ms, Some(1.5));
-    }
-
-    #[test]
-    fn emf_line_names_its_dimensions_and_metrics() {
-        let t = Timeline { backend: "kokoro".into(), release: "buffered".into(), first_audio_sent_ms: Some(42.0), ..Default::default() };
-        let line: serde_json::Value = serde_json::from_str(&t.emf_line("earshot", Some("a"), 1)).unwrap();
-        assert_eq!(line["Backend"], "kokoro");
-        assert_eq!(line["Release"], "buffered");
-        assert_eq!(line["Arm"], "a");
-        assert_eq!(line["TimeToFirstAudio"], 42.0);
-        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0], serde_json::json!(["Backend", "Release"]));
-        assert!(line.get("BilledCharacters").is_none());
-
-        let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), ..Default::default() };
-        let line: serde_json::Value = serde_json::from_str(&polly.emf_line("earshot", None, 1)).unwrap();
-        assert_eq!(line["BilledCharacters"], 120);
-        assert_eq!(line["_aws"]["CloudWatchMetrics"][1]["Dimensions"], serde_json::json!([["Backend"]]));
     }
 }

@@ -3,7 +3,7 @@
 //! that feeds the response stream.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use earshot_core::protocol::{Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
 use earshot_core::scheduler::{self, Fallback, Outcome};
@@ -168,8 +168,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
             Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
         }
         if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.metrics_namespace, &outcome) {
-            let epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-            println!("{}", timeline.emf_line(namespace, arm_for_metrics.as_deref(), epoch_ms));
+            crate::metrics::log_conversation(&timeline, namespace, arm_for_metrics.as_deref());
         }
         // Ends whatever is left of the conversation: the backend session and the agent.
         task_cancel.cancel();
@@ -225,13 +224,7 @@ pub(crate) async fn supervise(
 /// A metrics line for a conversation refused because its backend was full and no other could take it.
 fn print_refusal(gw: &Gateway, backend: &str) {
     if let Some(namespace) = &gw.metrics_namespace {
-        let epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        let line = serde_json::json!({
-            "_aws": {"Timestamp": epoch_ms, "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [["Backend"]], "Metrics": [{"Name": "BusyRefusals", "Unit": "Count"}]}]},
-            "Backend": backend,
-            "BusyRefusals": 1,
-        });
-        println!("{line}");
+        crate::metrics::log_refusal(backend, namespace);
     }
 }
 

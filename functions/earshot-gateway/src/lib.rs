@@ -10,6 +10,7 @@
 pub mod api_error;
 pub mod config;
 pub mod conversation;
+pub mod metrics;
 pub mod request;
 pub mod router;
 pub mod routing;

@@ -10,6 +10,7 @@ export const ENV_NAMES = [
   'EARSHOT_SAGEMAKER_ENDPOINT',
   'EARSHOT_KOKORO_VOICE',
   'EARSHOT_POLLY_VOICE',
+  'EARSHOT_AGENT',
   'EARSHOT_BEDROCK_MODEL_ID',
   'EARSHOT_SYSTEM_PROMPT',
   'EARSHOT_MAX_PROMPT_CHARS',
@@ -36,6 +37,8 @@ export function lambdaEnvironment(c: EarshotConfig, endpointName?: string): Reco
     EARSHOT_FAILOVER: String(c.failover && backends.length > 1),
     EARSHOT_KOKORO_VOICE: c.kokoroVoice,
     EARSHOT_POLLY_VOICE: c.pollyVoice,
+    // The deployed gateway answers with a Bedrock model (`earshot serve` defaults to a scripted agent).
+    EARSHOT_AGENT: 'bedrock',
     EARSHOT_BEDROCK_MODEL_ID: c.bedrockModelId,
     EARSHOT_SYSTEM_PROMPT: c.systemPrompt,
     EARSHOT_MAX_PROMPT_CHARS: String(c.maxPromptChars),

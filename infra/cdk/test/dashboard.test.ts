@@ -2,6 +2,8 @@
 // billed characters and underruns, all read from the metrics the gateway really logs.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { only, render, synth } from './fixture';
 
@@ -66,5 +68,17 @@ describe('dashboard', () => {
       'earshot TimeToFirstAudio Backend=polly Release=incremental p90',
     ]);
     assert.equal(polly.filter((w) => /Kokoro endpoint/.test(w.properties.title ?? '')).length, 0);
+  });
+
+  it('charts only metrics the gateway emits, on the dimensions it emits them with (docs/metrics.json)', () => {
+    const contract: { metrics: { name: string; dimensions: string[][] }[] } = JSON.parse(readFileSync(join(__dirname, '../../../docs/metrics.json'), 'utf8'));
+    const emitted = new Set(contract.metrics.flatMap((m) => m.dimensions.map((d) => `${m.name} ${[...d].sort().join(',')}`)));
+    const charted = ws.flatMap(lines).filter((l) => l.startsWith('earshot '));
+    assert.ok(charted.length >= 20, `the dashboard's own metrics were read: ${charted.length}`);
+    for (const line of charted) {
+      const [, name, ...rest] = line.split(' ');
+      const dims = rest.slice(0, -1).map((p) => p.split('=')[0]).sort().join(',');
+      assert.ok(emitted.has(`${name} ${dims}`), `the dashboard charts ${name} on [${dims}], which the gateway does not emit`);
+    }
   });
 });

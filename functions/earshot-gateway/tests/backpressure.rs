@@ -1,15 +1,31 @@
-//! When the voice falls behind, the scheduler stops pulling from the agent instead of holding its
-//! answer in memory. The backend here is the synthetic real-time voice, slowed down, so that the
-//! agent is much faster than speech.
+//! The whole gateway over HTTP, with no model: when the voice falls behind, the scheduler stops
+//! pulling from the agent instead of holding its answer in memory, and a client that goes away ends
+//! the backend session. The backend is the synthetic real-time voice, slowed down, so that the agent
+//! is much faster than speech.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{speak, CallOptions, SpeakBody};
 use earshot_core::protocol::ServerEvent;
-use earshot_e2e::{agent, serve};
 use earshot_gateway::Gateway;
+
+/// Serves `gateway` on a free port; returns its URL.
+async fn serve(gateway: Gateway) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let router = earshot_gateway::router(Arc::new(gateway));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    url
+}
+
+fn agent(tokens_per_second: f64) -> ScriptedAgent {
+    ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO })
+}
 
 #[tokio::test]
 async fn a_slow_voice_throttles_a_fast_agent() {
@@ -19,7 +35,7 @@ async fn a_slow_voice_throttles_a_fast_agent() {
     let mut gateway = Gateway::new(vec![Arc::new(voice)], Arc::new(agent(2000.0)));
     gateway.scheduler.max_in_flight = 2;
     gateway.metrics_namespace = None;
-    let url = serve(gateway).await.url;
+    let url = serve(gateway).await;
 
     let r = speak(&url, &SpeakBody { text: Some(answer.clone()), ..Default::default() }, &CallOptions::default()).await.unwrap();
     assert!(r.error.is_none(), "{:?}", r.error);
@@ -48,7 +64,7 @@ async fn a_client_that_goes_away_ends_the_backend_session() {
     let voice = Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(10), chars_per_second: 50.0, ..Default::default() }));
     let mut gateway = Gateway::new(vec![voice.clone()], Arc::new(agent(1000.0)));
     gateway.metrics_namespace = None;
-    let url = serve(gateway).await.url;
+    let url = serve(gateway).await;
     let options = CallOptions { stop_after_audio_chunks: Some(2), ..Default::default() };
     let body = SpeakBody { text: Some("A sentence to speak. ".repeat(50)), ..Default::default() };
     let r = speak(&url, &body, &options).await.unwrap();

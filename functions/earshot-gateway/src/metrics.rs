@@ -1,0 +1,154 @@
+//! The metrics a gateway logs, as CloudWatch Embedded Metric Format (EMF) lines on stdout: on Lambda,
+//! CloudWatch Logs turns each line into metrics without an API call; under `earshot serve` the lines
+//! are there to read. This is the only place that knows the metric names and their dimensions; the
+//! dashboard charts them from `docs/metrics.json`, which a test here holds to what is emitted.
+//!
+//! Written with serde_json rather than an EMF crate: two small, fixed line shapes, documented at
+//! <https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use earshot_core::timeline::Timeline;
+use serde_json::{json, Value};
+
+fn epoch_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// The line for one conversation that completed or failed: its timings, with the backend, the
+/// release mode and the A/B arm as dimensions (and billing per backend, when the backend says).
+pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>, epoch_ms: u64) -> Value {
+    let d = timeline.derive();
+    let metrics = [
+        ("TimeToFirstAudio", "Milliseconds"),
+        ("SynthesisLatency", "Milliseconds"),
+        ("InterSentenceGap", "Milliseconds"),
+        ("Underruns", "Count"),
+        ("OrchestrationOverhead", "Milliseconds"),
+        ("Sentences", "Count"),
+        ("Overflows", "Count"),
+    ]
+    .map(|(name, unit)| json!({"Name": name, "Unit": unit}));
+    let mut line = json!({
+        "_aws": {
+            "Timestamp": epoch_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [["Backend", "Release"], ["Backend", "Release", "Arm"]],
+                "Metrics": metrics,
+            }]
+        },
+        "Backend": timeline.backend,
+        "Release": timeline.release,
+        "Arm": arm.unwrap_or("none"),
+        "SynthesisLatency": d.synthesis_latency_ms,
+        "InterSentenceGap": d.gaps_ms,
+        "Underruns": d.underruns,
+        "Sentences": timeline.sentences.len(),
+        // 1 when the conversation spilled here because its first backend was full: summed per arm,
+        // it counts the overflows the A/B switch absorbed.
+        "Overflows": u32::from(timeline.overflow_from.is_some()),
+    });
+    if let Some(ttfa) = d.ttfa_ms {
+        line["TimeToFirstAudio"] = json!(ttfa);
+    }
+    if let Some(overhead) = d.orchestration_overhead_ms {
+        line["OrchestrationOverhead"] = json!(overhead);
+    }
+    if let Some(billed) = timeline.billed_characters {
+        // Billing depends on the backend alone, so it has a dimension set of its own.
+        line["BilledCharacters"] = json!(billed);
+        line["_aws"]["CloudWatchMetrics"].as_array_mut().expect("metric directives").push(json!({
+            "Namespace": namespace,
+            "Dimensions": [["Backend"]],
+            "Metrics": [{"Name": "BilledCharacters", "Unit": "Count"}],
+        }));
+    }
+    line
+}
+
+/// The line for a conversation a full backend refused before it started (`503 backend_busy`).
+pub fn refusal_line(backend: &str, namespace: &str, epoch_ms: u64) -> Value {
+    json!({
+        "_aws": {"Timestamp": epoch_ms, "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [["Backend"]], "Metrics": [{"Name": "BusyRefusals", "Unit": "Count"}]}]},
+        "Backend": backend,
+        "BusyRefusals": 1,
+    })
+}
+
+/// Logs a conversation's line.
+pub fn log_conversation(timeline: &Timeline, namespace: &str, arm: Option<&str>) {
+    println!("{}", conversation_line(timeline, namespace, arm, epoch_ms()));
+}
+
+/// Logs a refusal's line.
+pub fn log_refusal(backend: &str, namespace: &str) {
+    println!("{}", refusal_line(backend, namespace, epoch_ms()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn a_conversation_line_names_its_dimensions_and_metrics() {
+        let t = Timeline { backend: "kokoro".into(), release: "buffered".into(), first_audio_sent_ms: Some(42.0), ..Default::default() };
+        let line = conversation_line(&t, "earshot", Some("a"), 1);
+        assert_eq!(line["Backend"], "kokoro");
+        assert_eq!(line["Release"], "buffered");
+        assert_eq!(line["Arm"], "a");
+        assert_eq!(line["TimeToFirstAudio"], 42.0);
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0], json!(["Backend", "Release"]));
+        assert!(line.get("BilledCharacters").is_none());
+
+        let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), ..Default::default() };
+        let line = conversation_line(&polly, "earshot", None, 1);
+        assert_eq!(line["BilledCharacters"], 120);
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][1]["Dimensions"], json!([["Backend"]]));
+    }
+
+    /// `(metric, dimension set)` for every metric a line declares, with a check that the line holds
+    /// a value for the metric and for each dimension, as EMF requires.
+    fn declared(line: &Value) -> BTreeSet<(String, Vec<String>)> {
+        let mut out = BTreeSet::new();
+        for directive in line["_aws"]["CloudWatchMetrics"].as_array().unwrap() {
+            for dims in directive["Dimensions"].as_array().unwrap() {
+                let dims: Vec<String> = dims.as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect();
+                for d in &dims {
+                    assert!(line.get(d).is_some_and(Value::is_string), "dimension {d} has no value in {line}");
+                }
+                for metric in directive["Metrics"].as_array().unwrap() {
+                    out.insert((metric["Name"].as_str().unwrap().to_string(), dims.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn what_is_emitted_is_the_metrics_contract_the_dashboard_reads() {
+        // Every shape of line: a conversation with audio and billing, and a refusal.
+        let full = Timeline {
+            backend: "polly".into(),
+            release: "incremental".into(),
+            first_audio_sent_ms: Some(300.0),
+            billed_characters: Some(12),
+            overflow_from: Some("kokoro".into()),
+            ..Default::default()
+        };
+        let mut emitted = declared(&conversation_line(&full, "earshot", Some("b"), 1));
+        emitted.extend(declared(&refusal_line("kokoro", "earshot", 1)));
+
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.json");
+        let contract: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/metrics.json")).expect("JSON");
+        let mut promised = BTreeSet::new();
+        for metric in contract["metrics"].as_array().unwrap() {
+            for dims in metric["dimensions"].as_array().unwrap() {
+                let dims: Vec<String> = dims.as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect();
+                promised.insert((metric["name"].as_str().unwrap().to_string(), dims));
+            }
+        }
+        assert_eq!(emitted, promised, "left: emitted by the gateway; right: docs/metrics.json");
+    }
+}

@@ -1,0 +1,111 @@
+//! One wiring for every way earshot runs. `earshot serve` and the Lambda build their gateway here,
+//! from one [`Settings`] type with one set of defaults, so that what a local run exercises is what a
+//! deployment runs.
+//!
+//! - [`settings`]: the configuration, from flags or `EARSHOT_*` variables, and the rules across it.
+//! - [`build`]: the backends, the agent and the gateway that the settings describe.
+
+pub mod settings;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use earshot_agents::{ScriptedAgent, ScriptedConfig};
+use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
+use earshot_core::agent::AgentSource;
+use earshot_core::speech::{SpeechBackend, SpeechError};
+use earshot_gateway::{Gateway, Routing};
+use tokio::task::JoinSet;
+
+pub use settings::{AgentKind, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
+
+/// The Kokoro voice through SageMaker when none is configured (the container's own default is not
+/// known without asking it).
+const SAGEMAKER_DEFAULT_VOICE: &str = "af_heart";
+
+/// A gateway, and the background tasks that watch its backends come up: one ends with an error when
+/// a backend can never be used (a default voice the container lacks), and the server should stop.
+pub struct Built {
+    pub gateway: Gateway,
+    pub watches: JoinSet<Result<(), SpeechError>>,
+}
+
+/// Builds the gateway the settings describe. Must run inside a tokio runtime.
+pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
+    settings.check(place)?;
+    let kokoro_through_sagemaker = settings.sagemaker_endpoint.is_some();
+    let needs_aws = kokoro_through_sagemaker || settings.backends.contains(&BackendKind::Polly) || settings.agent == AgentKind::Bedrock;
+    let aws = if needs_aws {
+        let trust_pem = match &settings.aws_trust_pem {
+            Some(path) => Some(std::fs::read(path).map_err(|e| format!("EARSHOT_AWS_TRUST_PEM: cannot read {}: {e}", path.display()))?),
+            None => None,
+        };
+        let aws = earshot_aws::AwsSettings { endpoint_url: settings.aws_endpoint.clone(), trust_pem, ..Default::default() };
+        Some(aws.sdk_config().await)
+    } else {
+        None
+    };
+    let sdk = || aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured");
+
+    let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
+    let mut watches = JoinSet::new();
+    for kind in &settings.backends {
+        match kind {
+            BackendKind::Kokoro if kokoro_through_sagemaker => {
+                let endpoint = settings.sagemaker_endpoint.clone().unwrap_or_default();
+                let voice = settings.kokoro_voice.clone().unwrap_or_else(|| SAGEMAKER_DEFAULT_VOICE.into());
+                tracing::info!("Kokoro through the SageMaker endpoint {endpoint}");
+                let sagemaker = earshot_aws::SageMakerSettings {
+                    endpoint_name: endpoint,
+                    target_variant: None,
+                    voices: vec![voice.clone()],
+                    default_voice: voice,
+                    speed: 1.0,
+                };
+                backends.push(Arc::new(earshot_aws::SageMakerBackend::new(sdk(), sagemaker)));
+            }
+            BackendKind::Kokoro => {
+                // Not waited for: the gateway listens at once and answers 503 `backend_not_ready`
+                // (and `/healthz` 503) until the container has loaded its model.
+                let cfg = KokoroConfig { url: settings.kokoro_url.clone(), default_voice: settings.kokoro_voice.clone(), ..Default::default() };
+                let backend = Arc::new(KokoroBackend::new(cfg).map_err(|e| e.to_string())?);
+                tracing::info!("waiting in the background for the Kokoro container at {}", settings.kokoro_url);
+                let watched = backend.clone();
+                watches.spawn(async move { watched.poll_ready_forever().await });
+                backends.push(backend);
+            }
+            BackendKind::Polly => {
+                let polly = earshot_aws::PollySettings { default_voice: settings.polly_voice.to_lowercase(), ..Default::default() };
+                backends.push(Arc::new(earshot_aws::PollyBackend::new(sdk(), polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?));
+            }
+            BackendKind::Synthetic => {
+                let cfg = SyntheticConfig { first_audio: Duration::from_millis(settings.synthetic_latency_ms), ..Default::default() };
+                backends.push(Arc::new(SyntheticBackend::new(cfg)));
+            }
+        }
+    }
+
+    let agent: Arc<dyn AgentSource> = match settings.agent {
+        AgentKind::Scripted => Arc::new(ScriptedAgent::new(ScriptedConfig {
+            tokens_per_second: settings.tokens_per_second,
+            first_token_delay: Duration::from_millis(settings.first_token_ms),
+        })),
+        AgentKind::Bedrock => {
+            let mut bedrock = earshot_aws::BedrockSettings { model_id: settings.bedrock_model.clone(), ..Default::default() };
+            if let Some(prompt) = &settings.system_prompt {
+                bedrock.system_prompt = prompt.clone();
+            }
+            Arc::new(earshot_aws::BedrockAgent::new(sdk(), bedrock))
+        }
+    };
+
+    let mut gateway = Gateway::new(backends, agent);
+    gateway.routing = Routing { weights: settings.weights()?, allow_override: settings.ab_allow_override, failover: settings.failover };
+    gateway.limits.max_prompt_chars = settings.max_prompt_chars;
+    gateway.limits.max_text_chars = settings.max_text_chars;
+    gateway.scheduler.idle_release = (settings.idle_release_ms > 0).then(|| Duration::from_millis(settings.idle_release_ms));
+    gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
+    gateway.scheduler.max_in_flight = settings.max_in_flight.max(1);
+    gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
+    Ok(Built { gateway, watches })
+}

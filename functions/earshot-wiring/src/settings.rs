@@ -1,0 +1,257 @@
+//! What a gateway is configured with, wherever it runs: one type, one set of defaults. Each setting is
+//! a flag of `earshot serve` and an `EARSHOT_*` variable; the Lambda reads the variables alone (the
+//! CDK app sets them, `infra/cdk/lib/lambda-env.ts`), `earshot serve` reads both, a flag winning.
+//!
+//! Parsed with clap's `env` support rather than by hand, so that a flag and its variable cannot drift
+//! apart, and `--help` lists the variable beside each flag.
+
+use clap::{ArgAction, Args, CommandFactory, Parser, ValueEnum};
+
+/// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
+/// (the CDK app's default too; `infra/cdk/earshot.config.json`).
+pub const DEFAULT_BEDROCK_MODEL: &str = "amazon.nova-lite-v1:0";
+
+/// A text-to-speech backend a gateway can offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    /// Kokoro: the container over its WebSocket, or a SageMaker endpoint with --sagemaker-endpoint.
+    Kokoro,
+    /// Amazon Polly bidirectional streaming.
+    Polly,
+    /// A tone at speaking pace after a fixed latency (load tests).
+    Synthetic,
+}
+
+/// Where the answers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentKind {
+    /// Scripted answers at a chosen token rate.
+    Scripted,
+    /// A model on Bedrock ConverseStream.
+    Bedrock,
+}
+
+/// Where the gateway runs: a few rules differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// `earshot serve`: Kokoro may be the container over its WebSocket.
+    Serve,
+    /// The Lambda: Kokoro is a SageMaker endpoint, nothing else can reach a GPU.
+    Lambda,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Settings {
+    /// Backends to offer, the first being the default.
+    #[arg(long, env = "EARSHOT_BACKENDS", value_enum, ignore_case = true, value_delimiter = ',', default_value = "kokoro")]
+    pub backends: Vec<BackendKind>,
+    /// A/B weights per backend, e.g. `kokoro=50,polly=50` (none: the first backend answers).
+    #[arg(long, env = "EARSHOT_AB_WEIGHTS")]
+    pub ab_weights: Option<String>,
+    /// Whether a request may name its backend.
+    #[arg(long, env = "EARSHOT_AB_ALLOW_OVERRIDE", default_value_t = true, action = ArgAction::Set, value_name = "true|false")]
+    pub ab_allow_override: bool,
+    /// Hand a conversation to the next backend when its own fails before any audio, or is full.
+    #[arg(long, env = "EARSHOT_FAILOVER", default_value_t = false, default_missing_value = "true", num_args = 0..=1, action = ArgAction::Set, value_name = "true|false")]
+    pub failover: bool,
+    /// Reach Kokoro through a SageMaker endpoint of this name (the production path) instead of the
+    /// container's WebSocket.
+    #[arg(long, env = "EARSHOT_SAGEMAKER_ENDPOINT")]
+    pub sagemaker_endpoint: Option<String>,
+    /// The Kokoro container's base URL (local runs).
+    #[arg(long, env = "KOKORO_URL", default_value = "http://127.0.0.1:8080")]
+    pub kokoro_url: String,
+    /// The Kokoro voice when a request names none (the container's English default otherwise; af_heart
+    /// through SageMaker).
+    #[arg(long, env = "EARSHOT_KOKORO_VOICE")]
+    pub kokoro_voice: Option<String>,
+    /// The Polly voice (a generative voice: ruth, stephen, matthew, joanna, danielle, amy, olivia, lea, remi).
+    #[arg(long, env = "EARSHOT_POLLY_VOICE", default_value = "ruth")]
+    pub polly_voice: String,
+    /// Where the agent comes from.
+    #[arg(long, env = "EARSHOT_AGENT", value_enum, ignore_case = true, default_value = "scripted")]
+    pub agent: AgentKind,
+    /// The Bedrock model of the bedrock agent.
+    #[arg(long, env = "EARSHOT_BEDROCK_MODEL_ID", default_value = DEFAULT_BEDROCK_MODEL)]
+    pub bedrock_model: String,
+    /// The system prompt of the bedrock agent (none: its built-in one, for short spoken answers).
+    #[arg(long, env = "EARSHOT_SYSTEM_PROMPT")]
+    pub system_prompt: Option<String>,
+    /// The longest prompt accepted, in characters.
+    #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = 4_000)]
+    pub max_prompt_chars: usize,
+    /// The longest text accepted, in characters.
+    #[arg(long, env = "EARSHOT_MAX_TEXT_CHARS", default_value_t = 20_000)]
+    pub max_text_chars: usize,
+    /// Release a finished sentence after this much agent silence, in milliseconds (0: never).
+    #[arg(long, env = "EARSHOT_IDLE_RELEASE_MS", default_value_t = 150)]
+    pub idle_release_ms: u64,
+    /// Release the first clause of an answer early once it has this many words.
+    #[arg(long, env = "EARSHOT_FAST_FIRST", value_name = "WORDS")]
+    pub fast_first: Option<usize>,
+    /// Sentences at the backend and not finished, at most.
+    #[arg(long, env = "EARSHOT_MAX_IN_FLIGHT", default_value_t = 4)]
+    pub max_in_flight: usize,
+    /// The CloudWatch namespace of the metrics line logged after each conversation.
+    #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
+    pub metrics_namespace: String,
+    /// The scripted agent's pace, in tokens per second.
+    #[arg(long, default_value_t = 30.0)]
+    pub tokens_per_second: f64,
+    /// The scripted agent's delay before its first token, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub first_token_ms: u64,
+    /// The synthetic backend's first-audio latency, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub synthetic_latency_ms: u64,
+    /// An endpoint for every AWS call (local stand-ins: `https://127.0.0.1:8443`).
+    #[arg(long, env = "EARSHOT_AWS_ENDPOINT")]
+    pub aws_endpoint: Option<String>,
+    /// A PEM certificate to trust for the AWS endpoint (the stand-ins' self-signed one).
+    #[arg(long, env = "EARSHOT_AWS_TRUST_PEM")]
+    pub aws_trust_pem: Option<std::path::PathBuf>,
+}
+
+/// Variables no deployment sets: local runs and tests only.
+pub const LOCAL_ONLY: &[&str] = &["KOKORO_URL", "EARSHOT_AWS_ENDPOINT", "EARSHOT_AWS_TRUST_PEM", "EARSHOT_FAST_FIRST", "EARSHOT_MAX_IN_FLIGHT"];
+
+/// Read by the logging set-up of both binaries rather than by [`Settings`].
+pub const LOG_VARIABLE: &str = "EARSHOT_LOG";
+
+/// The settings alone, as a command with no arguments: the Lambda's way of reading its variables.
+#[derive(Parser)]
+#[command(name = "bootstrap")]
+struct FromEnv {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+impl Settings {
+    /// Reads the settings from variables alone (the Lambda: `get` is the process environment). An
+    /// empty variable counts as unset; a bad value names its variable.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>, place: Place) -> Result<Settings, String> {
+        // Each variable becomes its flag, so that both go through the same parser and defaults.
+        let mut argv = vec!["bootstrap".to_string()];
+        for arg in FromEnv::command().get_arguments() {
+            let (Some(variable), Some(long)) = (arg.get_env(), arg.get_long()) else { continue };
+            if let Some(value) = get(&variable.to_string_lossy()).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+                argv.push(format!("--{long}={value}"));
+            }
+        }
+        let settings = FromEnv::try_parse_from(argv).map_err(|e| explain(&e))?.settings;
+        settings.check(place)?;
+        Ok(settings)
+    }
+
+    /// Every variable the settings read.
+    pub fn variables() -> Vec<String> {
+        FromEnv::command().get_arguments().filter_map(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned()).collect()
+    }
+
+    /// The rules across settings, checked before anything is built.
+    pub fn check(&self, place: Place) -> Result<(), String> {
+        if self.backends.is_empty() {
+            return Err("EARSHOT_BACKENDS (--backends): names no backend".into());
+        }
+        if place == Place::Lambda && self.backends.contains(&BackendKind::Kokoro) && self.sagemaker_endpoint.is_none() {
+            return Err("EARSHOT_SAGEMAKER_ENDPOINT (--sagemaker-endpoint): is required when EARSHOT_BACKENDS includes kokoro".into());
+        }
+        let weights = self.weights()?;
+        if let Some((name, _)) = weights.iter().find(|(name, _)| !self.backend_names().contains(name)) {
+            return Err(format!("EARSHOT_AB_WEIGHTS (--ab-weights): weighs `{name}`, which EARSHOT_BACKENDS does not offer"));
+        }
+        Ok(())
+    }
+
+    pub fn backend_names(&self) -> Vec<String> {
+        self.backends.iter().map(|b| b.to_possible_value().expect("every kind has a name").get_name().to_string()).collect()
+    }
+
+    /// The A/B weights, parsed.
+    pub fn weights(&self) -> Result<Vec<(String, u32)>, String> {
+        match &self.ab_weights {
+            Some(spec) => earshot_gateway::Routing::parse_weights(spec).map_err(|e| format!("EARSHOT_AB_WEIGHTS (--ab-weights): {e}")),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// A clap error as one line that names the variable (the Lambda has no flags to speak of).
+fn explain(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.split_whitespace().next().unwrap_or_default().trim_start_matches("--").to_string(),
+        _ => String::new(),
+    };
+    let variable =
+        FromEnv::command().get_arguments().find(|a| a.get_long() == Some(flag.as_str())).and_then(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned());
+    let value = match e.get(ContextKind::InvalidValue) {
+        Some(ContextValue::String(v)) => format!("`{v}` "),
+        _ => String::new(),
+    };
+    match variable {
+        Some(variable) => format!("{variable}: {value}is not valid (see --{flag} in `earshot serve --help`)"),
+        None => e.to_string().lines().next().unwrap_or("bad configuration").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lambda(vars: &[(&str, &str)]) -> Result<Settings, String> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_vars(|name| map.get(name).cloned(), Place::Lambda)
+    }
+
+    #[test]
+    fn reads_what_the_cdk_app_sets() {
+        let s = lambda(&[
+            ("EARSHOT_BACKENDS", "kokoro,Polly"),
+            ("EARSHOT_AB_WEIGHTS", "kokoro=70,polly=30"),
+            ("EARSHOT_AB_ALLOW_OVERRIDE", "false"),
+            ("EARSHOT_FAILOVER", "true"),
+            ("EARSHOT_SAGEMAKER_ENDPOINT", "earshot-kokoro"),
+            ("EARSHOT_AGENT", "bedrock"),
+            ("EARSHOT_POLLY_VOICE", "Matthew"),
+            ("EARSHOT_IDLE_RELEASE_MS", "0"),
+            ("EARSHOT_SYSTEM_PROMPT", "   "),
+        ])
+        .unwrap();
+        assert_eq!(s.backends, vec![BackendKind::Kokoro, BackendKind::Polly]);
+        assert_eq!(s.weights().unwrap(), vec![("kokoro".to_string(), 70), ("polly".to_string(), 30)]);
+        assert!(!s.ab_allow_override && s.failover);
+        assert_eq!(s.agent, AgentKind::Bedrock);
+        assert_eq!(s.polly_voice, "Matthew");
+        assert_eq!(s.idle_release_ms, 0);
+        assert_eq!(s.system_prompt, None, "an empty variable is unset");
+    }
+
+    #[test]
+    fn the_lambda_and_serve_share_one_set_of_defaults() {
+        #[derive(Parser)]
+        struct Serve {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let from_flags = Serve::try_parse_from(["earshot"]).unwrap().settings;
+        let from_vars = Settings::from_vars(|_| None, Place::Serve).unwrap();
+        assert_eq!(format!("{from_flags:?}"), format!("{from_vars:?}"));
+        assert_eq!(from_flags.bedrock_model, DEFAULT_BEDROCK_MODEL);
+        assert_eq!((from_flags.max_prompt_chars, from_flags.max_text_chars, from_flags.idle_release_ms), (4_000, 20_000, 150));
+        // `--failover` alone still switches it on.
+        assert!(Serve::try_parse_from(["earshot", "--failover"]).unwrap().settings.failover);
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        let err = |vars: &[(&str, &str)]| lambda(vars).unwrap_err();
+        assert!(err(&[("EARSHOT_BACKENDS", "kokoro")]).starts_with("EARSHOT_SAGEMAKER_ENDPOINT"));
+        assert!(err(&[("EARSHOT_BACKENDS", "espeak")]).starts_with("EARSHOT_BACKENDS: `espeak`"), "{}", err(&[("EARSHOT_BACKENDS", "espeak")]));
+        assert!(err(&[("EARSHOT_FAILOVER", "yes")]).starts_with("EARSHOT_FAILOVER"));
+        assert!(err(&[("EARSHOT_MAX_TEXT_CHARS", "lots")]).starts_with("EARSHOT_MAX_TEXT_CHARS"));
+        assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_AB_WEIGHTS", "kokoro=50")]).starts_with("EARSHOT_AB_WEIGHTS"));
+        assert!(err(&[("EARSHOT_AGENT", "gpt")]).starts_with("EARSHOT_AGENT"));
+    }
+}
