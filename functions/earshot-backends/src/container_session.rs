@@ -31,18 +31,7 @@ pub enum Frame {
 }
 
 /// A transport failure, as the client will see it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TransportError {
-    pub code: String,
-    pub message: String,
-    pub retryable: bool,
-}
-
-impl TransportError {
-    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        TransportError { code: code.into(), message: message.into(), retryable }
-    }
-}
+pub type TransportError = earshot_core::error::Error;
 
 /// What carries the container's messages. `recv` must be cancel-safe (it is raced in a select).
 #[async_trait]

@@ -4,7 +4,6 @@
 //! the agent's task waits, and memory stays bounded.
 
 use async_trait::async_trait;
-use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,19 +28,7 @@ pub enum AgentEvent {
 }
 
 /// An agent failure, as the client will see it in an `error` message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
-#[error("{code}: {message}")]
-pub struct AgentError {
-    pub code: String,
-    pub message: String,
-    pub retryable: bool,
-}
-
-impl AgentError {
-    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        AgentError { code: code.into(), message: message.into(), retryable }
-    }
-}
+pub type AgentError = crate::error::Error;
 
 /// An answer in progress. The channel closing without [`AgentEvent::Done`] is a failure.
 pub type AgentStream = mpsc::Receiver<Result<AgentEvent, AgentError>>;

@@ -5,12 +5,14 @@
 //! - [`text`]: the streaming sentence segmenter and the speech normaliser.
 //! - [`scheduler`]: agent text to ordered speech, with a release policy, bounded queues and
 //!   cancellation.
-//! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends.
+//! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends; [`error`]: the one
+//!   failure shape they, the transport and the protocol share.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
 //!   simulated listener whose silences they count.
 
 pub mod agent;
+pub mod error;
 pub mod playback;
 pub mod protocol;
 pub mod scheduler;

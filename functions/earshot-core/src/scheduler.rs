@@ -303,7 +303,7 @@ impl Scheduler<'_> {
                 let sentences = self.flush_text();
                 self.release_all(sentences)
             }
-            Some(Err(e)) => Flow::End(self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await),
+            Some(Err(e)) => Flow::End(self.fail(e).await),
             None => {
                 let info = ErrorInfo { code: "agent_ended".into(), message: "the agent stopped without finishing its answer".into(), retryable: true };
                 Flow::End(self.fail(info).await)
@@ -428,8 +428,8 @@ impl Scheduler<'_> {
                 };
                 self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms })).await
             }
-            Some(SpeechEvent::Failed(e)) if before_audio && can_fail_over => Flow::Failover(failure(&e.code, &e.message, e.retryable)),
-            Some(SpeechEvent::Failed(e)) => Flow::End(self.fail(ErrorInfo { code: e.code, message: e.message, retryable: e.retryable }).await),
+            Some(SpeechEvent::Failed(e)) if before_audio && can_fail_over => Flow::Failover(e),
+            Some(SpeechEvent::Failed(e)) => Flow::End(self.fail(e).await),
             Some(SpeechEvent::Closed { billed_characters }) => {
                 self.timeline.billed_characters = billed_characters;
                 if self.agent_done && self.finish_sent && self.in_flight == 0 {

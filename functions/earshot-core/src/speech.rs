@@ -57,19 +57,7 @@ pub mod codes {
 }
 
 /// A backend failure, as the client will see it in an `error` message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
-#[error("{code}: {message}")]
-pub struct SpeechError {
-    pub code: String,
-    pub message: String,
-    pub retryable: bool,
-}
-
-impl SpeechError {
-    pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        SpeechError { code: code.into(), message: message.into(), retryable }
-    }
-}
+pub type SpeechError = crate::error::Error;
 
 /// An open session.
 pub struct SpeechSession {

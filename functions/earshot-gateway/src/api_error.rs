@@ -1,24 +1,24 @@
 //! Errors answered before a stream starts: a status and `{"error": {"code", "message", "retryable"}}`,
-//! with `Retry-After` when the client should simply try again shortly.
+//! with `Retry-After` when the client should simply try again shortly. The body is the same failure
+//! shape an `error` message carries mid-stream ([`earshot_core::error::Error`]).
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use earshot_core::speech::{codes, SpeechError};
+use earshot_core::error::Error;
+use earshot_core::speech::codes;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: String,
-    pub message: String,
-    pub retryable: bool,
+    pub error: Error,
     /// Seconds after which a retry may succeed (`Retry-After`).
     pub retry_after: Option<u32>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        ApiError { status, code: code.into(), message: message.into(), retryable, retry_after: None }
+        ApiError { status, error: Error::new(code, message, retryable), retry_after: None }
     }
 
     pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
@@ -44,18 +44,23 @@ impl ApiError {
 
     /// A backend that could not take the conversation: 503 when it is starting or full (the client
     /// retries), 502 when it failed.
-    pub fn from_backend(e: SpeechError) -> Self {
+    pub fn from_backend(e: Error) -> Self {
         match e.code.as_str() {
             codes::NOT_READY => Self::unavailable(codes::NOT_READY, e.message, 2),
             codes::BUSY => Self::unavailable(codes::BUSY, e.message, 1),
-            _ => Self::upstream(&e.code, e.message, e.retryable),
+            _ => Self::from_upstream(e),
         }
+    }
+
+    /// 502: a backend or the agent failed before the stream started.
+    pub fn from_upstream(error: Error) -> Self {
+        ApiError { status: StatusCode::BAD_GATEWAY, error, retry_after: None }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message, "retryable": self.retryable}});
+        let body = serde_json::json!({ "error": self.error });
         let mut response = (self.status, Json(body)).into_response();
         if let Some(seconds) = self.retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));

@@ -124,7 +124,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         Ok(agent) => agent,
         Err(e) => {
             cancel.cancel();
-            return Err(ApiError::upstream(&e.code, e.message, e.retryable));
+            return Err(ApiError::from_upstream(e));
         }
     };
     let arm = if reason == Reason::Ab { choice.arm.clone() } else { None };

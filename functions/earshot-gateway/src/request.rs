@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn rejects_what_a_user_can_get_wrong() {
-        let code = |body: &str| parse_str(body).unwrap_err().code;
+        let code = |body: &str| parse_str(body).unwrap_err().error.code;
         assert_eq!(code("{"), "invalid_json");
         assert_eq!(code(r#"{"prompt":"hi","colour":"red"}"#), "invalid_request");
         assert_eq!(code(r#"{"prompt":5}"#), "invalid_request");
@@ -159,13 +159,13 @@ mod tests {
         assert_eq!(code(r#"{"prompt":"hi","conversation_id":"a b"}"#), "invalid_conversation_id");
         let long = format!(r#"{{"prompt":"{}"}}"#, "a".repeat(4001));
         let err = parse_str(&long).unwrap_err();
-        assert_eq!((err.code.as_str(), err.status.as_u16()), ("input_too_long", 413));
-        assert!(err.message.contains("4000"));
+        assert_eq!((err.error.code.as_str(), err.status.as_u16()), ("input_too_long", 413));
+        assert!(err.error.message.contains("4000"));
     }
 
     #[test]
     fn nothing_speakable_is_empty_input() {
-        let code = |body: &str| parse_str(body).map(|_| ()).unwrap_err().code;
+        let code = |body: &str| parse_str(body).map(|_| ()).unwrap_err().error.code;
         for text in ["\u{0}\u{0}", "... !!! ???", "\u{301}\u{301}", "\u{200b}\u{200b}", "```\ncode only\n```", "**  **"] {
             assert_eq!(code(&serde_json::json!({ "text": text }).to_string()), "empty_input", "{text:?}");
         }

@@ -148,9 +148,9 @@ mod tests {
     fn overrides_follow_the_policy() {
         let open = Routing::default();
         assert_eq!(open.choose(Some("polly"), "x", &names()).unwrap().reason, Reason::Request);
-        assert_eq!(open.choose(Some("espeak"), "x", &names()).unwrap_err().code, "unknown_backend");
+        assert_eq!(open.choose(Some("espeak"), "x", &names()).unwrap_err().error.code, "unknown_backend");
         let closed = Routing { allow_override: false, ..Default::default() };
-        assert_eq!(closed.choose(Some("polly"), "x", &names()).unwrap_err().code, "backend_choice_forbidden");
+        assert_eq!(closed.choose(Some("polly"), "x", &names()).unwrap_err().error.code, "backend_choice_forbidden");
         assert_eq!(closed.choose(None, "x", &names()).unwrap(), Choice { backend: "kokoro".into(), reason: Reason::Default, arm: None });
     }
 

@@ -81,12 +81,7 @@ pub struct Done {
 }
 
 /// A failure. After an `error` the stream ends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorInfo {
-    pub code: String,
-    pub message: String,
-    pub retryable: bool,
-}
+pub type ErrorInfo = crate::error::Error;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq)]

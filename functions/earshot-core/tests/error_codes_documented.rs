@@ -1,0 +1,69 @@
+//! Every error code the Rust code can give a client is documented in `docs/protocol.md`. The codes
+//! are found in the sources themselves, as string literals shaped like a code (a known prefix, snake
+//! case), so a new code fails here until the protocol names it.
+
+use std::path::{Path, PathBuf};
+
+const PREFIXES: &[&str] = &[
+    "agent_",
+    "backend_",
+    "polly_",
+    "model_",
+    "internal",
+    "body_",
+    "input_",
+    "invalid_",
+    "empty_",
+    "answer_",
+    "unknown_",
+    "missing_",
+    "conflicting_",
+    "incomplete_",
+    "no_",
+    "shutting_",
+    "server_",
+];
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// String literals of `source` that look like error codes.
+fn codes(source: &str) -> Vec<String> {
+    source
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') && PREFIXES.iter().any(|p| s.starts_with(p)) && (s.contains('_') || *s == "internal")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_code_the_gateway_can_send_is_documented() {
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(&functions).expect("functions/") {
+        let src = krate.expect("a crate").path().join("src");
+        if src.is_dir() {
+            sources(&src, &mut files);
+        }
+    }
+    let protocol = std::fs::read_to_string(functions.join("../docs/protocol.md")).expect("docs/protocol.md");
+    let mut found = std::collections::BTreeSet::new();
+    for file in &files {
+        found.extend(codes(&std::fs::read_to_string(file).expect("a source file")));
+    }
+    assert!(found.len() > 30, "the scan found the codes: {found:?}");
+    let undocumented: Vec<&String> = found.iter().filter(|code| !protocol.contains(&format!("`{code}`"))).collect();
+    assert!(undocumented.is_empty(), "codes missing from docs/protocol.md: {undocumented:?}");
+}
