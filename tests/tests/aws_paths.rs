@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use earshot_aws::{AwsSettings, BedrockAgent, BedrockSettings, PollyBackend, PollySettings, SageMakerBackend, SageMakerSettings};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
-use earshot_client::{speak, CallOptions, ClientError};
+use earshot_client::{speak, CallOptions, ClientError, Received};
 use earshot_core::agent::AgentSource;
 use earshot_core::protocol::ServerEvent;
 use earshot_core::speech::SpeechBackend;
 use earshot_e2e::{agent, check_conversation, prompt, serve, text, Kokoro};
 use earshot_gateway::{Gateway, Routing};
 use earshot_standins::server::Stats;
-use earshot_standins::{StandIns, StandInsConfig};
+use earshot_standins::{PollyDelivery, StandIns, StandInsConfig};
 
 async fn standins(config: StandInsConfig) -> StandIns {
     let kokoro = Kokoro::shared();
@@ -100,30 +100,90 @@ async fn polly_speaks_at_16_khz_and_reports_billed_characters() {
     let session = r.session.as_ref().unwrap();
     assert_eq!((session.backend.as_str(), session.voice.as_str(), session.audio.sample_rate), ("polly", "ruth", 16_000));
     let billed = r.timeline.as_ref().unwrap().billed_characters.expect("billed characters");
-    assert_eq!(billed as usize, sentences.iter().map(|s| s.chars().count()).sum::<usize>());
+    // Every character sent is billed, the spare stream's keep-alive white space included.
+    let keep_alives = Stats::get(&s.stats.polly_keep_alives) as usize;
+    assert_eq!(billed as usize, sentences.iter().map(|s| s.chars().count()).sum::<usize>() + keep_alives);
+}
+
+/// The audio the client got for each sentence, by the sentence's text; every message whole samples.
+fn audio_by_sentence(r: &Received) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    for event in &r.events {
+        match event {
+            ServerEvent::Sentence(s) => out.push((s.text.clone(), Vec::new())),
+            ServerEvent::Audio(a) => {
+                assert_eq!(a.pcm.len() % 2, 0, "an audio message of {} bytes: not whole samples", a.pcm.len());
+                out[a.index as usize].1.extend_from_slice(&a.pcm);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_byte_polly_sends_reaches_its_own_sentence_however_it_is_delivered() {
+    // Polly's audio never says which text it voices, and Polly promises no pacing: the client's
+    // bytes for each sentence must be exactly the bytes the stand-in sent for that sentence's text.
+    let deliveries = [
+        ("a 700 ms silence inside each sentence", PollyDelivery { stall: Some(Duration::from_millis(700)), ..Default::default() }),
+        ("odd-length pieces", PollyDelivery { odd_chunks: true, ..Default::default() }),
+        ("each sentence's audio in one late burst, in odd pieces", PollyDelivery { burst: true, odd_chunks: true, ..Default::default() }),
+    ];
+    for (how, delivery) in deliveries {
+        let s = standins(StandInsConfig { polly_delivery: delivery, ..Default::default() }).await;
+        let config = sdk(&s).await;
+        let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(200.0)), Routing::default()).await;
+        let r = speak(&url, &text("Hello there. How are you today? The order shipped this morning."), &CallOptions::default()).await.unwrap();
+        assert_eq!(check_conversation(&r).len(), 3, "{how}");
+        let spoken = s.stats.polly_spoken.lock().unwrap().clone();
+        for (sentence, audio) in audio_by_sentence(&r) {
+            let sent = spoken.iter().find(|u| u.text == sentence).unwrap_or_else(|| panic!("{how}: the stand-in never voiced {sentence:?}"));
+            assert!(!audio.is_empty(), "{how}: {sentence:?} has no audio");
+            assert!(audio == sent.audio, "{how}: {sentence:?}: the client got {} bytes, the stand-in sent {}", audio.len(), sent.audio.len());
+        }
+    }
 }
 
 #[tokio::test]
 async fn a_polly_stream_survives_a_long_agent_pause() {
-    // A 7-second pause against Polly's 5-second idle timeout.
+    // A signalled 7-second pause, then 8 s of silence in the middle of a sentence, against Polly's
+    // 5-second idle timeout.
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;
-    let scripted = agent(100.0).with_script("tool", "Let me look that up.{pause:7000} It shipped this morning.");
+    let scripted =
+        agent(100.0).with_script("tool", "Let me look that up.{pause:7000} It shipped this morning, and the courier{wait:8000} brings it on Friday.");
     let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("tool"), &CallOptions::default()).await.unwrap();
     assert_eq!(check_conversation(&r).len(), 2);
-    assert!(Stats::get(&s.stats.polly_keep_alives) >= 1, "keep-alives were sent during the pause");
+    assert!(Stats::get(&s.stats.polly_keep_alives) >= 4, "keep-alives were sent during both silences");
     assert_eq!(Stats::get(&s.stats.polly_idle_closes), 0);
 
-    // Without keep-alives the stand-in closes the stream as Polly does, and the client hears of it.
+    // Without keep-alives Polly closes the waiting stream, as the stand-in does; the next sentence
+    // opens another and the listener hears nothing of it.
     let strict = standins(StandInsConfig { polly_idle_timeout: Duration::from_millis(1500), ..Default::default() }).await;
     let config = sdk(&strict).await;
     let no_keep_alive = PollySettings { keep_alive: Duration::from_secs(60), ..Default::default() };
     let scripted = agent(100.0).with_script("tool", "Let me look that up.{pause:4000} It shipped this morning.");
     let url = gateway(vec![polly(&config, no_keep_alive)], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("tool"), &CallOptions::default()).await.unwrap();
-    assert_eq!(Stats::get(&strict.stats.polly_idle_closes), 1);
-    assert_eq!(r.error.expect("an error").code, "backend_closed");
+    assert!(Stats::get(&strict.stats.polly_idle_closes) >= 1);
+    assert_eq!(check_conversation(&r).len(), 2);
+}
+
+#[tokio::test]
+async fn a_conversation_outlives_pollys_stream_time_limit() {
+    // Polly ends a stream after 10 minutes; here the stand-in ends one after 2 s, and the backend
+    // replaces its waiting stream after 1 s. The agent thinks for 5 s before its first sentence.
+    let s = standins(StandInsConfig { polly_max_duration: Duration::from_secs(2), ..Default::default() }).await;
+    let config = sdk(&s).await;
+    let settings = PollySettings { max_stream_age: Duration::from_secs(1), ..Default::default() };
+    let scripted = agent(100.0).with_script("slow", "{wait:5000}Here is the answer. It shipped.");
+    let url = gateway(vec![polly(&config, settings)], Arc::new(scripted), Routing::default()).await;
+    let r = speak(&url, &prompt("slow"), &CallOptions::default()).await.unwrap();
+    assert_eq!(check_conversation(&r).len(), 2);
+    assert_eq!(Stats::get(&s.stats.polly_max_duration_closes), 0, "no stream was left to reach the limit");
+    assert!(Stats::get(&s.stats.polly_streams) >= 5, "the waiting stream was replaced: {} streams", Stats::get(&s.stats.polly_streams));
 }
 
 #[tokio::test]
@@ -141,6 +201,15 @@ async fn polly_exceptions_reach_the_client_with_their_retry_flag() {
         let error = r.error.unwrap_or_else(|| panic!("{exception}: an error message"));
         assert_eq!((error.code.as_str(), error.retryable), (code, retryable), "{exception}");
     }
+
+    // Throttled before any audio, with another arm: the conversation moves there, every sentence spoken.
+    let routing = Routing { weights: vec![("polly".into(), 100)], failover: true, ..Default::default() };
+    let other: Arc<dyn SpeechBackend> = Arc::new(SyntheticBackend::new(SyntheticConfig::default()));
+    let url = gateway(vec![polly(&config, PollySettings::default()), other], Arc::new(agent(500.0)), routing).await;
+    let r = speak(&url, &text("Please say [[ThrottlingException]] now. And then more."), &CallOptions::default()).await.unwrap();
+    assert_eq!(check_conversation(&r).len(), 2);
+    let last_session = r.events.iter().rev().find_map(|e| if let ServerEvent::Session(s) = e { Some(s.clone()) } else { None }).unwrap();
+    assert_eq!((last_session.backend.as_str(), last_session.backend_reason.as_str()), ("synthetic", "failover"));
 }
 
 #[tokio::test]

@@ -1,12 +1,23 @@
 //! Amazon Polly as a backend, over `StartSpeechSynthesisStream` (generative engine, PCM at 16 kHz).
-//! One stream per conversation: each sentence is a `TextEvent` with a forced flush, and
-//! `CloseStreamEvent` ends the stream, whose `StreamClosedEvent` reports the characters billed.
 //!
-//! Polly's audio events do not say which text they voice. So that each audio chunk can be given to
-//! its sentence, the session sends one sentence at a time and takes the sentence as finished once
-//! its audio has stopped for a short quiet period; the next sentence's synthesis then overlaps the
-//! playback of the one before. Polly closes a stream after 5 s without text: while the agent pauses,
-//! the session sends a white-space text event every few seconds, as Polly documents.
+//! Polly's `AudioEvent` carries audio only: it never says which text it voices. The one end Polly
+//! documents is the stream's: `CloseStreamEvent` in, then `StreamClosedEvent` out once the audio of
+//! everything sent has been delivered, with the characters billed. So each sentence gets a stream of
+//! its own: its text with a forced flush, then `CloseStreamEvent`. Every byte of that stream's audio
+//! is that sentence's, and its `StreamClosedEvent` says the sentence is complete. Nothing is guessed
+//! from a clock, so audio that comes late, in bursts or after a silence is never cut off or given to
+//! the wrong sentence.
+//!
+//! Opening a stream costs a round trip, so the session keeps one open ahead, a *spare*: the first is
+//! opened with the session, while the agent is still thinking, and the next as soon as one is used.
+//! Up to `ahead` sentences synthesize at once, each on its own stream; their audio goes to the client
+//! in sentence order, a later sentence's held until the one before it is complete (memory bounded by
+//! `ahead`). Only the spare ever waits for text, so only the spare needs keeping open: white-space
+//! text events on a timer of its own (Polly closes a stream after 5 s without input), and a fresh
+//! spare before the old one reaches Polly's 10-minute limit.
+//!
+//! Audio chunks need not hold whole samples; an odd byte is carried to the sentence's next chunk, so
+//! every `audio` message holds whole 16-bit samples, as the protocol promises.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -31,6 +42,11 @@ use tokio_util::sync::CancellationToken;
 /// Polly's PCM rate.
 pub const POLLY_SAMPLE_RATE: u32 = 16_000;
 
+/// Billed characters Polly accepts in one `TextEvent` (6,000 in all, of which 3,000 billed: the
+/// StartSpeechSynthesisStream column of "SynthesizeSpeech and StartSpeechSynthesisStream compared"
+/// in Polly's developer guide). A longer sentence is sent in several events.
+pub const MAX_EVENT_CHARS: usize = 3_000;
+
 /// Voices that support the generative engine, by earshot name.
 const VOICES: &[(&str, &str, &str)] = &[
     ("ruth", "Ruth", "en-US"),
@@ -48,21 +64,29 @@ const VOICES: &[(&str, &str, &str)] = &[
 #[derive(Debug, Clone)]
 pub struct PollySettings {
     pub default_voice: String,
-    /// A sentence is finished once its audio has paused this long.
-    pub quiet: Duration,
+    /// Sentences synthesizing at once, each on its own stream.
+    pub ahead: usize,
     /// A sentence with no audio at all after this long fails.
     pub first_audio_timeout: Duration,
-    /// White space is sent after this long without text, to keep the stream open.
+    /// White space is sent to the spare stream after this long without input, to keep it open
+    /// (Polly closes a stream after 5 s).
     pub keep_alive: Duration,
+    /// The spare stream is replaced after this long (Polly ends a stream after 10 minutes).
+    pub max_stream_age: Duration,
+    /// How long the end of a conversation waits for the spare stream's `StreamClosedEvent`, whose
+    /// billed characters (keep-alive white space) belong in the total.
+    pub close_wait: Duration,
 }
 
 impl Default for PollySettings {
     fn default() -> Self {
         PollySettings {
             default_voice: "ruth".into(),
-            quiet: Duration::from_millis(300),
+            ahead: 2,
             first_audio_timeout: Duration::from_secs(15),
             keep_alive: Duration::from_secs(3),
+            max_stream_age: Duration::from_secs(9 * 60),
+            close_wait: Duration::from_secs(2),
         }
     }
 }
@@ -85,7 +109,8 @@ fn voice_names() -> String {
     VOICES.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
-/// Polly's exceptions as client-facing errors.
+/// Polly's exceptions as client-facing errors. Throttling, quota and service failures are retryable:
+/// before any audio the gateway fails over to another backend.
 fn polly_error(code: Option<&str>, message: Option<&str>) -> SpeechError {
     let (name, retryable) = match code.unwrap_or("") {
         "ValidationException" => ("polly_validation", false),
@@ -109,6 +134,97 @@ fn modeled_name(e: &StartSpeechSynthesisStreamEventStreamError) -> &str {
 
 type Action = Result<StartSpeechSynthesisStreamActionStream, StartSpeechSynthesisStreamActionStreamError>;
 
+/// What one stream's reader reports.
+enum FromStream {
+    Audio(Vec<u8>),
+    Closed {
+        billed: u64,
+    },
+    Failed(SpeechError),
+    /// The stream ended without `StreamClosedEvent`.
+    Ended,
+}
+
+/// An open stream: where its input goes. Its output arrives, tagged with `id`, on the session's
+/// channel.
+struct Stream {
+    id: u64,
+    actions: mpsc::Sender<Action>,
+    opened: Instant,
+    last_input: Instant,
+    /// Characters sent on it (keep-alive white space, for a spare).
+    sent_chars: u64,
+}
+
+impl Stream {
+    async fn send(&mut self, action: StartSpeechSynthesisStreamActionStream) -> bool {
+        self.last_input = Instant::now();
+        self.actions.send(Ok(action)).await.is_ok()
+    }
+}
+
+/// What a session needs to open streams.
+#[derive(Clone)]
+struct Opener {
+    client: Client,
+    voice: VoiceId,
+    output: mpsc::Sender<(u64, FromStream)>,
+    /// Cancelled when the session ends: every stream's reader stops and its HTTP/2 stream is reset.
+    cancel: CancellationToken,
+}
+
+impl Opener {
+    async fn open(&self, id: u64) -> Result<Stream, SpeechError> {
+        let (actions, action_stream) = mpsc::channel::<Action>(16);
+        let output = self
+            .client
+            .start_speech_synthesis_stream()
+            .engine(Engine::Generative)
+            .output_format(OutputFormat::Pcm)
+            .sample_rate(POLLY_SAMPLE_RATE.to_string())
+            .voice_id(self.voice.clone())
+            .action_stream(ReceiverStream::new(action_stream).into())
+            .send()
+            .await
+            .map_err(|e| match e.as_service_error() {
+                Some(s) => polly_error(s.code(), s.message()),
+                None => SpeechError::new("backend_unreachable", format!("cannot reach Polly: {e:?}"), true),
+            })?;
+        let mut stream = output.event_stream;
+        let (to_session, cancel) = (self.output.clone(), self.cancel.clone());
+        tokio::spawn(async move {
+            loop {
+                let received = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    received = stream.recv() => received,
+                };
+                let report = match received {
+                    Ok(Some(StartSpeechSynthesisStreamEventStream::AudioEvent(audio))) => {
+                        FromStream::Audio(audio.audio_chunk.map(Blob::into_inner).unwrap_or_default())
+                    }
+                    Ok(Some(StartSpeechSynthesisStreamEventStream::StreamClosedEvent(closed))) => {
+                        FromStream::Closed { billed: closed.request_characters.max(0) as u64 }
+                    }
+                    Ok(Some(_)) => continue,
+                    Ok(None) => FromStream::Ended,
+                    Err(e) => FromStream::Failed(match e.as_service_error() {
+                        // The modeled exceptions are told by their variant (their metadata may not
+                        // carry a code).
+                        Some(s) => polly_error(Some(modeled_name(s)), s.message()),
+                        None => SpeechError::new("backend_gone", format!("the Polly stream broke: {e:?}"), true),
+                    }),
+                };
+                let last = !matches!(report, FromStream::Audio(_));
+                if to_session.send((id, report)).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        let now = Instant::now();
+        Ok(Stream { id, actions, opened: now, last_input: now, sent_chars: 0 })
+    }
+}
+
 #[async_trait]
 impl SpeechBackend for PollyBackend {
     fn name(&self) -> &str {
@@ -130,55 +246,31 @@ impl SpeechBackend for PollyBackend {
         let Some((_, polly_name, _)) = VOICES.iter().find(|(id, _, _)| *id == options.voice) else {
             return Err(SpeechError::new("unknown_voice", format!("Polly has no earshot voice `{}` (voices: {})", options.voice, voice_names()), false));
         };
-        let (actions, action_stream) = mpsc::channel::<Action>(16);
-        let output = self
-            .client
-            .start_speech_synthesis_stream()
-            .engine(Engine::Generative)
-            .output_format(OutputFormat::Pcm)
-            .sample_rate(POLLY_SAMPLE_RATE.to_string())
-            .voice_id(VoiceId::from(*polly_name))
-            .action_stream(ReceiverStream::new(action_stream).into())
-            .send()
-            .await
-            .map_err(|e| match e.as_service_error() {
-                Some(s) => polly_error(s.code(), s.message()),
-                None => SpeechError::new("backend_unreachable", format!("cannot reach Polly: {e:?}"), true),
-            })?;
+        let (output, from_streams) = mpsc::channel(64);
+        let opener = Opener { client: self.client.clone(), voice: VoiceId::from(*polly_name), output, cancel: options.cancel.child_token() };
+        // The first stream opens with the session, so that a Polly that cannot be reached fails the
+        // request before any stream starts (and the gateway can answer or fail over).
+        let spare = opener.open(0).await?;
         let (events_tx, events) = mpsc::channel(32);
-        let (polly_tx, polly_rx) = mpsc::channel(32);
-        let mut stream = output.event_stream;
-        tokio::spawn(async move {
-            loop {
-                let item = match stream.recv().await {
-                    Ok(Some(event)) => Ok(event),
-                    Ok(None) => break,
-                    Err(e) => Err(match e.as_service_error() {
-                        // The modeled exceptions are told by their variant (their metadata may not
-                        // carry a code).
-                        Some(s) => polly_error(Some(modeled_name(s)), s.message()),
-                        None => SpeechError::new("backend_gone", format!("the Polly stream broke: {e:?}"), true),
-                    }),
-                };
-                let failed = item.is_err();
-                if polly_tx.send(item).await.is_err() || failed {
-                    break;
-                }
-            }
-        });
         let (commands_tx, commands) = mpsc::channel(32);
+        let (opened_tx, opened) = mpsc::channel(1);
         let session = Session {
             settings: self.settings.clone(),
-            actions: Some(actions),
+            opener,
             events: events_tx,
             cancel: options.cancel.clone(),
             queue: VecDeque::new(),
-            current: None,
-            last_text: Instant::now(),
+            live: VecDeque::new(),
+            spare: Some(spare),
+            opening: false,
+            opened_tx,
+            retiring: Vec::new(),
+            next_id: 1,
+            billed: 0,
             finishing: false,
-            close_sent: false,
+            finished_at: None,
         };
-        tokio::spawn(session.drive(commands, polly_rx));
+        tokio::spawn(session.drive(commands, from_streams, opened));
         Ok(SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(POLLY_SAMPLE_RATE), voice: options.voice })
     }
 
@@ -187,23 +279,51 @@ impl SpeechBackend for PollyBackend {
     }
 }
 
-/// The sentence being voiced.
-struct Current {
+/// A sentence on its stream.
+struct Sentence {
     index: u32,
+    stream: Stream,
     sent_at: Instant,
-    last_audio: Option<Instant>,
+    /// Whole-sample audio received while an earlier sentence was still playing.
+    held: Vec<Bytes>,
+    /// A byte of a sample whose other byte has not come yet.
+    carry: Option<u8>,
+    got_audio: bool,
+    closed: bool,
+}
+
+impl Sentence {
+    /// The chunk as whole samples, carrying an odd byte over to the next chunk.
+    fn whole_samples(&mut self, chunk: Vec<u8>) -> Option<Bytes> {
+        let mut bytes = Vec::with_capacity(chunk.len() + 1);
+        bytes.extend(self.carry.take());
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() % 2 == 1 {
+            self.carry = bytes.pop();
+        }
+        (!bytes.is_empty()).then(|| Bytes::from(bytes))
+    }
 }
 
 struct Session {
     settings: PollySettings,
-    actions: Option<mpsc::Sender<Action>>,
+    opener: Opener,
     events: mpsc::Sender<SpeechEvent>,
     cancel: CancellationToken,
+    /// Sentences waiting for a stream.
     queue: VecDeque<(u32, String)>,
-    current: Option<Current>,
-    last_text: Instant,
+    /// Sentences on their streams, in order; the first is the one whose audio goes out.
+    live: VecDeque<Sentence>,
+    spare: Option<Stream>,
+    opening: bool,
+    opened_tx: mpsc::Sender<Result<Stream, SpeechError>>,
+    /// Spare streams closed and awaiting their `StreamClosedEvent` (their billed characters).
+    retiring: Vec<Stream>,
+    next_id: u64,
+    billed: u64,
     finishing: bool,
-    close_sent: bool,
+    /// When the last sentence finished: the bound on waiting for retiring streams.
+    finished_at: Option<Instant>,
 }
 
 enum Next {
@@ -215,8 +335,11 @@ impl Session {
     async fn drive(
         mut self,
         mut commands: mpsc::Receiver<SpeechCommand>,
-        mut polly: mpsc::Receiver<Result<StartSpeechSynthesisStreamEventStream, SpeechError>>,
+        mut streams: mpsc::Receiver<(u64, FromStream)>,
+        mut opened: mpsc::Receiver<Result<Stream, SpeechError>>,
     ) {
+        // However the session ends, its streams' readers stop and their HTTP/2 streams are reset.
+        let _guard = self.opener.cancel.clone().drop_guard();
         loop {
             if let Next::End = self.advance().await {
                 return;
@@ -236,8 +359,9 @@ impl Session {
                     }
                     None => Next::End,
                 },
-                event = polly.recv() => self.on_polly(event).await,
-                _ = tokio::time::sleep_until(wake) => self.on_timer().await,
+                Some((id, report)) = streams.recv() => self.on_stream(id, report).await,
+                Some(result) = opened.recv() => self.on_opened(result).await,
+                _ = sleep_until_opt(wake), if wake.is_some() => self.on_timer().await,
             };
             if let Next::End = next {
                 return;
@@ -245,96 +369,188 @@ impl Session {
         }
     }
 
-    /// Sends the next sentence when none is being voiced, or closes the stream when all is said.
+    /// Gives waiting sentences the spare stream, keeps a spare coming, and ends the session once all
+    /// is said.
     async fn advance(&mut self) -> Next {
-        if self.current.is_some() {
-            return Next::Go;
-        }
-        if let Some((index, text)) = self.queue.pop_front() {
-            let event = TextEvent::builder().text(text).flush_stream_configuration(FlushStreamConfiguration::builder().force(true).build()).build();
-            let Ok(event) = event else { return self.fail(SpeechError::new("polly_validation", "an empty sentence", false)).await };
-            if !self.act(StartSpeechSynthesisStreamActionStream::TextEvent(event)).await {
+        while !self.queue.is_empty() && self.live.len() < self.settings.ahead.max(1) {
+            let Some(mut stream) = self.spare.take() else { break };
+            let (index, text) = self.queue.pop_front().expect("a sentence");
+            if !send_sentence(&mut stream, &text).await {
                 return self.fail(SpeechError::new("backend_gone", "the Polly stream is closed", true)).await;
             }
-            self.current = Some(Current { index, sent_at: Instant::now(), last_audio: None });
-        } else if self.finishing && !self.close_sent {
-            self.close_sent = true;
-            if !self.act(StartSpeechSynthesisStreamActionStream::CloseStreamEvent(CloseStreamEvent::builder().build())).await {
-                return self.fail(SpeechError::new("backend_gone", "the Polly stream is closed", true)).await;
+            self.live.push_back(Sentence { index, stream, sent_at: Instant::now(), held: Vec::new(), carry: None, got_audio: false, closed: false });
+        }
+        let more_to_say = !(self.finishing && self.queue.is_empty());
+        if more_to_say && self.spare.is_none() && !self.opening {
+            self.open_spare();
+        }
+        if !more_to_say {
+            if let Some(spare) = self.spare.take() {
+                self.retire(spare).await;
+            }
+            if self.live.is_empty() {
+                self.finished_at.get_or_insert_with(Instant::now);
+                if self.retiring.is_empty() && !self.opening {
+                    let _ = self.emit(SpeechEvent::Closed { billed_characters: Some(self.billed) }).await;
+                    return Next::End;
+                }
             }
         }
         Next::Go
     }
 
-    async fn act(&mut self, action: StartSpeechSynthesisStreamActionStream) -> bool {
-        self.last_text = Instant::now();
-        match &self.actions {
-            Some(actions) => actions.send(Ok(action)).await.is_ok(),
-            None => false,
+    fn open_spare(&mut self) {
+        self.opening = true;
+        let (opener, opened, id) = (self.opener.clone(), self.opened_tx.clone(), self.next_id);
+        self.next_id += 1;
+        tokio::spawn(async move {
+            let result = opener.open(id).await;
+            let _ = opened.send(result).await;
+        });
+    }
+
+    /// Closes a stream that voices nothing; its `StreamClosedEvent` still reports what it billed.
+    async fn retire(&mut self, mut stream: Stream) {
+        if stream.send(StartSpeechSynthesisStreamActionStream::CloseStreamEvent(CloseStreamEvent::builder().build())).await {
+            self.retiring.push(stream);
+        } else {
+            self.billed += stream.sent_chars;
         }
     }
 
-    fn next_wake(&self) -> Instant {
-        match &self.current {
-            Some(c) => match c.last_audio {
-                Some(at) => at + self.settings.quiet,
-                None => c.sent_at + self.settings.first_audio_timeout,
-            },
-            None => self.last_text + self.settings.keep_alive,
+    async fn on_opened(&mut self, result: Result<Stream, SpeechError>) -> Next {
+        self.opening = false;
+        match result {
+            Ok(stream) => {
+                // A replacement for a spare about to reach Polly's time limit retires the old one.
+                if let Some(old) = self.spare.replace(stream) {
+                    self.retire(old).await;
+                }
+                Next::Go
+            }
+            // A spare that could not open fails the conversation only if a sentence needs it.
+            Err(e) if self.finishing && self.queue.is_empty() => {
+                tracing::warn!("a spare Polly stream did not open: {e}");
+                Next::Go
+            }
+            Err(e) => self.fail(e).await,
         }
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        let mut wake: Option<Instant> = None;
+        let mut at = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
+        if let Some(spare) = &self.spare {
+            at(spare.last_input + self.settings.keep_alive);
+            if !self.opening {
+                at(spare.opened + self.settings.max_stream_age);
+            }
+        }
+        if let Some(front) = self.live.front().filter(|s| !s.got_audio && !s.closed) {
+            at(front.sent_at + self.settings.first_audio_timeout);
+        }
+        if let Some(done) = self.finished_at.filter(|_| !self.retiring.is_empty()) {
+            at(done + self.settings.close_wait);
+        }
+        wake
     }
 
     async fn on_timer(&mut self) -> Next {
         let now = Instant::now();
-        match &self.current {
-            Some(c) if c.last_audio.is_some_and(|at| now >= at + self.settings.quiet) => {
-                let index = c.index;
-                self.current = None;
-                self.emit(SpeechEvent::Finished { index }).await
+        if let Some(front) = self.live.front().filter(|s| !s.got_audio && !s.closed) {
+            if now >= front.sent_at + self.settings.first_audio_timeout {
+                return self.fail(SpeechError::new("polly_timeout", "Polly sent no audio for a sentence", true)).await;
             }
-            Some(c) if c.last_audio.is_none() && now >= c.sent_at + self.settings.first_audio_timeout => {
-                self.fail(SpeechError::new("polly_timeout", "Polly sent no audio for a sentence", true)).await
-            }
-            None if !self.close_sent && now >= self.last_text + self.settings.keep_alive => {
-                // Keep the stream open while the agent pauses: white space, no flush.
-                let event = TextEvent::builder().text(" ").build().expect("a text event");
-                if self.act(StartSpeechSynthesisStreamActionStream::TextEvent(event)).await {
-                    Next::Go
-                } else {
-                    self.fail(SpeechError::new("backend_gone", "the Polly stream is closed", true)).await
+        }
+        if let Some(done) = self.finished_at {
+            if now >= done + self.settings.close_wait {
+                // A spare that never reported its close: count what was sent on it.
+                for stream in self.retiring.drain(..) {
+                    self.billed += stream.sent_chars;
                 }
             }
-            _ => Next::Go,
+        }
+        let age = self.settings.max_stream_age;
+        if let Some(spare) = self.spare.as_mut() {
+            if !self.opening && now >= spare.opened + age {
+                self.open_spare();
+            } else if now >= spare.last_input + self.settings.keep_alive {
+                // Keep the spare open while the agent thinks: white space, no flush.
+                let event = TextEvent::builder().text(" ").build().expect("a text event");
+                spare.sent_chars += 1;
+                if !spare.send(StartSpeechSynthesisStreamActionStream::TextEvent(event)).await {
+                    // Gone (Polly closed it, or it failed): the next sentence gets a new one.
+                    self.spare = None;
+                }
+            }
+        }
+        Next::Go
+    }
+
+    async fn on_stream(&mut self, id: u64, report: FromStream) -> Next {
+        if let Some(position) = self.live.iter().position(|s| s.stream.id == id) {
+            return self.on_sentence_stream(position, report).await;
+        }
+        if self.spare.as_ref().is_some_and(|s| s.id == id) {
+            // Polly ended the spare (idle, time limit, failure): a new one is opened when needed.
+            if let FromStream::Closed { billed } = report {
+                self.billed += billed;
+            }
+            self.spare = None;
+            return Next::Go;
+        }
+        // A retired spare voices nothing; its end says what it billed.
+        if let (Some(position), false) = (self.retiring.iter().position(|s| s.id == id), matches!(report, FromStream::Audio(_))) {
+            let stream = self.retiring.swap_remove(position);
+            self.billed += if let FromStream::Closed { billed } = report { billed } else { stream.sent_chars };
+        }
+        Next::Go
+    }
+
+    async fn on_sentence_stream(&mut self, position: usize, report: FromStream) -> Next {
+        match report {
+            FromStream::Audio(chunk) => {
+                let sentence = &mut self.live[position];
+                let Some(pcm) = sentence.whole_samples(chunk) else { return Next::Go };
+                sentence.got_audio = true;
+                if position == 0 {
+                    let index = sentence.index;
+                    self.emit(SpeechEvent::Audio { index, pcm }).await
+                } else {
+                    sentence.held.push(pcm);
+                    Next::Go
+                }
+            }
+            FromStream::Closed { billed } => {
+                self.billed += billed;
+                self.live[position].closed = true;
+                self.finish_front().await
+            }
+            FromStream::Failed(e) => self.fail(e).await,
+            FromStream::Ended => self.fail(SpeechError::new("backend_gone", "the Polly stream ended before its sentence was complete", true)).await,
         }
     }
 
-    async fn on_polly(&mut self, event: Option<Result<StartSpeechSynthesisStreamEventStream, SpeechError>>) -> Next {
-        match event {
-            Some(Ok(StartSpeechSynthesisStreamEventStream::AudioEvent(audio))) => {
-                let pcm = audio.audio_chunk.map(Blob::into_inner).unwrap_or_default();
-                match self.current.as_mut() {
-                    Some(c) if !pcm.is_empty() => {
-                        c.last_audio = Some(Instant::now());
-                        let index = c.index;
-                        self.emit(SpeechEvent::Audio { index, pcm: Bytes::from(pcm) }).await
-                    }
-                    _ => Next::Go,
-                }
+    /// Ends every complete sentence at the front, passing on the held audio of the one that follows.
+    async fn finish_front(&mut self) -> Next {
+        while self.live.front().is_some_and(|s| s.closed) {
+            let done = self.live.pop_front().expect("a front sentence");
+            if done.carry.is_some() {
+                tracing::warn!("Polly's audio for sentence {} ended inside a sample; its last byte is dropped", done.index);
             }
-            Some(Ok(StartSpeechSynthesisStreamEventStream::StreamClosedEvent(closed))) => {
-                if let Some(c) = self.current.take() {
-                    if let Next::End = self.emit(SpeechEvent::Finished { index: c.index }).await {
+            if let Next::End = self.emit(SpeechEvent::Finished { index: done.index }).await {
+                return Next::End;
+            }
+            if let Some(next) = self.live.front_mut() {
+                let (index, held) = (next.index, std::mem::take(&mut next.held));
+                for pcm in held {
+                    if let Next::End = self.emit(SpeechEvent::Audio { index, pcm }).await {
                         return Next::End;
                     }
                 }
-                let billed = Some(closed.request_characters.max(0) as u64);
-                let _ = self.emit(SpeechEvent::Closed { billed_characters: billed }).await;
-                Next::End
             }
-            Some(Ok(_)) => Next::Go,
-            Some(Err(e)) => self.fail(e).await,
-            None => self.fail(SpeechError::new("backend_gone", "the Polly stream ended", true)).await,
         }
+        Next::Go
     }
 
     async fn emit(&self, event: SpeechEvent) -> Next {
@@ -347,7 +563,65 @@ impl Session {
 
     async fn fail(&mut self, error: SpeechError) -> Next {
         let _ = self.emit(SpeechEvent::Failed(error)).await;
-        self.actions = None;
         Next::End
+    }
+}
+
+/// Sends a sentence on its own stream: its text (in events of at most [`MAX_EVENT_CHARS`]), a forced
+/// flush with the last, then the close that makes Polly say when its audio is complete.
+async fn send_sentence(stream: &mut Stream, text: &str) -> bool {
+    let pieces = text_pieces(text, MAX_EVENT_CHARS);
+    let last = pieces.len() - 1;
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let mut event = TextEvent::builder().text(piece);
+        if i == last {
+            event = event.flush_stream_configuration(FlushStreamConfiguration::builder().force(true).build());
+        }
+        let Ok(event) = event.build() else { return false };
+        if !stream.send(StartSpeechSynthesisStreamActionStream::TextEvent(event)).await {
+            return false;
+        }
+    }
+    stream.send(StartSpeechSynthesisStreamActionStream::CloseStreamEvent(CloseStreamEvent::builder().build())).await
+}
+
+/// `text` in pieces of at most `max` characters, cut after white space where there is some.
+fn text_pieces(text: &str, max: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.chars().count() > max {
+        let limit = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
+        let cut = rest[..limit].rfind(char::is_whitespace).map(|i| i + 1).filter(|i| *i > 0).unwrap_or(limit);
+        pieces.push(rest[..cut].to_string());
+        rest = &rest[cut..];
+    }
+    if !rest.is_empty() || pieces.is_empty() {
+        pieces.push(rest.to_string());
+    }
+    pieces
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_sentence_is_cut_after_white_space_and_nothing_is_lost() {
+        let text = "word ".repeat(1000);
+        let pieces = text_pieces(&text, MAX_EVENT_CHARS);
+        assert!(pieces.len() >= 2);
+        assert!(pieces.iter().all(|p| p.chars().count() <= MAX_EVENT_CHARS));
+        assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with(' ')));
+        assert_eq!(pieces.concat(), text);
+        assert_eq!(text_pieces("Short.", MAX_EVENT_CHARS), vec!["Short."]);
+        let unbroken = "x".repeat(7000);
+        assert_eq!(text_pieces(&unbroken, MAX_EVENT_CHARS).concat(), unbroken);
     }
 }

@@ -14,4 +14,4 @@ pub mod sagemaker;
 pub mod server;
 pub mod tls;
 
-pub use server::{start, StandIns, StandInsConfig};
+pub use server::{start, PollyDelivery, Spoken, StandIns, StandInsConfig};

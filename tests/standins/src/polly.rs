@@ -1,10 +1,20 @@
 //! The Polly stand-in: `StartSpeechSynthesisStream`, voiced by the local Kokoro with a voice pack
-//! of its own and resampled to Polly's 16 kHz. `TextEvent`s are buffered until a forced flush (or the
-//! close); `CloseStreamEvent` finishes the audio and answers `StreamClosedEvent` with the characters
-//! received. Like Polly, it closes a stream that has had no input for 5 s, and it only accepts the
-//! generative engine and PCM. A test makes it throw a documented exception by sending a text
-//! holding `[[ExceptionName]]`.
+//! of its own and resampled to Polly's 16 kHz. It models what Polly documents and nothing more:
+//! - `TextEvent`s are buffered until a forced flush (or the close); each flush is one utterance;
+//! - `AudioEvent`s carry audio only, never which text they voice (nothing here tags them);
+//! - `CloseStreamEvent` finishes the audio of what was sent, then `StreamClosedEvent` reports the
+//!   characters received (white space included: the stand-in cannot know what Polly bills for it);
+//! - a stream with no input for 5 s is closed (`StreamClosedEvent`), white space counting as input;
+//! - a stream ends after its maximum duration (10 minutes). Polly does not document what it sends
+//!   then; the stand-in assumes a `StreamClosedEvent`, the only documented end;
+//! - only the generative engine and PCM are accepted.
+//!
+//! A test makes it throw a documented exception by sending a text holding `[[ExceptionName]]`, and
+//! can make it deliver audio late, in bursts or in odd-length pieces ([`PollyDelivery`]): Polly
+//! promises no pacing, so a client must not depend on one. Every utterance's text and the exact
+//! bytes sent for it are kept in `Stats::polly_spoken`, so a test can compare what a client got.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -18,7 +28,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::eventstream::{channel_body, event, exception, read_events};
 use crate::resample::resample;
-use crate::server::{error, stream_response, Body, State};
+use crate::server::{error, stream_response, Body, PollyDelivery, Spoken, State};
 
 const EXCEPTIONS: [&str; 4] = ["ValidationException", "ThrottlingException", "ServiceQuotaExceededException", "ServiceFailureException"];
 
@@ -54,17 +64,19 @@ async fn session(
 ) {
     let voice = state.config.polly_voice.clone();
     let idle = state.config.polly_idle_timeout;
+    let ends_at = Instant::now() + state.config.polly_max_duration;
+    let sender = Sender::start(out, state.clone());
     let mut buffer = String::new();
     let mut characters: u64 = 0;
+    // Utterances at the voice: request id → its place in `Stats::polly_spoken`.
+    let mut utterances: HashMap<String, usize> = HashMap::new();
     let mut next_request = 0u32;
-    let mut outstanding = 0usize;
     let mut closing = false;
     let mut input_open = true;
     let mut last_activity = Instant::now();
     loop {
-        if closing && outstanding == 0 {
-            let closed = serde_json::json!({"RequestCharacters": characters}).to_string();
-            let _ = out.send(event("StreamClosedEvent", "application/json", &[], closed)).await;
+        if closing && utterances.is_empty() {
+            sender.raw(event("StreamClosedEvent", "application/json", &[], closed_json(characters))).await;
             break;
         }
         let idle_at = last_activity + idle;
@@ -75,7 +87,7 @@ async fn session(
                     let json: serde_json::Value = serde_json::from_slice(&e.payload).unwrap_or_default();
                     let text = json["Text"].as_str().unwrap_or("").to_string();
                     if let Some(name) = EXCEPTIONS.iter().find(|n| text.contains(&format!("[[{n}]]"))) {
-                        let _ = out.send(exception(name, &serde_json::json!({"message": format!("{name} requested by the test")}))).await;
+                        sender.raw(exception(name, &serde_json::json!({"message": format!("{name} requested by the test")}))).await;
                         break;
                     }
                     if text.trim().is_empty() {
@@ -84,19 +96,19 @@ async fn session(
                     characters += text.chars().count() as u64;
                     buffer.push_str(&text);
                     let flush = json["FlushStreamConfiguration"]["Force"].as_bool() == Some(true);
-                    if flush && !speak_buffer(&mut ws, &mut buffer, &voice, &mut next_request, &mut outstanding).await {
+                    if flush && !speak_buffer(&state, &mut ws, &mut buffer, &voice, &mut next_request, &mut utterances).await {
                         break;
                     }
                 }
                 Some(Ok(e)) if e.event_type == "CloseStreamEvent" => {
-                    if !speak_buffer(&mut ws, &mut buffer, &voice, &mut next_request, &mut outstanding).await {
+                    if !speak_buffer(&state, &mut ws, &mut buffer, &voice, &mut next_request, &mut utterances).await {
                         break;
                     }
                     closing = true;
                 }
                 Some(Ok(_)) => {}
                 Some(Err(message)) => {
-                    let _ = out.send(exception("ValidationException", &serde_json::json!({"message": message}))).await;
+                    sender.raw(exception("ValidationException", &serde_json::json!({"message": message}))).await;
                     break;
                 }
                 None => {
@@ -107,48 +119,147 @@ async fn session(
             message = ws.next() => match message {
                 Some(Ok(Message::Binary(frame))) => {
                     if let Ok(Some(audio)) = kokoro_wire::parse_audio(Bytes::from(frame.to_vec())) {
-                        let pcm = resample(&audio.pcm, kokoro_wire_rate(), rate);
-                        if out.send(event("AudioEvent", "application/octet-stream", &[], pcm)).await.is_err() {
-                            break;
+                        if let Some(&utterance) = utterances.get(&audio.request_id) {
+                            let pcm = resample(&audio.pcm, kokoro_wire_rate(), rate);
+                            sender.audio(utterance, pcm).await;
                         }
                     }
                 }
                 Some(Ok(Message::Text(text))) => match kokoro_wire::parse_control(&text) {
-                    Ok(ControlMessage::End { .. }) | Ok(ControlMessage::Cancelled { .. }) => {
-                        outstanding = outstanding.saturating_sub(1);
+                    Ok(ControlMessage::End { request_id }) | Ok(ControlMessage::Cancelled { request_id }) => {
+                        if let Some(utterance) = utterances.remove(&request_id) {
+                            sender.end(utterance).await;
+                        }
                         last_activity = Instant::now();
                     }
                     Ok(ControlMessage::Error { message, .. }) => {
-                        let _ = out.send(exception("ServiceFailureException", &serde_json::json!({"message": message}))).await;
+                        sender.raw(exception("ServiceFailureException", &serde_json::json!({"message": message}))).await;
                         break;
                     }
                     _ => {}
                 },
                 Some(Ok(_)) => {}
                 _ => {
-                    let _ = out.send(exception("ServiceFailureException", &serde_json::json!({"message": "the voice went away"}))).await;
+                    sender.raw(exception("ServiceFailureException", &serde_json::json!({"message": "the voice went away"}))).await;
                     break;
                 }
             },
-            _ = tokio::time::sleep_until(idle_at), if !closing && outstanding == 0 => {
+            _ = tokio::time::sleep_until(idle_at), if !closing && utterances.is_empty() => {
                 // Polly closes a stream that has had no input for 5 s.
                 state.stats.polly_idle_closes.fetch_add(1, Ordering::SeqCst);
-                let closed = serde_json::json!({"RequestCharacters": characters}).to_string();
-                let _ = out.send(event("StreamClosedEvent", "application/json", &[], closed)).await;
+                sender.raw(event("StreamClosedEvent", "application/json", &[], closed_json(characters))).await;
+                break;
+            }
+            _ = tokio::time::sleep_until(ends_at) => {
+                state.stats.polly_max_duration_closes.fetch_add(1, Ordering::SeqCst);
+                sender.raw(event("StreamClosedEvent", "application/json", &[], closed_json(characters))).await;
                 break;
             }
         }
     }
+    sender.finish().await;
     let _ = ws.send(Message::Text(kokoro_wire::close().into())).await;
     let _ = ws.close(None).await;
 }
 
+fn closed_json(characters: u64) -> String {
+    serde_json::json!({"RequestCharacters": characters}).to_string()
+}
+
+/// What the session hands to the sender, in the order it must leave.
+enum Out {
+    Audio {
+        utterance: usize,
+        pcm: Vec<u8>,
+    },
+    /// The utterance's audio is complete.
+    End {
+        utterance: usize,
+    },
+    Raw(Bytes),
+}
+
+/// Writes the stream's events in order, paced and cut as the delivery says, and records each byte of
+/// audio against its utterance as it leaves.
+struct Sender {
+    queue: tokio::sync::mpsc::UnboundedSender<Out>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sender {
+    fn start(out: tokio::sync::mpsc::Sender<Bytes>, state: Arc<State>) -> Sender {
+        let (queue, mut items) = tokio::sync::mpsc::unbounded_channel::<Out>();
+        let delivery: PollyDelivery = state.config.polly_delivery.clone();
+        let task = tokio::spawn(async move {
+            let mut started: HashMap<usize, bool> = HashMap::new();
+            let mut held: HashMap<usize, Vec<u8>> = HashMap::new();
+            while let Some(item) = items.recv().await {
+                let (utterance, pcm) = match item {
+                    Out::Raw(bytes) => {
+                        if out.send(bytes).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Out::Audio { utterance, pcm } if delivery.burst => {
+                        held.entry(utterance).or_default().extend_from_slice(&pcm);
+                        continue;
+                    }
+                    Out::Audio { utterance, pcm } => (utterance, pcm),
+                    Out::End { utterance } => match held.remove(&utterance) {
+                        Some(pcm) => (utterance, pcm),
+                        None => continue,
+                    },
+                };
+                let first = !started.insert(utterance, true).unwrap_or(false);
+                let pieces: Vec<&[u8]> = if delivery.odd_chunks { pcm.chunks(301).collect() } else { vec![&pcm[..]] };
+                for piece in pieces {
+                    if piece.is_empty() {
+                        continue;
+                    }
+                    if out.send(event("AudioEvent", "application/octet-stream", &[], Bytes::copy_from_slice(piece))).await.is_err() {
+                        return;
+                    }
+                    if let Some(spoken) = state.stats.polly_spoken.lock().expect("the log").get_mut(utterance) {
+                        spoken.audio.extend_from_slice(piece);
+                    }
+                }
+                if first {
+                    if let Some(stall) = delivery.stall {
+                        tokio::time::sleep(stall).await;
+                    }
+                }
+            }
+        });
+        Sender { queue, task }
+    }
+
+    async fn audio(&self, utterance: usize, pcm: Vec<u8>) {
+        let _ = self.queue.send(Out::Audio { utterance, pcm });
+    }
+
+    async fn end(&self, utterance: usize) {
+        let _ = self.queue.send(Out::End { utterance });
+    }
+
+    async fn raw(&self, bytes: Bytes) {
+        let _ = self.queue.send(Out::Raw(bytes));
+    }
+
+    /// Waits until everything queued has left (or the client has gone).
+    async fn finish(self) {
+        drop(self.queue);
+        let _ = self.task.await;
+    }
+}
+
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// Sends the buffered text, if there is any, to the voice as one request; says whether the voice is
+/// Sends the buffered text, if there is any, to the voice as one utterance; says whether the voice is
 /// still there.
-async fn speak_buffer(ws: &mut Ws, buffer: &mut String, voice: &str, next_request: &mut u32, outstanding: &mut usize) -> bool {
+async fn speak_buffer(state: &State, ws: &mut Ws, buffer: &mut String, voice: &str, next_request: &mut u32, utterances: &mut HashMap<String, usize>) -> bool {
     if buffer.trim().is_empty() {
+        buffer.clear();
         return true;
     }
     let id = format!("p{next_request}");
@@ -156,7 +267,9 @@ async fn speak_buffer(ws: &mut Ws, buffer: &mut String, voice: &str, next_reques
     if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, 1.0).into())).await.is_err() {
         return false;
     }
-    *outstanding += 1;
+    let mut spoken = state.stats.polly_spoken.lock().expect("the log");
+    spoken.push(Spoken { text: buffer.trim().to_string(), audio: Vec::new() });
+    utterances.insert(id, spoken.len() - 1);
     buffer.clear();
     true
 }

@@ -31,6 +31,30 @@ pub struct StandInsConfig {
     pub tokens_per_second: f64,
     /// Polly closes a stream after this long without input.
     pub polly_idle_timeout: std::time::Duration,
+    /// Polly ends a stream this long after it opened (10 minutes).
+    pub polly_max_duration: std::time::Duration,
+    /// How the Polly stand-in paces and cuts the audio it sends (tests of a client that must not
+    /// depend on timing).
+    pub polly_delivery: PollyDelivery,
+}
+
+/// How the Polly stand-in delivers an utterance's audio. Polly documents none of this (only that audio
+/// comes as `AudioEvent`s of some bytes each), so a client must cope with any of it.
+#[derive(Debug, Clone, Default)]
+pub struct PollyDelivery {
+    /// A silence this long after an utterance's first chunk (longer than any quiet-period guess).
+    pub stall: Option<std::time::Duration>,
+    /// Cut each chunk into pieces of odd length (an `AudioEvent` need not hold whole samples).
+    pub odd_chunks: bool,
+    /// Hold an utterance's audio and send it all at once when it is complete.
+    pub burst: bool,
+}
+
+/// One utterance the Polly stand-in voiced: the text of a flush, and every byte of audio it sent for it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spoken {
+    pub text: String,
+    pub audio: Vec<u8>,
 }
 
 impl Default for StandInsConfig {
@@ -40,6 +64,8 @@ impl Default for StandInsConfig {
             polly_voice: "jm_kumo".into(),
             tokens_per_second: 30.0,
             polly_idle_timeout: std::time::Duration::from_secs(5),
+            polly_max_duration: std::time::Duration::from_secs(600),
+            polly_delivery: PollyDelivery::default(),
         }
     }
 }
@@ -51,6 +77,10 @@ pub struct Stats {
     /// Text events of white space only (keep-alives).
     pub polly_keep_alives: AtomicU64,
     pub polly_idle_closes: AtomicU64,
+    /// Streams ended because they reached the maximum duration.
+    pub polly_max_duration_closes: AtomicU64,
+    /// Every utterance voiced, in the order its text was flushed.
+    pub polly_spoken: std::sync::Mutex<Vec<Spoken>>,
     pub sagemaker_streams: AtomicU64,
     /// The production variant the last SageMaker request addressed, if any.
     pub last_target_variant: std::sync::Mutex<Option<String>>,
