@@ -7,7 +7,8 @@
 //! the figures from `results.json`.
 //!
 //! Suites: `release` (release timing, floor and gaps on the real model), `overhead` (orchestration
-//! overhead on each backend path), `load` (many conversations, synthetic voice), `container` (the
+//! overhead on each backend path), `load` (many conversations, synthetic voice), `overload`, `polly`
+//! (Polly's session designs, this build against an earlier one), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ mod load;
 mod machine;
 mod overhead;
 mod overload;
+mod polly;
 mod release;
 mod report;
 mod services;
@@ -37,7 +39,7 @@ struct Args {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Suites to run.
-    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,container,transport,coldstart,segmenter")]
+    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,polly,container,transport,coldstart,segmenter")]
     suites: Vec<String>,
     /// Trials per cell.
     #[arg(long, default_value_t = 20)]
@@ -54,6 +56,9 @@ struct Args {
     /// The earshot binary (default: beside this one).
     #[arg(long)]
     earshot: Option<PathBuf>,
+    /// An earlier earshot binary whose Polly backend the `polly` suite compares with this build's.
+    #[arg(long)]
+    earshot_baseline: Option<PathBuf>,
     /// The AWS stand-ins binary (default: beside this one).
     #[arg(long)]
     standins: Option<PathBuf>,
@@ -83,6 +88,8 @@ pub struct Results {
     pub load: Option<Vec<load::Level>>,
     #[serde(default)]
     pub overload: Option<Vec<overload::Config>>,
+    #[serde(default)]
+    pub polly: Option<Vec<polly::Trial>>,
     pub container: Option<Vec<container::Trial>>,
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
@@ -149,8 +156,10 @@ async fn run(args: Args) -> Result<(), String> {
     let (trials, shapes, levels) =
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
-    if let Some(unknown) =
-        args.suites.iter().find(|s| !["release", "overhead", "load", "overload", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str()))
+    if let Some(unknown) = args
+        .suites
+        .iter()
+        .find(|s| !["release", "overhead", "load", "overload", "polly", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str()))
     {
         return Err(format!("unknown suite `{unknown}`"));
     }
@@ -187,6 +196,15 @@ async fn run(args: Args) -> Result<(), String> {
             if args.quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
         eprintln!("bench: overload: {} conversations at once, container cap {}", settings.conversations, settings.cap);
         results.overload = Some(overload::run(&paths, &settings).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("polly") {
+        eprintln!(
+            "bench: polly: session designs{}",
+            if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
+        );
+        results.polly = Some(polly::run(&paths, if args.quick { 1 } else { trials }, args.earshot_baseline.as_deref()).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

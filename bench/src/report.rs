@@ -82,6 +82,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(c) = &r.overload {
         overload(o, c);
     }
+    if let Some(trials) = &r.polly {
+        polly(o, trials);
+    }
     out
 }
 
@@ -388,4 +391,34 @@ fn causes<'a>(trials: impl Iterator<Item = &'a crate::trial::Measured>) -> Strin
         release += t.underrun_causes.release;
     }
     format!("{text} / {backend} / {release}")
+}
+
+fn polly(o: &mut String, trials: &[crate::polly::Trial]) {
+    let _ = writeln!(o, "## 10. Polly: how sentence boundaries are found\n");
+    let _ = writeln!(
+        o,
+        "The same four-sentence text through the Polly stand-in (real SDK; Kokoro's voice), with this build's backend (*{}*: each sentence on its own stream, complete at its `StreamClosedEvent`, a spare stream opened ahead) and, when the run names a baseline build, the earlier backend (*{}*: one stream per conversation, a sentence taken as complete after 300 ms without audio). Cells shuffled per round. Gaps: silence before each sentence after the first at real-time playback (server timeline).\n",
+        crate::polly::CURRENT,
+        crate::polly::BASELINE
+    );
+    let _ = writeln!(o, "| design | conversations | client time to first audio | orchestration overhead | gaps between sentences | time to done | billed characters |\n|---|---|---|---|---|---|---|");
+    for design in [crate::polly::CURRENT, crate::polly::BASELINE] {
+        let cell: Vec<&crate::polly::Trial> = trials.iter().filter(|t| t.design == design).collect();
+        if cell.is_empty() {
+            continue;
+        }
+        let pick = |f: &dyn Fn(&crate::polly::Trial) -> Option<f64>| -> Vec<f64> { cell.iter().filter_map(|t| f(t)).collect() };
+        let gaps: Vec<f64> = cell.iter().flat_map(|t| t.measured.gaps_ms.iter().copied()).collect();
+        let _ = writeln!(
+            o,
+            "| {design} | {} | {} | {} | {} | {} | {} |",
+            cell.len(),
+            spread(&pick(&|t| t.measured.client_ttfa_ms)),
+            spread(&pick(&|t| t.measured.overhead_ms)),
+            spread(&gaps),
+            spread(&pick(&|t| t.server_done_ms)),
+            spread(&pick(&|t| t.billed_characters.map(|b| b as f64))),
+        );
+    }
+    let _ = writeln!(o);
 }

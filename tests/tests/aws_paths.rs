@@ -103,6 +103,9 @@ async fn polly_speaks_at_16_khz_and_reports_billed_characters() {
     // Every character sent is billed, the spare stream's keep-alive white space included.
     let keep_alives = Stats::get(&s.stats.polly_keep_alives) as usize;
     assert_eq!(billed as usize, sentences.iter().map(|s| s.chars().count()).sum::<usize>() + keep_alives);
+    // One request per sentence, and at most one spare opened ahead that voiced nothing.
+    let streams = Stats::get(&s.stats.polly_streams) as usize;
+    assert!((sentences.len()..=sentences.len() + 1).contains(&streams), "{streams} Polly streams for {} sentences", sentences.len());
 }
 
 /// The audio the client got for each sentence, by the sentence's text; every message whole samples.
