@@ -115,6 +115,21 @@ impl Default for CallOptions {
     }
 }
 
+/// Interrupts a live conversation (`POST /v1/conversations/{id}/interrupt`): `Ok(())` once the gateway
+/// accepted it (202); a refusal (404 for no live conversation, 501 where the gateway cannot reach
+/// one) is [`ClientError::Refused`].
+pub async fn interrupt(base: &str, conversation_id: &str) -> Result<(), ClientError> {
+    let url = format!("{}/v1/conversations/{}/interrupt", base.trim_end_matches('/'), conversation_id);
+    let response = reqwest::Client::new().post(&url).send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
+    let status = response.status().as_u16();
+    if status == 202 {
+        return Ok(());
+    }
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    let field = |name: &str| body["error"][name].as_str().unwrap_or("").to_string();
+    Err(ClientError::Refused { status, code: field("code"), message: field("message") })
+}
+
 /// Sends one speak request to `base` (e.g. `http://127.0.0.1:8787`) and reads the whole stream.
 pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Result<Received, ClientError> {
     let url = format!("{}/v1/speak", base.trim_end_matches('/'));

@@ -22,6 +22,8 @@ const PREFIXES: &[&str] = &[
     "no_",
     "shutting_",
     "server_",
+    "interrupt",
+    "conversation_",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -25,6 +25,14 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, code, message, false)
     }
 
+    pub fn not_found(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, code, message, false)
+    }
+
+    pub fn not_implemented(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_IMPLEMENTED, code, message, false)
+    }
+
     pub fn too_large(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message, false)
     }

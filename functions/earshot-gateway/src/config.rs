@@ -9,6 +9,7 @@ use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 use tokio_util::sync::CancellationToken;
 
+use crate::interrupts::{Interrupts, Registry};
 use crate::routing::Routing;
 
 /// Input limits, checked before a stream starts.
@@ -47,6 +48,12 @@ pub struct Gateway {
     /// Fired when the server stops and its drain time is over: every live conversation ends with a
     /// retryable `shutting_down` error.
     pub shutdown: CancellationToken,
+    /// How an interrupt reaches a conversation (in this process, or through a shared store).
+    pub interrupts: Interrupts,
+    /// The conversations live in this process.
+    pub registry: Arc<Registry>,
+    /// The longest a conversation may run before it is stopped (`conversation_too_long`).
+    pub max_conversation: Option<Duration>,
 }
 
 impl Gateway {
@@ -62,6 +69,9 @@ impl Gateway {
             web_dir: None,
             routing: Routing::default(),
             shutdown: CancellationToken::new(),
+            interrupts: Interrupts::Local,
+            registry: Arc::default(),
+            max_conversation: None,
         }
     }
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api_error::ApiError;
 use crate::config::Gateway;
+use crate::interrupts::{self, Interrupts, Registered, Stopper};
 use crate::request::SpeakRequest;
 use crate::routing::Reason;
 
@@ -152,6 +153,20 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     // failures are the arm's, as an A/B comparison by intent to treat needs.
     let arm_for_metrics = if choice.reason == Reason::Ab { choice.arm.clone() } else { None };
     let (supervisor_out, supervisor_cancel, shutdown) = (tx.clone(), cancel.clone(), gw.shutdown.clone());
+    let max_conversation = gw.max_conversation;
+    // Interrupts: this process's registry always; the shared store too where conversations run in
+    // other processes (Lambda).
+    let stopper = Stopper::default();
+    let registered = gw.registry.register(&request.conversation_id, stopper.clone());
+    let mut store_end = None;
+    if let Interrupts::Shared { store, poll } = &gw.interrupts {
+        let ttl = gw.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
+        if let Err(e) = store.begin(&request.conversation_id, ttl).await {
+            tracing::warn!(conversation = %request.conversation_id, "cannot record the conversation in the interrupt store: {e}");
+        }
+        tokio::spawn(interrupts::watch(store.clone(), request.conversation_id.clone(), *poll, stopper.clone()));
+        store_end = Some((store.clone(), request.conversation_id.clone()));
+    }
     let conversation = tokio::spawn(async move {
         if tx.send(ServerEvent::Session(info)).await.is_err() {
             task_cancel.cancel();
@@ -173,7 +188,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
         // Ends whatever is left of the conversation: the backend session and the agent.
         task_cancel.cancel();
     });
-    tokio::spawn(supervise(conversation, supervisor_out, request_id.clone(), shutdown, supervisor_cancel));
+    let ending = Ending { shutdown, stopper, max: max_conversation, registered, store_end };
+    tokio::spawn(supervise(conversation, supervisor_out, request_id.clone(), ending, supervisor_cancel));
     Ok(Started {
         backend: backend.name().to_string(),
         reason,
@@ -186,18 +202,36 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     })
 }
 
+/// What can end a conversation from outside its task, and what to let go of when it ends.
+pub(crate) struct Ending {
+    /// The server stopping (after its drain time).
+    pub shutdown: CancellationToken,
+    /// An interrupt, or the maximum length.
+    pub stopper: Stopper,
+    pub max: Option<Duration>,
+    pub registered: Registered,
+    /// The shared store's record of the conversation, forgotten at the end.
+    pub store_end: Option<(Arc<dyn interrupts::ConversationStore>, String)>,
+}
+
 /// Watches a conversation's task so that its client is never left hanging: if the task panics, the
 /// stream ends with an `internal` error that names the request id (and the panic is logged); if the
-/// server shuts down, the task is stopped and the stream ends with a retryable `shutting_down`.
-/// Either way the conversation's token is cancelled, which stops the agent and the backend session.
-pub(crate) async fn supervise(
-    mut task: JoinHandle<()>,
-    out: mpsc::Sender<ServerEvent>,
-    request_id: String,
-    shutdown: CancellationToken,
-    cancel: CancellationToken,
-) {
-    let ending = tokio::select! {
+/// server shuts down, the conversation is interrupted or it runs past its maximum length, the task is
+/// stopped and the stream ends with `shutting_down` (retryable), `interrupted` or
+/// `conversation_too_long`. Either way the conversation's token is cancelled, which stops the agent
+/// and the backend session.
+pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending, cancel: CancellationToken) {
+    let Ending { shutdown, stopper, max, registered, store_end } = ending;
+    let too_long = async {
+        match max {
+            Some(max) => {
+                tokio::time::sleep(max).await;
+                max
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let error = tokio::select! {
         joined = &mut task => match joined {
             Err(e) if e.is_panic() => {
                 let panic = e.into_panic();
@@ -207,15 +241,27 @@ pub(crate) async fn supervise(
             }
             _ => None,
         },
-        _ = shutdown.cancelled() => {
-            task.abort();
-            // Wait until the task has stopped, so that nothing it sends can follow the error.
-            let _ = (&mut task).await;
-            Some(ErrorInfo { code: "shutting_down".into(), message: "the server is shutting down; retry on another instance".into(), retryable: true })
-        }
+        _ = shutdown.cancelled() => Some(ErrorInfo { code: "shutting_down".into(), message: "the server is shutting down; retry on another instance".into(), retryable: true }),
+        why = stopper.stopped() => Some(why),
+        max = too_long => Some(ErrorInfo::new("conversation_too_long", format!("the conversation ran longer than its limit of {} s", max.as_secs()), false)),
     };
+    if error.is_some() && !task.is_finished() {
+        task.abort();
+        // Wait until the task has stopped, so that nothing it sends can follow the error.
+        let _ = (&mut task).await;
+    }
     cancel.cancel();
-    if let Some(error) = ending {
+    // The conversation is over: an interrupt now finds nothing, and the watcher stops.
+    drop(registered);
+    stopper.stop(interrupts::interrupted());
+    if let Some((store, id)) = store_end {
+        tokio::spawn(async move {
+            if let Err(e) = store.end(&id).await {
+                tracing::warn!(conversation = %id, "cannot clear the conversation from the interrupt store: {e}");
+            }
+        });
+    }
+    if let Some(error) = error {
         // A client that does not read is not waited for long.
         let _ = tokio::time::timeout(Duration::from_secs(1), out.send(ServerEvent::Error(error))).await;
     }
@@ -233,6 +279,15 @@ mod tests {
     use super::*;
 
     async fn supervised(task: impl std::future::Future<Output = ()> + Send + 'static, shutdown: &CancellationToken) -> (Vec<ServerEvent>, CancellationToken) {
+        supervised_with(task, shutdown, Stopper::default(), None).await
+    }
+
+    async fn supervised_with(
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+        shutdown: &CancellationToken,
+        stopper: Stopper,
+        max: Option<Duration>,
+    ) -> (Vec<ServerEvent>, CancellationToken) {
         let (tx, mut rx) = mpsc::channel(8);
         let cancel = CancellationToken::new();
         let inner_tx = tx.clone();
@@ -240,7 +295,10 @@ mod tests {
             let _ = inner_tx.send(ServerEvent::Text(earshot_core::protocol::TextDelta { text: "Hi".into() })).await;
             task.await;
         });
-        tokio::spawn(supervise(task, tx, "req-1".into(), shutdown.clone(), cancel.clone()));
+        let registry: Arc<crate::interrupts::Registry> = Arc::default();
+        let registered = registry.register("c-1", stopper.clone());
+        let ending = Ending { shutdown: shutdown.clone(), stopper, max, registered, store_end: None };
+        tokio::spawn(supervise(task, tx, "req-1".into(), ending, cancel.clone()));
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
             events.push(e);
@@ -280,6 +338,28 @@ mod tests {
     async fn a_task_that_ends_adds_nothing() {
         let (events, cancel) = supervised(async {}, &CancellationToken::new()).await;
         assert_eq!(events.len(), 1);
+        assert!(cancel.is_cancelled());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_interrupt_stops_the_task_and_ends_the_stream_with_interrupted() {
+        let stopper = Stopper::default();
+        let trigger = stopper.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            trigger.stop(crate::interrupts::interrupted());
+        });
+        let (events, cancel) = supervised_with(std::future::pending(), &CancellationToken::new(), stopper, None).await;
+        assert!(matches!(events.last(), Some(ServerEvent::Error(e)) if e.code == "interrupted" && !e.retryable), "{events:?}");
+        assert!(cancel.is_cancelled(), "the agent and the backend are stopped too");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_conversation_past_its_maximum_length_is_stopped() {
+        let started = tokio::time::Instant::now();
+        let (events, cancel) = supervised_with(std::future::pending(), &CancellationToken::new(), Stopper::default(), Some(Duration::from_secs(280))).await;
+        assert!(matches!(events.last(), Some(ServerEvent::Error(e)) if e.code == "conversation_too_long"), "{events:?}");
+        assert_eq!(started.elapsed().as_secs(), 280);
         assert!(cancel.is_cancelled());
     }
 }

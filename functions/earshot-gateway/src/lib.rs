@@ -10,6 +10,7 @@
 pub mod api_error;
 pub mod config;
 pub mod conversation;
+pub mod interrupts;
 pub mod metrics;
 pub mod request;
 pub mod router;
@@ -17,6 +18,7 @@ pub mod routing;
 pub mod server;
 
 pub use config::{Gateway, Limits};
+pub use interrupts::{ConversationStore, Interrupts};
 pub use router::router;
 pub use routing::{Reason, Routing};
 pub use server::{serve, stop_signal, ServerLimits};

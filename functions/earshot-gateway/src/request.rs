@@ -65,10 +65,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
     };
     let conversation_id = match body.conversation_id {
         Some(id) => {
-            let ok = !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
-            if !ok {
-                return Err(ApiError::bad_request("invalid_conversation_id", "`conversation_id` must be 1 to 128 characters of letters, digits and - _ . :"));
-            }
+            check_conversation_id(&id)?;
             id
         }
         None => uuid::Uuid::new_v4().to_string(),
@@ -122,6 +119,16 @@ fn delivery_from_accept(headers: &HeaderMap) -> Delivery {
         Delivery::Binary
     } else {
         Delivery::Sse
+    }
+}
+
+/// A conversation id: 1 to 128 characters of letters, digits and `- _ . :`.
+pub fn check_conversation_id(id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("invalid_conversation_id", "`conversation_id` must be 1 to 128 characters of letters, digits and - _ . :"))
     }
 }
 

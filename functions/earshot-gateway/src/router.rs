@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use earshot_core::error::Error;
 use earshot_core::protocol::Delivery;
 use earshot_core::timeline::Clock;
 use futures_util::stream;
@@ -19,10 +20,15 @@ use tokio_util::sync::DropGuard;
 use crate::api_error::ApiError;
 use crate::config::Gateway;
 use crate::conversation;
+use crate::interrupts::Interrupts;
 use crate::request;
 
 pub fn router(gw: Arc<Gateway>) -> Router {
-    let mut router: Router<Arc<Gateway>> = Router::new().route("/v1/speak", post(speak)).route("/v1/voices", get(voices)).route("/healthz", get(healthz));
+    let mut router: Router<Arc<Gateway>> = Router::new()
+        .route("/v1/speak", post(speak))
+        .route("/v1/conversations/{id}/interrupt", post(interrupt))
+        .route("/v1/voices", get(voices))
+        .route("/healthz", get(healthz));
     if let Some(dir) = &gw.web_dir {
         router = router.fallback_service(tower_http::services::ServeDir::new(dir));
     }
@@ -54,6 +60,35 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         Err(e) => return e.into_response(),
     };
     stream_response(started, gw.keep_alive)
+}
+
+/// `POST /v1/conversations/{id}/interrupt`: stops a live conversation wherever it runs. 202 when an
+/// interrupt was recorded (again or not: it is idempotent), 404 when no conversation is live under
+/// the id, 501 where no shared store is configured and the conversation may run elsewhere.
+async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
+    if let Err(e) = request::check_conversation_id(&id) {
+        return e.into_response();
+    }
+    let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
+    if gw.registry.interrupt(&id) {
+        return accepted();
+    }
+    let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
+    match &gw.interrupts {
+        Interrupts::Local => unknown(),
+        Interrupts::Unavailable => ApiError::not_implemented(
+            "interrupt_unavailable",
+            "this gateway has no interrupt store: set EARSHOT_INTERRUPT_TABLE (the CDK app does) so that an interrupt reaches the invocation that speaks",
+        )
+        .into_response(),
+        Interrupts::Shared { store, .. } => match store.interrupt(&id).await {
+            Ok(true) => accepted(),
+            Ok(false) => unknown(),
+            Err(e) => {
+                ApiError::from_upstream(Error::new("interrupt_store_unreachable", format!("cannot record the interrupt: {}", e.message), true)).into_response()
+            }
+        },
+    }
 }
 
 /// Whether reading a body failed on its length (chunked, with no declared length), rather than on a

@@ -1,0 +1,161 @@
+//! Stopping a live conversation on request (`POST /v1/conversations/{id}/interrupt`), wherever it runs.
+//!
+//! Under `earshot serve` every conversation runs in this process: a registry of live conversations
+//! finds it and stops it at once. On Lambda the speaking invocation and the interrupting one are
+//! different processes, and AWS documents that a response-streaming function keeps running when its
+//! client disconnects ("Response streaming for Lambda functions": the function runs until it returns
+//! or times out). So the interrupt is written to a shared [`ConversationStore`], and each speaking
+//! conversation watches it at a bounded interval ([`Interrupts::Shared`]).
+//!
+//! A conversation is also stopped when it runs longer than the configured maximum, so that nothing
+//! runs to the function's timeout by accident.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use earshot_core::error::Error;
+use tokio_util::sync::CancellationToken;
+
+/// The shared record of live conversations and their interrupts (DynamoDB on Lambda).
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Records `id` as live for at most `ttl`.
+    async fn begin(&self, id: &str, ttl: Duration) -> Result<(), Error>;
+    /// Marks a live conversation interrupted: `Ok(false)` when no conversation is live under `id`.
+    async fn interrupt(&self, id: &str) -> Result<bool, Error>;
+    /// Whether the conversation has been interrupted.
+    async fn interrupted(&self, id: &str) -> Result<bool, Error>;
+    /// Forgets the conversation: later interrupts find nothing.
+    async fn end(&self, id: &str) -> Result<(), Error>;
+}
+
+/// How interrupts reach a conversation.
+#[derive(Clone)]
+pub enum Interrupts {
+    /// Every conversation runs in this process (`earshot serve`): the registry is the whole truth.
+    Local,
+    /// Conversations run in other processes too (Lambda): interrupts go through the store, which each
+    /// conversation reads every `poll`.
+    Shared { store: Arc<dyn ConversationStore>, poll: Duration },
+    /// No store is configured where one is needed (a Lambda without a table): interrupts are refused
+    /// with 501.
+    Unavailable,
+}
+
+/// Stops one conversation, saying why: the conversation's supervisor ends the stream with `why`.
+#[derive(Clone, Default)]
+pub struct Stopper {
+    token: CancellationToken,
+    why: Arc<OnceLock<Error>>,
+}
+
+impl Stopper {
+    /// Stops the conversation with `error` (the first reason given wins).
+    pub fn stop(&self, error: Error) {
+        let _ = self.why.set(error);
+        self.token.cancel();
+    }
+
+    pub async fn stopped(&self) -> Error {
+        self.token.cancelled().await;
+        self.why.get().cloned().unwrap_or_else(|| Error::new("interrupted", "the conversation was interrupted", false))
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// The error a stream ends with when its conversation is interrupted.
+pub fn interrupted() -> Error {
+    Error::new("interrupted", "the conversation was interrupted at the client's request", false)
+}
+
+/// Conversations live in this process, by conversation id (a client may reuse an id across turns,
+/// so one id can hold more than one).
+#[derive(Default)]
+pub struct Registry {
+    live: Mutex<HashMap<String, Vec<(u64, Stopper)>>>,
+    next: Mutex<u64>,
+}
+
+impl Registry {
+    /// Registers a conversation; the returned guard removes it when dropped.
+    pub fn register(self: &Arc<Self>, id: &str, stopper: Stopper) -> Registered {
+        let key = {
+            let mut next = self.next.lock().expect("the registry");
+            *next += 1;
+            *next
+        };
+        self.live.lock().expect("the registry").entry(id.to_string()).or_default().push((key, stopper));
+        Registered { registry: self.clone(), id: id.to_string(), key }
+    }
+
+    /// Stops every live conversation under `id`; says whether there was one.
+    pub fn interrupt(&self, id: &str) -> bool {
+        let live = self.live.lock().expect("the registry");
+        match live.get(id) {
+            Some(stoppers) if !stoppers.is_empty() => {
+                for (_, stopper) in stoppers {
+                    stopper.stop(interrupted());
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.live.lock().expect("the registry").values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A conversation's place in the registry, given up when the conversation ends.
+pub struct Registered {
+    registry: Arc<Registry>,
+    id: String,
+    key: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut live = self.registry.live.lock().expect("the registry");
+        if let Some(stoppers) = live.get_mut(&self.id) {
+            stoppers.retain(|(key, _)| *key != self.key);
+            if stoppers.is_empty() {
+                live.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// Watches the shared store for an interrupt of `id` until the conversation stops; a store that
+/// cannot be read is logged and read again at the next tick (the conversation goes on).
+pub async fn watch(store: Arc<dyn ConversationStore>, id: String, poll: Duration, stopper: Stopper) {
+    let mut failures = 0u32;
+    loop {
+        tokio::select! {
+            _ = stopper.token.cancelled() => return,
+            _ = tokio::time::sleep(poll) => {}
+        }
+        match store.interrupted(&id).await {
+            Ok(true) => {
+                stopper.stop(interrupted());
+                return;
+            }
+            Ok(false) => failures = 0,
+            Err(e) => {
+                failures += 1;
+                if failures == 1 || failures.is_power_of_two() {
+                    tracing::warn!(conversation = %id, "cannot read the interrupt store ({} times): {e}", failures);
+                }
+            }
+        }
+    }
+}
