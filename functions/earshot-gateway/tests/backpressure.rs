@@ -3,25 +3,17 @@
 //! the backend session. The backend is the synthetic real-time voice, slowed down, so that the agent
 //! is much faster than speech.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::serve;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{speak, CallOptions, SpeakBody};
 use earshot_core::protocol::ServerEvent;
 use earshot_gateway::Gateway;
-
-/// Serves `gateway` on a free port; returns its URL.
-async fn serve(gateway: Gateway) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let router = earshot_gateway::router(Arc::new(gateway));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    url
-}
 
 fn agent(tokens_per_second: f64) -> ScriptedAgent {
     ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO })

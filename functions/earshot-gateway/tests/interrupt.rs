@@ -2,23 +2,16 @@
 //! (its stream ends with `error` `interrupted`, its backend session closes), and every other case gets
 //! its own answer.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::serve;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
 use earshot_gateway::{Gateway, Interrupts};
-
-async fn serve(gateway: Gateway) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let router = earshot_gateway::router(Arc::new(gateway));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    url
-}
 
 fn slow_voice() -> Arc<SyntheticBackend> {
     Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(10), chars_per_second: 50.0, ..Default::default() }))
