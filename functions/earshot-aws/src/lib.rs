@@ -3,18 +3,22 @@
 //! - [`sagemaker`]: Kokoro on a SageMaker real-time endpoint, over `InvokeEndpointWithBidirectionalStream`
 //!   (the same container protocol as the local WebSocket, carried in `PayloadPart` events);
 //! - [`polly`]: Amazon Polly's `StartSpeechSynthesisStream` (generative engine, PCM at 16 kHz);
-//! - [`bedrock`]: an agent on Bedrock's `ConverseStream`.
+//! - [`bedrock`]: an agent on Bedrock's `ConverseStream`;
+//! - [`interrupts`]: the interrupt store on DynamoDB, through which an interrupt reaches the Lambda
+//!   invocation that speaks.
 //!
 //! [`sdk`] builds the SDK configuration, including the endpoint override and static credentials with
 //! which tests point the real SDK clients at local stand-ins.
 
 pub mod bedrock;
+pub mod interrupts;
 pub mod polly;
 pub mod sagemaker;
 pub mod sdk;
 
 pub use aws_config::SdkConfig;
 pub use bedrock::{BedrockAgent, BedrockSettings};
+pub use interrupts::DynamoStore;
 pub use polly::{PollyBackend, PollySettings};
 pub use sagemaker::{SageMakerBackend, SageMakerSettings};
 pub use sdk::AwsSettings;

@@ -161,11 +161,11 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
     let mut store_end = None;
     if let Interrupts::Shared { store, poll } = &gw.interrupts {
         let ttl = gw.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
-        if let Err(e) = store.begin(&request.conversation_id, ttl).await {
+        if let Err(e) = store.begin(&request.conversation_id, &request_id, ttl).await {
             tracing::warn!(conversation = %request.conversation_id, "cannot record the conversation in the interrupt store: {e}");
         }
         tokio::spawn(interrupts::watch(store.clone(), request.conversation_id.clone(), *poll, stopper.clone()));
-        store_end = Some((store.clone(), request.conversation_id.clone()));
+        store_end = Some((store.clone(), request.conversation_id.clone(), request_id.clone()));
     }
     let conversation = tokio::spawn(async move {
         if tx.send(ServerEvent::Session(info)).await.is_err() {
@@ -211,7 +211,7 @@ pub(crate) struct Ending {
     pub max: Option<Duration>,
     pub registered: Registered,
     /// The shared store's record of the conversation, forgotten at the end.
-    pub store_end: Option<(Arc<dyn interrupts::ConversationStore>, String)>,
+    pub store_end: Option<(Arc<dyn interrupts::ConversationStore>, String, String)>,
 }
 
 /// Watches a conversation's task so that its client is never left hanging: if the task panics, the
@@ -254,9 +254,9 @@ pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<Server
     // The conversation is over: an interrupt now finds nothing, and the watcher stops.
     drop(registered);
     stopper.stop(interrupts::interrupted());
-    if let Some((store, id)) = store_end {
+    if let Some((store, id, token)) = store_end {
         tokio::spawn(async move {
-            if let Err(e) = store.end(&id).await {
+            if let Err(e) = store.end(&id, &token).await {
                 tracing::warn!(conversation = %id, "cannot clear the conversation from the interrupt store: {e}");
             }
         });

@@ -21,14 +21,16 @@ use tokio_util::sync::CancellationToken;
 /// The shared record of live conversations and their interrupts (DynamoDB on Lambda).
 #[async_trait]
 pub trait ConversationStore: Send + Sync {
-    /// Records `id` as live for at most `ttl`.
-    async fn begin(&self, id: &str, ttl: Duration) -> Result<(), Error>;
+    /// Records `id` as live for at most `ttl`; `token` names this conversation among any others that
+    /// reuse the id.
+    async fn begin(&self, id: &str, token: &str, ttl: Duration) -> Result<(), Error>;
     /// Marks a live conversation interrupted: `Ok(false)` when no conversation is live under `id`.
     async fn interrupt(&self, id: &str) -> Result<bool, Error>;
     /// Whether the conversation has been interrupted.
     async fn interrupted(&self, id: &str) -> Result<bool, Error>;
-    /// Forgets the conversation: later interrupts find nothing.
-    async fn end(&self, id: &str) -> Result<(), Error>;
+    /// Forgets the conversation begun with `token` (not a later one under the same id): later
+    /// interrupts find nothing.
+    async fn end(&self, id: &str, token: &str) -> Result<(), Error>;
 }
 
 /// How interrupts reach a conversation.

@@ -14,7 +14,7 @@ use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
 use earshot_core::speech::{SpeechBackend, SpeechError};
-use earshot_gateway::{Gateway, Routing};
+use earshot_gateway::{Gateway, Interrupts, Routing};
 use tokio::task::JoinSet;
 
 pub use settings::{AgentKind, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
@@ -34,7 +34,10 @@ pub struct Built {
 pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     settings.check(place)?;
     let kokoro_through_sagemaker = settings.sagemaker_endpoint.is_some();
-    let needs_aws = kokoro_through_sagemaker || settings.backends.contains(&BackendKind::Polly) || settings.agent == AgentKind::Bedrock;
+    let needs_aws = kokoro_through_sagemaker
+        || settings.backends.contains(&BackendKind::Polly)
+        || settings.agent == AgentKind::Bedrock
+        || settings.interrupt_table.is_some();
     let aws = if needs_aws {
         let trust_pem = match &settings.aws_trust_pem {
             Some(path) => Some(std::fs::read(path).map_err(|e| format!("EARSHOT_AWS_TRUST_PEM: cannot read {}: {e}", path.display()))?),
@@ -107,5 +110,15 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
     gateway.scheduler.max_in_flight = settings.max_in_flight.max(1);
     gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
+    gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
+    gateway.interrupts = match (&settings.interrupt_table, place) {
+        (Some(table), _) => {
+            let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));
+            Interrupts::Shared { store: Arc::new(earshot_aws::DynamoStore::new(sdk(), table.clone())), poll }
+        }
+        // Conversations run in other invocations, out of this process's reach.
+        (None, Place::Lambda) => Interrupts::Unavailable,
+        (None, Place::Serve) => Interrupts::Local,
+    };
     Ok(Built { gateway, watches })
 }

@@ -92,6 +92,16 @@ pub struct Settings {
     /// Sentences at the backend and not finished, at most.
     #[arg(long, env = "EARSHOT_MAX_IN_FLIGHT", default_value_t = 4)]
     pub max_in_flight: usize,
+    /// The DynamoDB table through which an interrupt reaches the invocation that speaks (Lambda; none:
+    /// interrupts stay in this process, and on Lambda are refused with 501).
+    #[arg(long, env = "EARSHOT_INTERRUPT_TABLE")]
+    pub interrupt_table: Option<String>,
+    /// How often a conversation reads the interrupt table, in milliseconds.
+    #[arg(long, env = "EARSHOT_INTERRUPT_POLL_MS", default_value_t = 250)]
+    pub interrupt_poll_ms: u64,
+    /// The longest a conversation may run, in seconds (0: no limit); under the Lambda's timeout.
+    #[arg(long, env = "EARSHOT_MAX_CONVERSATION_SECONDS", default_value_t = 280)]
+    pub max_conversation_seconds: u64,
     /// The CloudWatch namespace of the metrics line logged after each conversation.
     #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
     pub metrics_namespace: String,

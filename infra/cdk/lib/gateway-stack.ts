@@ -1,6 +1,7 @@
 // The gateway: the Rust Lambda behind a response-streaming function URL, its least-privilege role (the
 // Kokoro endpoint, Polly streaming synthesis, one Bedrock model), its logs and its dashboard.
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, StackProps } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -49,9 +50,18 @@ export class EarshotGatewayStack extends Stack {
     // Its own role rather than the basic execution policy, whose log grant covers every log group.
     const role = new iam.Role(this, 'GatewayRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'earshot gateway: its logs, the Kokoro endpoint, Polly streaming, one Bedrock model',
+      description: 'earshot gateway: its logs, the Kokoro endpoint, Polly streaming, one Bedrock model, its interrupt table',
     });
     logGroup.grantWrite(role);
+
+    // Live conversations and their interrupts: the speaking invocation reads its item, the interrupting one
+    // writes it (functions/earshot-aws/src/interrupts.rs). On demand, and items expire by themselves.
+    const interrupts = new dynamodb.Table(this, 'Interrupts', {
+      partitionKey: { name: 'conversation_id', type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: 'expires_at',
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
 
     this.fn = new lambda.Function(this, 'Gateway', {
       role,
@@ -63,7 +73,7 @@ export class EarshotGatewayStack extends Stack {
       // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.
       memorySize: c.lambdaMemoryMb,
       timeout: Duration.seconds(c.lambdaTimeoutSeconds),
-      environment: lambdaEnvironment(c, props.kokoro?.endpointName),
+      environment: lambdaEnvironment(c, interrupts.tableName, props.kokoro?.endpointName),
       logGroup,
     });
 
@@ -83,6 +93,12 @@ export class EarshotGatewayStack extends Stack {
         resources: ['*'],
       }));
     }
+    this.fn.addToRolePolicy(new iam.PolicyStatement({
+      sid: 'ConversationInterrupts',
+      // The four item calls the store makes, on its one table: no scans, queries or table changes.
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+      resources: [interrupts.tableArn],
+    }));
     this.fn.addToRolePolicy(new iam.PolicyStatement({
       sid: 'BedrockAgentStream',
       actions: ['bedrock:InvokeModelWithResponseStream'], // what ConverseStream is authorized as

@@ -17,14 +17,21 @@ export const ENV_NAMES = [
   'EARSHOT_MAX_TEXT_CHARS',
   'EARSHOT_IDLE_RELEASE_MS',
   'EARSHOT_METRICS_NAMESPACE',
+  'EARSHOT_INTERRUPT_TABLE',
+  'EARSHOT_INTERRUPT_POLL_MS',
+  'EARSHOT_MAX_CONVERSATION_SECONDS',
   'EARSHOT_LOG',
 ] as const;
 
+/** How often a conversation reads the interrupt table, and how long before the Lambda's timeout a conversation is stopped. */
+export const INTERRUPT_POLL_MS = 250;
+export const CONVERSATION_MARGIN_SECONDS = 20;
+
 /**
- * The variables for a deployment. `endpointName` is the Kokoro endpoint's name, and must be given exactly
- * when the deployment has one (not Polly-only).
+ * The variables for a deployment. `interruptTable` is the interrupt table's name; `endpointName` is the
+ * Kokoro endpoint's name, and must be given exactly when the deployment has one (not Polly-only).
  */
-export function lambdaEnvironment(c: EarshotConfig, endpointName?: string): Record<string, string> {
+export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endpointName?: string): Record<string, string> {
   if (c.pollyOnly && endpointName !== undefined) throw new Error('a Polly-only deployment has no SageMaker endpoint');
   if (!c.pollyOnly && endpointName === undefined) throw new Error('the Kokoro backend needs the SageMaker endpoint name');
   const backends = deployedBackends(c);
@@ -45,6 +52,11 @@ export function lambdaEnvironment(c: EarshotConfig, endpointName?: string): Reco
     EARSHOT_MAX_TEXT_CHARS: String(c.maxTextChars),
     EARSHOT_IDLE_RELEASE_MS: String(c.idleReleaseMs),
     EARSHOT_METRICS_NAMESPACE: c.metricsNamespace,
+    // An interrupt reaches the invocation that speaks through this table (a client that disconnects does
+    // not stop a streaming Lambda); every conversation stops before the function's timeout.
+    EARSHOT_INTERRUPT_TABLE: interruptTable,
+    EARSHOT_INTERRUPT_POLL_MS: String(INTERRUPT_POLL_MS),
+    EARSHOT_MAX_CONVERSATION_SECONDS: String(Math.max(10, c.lambdaTimeoutSeconds - CONVERSATION_MARGIN_SECONDS)),
     EARSHOT_LOG: c.logLevel,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;

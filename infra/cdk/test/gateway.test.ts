@@ -124,6 +124,9 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_TEXT_CHARS: '20000',
       EARSHOT_IDLE_RELEASE_MS: '150',
       EARSHOT_METRICS_NAMESPACE: 'earshot',
+      EARSHOT_INTERRUPT_TABLE: { Ref: Object.keys(synth().gatewayTemplate.findResources('AWS::DynamoDB::Table'))[0] },
+      EARSHOT_INTERRUPT_POLL_MS: '250',
+      EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'info',
     });
   });
@@ -160,8 +163,26 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_TEXT_CHARS: '5000',
       EARSHOT_IDLE_RELEASE_MS: '200',
       EARSHOT_METRICS_NAMESPACE: 'earshot-staging',
+      EARSHOT_INTERRUPT_TABLE: env.EARSHOT_INTERRUPT_TABLE,
+      EARSHOT_INTERRUPT_POLL_MS: '250',
+      EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'debug',
     });
+  });
+
+  it('grants the four item calls on the interrupt table the environment names, and nothing else of DynamoDB', () => {
+    const { gatewayTemplate: t } = synth();
+    const tables = t.findResources('AWS::DynamoDB::Table');
+    assert.equal(Object.keys(tables).length, 1);
+    const [logicalId, table] = Object.entries(tables)[0] as [string, { Properties: Record<string, unknown> }];
+    assert.equal(table.Properties.BillingMode, 'PAY_PER_REQUEST');
+    assert.deepEqual(table.Properties.TimeToLiveSpecification, { AttributeName: 'expires_at', Enabled: true });
+    const dynamo = statements(t).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+    assert.equal(dynamo.length, 1);
+    assert.deepEqual([...actionsOf(dynamo[0])].sort(), ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    assert.deepEqual(resourcesOf(dynamo[0]), [`<GetAtt:${logicalId}.Arn>`]);
+    const env = only(t, 'AWS::Lambda::Function').Properties.Environment.Variables;
+    assert.deepEqual(env.EARSHOT_INTERRUPT_TABLE, { Ref: logicalId });
   });
 
   it('grants the endpoint the environment names', () => {

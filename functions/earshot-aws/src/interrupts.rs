@@ -1,0 +1,118 @@
+//! The interrupt store on DynamoDB: one item per live conversation, so that an interrupt received by one
+//! Lambda invocation reaches the invocation that speaks (see `earshot_gateway::interrupts`).
+//!
+//! The table (created by the CDK app, on-demand capacity) has the partition key `conversation_id` (a
+//! string) and time to live on `expires_at` (epoch seconds), so a record whose conversation never ended
+//! cleanly goes away by itself. An item holds `state` (`live` or `interrupted`) and `token` (the request
+//! id of the conversation that began it, so that its end does not delete a later conversation's record
+//! under the same id). The speaking invocation reads its item with a strongly consistent `GetItem` at each
+//! poll: an interrupt written just before is seen.
+//!
+//! Cost, on-demand: a strongly consistent read of an item under 4 KB is one read request unit; at one read
+//! every 250 ms that is 240 a minute, about $0.00006 per conversation-minute at $0.25 per million (us-east-1
+//! pricing; check yours); the writes (begin, end, interrupt) are three per conversation.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use earshot_core::error::Error;
+use earshot_gateway::ConversationStore;
+
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStore {
+    pub fn new(config: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
+        DynamoStore { client: Client::new(config), table: table.into() }
+    }
+}
+
+fn now_s() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn unreachable<E: std::error::Error + 'static, R: std::fmt::Debug>(what: &str, e: SdkError<E, R>) -> Error {
+    Error::new("interrupt_store_unreachable", format!("DynamoDB {what}: {}", DisplayErrorContext(&e)), true)
+}
+
+fn key(id: &str) -> AttributeValue {
+    AttributeValue::S(id.to_string())
+}
+
+#[async_trait]
+impl ConversationStore for DynamoStore {
+    async fn begin(&self, id: &str, token: &str, ttl: Duration) -> Result<(), Error> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("conversation_id", key(id))
+            .item("state", AttributeValue::S("live".into()))
+            .item("token", AttributeValue::S(token.into()))
+            .item("expires_at", AttributeValue::N((now_s() + ttl.as_secs()).to_string()))
+            .send()
+            .await
+            .map_err(|e| unreachable("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn interrupt(&self, id: &str) -> Result<bool, Error> {
+        // Only a record that exists and has not expired (TTL deletes lazily) is a live conversation.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("conversation_id", key(id))
+            .update_expression("SET #state = :interrupted")
+            .condition_expression("attribute_exists(conversation_id) AND expires_at > :now")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":interrupted", AttributeValue::S("interrupted".into()))
+            .expression_attribute_values(":now", AttributeValue::N(now_s().to_string()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(e)) if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+            Err(e) => Err(unreachable("UpdateItem", e)),
+        }
+    }
+
+    async fn interrupted(&self, id: &str) -> Result<bool, Error> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("conversation_id", key(id))
+            .consistent_read(true)
+            .projection_expression("#state")
+            .expression_attribute_names("#state", "state")
+            .send()
+            .await
+            .map_err(|e| unreachable("GetItem", e))?;
+        Ok(item.item().and_then(|i| i.get("state")).and_then(|s| s.as_s().ok()).is_some_and(|s| s == "interrupted"))
+    }
+
+    async fn end(&self, id: &str, token: &str) -> Result<(), Error> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("conversation_id", key(id))
+            .condition_expression("#token = :token")
+            .expression_attribute_names("#token", "token")
+            .expression_attribute_values(":token", AttributeValue::S(token.into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // A later conversation under the same id owns the record now (or it is gone already).
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(()),
+            Err(e) => Err(unreachable("DeleteItem", e)),
+        }
+    }
+}
