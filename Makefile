@@ -14,8 +14,11 @@ EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
 # Tools the checks install on first use, kept beside the build outputs.
 TOOLS := $(HOME)/.cache/earshot/tools
 MACHETE := $(TOOLS)/bin/cargo-machete
+# moto's DynamoDB server, for the interrupt store's tests.
+MOTO_VENV := $(ROOT)/tests/moto/.venv
+export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: help run run-aws test lint test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean
+.PHONY: help run run-aws test lint test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -66,10 +69,15 @@ test-kokoro:
 	@echo "==> Kokoro container tests (real model, onnx engine)"
 	$(MAKE) --no-print-directory -C infra/kokoro test
 
-test-e2e: deps-rust kokoro-venv
+test-e2e: deps-rust kokoro-venv moto-venv
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (one test at a time)"
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --locked -p earshot-e2e -- --test-threads=1
+
+moto-venv:
+	@test -x $(EARSHOT_MOTO_SERVER) -a $(MOTO_VENV)/.installed -nt $(ROOT)/tests/moto/requirements.txt || { \
+	  echo "==> installing moto's server (DynamoDB for the interrupt store's tests) into tests/moto/.venv (PyPI)"; \
+	  python3 -m venv $(MOTO_VENV) && $(MOTO_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(ROOT)/tests/moto/requirements.txt && touch $(MOTO_VENV)/.installed; }
 
 test-run: deps-rust kokoro-venv
 	@echo "==> make run and make run-aws: they speak, and stop everything they started however they are stopped"
@@ -120,7 +128,7 @@ test-cdk:
 	@echo "==> CDK app: assertions on the synthesized templates (offline, no credentials, no Docker)"
 	$(MAKE) --no-print-directory -C infra/cdk deps test
 
-test-lambda: deps-rust kokoro-venv
+test-lambda: deps-rust kokoro-venv moto-venv
 	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"
 	$(ROOT)/scripts/test-lambda.sh
 

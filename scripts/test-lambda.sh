@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test-lambda`: the Lambda binary served the way Lambda serves it. Installs cargo-lambda (from
 # PyPI, with ziglang) into a project-local venv, starts the Kokoro container, the AWS stand-ins and
-# `cargo lambda watch` (function-URL semantics with response streaming) on free ports, runs the
-# streaming test against the function URL, and stops everything.
+# moto's DynamoDB server with the interrupt table, and `cargo lambda watch` (function-URL semantics with
+# response streaming) on free ports, runs the streaming and interrupt tests against the function URL, and
+# stops everything.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,8 @@ fi
 export PATH="$tools/bin:$PATH"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-kokoro_port=$(free_port); standins_port=$(free_port); lambda_port=$(free_port)
+kokoro_port=$(free_port); standins_port=$(free_port); lambda_port=$(free_port); moto_port=$(free_port)
+moto="$root/tests/moto/.venv"
 
 pids=()
 cleanup() {
@@ -47,6 +49,20 @@ setsid "$target/debug/earshot-standins" --port "$standins_port" --kokoro-url "ht
 pids+=($!)
 for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
 
+[ -x "$moto/bin/moto_server" ] || { echo "lambda: moto is missing: make moto-venv installs it"; exit 1; }
+echo "lambda: starting moto's DynamoDB server on port $moto_port, with the interrupt table as the CDK app makes it"
+setsid "$moto/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$logs/moto.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$moto_port" && break; sleep 0.1; done
+AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=secret "$moto/bin/python" - "http://127.0.0.1:$moto_port" <<'PY'
+import sys, boto3
+db = boto3.client("dynamodb", endpoint_url=sys.argv[1], region_name="us-east-1")
+db.create_table(TableName="interrupts", BillingMode="PAY_PER_REQUEST",
+                AttributeDefinitions=[{"AttributeName": "conversation_id", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "conversation_id", "KeyType": "HASH"}])
+db.update_time_to_live(TableName="interrupts", TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True})
+PY
+
 cat >"$logs/lambda.env" <<ENV
 EARSHOT_BACKENDS="kokoro,polly"
 EARSHOT_AGENT="bedrock"
@@ -55,10 +71,16 @@ EARSHOT_KOKORO_VOICE="jf_alpha"
 EARSHOT_AB_WEIGHTS="kokoro=50,polly=50"
 EARSHOT_AWS_ENDPOINT="https://127.0.0.1:$standins_port"
 EARSHOT_AWS_TRUST_PEM="$logs/standins.pem"
+EARSHOT_INTERRUPT_TABLE="interrupts"
+EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 AWS_ACCESS_KEY_ID="AKIDTEST"
 AWS_SECRET_ACCESS_KEY="secret"
 AWS_REGION="us-east-1"
 ENV
+
+# Built before the watcher starts: a build while it watches can restart the function mid-test.
+echo "lambda: building the tests"
+cargo test --quiet --locked -p earshot-e2e --test lambda_streaming --no-run
 
 echo "lambda: cargo lambda watch on port $lambda_port (builds the bootstrap)"
 setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda_port" --env-file "$logs/lambda.env" >"$logs/watch.log" 2>&1 &
@@ -72,4 +94,4 @@ done
 [ "$code" = 200 ] || { echo "lambda: the function did not answer; logs in $logs"; tail -20 "$logs/watch.log"; exit 1; }
 
 echo "lambda: streaming test against $url"
-EARSHOT_LAMBDA_URL="$url" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored
+EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture

@@ -24,3 +24,46 @@ async fn the_lambda_streams_its_answer_through_the_function_url() {
         assert!(client_span > server_span * 0.5, "{delivery:?}: client saw {client_span:.0} ms between first audio and end, the server {server_span:.0} ms");
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch: make test-lambda"]
+async fn an_interrupt_stops_the_lambda_mid_answer() {
+    // A client that disconnects does not stop a streaming Lambda; the interrupt, sent as a second
+    // invocation, reaches the speaking one through the DynamoDB table (moto's server here).
+    let url = std::env::var("EARSHOT_LAMBDA_URL").expect("EARSHOT_LAMBDA_URL: the function URL of cargo lambda watch");
+    let kokoro = std::env::var("EARSHOT_KOKORO_URL").expect("EARSHOT_KOKORO_URL: the container behind the SageMaker stand-in");
+    let stats = || async { reqwest::get(format!("{kokoro}/stats")).await.expect("stats").json::<serde_json::Value>().await.expect("stats JSON") };
+    let body = earshot_client::SpeakBody {
+        text: Some("This answer goes on for a long while, sentence after sentence. ".repeat(20)),
+        backend: Some("kokoro".into()),
+        conversation_id: Some("lambda-interrupt-1".into()),
+        ..Default::default()
+    };
+    let stream = tokio::spawn({
+        let url = url.clone();
+        async move { speak(&url, &body, &CallOptions::default()).await }
+    });
+    for _ in 0..1000 {
+        if stats().await["active_requests"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let sent = std::time::Instant::now();
+    earshot_client::interrupt(&url, "lambda-interrupt-1").await.expect("202 from a second invocation");
+    let r = tokio::time::timeout(std::time::Duration::from_secs(10), stream).await.expect("the stream ends").unwrap().expect("the Lambda answered");
+    let ended = sent.elapsed();
+    let mut idle = None;
+    for _ in 0..500 {
+        if stats().await["active_requests"] == 0 {
+            idle = Some(sent.elapsed());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    eprintln!("interrupt under cargo lambda watch: stream ended after {ended:?}, container idle after {idle:?}");
+    assert_eq!(r.error.expect("the stream ends with an error").code, "interrupted");
+    // The poll (250 ms), a read, the container's cancel, and a loaded machine.
+    assert!(ended < std::time::Duration::from_secs(2), "ended {ended:?} after the interrupt");
+    assert!(idle.is_some_and(|t| t < std::time::Duration::from_secs(3)), "the container was still busy");
+}

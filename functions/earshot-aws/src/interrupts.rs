@@ -31,6 +31,13 @@ impl DynamoStore {
     pub fn new(config: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
         DynamoStore { client: Client::new(config), table: table.into() }
     }
+
+    /// With DynamoDB at `endpoint` rather than where `config` points (local runs: moto's server beside
+    /// the stand-ins of the other services).
+    pub fn at(config: &aws_config::SdkConfig, table: impl Into<String>, endpoint: &str) -> Self {
+        let config = aws_sdk_dynamodb::config::Builder::from(config).endpoint_url(endpoint).build();
+        DynamoStore { client: Client::from_conf(config), table: table.into() }
+    }
 }
 
 fn now_s() -> u64 {

@@ -39,7 +39,8 @@ pub enum Interrupts {
     /// Every conversation runs in this process (`earshot serve`): the registry is the whole truth.
     Local,
     /// Conversations run in other processes too (Lambda): interrupts go through the store, which each
-    /// conversation reads every `poll`.
+    /// conversation reads every `poll` (a conversation of this process too: the registry is not
+    /// consulted, so the path that is tested is the path that runs).
     Shared { store: Arc<dyn ConversationStore>, poll: Duration },
     /// No store is configured where one is needed (a Lambda without a table): interrupts are refused
     /// with 501.

@@ -70,12 +70,11 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Re
         return e.into_response();
     }
     let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
-    if gw.registry.interrupt(&id) {
-        return accepted();
-    }
     let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
     match &gw.interrupts {
+        Interrupts::Local if gw.registry.interrupt(&id) => accepted(),
         Interrupts::Local => unknown(),
+        // Every conversation watches the store, this process's own too: one path, the one measured.
         Interrupts::Unavailable => ApiError::not_implemented(
             "interrupt_unavailable",
             "this gateway has no interrupt store: set EARSHOT_INTERRUPT_TABLE (the CDK app does) so that an interrupt reaches the invocation that speaks",

@@ -114,7 +114,11 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.interrupts = match (&settings.interrupt_table, place) {
         (Some(table), _) => {
             let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));
-            Interrupts::Shared { store: Arc::new(earshot_aws::DynamoStore::new(sdk(), table.clone())), poll }
+            let store = match &settings.interrupt_endpoint {
+                Some(endpoint) => earshot_aws::DynamoStore::at(sdk(), table.clone(), endpoint),
+                None => earshot_aws::DynamoStore::new(sdk(), table.clone()),
+            };
+            Interrupts::Shared { store: Arc::new(store), poll }
         }
         // Conversations run in other invocations, out of this process's reach.
         (None, Place::Lambda) => Interrupts::Unavailable,

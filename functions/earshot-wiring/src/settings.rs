@@ -96,6 +96,10 @@ pub struct Settings {
     /// interrupts stay in this process, and on Lambda are refused with 501).
     #[arg(long, env = "EARSHOT_INTERRUPT_TABLE")]
     pub interrupt_table: Option<String>,
+    /// DynamoDB's endpoint for the interrupt table, when it is not where the other AWS calls go (local
+    /// runs: moto's server).
+    #[arg(long, env = "EARSHOT_INTERRUPT_ENDPOINT")]
+    pub interrupt_endpoint: Option<String>,
     /// How often a conversation reads the interrupt table, in milliseconds.
     #[arg(long, env = "EARSHOT_INTERRUPT_POLL_MS", default_value_t = 250)]
     pub interrupt_poll_ms: u64,
@@ -123,7 +127,8 @@ pub struct Settings {
 }
 
 /// Variables no deployment sets: local runs and tests only.
-pub const LOCAL_ONLY: &[&str] = &["KOKORO_URL", "EARSHOT_AWS_ENDPOINT", "EARSHOT_AWS_TRUST_PEM", "EARSHOT_FAST_FIRST", "EARSHOT_MAX_IN_FLIGHT"];
+pub const LOCAL_ONLY: &[&str] =
+    &["KOKORO_URL", "EARSHOT_AWS_ENDPOINT", "EARSHOT_AWS_TRUST_PEM", "EARSHOT_INTERRUPT_ENDPOINT", "EARSHOT_FAST_FIRST", "EARSHOT_MAX_IN_FLIGHT"];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
 pub const LOG_VARIABLE: &str = "EARSHOT_LOG";

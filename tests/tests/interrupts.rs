@@ -1,0 +1,177 @@
+//! Interrupts across processes, as on Lambda: the interrupt store on DynamoDB, through the real AWS SDK,
+//! against moto's server (an implementation of the DynamoDB API that this project did not write), and
+//! two gateways that share nothing but that store: one speaks through the real Kokoro container, the
+//! other takes the interrupt.
+//!
+//! `make test-e2e` installs moto (`tests/moto/.venv`) and names its server in `EARSHOT_MOTO_SERVER`.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification};
+use earshot_aws::{AwsSettings, DynamoStore};
+use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
+use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
+use earshot_gateway::{ConversationStore, Gateway, Interrupts};
+
+/// moto's server on a free port, stopped when dropped.
+struct Moto {
+    child: Child,
+    url: String,
+}
+
+impl Moto {
+    async fn start() -> Moto {
+        let server = std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string());
+        assert!(std::path::Path::new(&server).exists(), "{server} is missing: `make test-e2e` (or `make moto-venv`) installs it");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("setpriv")
+            .args(["--pdeathsig", "KILL", &server, "-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto's server starts");
+        // Owned at once, so that it is stopped however this ends.
+        let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
+        for _ in 0..300 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return moto;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("moto's server did not listen on {port}");
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn sdk(moto: &Moto) -> earshot_aws::SdkConfig {
+    AwsSettings {
+        region: Some("us-east-1".into()),
+        endpoint_url: Some(moto.url.clone()),
+        trust_pem: None,
+        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
+    }
+    .sdk_config()
+    .await
+}
+
+/// The table as the CDK app creates it: key `conversation_id`, on demand, TTL on `expires_at`.
+async fn table(config: &earshot_aws::SdkConfig, name: &str) {
+    let client = aws_sdk_dynamodb::Client::new(config);
+    client
+        .create_table()
+        .table_name(name)
+        .attribute_definitions(AttributeDefinition::builder().attribute_name("conversation_id").attribute_type(ScalarAttributeType::S).build().unwrap())
+        .key_schema(KeySchemaElement::builder().attribute_name("conversation_id").key_type(KeyType::Hash).build().unwrap())
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .expect("the table is created");
+    client
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(true).build().unwrap())
+        .send()
+        .await
+        .expect("TTL is set");
+}
+
+#[tokio::test]
+async fn the_store_records_live_conversations_and_their_interrupts() {
+    let moto = Moto::start().await;
+    let config = sdk(&moto).await;
+    table(&config, "interrupts").await;
+    let store = DynamoStore::new(&config, "interrupts");
+    let hour = Duration::from_secs(3600);
+
+    assert!(!store.interrupt("nobody").await.unwrap(), "no live conversation under the id");
+    store.begin("c1", "req-a", hour).await.unwrap();
+    assert!(!store.interrupted("c1").await.unwrap());
+    assert!(store.interrupt("c1").await.unwrap());
+    assert!(store.interrupt("c1").await.unwrap(), "idempotent while it lives");
+    assert!(store.interrupted("c1").await.unwrap());
+
+    // A later conversation under the same id owns the record: the first one's end leaves it.
+    store.begin("c1", "req-b", hour).await.unwrap();
+    assert!(!store.interrupted("c1").await.unwrap(), "a new conversation starts uninterrupted");
+    store.end("c1", "req-a").await.unwrap();
+    assert!(store.interrupt("c1").await.unwrap(), "still live: req-b has not ended");
+    store.end("c1", "req-b").await.unwrap();
+    assert!(!store.interrupt("c1").await.unwrap(), "over: an interrupt finds nothing");
+
+    // An expired record (TTL deletes lazily) is not a live conversation.
+    store.begin("c2", "req-c", Duration::ZERO).await.unwrap();
+    assert!(!store.interrupt("c2").await.unwrap());
+
+    // A store that cannot be reached says so, retryably.
+    let gone = DynamoStore::new(&config, "no-such-table");
+    let e = gone.interrupt("c1").await.unwrap_err();
+    assert_eq!((e.code.as_str(), e.retryable), ("interrupt_store_unreachable", true));
+}
+
+#[tokio::test]
+async fn an_interrupt_taken_by_another_instance_stops_the_speaking_one() {
+    let moto = Moto::start().await;
+    let config = sdk(&moto).await;
+    table(&config, "interrupts").await;
+    let kokoro = Kokoro::shared();
+    let poll = Duration::from_millis(250);
+    let shared = || Interrupts::Shared { store: Arc::new(DynamoStore::new(&config, "interrupts")), poll };
+
+    // The speaking instance: the real container. The other instance shares only the table.
+    let mut speaking = Gateway::new(vec![kokoro_backend(kokoro).await], Arc::new(agent(200.0)));
+    speaking.interrupts = shared();
+    speaking.metrics_namespace = None;
+    let speaking = serve(speaking).await.url;
+    let mut other = Gateway::new(vec![kokoro_backend(kokoro).await], Arc::new(agent(200.0)));
+    other.interrupts = shared();
+    other.metrics_namespace = None;
+    let other = serve(other).await.url;
+
+    let body = SpeakBody {
+        text: Some("This answer goes on for a long while, sentence after sentence. ".repeat(20)),
+        conversation_id: Some("lambda-7".into()),
+        ..Default::default()
+    };
+    let stream = tokio::spawn({
+        let speaking = speaking.clone();
+        async move { speak(&speaking, &body, &CallOptions::default()).await }
+    });
+    // Interrupt once the container is at work.
+    for _ in 0..600 {
+        if kokoro.stats().await["active_requests"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let sent = Instant::now();
+    interrupt(&other, "lambda-7").await.expect("202 from the instance that does not speak");
+    let r = tokio::time::timeout(Duration::from_secs(10), stream).await.expect("the stream ends").unwrap().unwrap();
+    let stream_ended = sent.elapsed();
+    kokoro.wait_idle(Duration::from_secs(5)).await;
+    let container_idle = sent.elapsed();
+    eprintln!("interrupt through the store: stream ended after {stream_ended:?}, container idle after {container_idle:?} (poll {poll:?})");
+    assert_eq!(r.error.expect("the stream ends with an error").code, "interrupted");
+    // Within one poll, one read and the container's cancel, with room for a loaded machine.
+    assert!(stream_ended < poll + Duration::from_millis(1500), "the stream ended {stream_ended:?} after the interrupt");
+
+    // Over: the record is cleared, and a second interrupt finds nothing on either instance.
+    let mut refused = None;
+    for _ in 0..50 {
+        match interrupt(&other, "lambda-7").await {
+            Err(ClientError::Refused { status, .. }) => {
+                refused = Some(status);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert_eq!(refused, Some(404));
+}
