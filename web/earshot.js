@@ -131,7 +131,7 @@ export class Conversation {
       audioChunks: 0,
       audioBytes: 0,
       server: null,
-      fetch: { aborted: false, readerEnded: false },
+      fetch: { aborted: false, readerEnded: false, interrupt: null },
     };
     // Unlock now, while the user gesture that called speak() still counts. A refusal is not an
     // error of the conversation: the audio waits, and `player.locked` tells the page to ask.
@@ -139,7 +139,12 @@ export class Conversation {
     this.finished = this.run();
   }
 
-  /** Stops at once: every scheduled sound, the request (the server cancels its work), the timers. */
+  /**
+   * Stops at once: every scheduled sound and the timers, then the server's work and the request. The
+   * gateway is asked to stop the conversation (`POST /v1/conversations/{id}/interrupt`) before the
+   * request is closed: on Lambda a closed connection does not stop the invocation, the interrupt
+   * does. The request is closed when the gateway has answered, or after a second at most.
+   */
   interrupt() {
     if (this.record.outcome !== 'running') {
       // Finished reading, maybe still playing: silence what is scheduled.
@@ -149,9 +154,29 @@ export class Conversation {
     this.record.outcome = 'stopped';
     this.record.marks.stopped = performance.now();
     this.silence();
-    this.abort.abort();
-    this.record.fetch.aborted = this.abort.signal.aborted;
     this.changed();
+    const close = () => {
+      this.abort.abort();
+      this.record.fetch.aborted = this.abort.signal.aborted;
+      this.changed();
+    };
+    const id = this.record.conversationId ?? this.options.conversationId;
+    if (!id) {
+      close();
+      return;
+    }
+    const base = (this.options.baseUrl ?? '').replace(/\/+$/, '');
+    const asked = { sent: performance.now(), status: null };
+    this.record.fetch.interrupt = asked;
+    const answered = fetch(`${base}/v1/conversations/${encodeURIComponent(id)}/interrupt`, { method: 'POST', cache: 'no-store', keepalive: true }).then(
+      (response) => {
+        asked.status = response.status;
+      },
+      () => {
+        asked.status = 0;
+      },
+    );
+    Promise.race([answered, new Promise((resolve) => setTimeout(resolve, 1000))]).finally(close);
   }
 
   silence() {
@@ -226,7 +251,9 @@ export class Conversation {
         this.changed();
       }
     } finally {
-      if (this.record.outcome !== 'done') reader.cancel().catch(() => {});
+      // A stopped conversation's request is closed by interrupt(), once the gateway has been asked to
+      // stop it: closing it here first would end it before the interrupt could name it.
+      if (this.record.outcome !== 'done' && this.record.outcome !== 'stopped') reader.cancel().catch(() => {});
     }
   }
 

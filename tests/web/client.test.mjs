@@ -23,7 +23,8 @@ afterEach(() => {
 
 /** Serves `body` (steps: bytes or functions) for every request, with the format's content type. */
 function serve(format, body, extra = {}) {
-  const fake = fakeFetch(() => ({ headers: { 'content-type': CONTENT_TYPES[format] }, body, ...extra }));
+  // An interrupt is accepted, as the gateway does for a live conversation.
+  const fake = fakeFetch((request) => (request.url.endsWith('/interrupt') ? { status: 202 } : { headers: { 'content-type': CONTENT_TYPES[format] }, body, ...extra }));
   globalThis.fetch = fake.fetch;
   return fake.server;
 }
@@ -242,13 +243,15 @@ test('an unreachable gateway is a network error', async () => {
   assert.equal(record.error.retryable, true);
 });
 
-test('interrupt() silences every scheduled sound at once and cancels the request', async () => {
+test('interrupt() silences every scheduled sound at once, asks the gateway to stop, then cancels the request', async () => {
   const player = newPlayer();
   const server = serve('sse', [...encodeAll('sse', [session(), S(0), A(0, 0, tone(300)), A(0, 1, tone(300)), S(1)]), () => new Promise(() => {})]);
   const conversation = speak({ prompt: 'long', baseUrl: 'http://gateway.test/', conversationId: 'c-1', player });
   await until(() => conversation.record.sentences.length === 2);
   assert.equal(player.playing, 2);
   interrupt();
+  // Silent at once, before the gateway has answered.
+  assert.equal(player.playing, 0);
   const record = await conversation.finished;
   assert.equal(record.outcome, 'stopped');
   assert.ok(record.marks.stopped >= record.marks.firstDecoded);
@@ -258,6 +261,10 @@ test('interrupt() silences every scheduled sound at once and cancels the request
   assert.deepStrictEqual([record.fetch.aborted, record.fetch.readerEnded, server.cancelled], [true, true, true]);
   assert.equal(server.requests[0].url, 'http://gateway.test/v1/speak');
   assert.equal(server.requests[0].body.conversation_id, 'c-1');
+  const id = record.conversationId;
+  assert.equal(server.requests[1].url, `http://gateway.test/v1/conversations/${id}/interrupt`);
+  assert.equal(server.requests[1].method, 'POST');
+  assert.equal(record.fetch.interrupt.status, 202);
 });
 
 test('speaking again stops the conversation before', async () => {

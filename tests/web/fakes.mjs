@@ -55,7 +55,7 @@ export class FakeAudioContext {
 export function fakeFetch(respond) {
   const server = { requests: [], cancelled: false, finished: false };
   const fetch = async (url, init) => {
-    const request = { url, method: init.method, headers: init.headers, body: JSON.parse(init.body) };
+    const request = { url, method: init.method, headers: init.headers, body: init.body === undefined ? null : JSON.parse(init.body) };
     server.requests.push(request);
     const { status = 200, headers = {}, body = [] } = respond(request);
     const steps = [...body];
