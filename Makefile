@@ -99,11 +99,11 @@ build: deps-rust
 # The benchmarks: every suite of earshot-bench, with release builds, into bench/results/.
 # BENCH_ARGS passes options through, e.g. BENCH_ARGS="--suites load,transport --trials 5".
 BENCH_OUT ?= $(ROOT)/bench/results
-bench: deps-rust kokoro-venv bench-venv
+bench: deps-rust kokoro-venv bench-venv moto-venv
 	@echo "==> building release binaries for the benchmarks (earshot, earshot-bench, the AWS stand-ins, the Lambda bootstrap)"
 	$(CARGO) build --release --locked -p earshot -p earshot-bench -p earshot-standins -p earshot-lambda
 	@echo "==> running the benchmarks; progress below, logs in $(BENCH_OUT)/logs"
-	$(CARGO_TARGET_DIR)/release/earshot-bench --out $(BENCH_OUT) --kokoro-dir $(ROOT)/infra/kokoro --bootstrap $(CARGO_TARGET_DIR)/release/bootstrap $(BENCH_ARGS)
+	$(CARGO_TARGET_DIR)/release/earshot-bench --out $(BENCH_OUT) --kokoro-dir $(ROOT)/infra/kokoro --moto-server $(EARSHOT_MOTO_SERVER) --bootstrap $(CARGO_TARGET_DIR)/release/bootstrap $(BENCH_ARGS)
 	@echo "==> drawing the plots"
 	$(ROOT)/bench/.venv/bin/python $(ROOT)/bench/plot.py $(BENCH_OUT)
 	@echo "==> report: $(BENCH_OUT)/report.md"
@@ -114,14 +114,14 @@ bench-venv:
 	  python3 -m venv $(ROOT)/bench/.venv && $(ROOT)/bench/.venv/bin/pip install --quiet -r $(ROOT)/bench/requirements.txt && touch $(ROOT)/bench/.venv/.installed; }
 
 # The benchmark harness on a tiny input (one trial per cell), so that make bench keeps working.
-test-bench: deps-rust kokoro-venv bench-venv
+test-bench: deps-rust kokoro-venv bench-venv moto-venv
 	@echo "==> the benchmark harness, quick run (figures meaningless; make bench measures)"
 	$(CARGO) build --quiet --locked -p earshot -p earshot-bench -p earshot-standins
 	@out=$$(mktemp -d); \
-	$(CARGO_TARGET_DIR)/debug/earshot-bench --quick --out $$out --kokoro-dir $(ROOT)/infra/kokoro --command "make test-bench" && \
+	$(CARGO_TARGET_DIR)/debug/earshot-bench --quick --out $$out --kokoro-dir $(ROOT)/infra/kokoro --moto-server $(EARSHOT_MOTO_SERVER) --command "make test-bench" && \
 	$(ROOT)/bench/.venv/bin/python $(ROOT)/bench/plot.py $$out && \
 	for f in report.md results.json release.png floor.png gaps.png load.png; do test -s $$out/$$f || { echo "test-bench: $$f is missing"; exit 1; }; done && \
-	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter" "## 9. Overload" "## 10. Polly"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
+	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter" "## 9. Overload" "## 10. Polly" "## 11. Interrupts"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
 	rm -rf $$out && echo "==> the benchmark harness works"
 
 test-cdk:

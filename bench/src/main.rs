@@ -8,7 +8,8 @@
 //!
 //! Suites: `release` (release timing, floor and gaps on the real model), `overhead` (orchestration
 //! overhead on each backend path), `load` (many conversations, synthetic voice), `overload`, `polly`
-//! (Polly's session designs, this build against an earlier one), `container` (the
+//! (Polly's session designs, this build against an earlier one), `interrupt` (how fast an interrupt
+//! stops the model, in process and through DynamoDB), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
 
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 mod coldstart;
 mod container;
 mod inprocess;
+mod interrupt;
 mod load;
 mod machine;
 mod overhead;
@@ -39,7 +41,7 @@ struct Args {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Suites to run.
-    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,polly,container,transport,coldstart,segmenter")]
+    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,polly,interrupt,container,transport,coldstart,segmenter")]
     suites: Vec<String>,
     /// Trials per cell.
     #[arg(long, default_value_t = 20)]
@@ -59,6 +61,9 @@ struct Args {
     /// An earlier earshot binary whose Polly backend the `polly` suite compares with this build's.
     #[arg(long)]
     earshot_baseline: Option<PathBuf>,
+    /// moto's server (DynamoDB) for the interrupt suite.
+    #[arg(long, default_value = "tests/moto/.venv/bin/moto_server")]
+    moto_server: PathBuf,
     /// The AWS stand-ins binary (default: beside this one).
     #[arg(long)]
     standins: Option<PathBuf>,
@@ -90,6 +95,8 @@ pub struct Results {
     pub overload: Option<Vec<overload::Config>>,
     #[serde(default)]
     pub polly: Option<Vec<polly::Trial>>,
+    #[serde(default)]
+    pub interrupt: Option<Vec<interrupt::Trial>>,
     pub container: Option<Vec<container::Trial>>,
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
@@ -159,7 +166,7 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(unknown) = args
         .suites
         .iter()
-        .find(|s| !["release", "overhead", "load", "overload", "polly", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str()))
+        .find(|s| !["release", "overhead", "load", "overload", "polly", "interrupt", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str()))
     {
         return Err(format!("unknown suite `{unknown}`"));
     }
@@ -205,6 +212,12 @@ async fn run(args: Args) -> Result<(), String> {
             if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
         );
         results.polly = Some(polly::run(&paths, if args.quick { 1 } else { trials }, args.earshot_baseline.as_deref()).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("interrupt") {
+        eprintln!("bench: interrupt: from the interrupt to the stream's end and the container's cancel");
+        results.interrupt = Some(interrupt::run(&paths, if args.quick { 1 } else { trials }, &args.moto_server).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

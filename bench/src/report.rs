@@ -85,6 +85,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(trials) = &r.polly {
         polly(o, trials);
     }
+    if let Some(trials) = &r.interrupt {
+        interrupt(o, trials);
+    }
     out
 }
 
@@ -418,6 +421,35 @@ fn polly(o: &mut String, trials: &[crate::polly::Trial]) {
             spread(&gaps),
             spread(&pick(&|t| t.server_done_ms)),
             spread(&pick(&|t| t.billed_characters.map(|b| b as f64))),
+        );
+    }
+    let _ = writeln!(o);
+}
+
+fn interrupt(o: &mut String, trials: &[crate::interrupt::Trial]) {
+    let _ = writeln!(o, "## 11. Interrupts: from the request to silence upstream\n");
+    let _ = writeln!(
+        o,
+        "A long answer speaking through the real model is interrupted (`POST /v1/conversations/{{id}}/interrupt`) once the container is at work. Times from the interrupt being sent: its answer, the end of the client's stream (`error interrupted`), and the container's `/stats` showing no request at work (its `cancel` arrived). Through DynamoDB, the speaking gateway reads the table every {} ms.\n",
+        crate::interrupt::POLL_MS
+    );
+    let _ = writeln!(o, "| path | trials (ended `interrupted`) | interrupt answered | stream ended | container idle |\n|---|---|---|---|---|");
+    let mut paths: Vec<&str> = Vec::new();
+    for t in trials {
+        if !paths.contains(&t.path.as_str()) {
+            paths.push(&t.path);
+        }
+    }
+    for path in paths {
+        let cell: Vec<&crate::interrupt::Trial> = trials.iter().filter(|t| t.path == path).collect();
+        let interrupted = cell.iter().filter(|t| t.code.as_deref() == Some("interrupted")).count();
+        let _ = writeln!(
+            o,
+            "| {path} | {} ({interrupted}) | {} | {} | {} |",
+            cell.len(),
+            spread(&cell.iter().map(|t| t.answered_ms).collect::<Vec<_>>()),
+            spread(&cell.iter().map(|t| t.stream_ended_ms).collect::<Vec<_>>()),
+            spread(&cell.iter().filter_map(|t| t.container_idle_ms).collect::<Vec<_>>()),
         );
     }
     let _ = writeln!(o);
