@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use earshot_aws::{AwsSettings, BedrockAgent, BedrockSettings, PollyBackend, PollySettings, SageMakerBackend, SageMakerSettings};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
-use earshot_client::{speak, CallOptions, ClientError, Received};
+use earshot_client::{interrupt, speak, CallOptions, ClientError, Received};
 use earshot_core::agent::AgentSource;
 use earshot_core::protocol::ServerEvent;
 use earshot_core::speech::SpeechBackend;
@@ -280,4 +280,37 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
     assert_eq!(r.error.expect("an error").code, "model_stream_error");
     let sessions = r.events.iter().filter(|e| matches!(e, ServerEvent::Session(_))).count();
     assert_eq!(sessions, 1, "no failover after audio");
+}
+
+#[tokio::test]
+async fn an_interrupt_closes_pollys_streams() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(200.0)), Routing::default()).await;
+    let body = earshot_client::SpeakBody {
+        text: Some("This answer goes on for a long while, sentence after sentence. ".repeat(20)),
+        conversation_id: Some("polly-stop".into()),
+        ..Default::default()
+    };
+    let stream = tokio::spawn({
+        let url = url.clone();
+        async move { speak(&url, &body, &CallOptions::default()).await }
+    });
+    while s.stats.polly_spoken.lock().unwrap().iter().all(|u| u.audio.is_empty()) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let sent = std::time::Instant::now();
+    interrupt(&url, "polly-stop").await.expect("202");
+    let r = stream.await.unwrap().unwrap();
+    assert_eq!(r.error.expect("an error").code, "interrupted");
+    let mut closed = None;
+    for _ in 0..500 {
+        if Stats::get(&s.stats.polly_streams_live) == 0 {
+            closed = Some(sent.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    eprintln!("interrupt to Polly's streams closed: {closed:?}");
+    assert!(closed.is_some_and(|t| t < Duration::from_secs(1)), "Polly's streams were still open a second after the interrupt");
 }

@@ -49,9 +49,14 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "ServiceFailureException", &format!("the voice is unavailable: {e}")),
     };
     state.stats.polly_streams.fetch_add(1, Ordering::SeqCst);
+    state.stats.polly_streams_live.fetch_add(1, Ordering::SeqCst);
     let (out, body) = channel_body();
     let events = read_events(req.into_body());
-    tokio::spawn(session(state, events, ws, out, rate));
+    tokio::spawn(async move {
+        let live = state.clone();
+        session(state, events, ws, out, rate).await;
+        live.stats.polly_streams_live.fetch_sub(1, Ordering::SeqCst);
+    });
     stream_response(body, &[])
 }
 
@@ -65,6 +70,8 @@ async fn session(
     let voice = state.config.polly_voice.clone();
     let idle = state.config.polly_idle_timeout;
     let ends_at = Instant::now() + state.config.polly_max_duration;
+    // A client that resets its stream drops the response body: the session ends then, as Polly's does.
+    let client = out.clone();
     let sender = Sender::start(out, state.clone());
     let mut buffer = String::new();
     let mut characters: u64 = 0;
@@ -150,6 +157,7 @@ async fn session(
                 sender.raw(event("StreamClosedEvent", "application/json", &[], closed_json(characters))).await;
                 break;
             }
+            _ = client.closed() => break,
             _ = tokio::time::sleep_until(ends_at) => {
                 state.stats.polly_max_duration_closes.fetch_add(1, Ordering::SeqCst);
                 sender.raw(event("StreamClosedEvent", "application/json", &[], closed_json(characters))).await;

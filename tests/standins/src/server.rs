@@ -74,6 +74,8 @@ impl Default for StandInsConfig {
 #[derive(Debug, Default)]
 pub struct Stats {
     pub polly_streams: AtomicU64,
+    /// Polly streams open now (a stream ends when its session does: closed, failed, or reset by the client).
+    pub polly_streams_live: AtomicU64,
     /// Text events of white space only (keep-alives).
     pub polly_keep_alives: AtomicU64,
     pub polly_idle_closes: AtomicU64,
