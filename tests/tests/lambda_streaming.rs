@@ -67,3 +67,33 @@ async fn an_interrupt_stops_the_lambda_mid_answer() {
     assert!(ended < std::time::Duration::from_secs(2), "ended {ended:?} after the interrupt");
     assert!(idle.is_some_and(|t| t < std::time::Duration::from_secs(3)), "the container was still busy");
 }
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch: make test-lambda"]
+async fn a_client_that_leaves_stops_the_work_when_the_runtime_fails_the_writes() {
+    // Under cargo lambda's emulator a client that leaves fails the function's writes to its response
+    // stream, which drops the body and cancels the conversation (the same path as under earshot serve).
+    // AWS documents that a deployed streaming function keeps running instead; there the interrupt or
+    // the maximum length stops it (the test above).
+    let url = std::env::var("EARSHOT_LAMBDA_URL").expect("EARSHOT_LAMBDA_URL");
+    let kokoro = std::env::var("EARSHOT_KOKORO_URL").expect("EARSHOT_KOKORO_URL");
+    // Twenty long sentences: about half a minute of synthesis on this machine if nothing stopped it.
+    let body = earshot_client::SpeakBody {
+        text: Some("This answer goes on for a long while, sentence after sentence. ".repeat(20)),
+        backend: Some("kokoro".into()),
+        ..Default::default()
+    };
+    let _ = speak(&url, &body, &CallOptions { stop_after_audio_chunks: Some(2), ..Default::default() }).await;
+    let left = std::time::Instant::now();
+    let mut idle = None;
+    while left.elapsed() < std::time::Duration::from_secs(10) {
+        let stats: serde_json::Value = reqwest::get(format!("{kokoro}/stats")).await.expect("stats").json().await.expect("stats JSON");
+        if stats["active_requests"] == 0 {
+            idle = Some(left.elapsed());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    eprintln!("client left under cargo lambda watch: container idle after {idle:?}");
+    assert!(idle.is_some_and(|t| t < std::time::Duration::from_secs(5)), "the container was still at work 10 s after the client left");
+}

@@ -18,14 +18,27 @@ async fn main() -> Result<(), Error> {
     // Kokoro on Lambda is a SageMaker endpoint: there is no container to watch come up.
     let built = earshot_wiring::build(&settings, Place::Lambda).await?;
     let router = earshot_gateway::router(Arc::new(built.gateway));
-    lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
+    // The runtime loop ends with an error when its connection to the runtime API breaks (seen when a
+    // client leaves mid-stream under cargo lambda's emulator): the process would exit and the next
+    // invocation pay a cold start. Start the loop again instead; the gateway is already built.
+    loop {
         let router = router.clone();
-        async move {
-            let (parts, body) = request.into_parts();
-            let request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
-            let response = router.oneshot(request).await?;
-            Ok::<_, Error>(response)
+        let served = lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
+            let router = router.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                let request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
+                let response = router.oneshot(request).await?;
+                Ok::<_, Error>(response)
+            }
+        }))
+        .await;
+        match served {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                tracing::error!("the Lambda runtime loop ended ({e}); starting it again");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
         }
-    }))
-    .await
+    }
 }
