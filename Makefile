@@ -126,7 +126,7 @@ test-bench: deps-rust kokoro-venv bench-venv moto-venv
 
 test-cdk:
 	@echo "==> CDK app: assertions on the synthesized templates (offline, no credentials, no Docker)"
-	$(MAKE) --no-print-directory -C infra/cdk deps test
+	$(MAKE) --no-print-directory -C infra/cdk deps test lint
 
 test-lambda: deps-rust kokoro-venv moto-venv
 	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"

@@ -8,6 +8,14 @@ export const BACKENDS = ['kokoro', 'polly'] as const;
 export type Backend = (typeof BACKENDS)[number];
 export const RELEASE_MODES = ['incremental', 'buffered'] as const;
 
+/**
+ * The GPU AMIs a SageMaker real-time endpoint can run on (ProductionVariant.InferenceAmiVersion in the SageMaker
+ * API reference): gpu-2 and gpu-2-1 carry NVIDIA driver 535 / CUDA 12.2, gpu-3-1 driver 550 / CUDA 12.4. Without
+ * one, ml.g5 hosts default to driver 470 / CUDA 11.4, older than the CUDA 12 runtime the torch wheels bring, and
+ * torch falls back to the CPU. The neuron AMI is for Inferentia and Trainium, not for this image.
+ */
+export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
+
 export interface EarshotConfig {
   /** Deploy only the gateway, speaking with Polly: no SageMaker resources at all. */
   readonly pollyOnly: boolean;
@@ -42,6 +50,8 @@ export interface EarshotConfig {
   readonly endpointName: string;
   readonly variantName: string;
   readonly instanceType: string;
+  /** The endpoint host's AMI: its NVIDIA driver and CUDA version (see INFERENCE_AMI_VERSIONS). */
+  readonly inferenceAmiVersion: string;
   readonly startupHealthCheckTimeoutSeconds: number;
   readonly minInstances: number;
   readonly maxInstances: number;
@@ -75,6 +85,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   endpointName: 'string',
   variantName: 'string',
   instanceType: 'string',
+  inferenceAmiVersion: 'string',
   startupHealthCheckTimeoutSeconds: 'integer',
   minInstances: 'integer',
   maxInstances: 'integer',
@@ -181,6 +192,9 @@ function check(c: EarshotConfig): void {
   if (!/^[a-z0-9](-*[a-z0-9]){0,62}$/.test(c.endpointName)) fail('endpointName', `must be lower-case letters, digits and hyphens (at most 63), got ${JSON.stringify(c.endpointName)}`);
   if (!/^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$/.test(c.variantName)) fail('variantName', `must be letters, digits and hyphens, got ${JSON.stringify(c.variantName)}`);
   if (!/^ml\.[a-z0-9]+\.[a-z0-9]+$/.test(c.instanceType)) fail('instanceType', `must be a SageMaker instance type such as ml.g5.xlarge, got ${JSON.stringify(c.instanceType)}`);
+  if (!(INFERENCE_AMI_VERSIONS as readonly string[]).includes(c.inferenceAmiVersion)) {
+    fail('inferenceAmiVersion', `must be one of ${INFERENCE_AMI_VERSIONS.join(', ')}, got ${JSON.stringify(c.inferenceAmiVersion)}`);
+  }
   within('maxPromptChars');
   within('maxTextChars');
   within('idleReleaseMs', 0, 60_000);

@@ -13,7 +13,7 @@ import { EarshotDashboard } from './dashboard';
 import { lambdaEnvironment } from './lambda-env';
 
 /** The response headers a browser page may read (they name the backend and why it was chosen). */
-export const EXPOSED_HEADERS = ['x-earshot-backend', 'x-earshot-backend-reason', 'x-earshot-conversation-id', 'x-earshot-request-id', 'x-earshot-protocol'];
+export const EXPOSED_HEADERS = ['x-earshot-backend', 'x-earshot-backend-reason', 'x-earshot-arm', 'x-earshot-conversation-id', 'x-earshot-request-id', 'x-earshot-protocol'];
 
 export interface KokoroEndpointRef {
   readonly endpointName: string;
@@ -80,7 +80,10 @@ export class EarshotGatewayStack extends Stack {
     if (props.kokoro) {
       this.fn.addToRolePolicy(new iam.PolicyStatement({
         sid: 'KokoroEndpoint',
-        actions: ['sagemaker:InvokeEndpointWithBidirectionalStream'],
+        // The service authorization reference lists no InvokeEndpointWithBidirectionalStream action (cfn-lint
+        // rejects it as unknown, W3037); SageMaker's runtime documents the streaming calls as authorized by
+        // InvokeEndpoint, so that is what is granted, on this endpoint alone.
+        actions: ['sagemaker:InvokeEndpoint'],
         resources: [endpointArn(this, props.kokoro.endpointName)],
       }));
     }

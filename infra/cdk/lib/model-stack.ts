@@ -78,6 +78,8 @@ export class KokoroModelStack extends Stack {
         variantName: c.variantName,
         modelName: model.attrModelName,
         instanceType: c.instanceType,
+        // A host whose driver runs the image's CUDA 12 runtime (the default AMI's CUDA 11.4 does not).
+        inferenceAmiVersion: c.inferenceAmiVersion,
         initialInstanceCount: 1,
         initialVariantWeight: 1,
         // Loading the image and the model onto the GPU takes minutes, not the default seconds.

@@ -53,6 +53,7 @@ describe('function URL', () => {
     assert.deepEqual([...url.Cors.AllowMethods].sort(), ['GET', 'POST']);
     assert.deepEqual([...url.Cors.AllowHeaders].sort(), ['accept', 'content-type']);
     assert.ok(url.Cors.ExposeHeaders.includes('x-earshot-backend'), 'a page can read which backend answered');
+    assert.ok(url.Cors.ExposeHeaders.includes('x-earshot-arm'), 'a page can read its A/B arm');
     t.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunctionUrl', Principal: '*', FunctionUrlAuthType: 'NONE' });
   });
 });
@@ -63,15 +64,15 @@ describe('gateway IAM', () => {
   const withAction = (action: string) => all.filter((s) => actionsOf(s).includes(action));
 
   it('may invoke exactly the Kokoro endpoint, by its ARN', () => {
-    const found = withAction('sagemaker:InvokeEndpointWithBidirectionalStream');
+    const found = withAction('sagemaker:InvokeEndpoint');
     assert.equal(found.length, 1);
-    assert.deepEqual(actionsOf(found[0]), ['sagemaker:InvokeEndpointWithBidirectionalStream']);
+    assert.deepEqual(actionsOf(found[0]), ['sagemaker:InvokeEndpoint']);
     assert.deepEqual(resourcesOf(found[0]), [ENDPOINT_ARN]);
   });
 
   it('grants no SageMaker action beyond that one, and none on a wildcard', () => {
     const sagemaker = all.filter((s) => actionsOf(s).some((a) => a.startsWith('sagemaker:')));
-    assert.deepEqual(sagemaker.flatMap(actionsOf), ['sagemaker:InvokeEndpointWithBidirectionalStream']);
+    assert.deepEqual(sagemaker.flatMap(actionsOf), ['sagemaker:InvokeEndpoint']);
     for (const s of sagemaker) for (const r of resourcesOf(s)) assert.ok(!r.includes('*'), `SageMaker resource ${r}`);
   });
 
@@ -187,7 +188,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
 
   it('grants the endpoint the environment names', () => {
     const { gatewayTemplate: t } = synth({ endpointName: 'kokoro-staging' });
-    const sm = statements(t).find((s) => actionsOf(s).includes('sagemaker:InvokeEndpointWithBidirectionalStream'));
+    const sm = statements(t).find((s) => actionsOf(s).includes('sagemaker:InvokeEndpoint'));
     assert.ok(sm);
     assert.deepEqual(resourcesOf(sm), [`arn:aws:sagemaker:${REGION}:${ACCOUNT}:endpoint/kokoro-staging`]);
   });

@@ -43,6 +43,8 @@ describe('model and endpoint', () => {
     assert.equal(variants[0].InitialInstanceCount, 1);
     assert.equal(variants[0].ContainerStartupHealthCheckTimeoutInSeconds, 600);
     assert.equal(variants[0].VariantName, 'AllTraffic');
+    // A host AMI with a CUDA 12 driver (the default ml.g5 AMI has CUDA 11.4, too old for the image's torch).
+    assert.equal(variants[0].InferenceAmiVersion, 'al2-ami-sagemaker-inference-gpu-3-1');
     assert.deepEqual(variants[0].ModelName, { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::Model'), 'ModelName'] });
   });
 
@@ -52,6 +54,13 @@ describe('model and endpoint', () => {
     assert.equal(variants[0].InstanceType, 'ml.g6.xlarge');
     assert.equal(variants[0].ContainerStartupHealthCheckTimeoutInSeconds, 900);
     assert.equal(variants[0].VariantName, 'Blue');
+  });
+
+  it('refuses an AMI version SageMaker does not document for GPUs', () => {
+    assert.throws(() => synth({ inferenceAmiVersion: 'al2-ami-sagemaker-inference-gpu-9' }), /`inferenceAmiVersion` must be one of al2-ami-sagemaker-inference-gpu-2/);
+    assert.throws(() => synth({ inferenceAmiVersion: 'al2-ami-sagemaker-inference-neuron-2' }), /inferenceAmiVersion/);
+    const variants = only(synth({ inferenceAmiVersion: 'al2-ami-sagemaker-inference-gpu-2-1' }).modelTemplate!, 'AWS::SageMaker::EndpointConfig').Properties.ProductionVariants;
+    assert.equal(variants[0].InferenceAmiVersion, 'al2-ami-sagemaker-inference-gpu-2-1');
   });
 
   it('names the endpoint as the gateway expects and outputs the name', () => {
