@@ -48,13 +48,15 @@ export class KokoroModelStack extends Stack {
     });
 
     // Created here, with a retention, so that container logs neither pile up forever nor outlive the stack.
-    new logs.LogGroup(this, 'EndpointLogs', {
+    const endpointLogs = new logs.LogGroup(this, 'EndpointLogs', {
       logGroupName: `/aws/sagemaker/Endpoints/${c.endpointName}`,
       retention: c.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
     });
 
-    // What SageMaker needs to run the container: pull this image, write this endpoint's logs. Nothing else.
+    // What SageMaker needs to run the container: pull this image, write this endpoint's logs. Nothing else: not
+    // logs:CreateLogGroup, so that an endpoint still shutting down after `make destroy` cannot create the
+    // group again outside the stack (the stack creates it, before the endpoint).
     const role = new iam.Role(this, 'ExecutionRole', {
       assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
       description: 'SageMaker runs the earshot Kokoro container: pull its image, write its logs',
@@ -62,7 +64,7 @@ export class KokoroModelStack extends Stack {
     image.repository.grantPull(role); // ecr:GetAuthorizationToken is account-wide by AWS's design; the rest is this repository
     role.addToPolicy(new iam.PolicyStatement({
       sid: 'EndpointLogs',
-      actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
+      actions: ['logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
       resources: endpointLogArns(this, c.endpointName),
     }));
 
@@ -91,6 +93,8 @@ export class KokoroModelStack extends Stack {
       endpointName: c.endpointName,
       endpointConfigName: endpointConfig.attrEndpointConfigName,
     });
+    // The group exists before the endpoint writes to it, and outlives it on deletion until the endpoint is gone.
+    this.endpoint.node.addDependency(endpointLogs);
 
     // Application Auto Scaling for SageMaker uses its service-linked role (created on first use), so no new
     // role is made for it.

@@ -138,4 +138,13 @@ describe('wiring', () => {
     const s = synth();
     assert.deepEqual(s.gateway.dependencies.map((d) => d.stackName), [s.model!.stackName]);
   });
+
+  it('creates the endpoint log group before the endpoint, and gives SageMaker no right to create it again', () => {
+    const { modelTemplate: t } = synth();
+    const endpoint = only(t!, 'AWS::SageMaker::Endpoint');
+    assert.ok(endpoint.DependsOn?.includes(onlyId(t!, 'AWS::Logs::LogGroup')), `DependsOn: ${endpoint.DependsOn}`);
+    const actions = statements(t!).flatMap(actionsOf);
+    assert.ok(!actions.includes('logs:CreateLogGroup'), actions.join(' '));
+    assert.ok(actions.includes('logs:PutLogEvents'));
+  });
 });
