@@ -12,6 +12,31 @@ export function foundationModelArn(stack: Stack, modelId: string): string {
   return stack.formatArn({ service: 'bedrock', account: '', resource: 'foundation-model', resourceName: modelId });
 }
 
+/** The geography prefixes of Bedrock's cross-Region inference profiles (`us.amazon.nova-lite-v1:0`). */
+export const INFERENCE_PROFILE_PREFIXES = ['us', 'eu', 'apac', 'us-gov', 'ca', 'jp', 'au', 'global'] as const;
+
+/** The inference profile's prefix and its foundation model, when `modelId` names a profile. */
+export function inferenceProfile(modelId: string): { prefix: string; model: string } | undefined {
+  const dot = modelId.indexOf('.');
+  const prefix = modelId.slice(0, dot);
+  return dot > 0 && (INFERENCE_PROFILE_PREFIXES as readonly string[]).includes(prefix) ? { prefix, model: modelId.slice(dot + 1) } : undefined;
+}
+
+/**
+ * What invoking `modelId` needs in IAM. A foundation model: its ARN in this Region. An inference profile: the
+ * profile's ARN (it belongs to the account) and the foundation model in every Region the profile may route to
+ * (Bedrock's "Prerequisites for inference profiles" asks for both; the Regions are the profile's, known only to
+ * Bedrock, so the model is granted in any Region).
+ */
+export function bedrockModelArns(stack: Stack, modelId: string): string[] {
+  const profile = inferenceProfile(modelId);
+  if (!profile) return [foundationModelArn(stack, modelId)];
+  return [
+    stack.formatArn({ service: 'bedrock', resource: 'inference-profile', resourceName: modelId }),
+    stack.formatArn({ service: 'bedrock', region: '*', account: '', resource: 'foundation-model', resourceName: profile.model }),
+  ];
+}
+
 /** The log group SageMaker writes an endpoint's container logs to, and its streams. */
 export function endpointLogArns(stack: Stack, endpointName: string): string[] {
   const group = `/aws/sagemaker/Endpoints/${endpointName}`;

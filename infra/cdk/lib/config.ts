@@ -175,10 +175,10 @@ function check(c: EarshotConfig): void {
       if (!/^https?:\/\/[A-Za-z0-9.-]+(:\d+)?$/.test(o)) fail('corsAllowedOrigins', `must hold origins such as https://demo.example.com (scheme, host, optional port; no wildcard, no path), got ${JSON.stringify(o)}`);
     }
   }
-  // The ID of a foundation model, e.g. amazon.nova-lite-v1:0. Inference profiles (us.…, eu.…, global.…) are
-  // other resources with other ARNs, which the gateway's IAM grant would not cover.
-  if (!/^[a-z0-9-]+\.[A-Za-z0-9.:_-]+$/.test(c.bedrockModelId) || /^(us|eu|apac|us-gov|ca|jp|au|global)\./.test(c.bedrockModelId)) {
-    fail('bedrockModelId', `must be a foundation-model id such as amazon.nova-lite-v1:0 (not an ARN or an inference profile), got ${JSON.stringify(c.bedrockModelId)}`);
+  // The ID of a foundation model (amazon.nova-lite-v1:0) or of a cross-Region inference profile
+  // (us.amazon.nova-lite-v1:0), which newer models need; the gateway's IAM grant covers either (arns.ts).
+  if (!/^[a-z0-9-]+\.[A-Za-z0-9.:_-]+$/.test(c.bedrockModelId)) {
+    fail('bedrockModelId', `must be a foundation-model id such as amazon.nova-lite-v1:0 or an inference profile id such as us.amazon.nova-lite-v1:0 (not an ARN), got ${JSON.stringify(c.bedrockModelId)}`);
   }
   if (c.systemPrompt.trim() === '') fail('systemPrompt', 'must not be empty');
   for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {

@@ -6,7 +6,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { endpointArn, foundationModelArn } from './arns';
+import { bedrockModelArns, endpointArn } from './arns';
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig, deployedBackends } from './config';
 import { EarshotDashboard } from './dashboard';
@@ -105,7 +105,7 @@ export class EarshotGatewayStack extends Stack {
     this.fn.addToRolePolicy(new iam.PolicyStatement({
       sid: 'BedrockAgentStream',
       actions: ['bedrock:InvokeModelWithResponseStream'], // what ConverseStream is authorized as
-      resources: [foundationModelArn(this, c.bedrockModelId)],
+      resources: bedrockModelArns(this, c.bedrockModelId),
     }));
 
     const open = c.authType === 'NONE';

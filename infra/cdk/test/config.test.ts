@@ -76,8 +76,8 @@ describe('checks', () => {
     assert.equal(withContext({ authType: 'NONE', corsAllowedOrigins: 'https://a.example.com' }).authType, 'NONE');
   });
 
-  it('takes a foundation-model id, not an ARN or an inference profile', () => {
-    rejects({ bedrockModelId: 'us.amazon.nova-lite-v1:0' }, /`bedrockModelId`/);
+  it('takes a foundation-model id or an inference profile id, not an ARN', () => {
+    assert.equal(withContext({ bedrockModelId: 'us.amazon.nova-lite-v1:0' }).bedrockModelId, 'us.amazon.nova-lite-v1:0');
     rejects({ bedrockModelId: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-lite-v1:0' }, /`bedrockModelId`/);
     assert.equal(withContext({ bedrockModelId: 'anthropic.claude-3-haiku-20240307-v1:0' }).bedrockModelId, 'anthropic.claude-3-haiku-20240307-v1:0');
   });

@@ -85,6 +85,16 @@ describe('gateway IAM', () => {
     assert.deepEqual(resourcesOf(other[0]), [`arn:aws:bedrock:${REGION}::foundation-model/anthropic.claude-3-haiku-20240307-v1:0`]);
   });
 
+  it('may stream through a cross-Region inference profile: the profile and its model wherever it routes', () => {
+    const found = statements(synth({ bedrockModelId: 'us.amazon.nova-lite-v1:0' }).gatewayTemplate)
+      .filter((s) => actionsOf(s).includes('bedrock:InvokeModelWithResponseStream'));
+    assert.equal(found.length, 1);
+    assert.deepEqual(resourcesOf(found[0]), [
+      `arn:aws:bedrock:${REGION}:${ACCOUNT}:inference-profile/us.amazon.nova-lite-v1:0`,
+      'arn:aws:bedrock:*::foundation-model/amazon.nova-lite-v1:0',
+    ]);
+  });
+
   it('may use Polly streaming synthesis (Polly offers no narrower resource than *)', () => {
     const found = withAction('polly:StartSpeechSynthesisStream');
     assert.equal(found.length, 1);
