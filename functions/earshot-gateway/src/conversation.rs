@@ -183,7 +183,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
             Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
         }
         if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.metrics_namespace, &outcome) {
-            crate::metrics::log_conversation(&timeline, namespace, arm_for_metrics.as_deref());
+            crate::metrics::log_conversation(&timeline, namespace, arm_for_metrics.as_deref(), matches!(outcome, Outcome::Failed(_)));
         }
         // Ends whatever is left of the conversation: the backend session and the agent.
         task_cancel.cancel();

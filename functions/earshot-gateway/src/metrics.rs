@@ -16,8 +16,10 @@ fn epoch_ms() -> u64 {
 }
 
 /// The line for one conversation that completed or failed: its timings, with the backend, the
-/// release mode and the A/B arm as dimensions (and billing per backend, when the backend says).
-pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>, epoch_ms: u64) -> Value {
+/// release mode and the A/B arm as dimensions (and billing per backend, when the backend says). The
+/// arm alone is a dimension set too, so that the arms compare whole: a conversation counts in the arm
+/// the split chose for it, whichever backend spoke (overflow, failover).
+pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>, failed: bool, epoch_ms: u64) -> Value {
     let d = timeline.derive();
     let metrics = [
         ("TimeToFirstAudio", "Milliseconds"),
@@ -27,6 +29,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         ("OrchestrationOverhead", "Milliseconds"),
         ("Sentences", "Count"),
         ("Overflows", "Count"),
+        ("Failures", "Count"),
     ]
     .map(|(name, unit)| json!({"Name": name, "Unit": unit}));
     let mut line = json!({
@@ -34,7 +37,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
             "Timestamp": epoch_ms,
             "CloudWatchMetrics": [{
                 "Namespace": namespace,
-                "Dimensions": [["Backend", "Release"], ["Backend", "Release", "Arm"]],
+                "Dimensions": [["Backend", "Release"], ["Backend", "Release", "Arm"], ["Arm"]],
                 "Metrics": metrics,
             }]
         },
@@ -48,6 +51,8 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         // 1 when the conversation spilled here because its first backend was full: summed per arm,
         // it counts the overflows the A/B switch absorbed.
         "Overflows": u32::from(timeline.overflow_from.is_some()),
+        // 1 when the conversation ended with an `error`: summed per arm, the arm's failures.
+        "Failures": u32::from(failed),
     });
     if let Some(ttfa) = d.ttfa_ms {
         line["TimeToFirstAudio"] = json!(ttfa);
@@ -77,8 +82,8 @@ pub fn refusal_line(backend: &str, namespace: &str, epoch_ms: u64) -> Value {
 }
 
 /// Logs a conversation's line.
-pub fn log_conversation(timeline: &Timeline, namespace: &str, arm: Option<&str>) {
-    println!("{}", conversation_line(timeline, namespace, arm, epoch_ms()));
+pub fn log_conversation(timeline: &Timeline, namespace: &str, arm: Option<&str>, failed: bool) {
+    println!("{}", conversation_line(timeline, namespace, arm, failed, epoch_ms()));
 }
 
 /// Logs a refusal's line.
@@ -94,17 +99,19 @@ mod tests {
     #[test]
     fn a_conversation_line_names_its_dimensions_and_metrics() {
         let t = Timeline { backend: "kokoro".into(), release: "buffered".into(), first_audio_sent_ms: Some(42.0), ..Default::default() };
-        let line = conversation_line(&t, "earshot", Some("a"), 1);
+        let line = conversation_line(&t, "earshot", Some("a"), false, 1);
         assert_eq!(line["Backend"], "kokoro");
         assert_eq!(line["Release"], "buffered");
         assert_eq!(line["Arm"], "a");
         assert_eq!(line["TimeToFirstAudio"], 42.0);
         assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0], json!(["Backend", "Release"]));
         assert!(line.get("BilledCharacters").is_none());
+        assert_eq!(line["Failures"], 0);
 
         let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), ..Default::default() };
-        let line = conversation_line(&polly, "earshot", None, 1);
+        let line = conversation_line(&polly, "earshot", None, true, 1);
         assert_eq!(line["BilledCharacters"], 120);
+        assert_eq!(line["Failures"], 1);
         assert_eq!(line["_aws"]["CloudWatchMetrics"][1]["Dimensions"], json!([["Backend"]]));
     }
 
@@ -137,7 +144,7 @@ mod tests {
             overflow_from: Some("kokoro".into()),
             ..Default::default()
         };
-        let mut emitted = declared(&conversation_line(&full, "earshot", Some("b"), 1));
+        let mut emitted = declared(&conversation_line(&full, "earshot", Some("b"), false, 1));
         emitted.extend(declared(&refusal_line("kokoro", "earshot", 1)));
 
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.json");

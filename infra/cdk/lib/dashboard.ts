@@ -1,5 +1,6 @@
 // The CloudWatch dashboard of a deployment, drawn from the Embedded Metric Format line the gateway logs after
-// each conversation (dimensions Backend+Release, and Backend+Release+Arm) and from the Lambda's own metrics.
+// each conversation (dimensions Backend+Release, Backend+Release+Arm and Arm; docs/metrics.json) and from the
+// Lambda's own metrics.
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -10,6 +11,8 @@ export interface EarshotDashboardProps {
   readonly dashboardName: string;
   readonly namespace: string;
   readonly backends: Backend[];
+  /** The A/B arms (backends with a weight): each conversation counts in the arm the split chose for it. */
+  readonly arms: string[];
   readonly fn: lambda.IFunction;
   /** The Kokoro endpoint, when the deployment has one. */
   readonly endpoint?: { readonly name: string; readonly variant: string };
@@ -34,6 +37,10 @@ export class EarshotDashboard extends Construct {
         period: PERIOD,
         label: `${backend} ${release} ${statistic}`,
       })));
+    // One line per A/B arm, on the Arm dimension set: the arms compared whole, whichever backend spoke
+    // (a conversation that overflowed or failed over stays in its arm).
+    const byArm = (metricName: string, statistic: string): cw.IMetric[] =>
+      props.arms.map((arm) => new cw.Metric({ namespace, metricName, dimensionsMap: { Arm: arm }, statistic, period: PERIOD, label: `arm ${arm} ${statistic}` }));
     const graph = (title: string, left: cw.IMetric[], unit?: string) => new cw.GraphWidget({
       title,
       left,
@@ -69,6 +76,18 @@ export class EarshotDashboard extends Construct {
         graph('Sentences spoken (sum)', perArm('Sentences', 'Sum'), 'count'),
       ],
     ];
+    if (props.arms.length > 0) {
+      widgets.push(
+        [
+          graph('A/B arms: time to first audio p50 (ms)', byArm('TimeToFirstAudio', 'p50'), 'ms'),
+          graph('A/B arms: time to first audio p90 (ms)', byArm('TimeToFirstAudio', 'p90'), 'ms'),
+        ],
+        [
+          graph('A/B arms: gap between sentences p90 (ms)', byArm('InterSentenceGap', 'p90'), 'ms'),
+          graph('A/B arms: underruns, failures and overflows (sum)', [...byArm('Underruns', 'Sum'), ...byArm('Failures', 'Sum'), ...byArm('Overflows', 'Sum')], 'count'),
+        ],
+      );
+    }
 
     const lastRow: cw.IWidget[] = [];
     if (backends.includes('polly')) {

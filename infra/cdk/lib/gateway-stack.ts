@@ -131,6 +131,7 @@ export class EarshotGatewayStack extends Stack {
       dashboardName: this.stackName,
       namespace: c.metricsNamespace,
       backends: deployedBackends(c),
+      arms: c.pollyOnly ? ['polly'] : deployedBackends(c).filter((b) => (c.abWeights[b] ?? 0) > 0),
       fn: this.fn,
       endpoint: props.kokoro ? { name: props.kokoro.endpointName, variant: props.kokoro.variantName } : undefined,
     });

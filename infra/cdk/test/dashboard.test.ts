@@ -81,4 +81,16 @@ describe('dashboard', () => {
       assert.ok(emitted.has(`${name} ${dims}`), `the dashboard charts ${name} on [${dims}], which the gateway does not emit`);
     }
   });
+
+  it('compares the A/B arms side by side, on the Arm dimension set', () => {
+    assert.deepEqual(lines(byTitle(ws, /^A\/B arms: time to first audio p50/)).sort(), ['earshot TimeToFirstAudio Arm=kokoro p50', 'earshot TimeToFirstAudio Arm=polly p50']);
+    assert.deepEqual(lines(byTitle(ws, /^A\/B arms: gap between sentences p90/)).sort(), ['earshot InterSentenceGap Arm=kokoro p90', 'earshot InterSentenceGap Arm=polly p90']);
+    const counts = lines(byTitle(ws, /^A\/B arms: underruns, failures and overflows/));
+    for (const metric of ['Underruns', 'Failures', 'Overflows']) {
+      assert.deepEqual(counts.filter((l) => l.includes(` ${metric} `)).sort(), [`earshot ${metric} Arm=kokoro Sum`, `earshot ${metric} Arm=polly Sum`]);
+    }
+    // An arm with no weight is not an arm.
+    const kokoroOnly = widgets(synth({ abWeights: 'kokoro=100,polly=0' }).gatewayTemplate);
+    assert.deepEqual(lines(byTitle(kokoroOnly, /^A\/B arms: time to first audio p50/)), ['earshot TimeToFirstAudio Arm=kokoro p50']);
+  });
 });
