@@ -55,8 +55,8 @@ export interface EarshotConfig {
   readonly startupHealthCheckTimeoutSeconds: number;
   readonly minInstances: number;
   readonly maxInstances: number;
-  /** Target of SageMakerVariantInvocationsPerInstance (invocations per instance per minute). */
-  readonly targetInvocationsPerInstance: number;
+  /** Target of SageMakerVariantConcurrentRequestsPerModelHighResolution: streams a model holds at once. */
+  readonly targetConcurrentStreams: number;
 }
 
 type Kind = 'boolean' | 'integer' | 'string' | 'list' | 'weights';
@@ -89,7 +89,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   startupHealthCheckTimeoutSeconds: 'integer',
   minInstances: 'integer',
   maxInstances: 'integer',
-  targetInvocationsPerInstance: 'integer',
+  targetConcurrentStreams: 'integer',
 };
 
 export const CONFIG_KEYS = Object.keys(KINDS) as (keyof EarshotConfig)[];
@@ -205,7 +205,7 @@ function check(c: EarshotConfig): void {
   within('minInstances', 1);
   within('maxInstances', 1);
   if (c.maxInstances < c.minInstances) fail('maxInstances', `(${c.maxInstances}) must not be below minInstances (${c.minInstances})`);
-  within('targetInvocationsPerInstance', 1);
+  within('targetConcurrentStreams', 1);
 }
 
 /**

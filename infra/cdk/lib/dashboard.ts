@@ -104,7 +104,7 @@ export class EarshotDashboard extends Construct {
       const dims = { EndpointName: props.endpoint.name, VariantName: props.endpoint.variant };
       lastRow.push(graph('Kokoro endpoint', [
         new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'Invocations', dimensionsMap: dims, statistic: 'Sum', period: PERIOD, label: 'invocations' }),
-        new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'InvocationsPerInstance', dimensionsMap: dims, statistic: 'Sum', period: PERIOD, label: 'invocations per instance' }),
+        new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'ConcurrentRequestsPerModel', dimensionsMap: dims, statistic: 'Maximum', period: PERIOD, label: 'concurrent streams (what autoscaling tracks)' }),
         new cw.Metric({ namespace: '/aws/sagemaker/Endpoints', metricName: 'GPUUtilization', dimensionsMap: dims, statistic: 'Average', period: PERIOD, label: 'GPU utilization (%)' }),
       ]));
     }

@@ -113,9 +113,15 @@ export class KokoroModelStack extends Stack {
       role: scalingRole,
     });
     target.node.addDependency(this.endpoint);
-    target.scaleToTrackMetric('InvocationsPerInstance', {
-      predefinedMetric: appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-      targetValue: c.targetInvocationsPerInstance,
+    // A conversation holds one bidirectional stream for its whole length: invocations per minute count how
+    // many start, not how many the GPU is serving. ConcurrentRequestsPerModel counts the requests the
+    // container holds (a streaming response until its last byte), every 10 s ("Define a scaling policy" in
+    // SageMaker's autoscaling guide): the load itself, seen six times sooner. The target sits under the
+    // container's admission cap (KOKORO_MAX_SESSIONS, 16 in the GPU image), so instances are added before
+    // sessions are refused.
+    target.scaleToTrackMetric('ConcurrentStreams', {
+      predefinedMetric: appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
+      targetValue: c.targetConcurrentStreams,
       // GPU instances take minutes to come up: scale out promptly, scale in only after a quiet spell.
       scaleOutCooldown: Duration.minutes(2),
       scaleInCooldown: Duration.minutes(10),

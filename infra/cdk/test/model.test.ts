@@ -107,8 +107,8 @@ describe('execution role', () => {
 });
 
 describe('autoscaling', () => {
-  it('tracks invocations per instance between the configured bounds, after the endpoint exists', () => {
-    const { modelTemplate: t } = synth({ minInstances: '1', maxInstances: '3', targetInvocationsPerInstance: '90' });
+  it('tracks concurrent streams per model between the configured bounds, after the endpoint exists', () => {
+    const { modelTemplate: t } = synth({ minInstances: '1', maxInstances: '3', targetConcurrentStreams: '9' });
     const target = only(t!, 'AWS::ApplicationAutoScaling::ScalableTarget');
     assert.equal(target.Properties.ServiceNamespace, 'sagemaker');
     assert.equal(target.Properties.ScalableDimension, 'sagemaker:variant:DesiredInstanceCount');
@@ -121,8 +121,9 @@ describe('autoscaling', () => {
     assert.equal(policy.PolicyType, 'TargetTrackingScaling');
     assert.deepEqual(policy.ScalingTargetId, { Ref: onlyId(t!, 'AWS::ApplicationAutoScaling::ScalableTarget') });
     const tracking = policy.TargetTrackingScalingPolicyConfiguration;
-    assert.equal(tracking.PredefinedMetricSpecification.PredefinedMetricType, 'SageMakerVariantInvocationsPerInstance');
-    assert.equal(tracking.TargetValue, 90);
+    // Long-lived streams: concurrency, at high resolution, not invocations per minute.
+    assert.equal(tracking.PredefinedMetricSpecification.PredefinedMetricType, 'SageMakerVariantConcurrentRequestsPerModelHighResolution');
+    assert.equal(tracking.TargetValue, 9);
   });
 
   it("uses Application Auto Scaling's service-linked role instead of creating one", () => {
