@@ -18,7 +18,7 @@ MACHETE := $(TOOLS)/bin/cargo-machete
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: help run run-aws test lint test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: help run run-aws test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -45,7 +45,7 @@ run-aws: build kokoro-venv
 	$(CARGO) build --release --locked -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-bench
+test: lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-lambda-package test-bench
 	@echo "==> all tests passed"
 
 lint: deps-rust
@@ -138,13 +138,32 @@ synth:
 lambda-tools:
 	@test -x $(ROOT)/.tools/cargo-lambda/bin/cargo-lambda || { echo "==> installing cargo-lambda and ziglang from PyPI into .tools/cargo-lambda"; python3 -m venv $(ROOT)/.tools/cargo-lambda && $(ROOT)/.tools/cargo-lambda/bin/pip install --quiet "cargo-lambda==1.9.2" "ziglang==0.17.1"; }
 
+# The Lambda's processor, from the CDK config (arm64 unless it says x86_64).
+LAMBDA_ARCH ?= $(shell cd $(ROOT)/infra/cdk && node -p "require('./earshot.config.json').lambdaArchitecture || 'arm64'" 2>/dev/null || echo arm64)
+# One build of the bootstrap for `make deploy` and `make test` alike: cargo-lambda, release (its size
+# optimizations, stripped), for provided.al2023 on $(1) (arm64 or x86_64), into $(CARGO_TARGET_DIR)/lambda-$(1).
+lambda-build = PATH=$(ROOT)/.tools/cargo-lambda/bin:$$PATH cargo lambda build --release --locked $(if $(filter arm64,$(1)),--arm64,--x86-64) -p earshot-lambda --lambda-dir $(CARGO_TARGET_DIR)/lambda-$(1)
+
 build-lambda: lambda-tools
-	@echo "==> building the Lambda bootstrap for arm64 (provided.al2023) with cargo-lambda"
-	PATH=$(ROOT)/.tools/cargo-lambda/bin:$$PATH cargo lambda build --release --arm64 -p earshot-lambda --lambda-dir $(CARGO_TARGET_DIR)/lambda
-	@ls -l $(CARGO_TARGET_DIR)/lambda/bootstrap/bootstrap | awk '{print "==> bootstrap size: " $$5 " bytes"}'
+	@arch=$(LAMBDA_ARCH); \
+	if [ "$$arch" = arm64 ] && ! rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$' && ! rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1; then \
+	  echo "==> the arm64 Rust standard library cannot be installed here (rustup target add aarch64-unknown-linux-gnu failed):"; \
+	  echo "    building for x86_64 instead; make deploy deploys the function as x86_64 to match"; arch=x86_64; fi; \
+	echo "==> building the Lambda bootstrap for $$arch (provided.al2023) with cargo-lambda"; \
+	if [ "$$arch" = arm64 ]; then $(call lambda-build,arm64); else $(call lambda-build,x86_64); fi && \
+	echo "$$arch" > $(CARGO_TARGET_DIR)/lambda-arch && \
+	ls -l $(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap/bootstrap | awk '{print "==> bootstrap size: " $$5 " bytes"}'
 
 deploy: build-lambda
-	$(MAKE) --no-print-directory -C infra/cdk deps deploy BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda/bootstrap
+	@arch=$$(cat $(CARGO_TARGET_DIR)/lambda-arch); \
+	$(MAKE) --no-print-directory -C infra/cdk deps deploy BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap CDK_ARGS="$(CDK_ARGS) -c lambdaArchitecture=$$arch"
+
+# The package make deploy uploads, built by the same target (arm64, or x86_64 where arm64 cannot be built),
+# then checked: the right ELF, stripped, within Lambda's size limits, and, on its own processor, that it runs
+# (a bad setting is named at init).
+test-lambda-package: build-lambda
+	@arch=$$(cat $(CARGO_TARGET_DIR)/lambda-arch); \
+	$(ROOT)/scripts/check-lambda-package.sh $(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap/bootstrap $$arch
 
 destroy:
 	$(MAKE) --no-print-directory -C infra/cdk deps destroy

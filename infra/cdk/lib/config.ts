@@ -42,6 +42,8 @@ export interface EarshotConfig {
   readonly authType: 'AWS_IAM' | 'NONE';
   /** Browser origins allowed when authType is NONE. */
   readonly corsAllowedOrigins: string[];
+  /** The Lambda's processor: arm64 (cheaper per GB-second), or x86_64 where the arm64 build cannot be made. */
+  readonly lambdaArchitecture: 'arm64' | 'x86_64';
   readonly lambdaMemoryMb: number;
   readonly lambdaTimeoutSeconds: number;
   readonly logRetentionDays: number;
@@ -78,6 +80,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   logLevel: 'string',
   authType: 'string',
   corsAllowedOrigins: 'list',
+  lambdaArchitecture: 'string',
   lambdaMemoryMb: 'integer',
   lambdaTimeoutSeconds: 'integer',
   logRetentionDays: 'integer',
@@ -198,6 +201,7 @@ function check(c: EarshotConfig): void {
   within('maxPromptChars');
   within('maxTextChars');
   within('idleReleaseMs', 0, 60_000);
+  if (c.lambdaArchitecture !== 'arm64' && c.lambdaArchitecture !== 'x86_64') fail('lambdaArchitecture', `must be arm64 or x86_64, got ${JSON.stringify(c.lambdaArchitecture)}`);
   within('lambdaMemoryMb', 128, 10_240);
   within('lambdaTimeoutSeconds', 1, 900);
   if (!RETENTION_DAYS.includes(c.logRetentionDays)) fail('logRetentionDays', `must be one of ${RETENTION_DAYS.join(', ')}, got ${c.logRetentionDays}`);

@@ -67,7 +67,8 @@ export class EarshotGatewayStack extends Stack {
       role,
       description: 'earshot voice gateway (response streaming)',
       runtime: lambda.Runtime.PROVIDED_AL2023,
-      architecture: lambda.Architecture.ARM_64,
+      // The bootstrap is built for this processor (the root Makefile's build-lambda reads the same setting).
+      architecture: c.lambdaArchitecture === 'x86_64' ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64,
       handler: 'bootstrap', // a custom runtime runs the `bootstrap` file; the handler name is not used
       code: lambda.Code.fromAsset(props.code.dir),
       // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.

@@ -116,6 +116,14 @@ describe('gateway IAM', () => {
   });
 });
 
+describe('Lambda architecture', () => {
+  it('is arm64 by default and x86_64 when configured, as the bootstrap is built', () => {
+    assert.deepEqual(only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Architectures, ['arm64']);
+    assert.deepEqual(only(synth({ lambdaArchitecture: 'x86_64' }).gatewayTemplate, 'AWS::Lambda::Function').Properties.Architectures, ['x86_64']);
+    assert.throws(() => synth({ lambdaArchitecture: 'riscv64' }), /`lambdaArchitecture` must be arm64 or x86_64/);
+  });
+});
+
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
