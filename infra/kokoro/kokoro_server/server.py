@@ -58,7 +58,12 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
     async def ping(request: Request) -> Response:
         if synthesizer.ready:
             return JSONResponse(
-                {"status": "ok", "engine": synthesizer.engine.name, "load_seconds": synthesizer.load_seconds}
+                {
+                    "status": "ok",
+                    "engine": synthesizer.engine.name,
+                    "device": synthesizer.engine.device,
+                    "load_seconds": synthesizer.load_seconds,
+                }
             )
         status = "failed" if synthesizer.load_error else "loading"
         return JSONResponse({"status": status, "error": synthesizer.load_error}, status_code=503)

@@ -51,6 +51,9 @@ def test_image_installs_pinned_requirements_and_bakes_its_model(
 ) -> None:
     parser = parsed(name)
     assert parser.envs["KOKORO_ENGINE"] == engine
+    # The GPU image asks for CUDA outright: without a GPU the engine refuses to load and /ping never turns
+    # 200 (a silent fall back to the CPU would serve every user late).
+    assert parser.envs.get("KOKORO_DEVICE") == ("cuda" if engine == "torch" else None)
     assert parser.envs["KOKORO_PORT"] == "8080"
     # The GPU image admits a fixed number of sessions (a starting value not yet measured on a GPU: set
     # KOKORO_MAX_SESSIONS on the endpoint to change it); the CPU image sizes its cap to the machine's cores.

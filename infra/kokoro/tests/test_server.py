@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import time
+import urllib.request
 import wave
 
 import httpx
@@ -57,6 +58,8 @@ def test_ping_is_503_while_loading_then_200(server: Server) -> None:
     assert server.early_reply["type"] == "error" and server.early_reply["code"] == "not_ready"
     assert server.early_reply["request_id"] == "early"
     assert server.process.ping() == 200
+    with urllib.request.urlopen(f"{server.http_url}/ping", timeout=5) as response:
+        assert json.load(response)["device"] == "cpu", "ping says where inference runs"
 
 
 def test_voices_are_listed_with_stable_names(server: Server) -> None:

@@ -78,6 +78,8 @@ class Stop:
 class Engine(ABC):
     name: str = ""
     sample_rate: int = SAMPLE_RATE
+    #: Where inference runs once loaded (``cpu``, ``cuda``, ``cuda:0``); ``/ping`` reports it.
+    device: str = "cpu"
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -65,6 +65,7 @@ class TorchEngine(Engine):
         if device == "cpu":
             torch.set_num_threads(self.settings.intra_threads)
         model = KModel(repo_id=HF_REPO, config=str(root / "config.json"), model=str(root / "kokoro-v1_0.pth"))
+        self.device = device
         self._model = model.to(device).eval()
         self._vocab = self._model.vocab
         self._packs = {
