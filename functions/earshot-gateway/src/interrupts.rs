@@ -11,6 +11,7 @@
 //! runs to the function's timeout by accident.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -63,11 +64,7 @@ impl Stopper {
 
     pub async fn stopped(&self) -> Error {
         self.token.cancelled().await;
-        self.why.get().cloned().unwrap_or_else(|| Error::new("interrupted", "the conversation was interrupted", false))
-    }
-
-    pub fn is_stopped(&self) -> bool {
-        self.token.is_cancelled()
+        self.why.get().cloned().unwrap_or_else(interrupted)
     }
 }
 
@@ -81,17 +78,13 @@ pub fn interrupted() -> Error {
 #[derive(Default)]
 pub struct Registry {
     live: Mutex<HashMap<String, Vec<(u64, Stopper)>>>,
-    next: Mutex<u64>,
+    next: AtomicU64,
 }
 
 impl Registry {
     /// Registers a conversation; the returned guard removes it when dropped.
     pub fn register(self: &Arc<Self>, id: &str, stopper: Stopper) -> Registered {
-        let key = {
-            let mut next = self.next.lock().expect("the registry");
-            *next += 1;
-            *next
-        };
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
         self.live.lock().expect("the registry").entry(id.to_string()).or_default().push((key, stopper));
         Registered { registry: self.clone(), id: id.to_string(), key }
     }
@@ -108,14 +101,6 @@ impl Registry {
             }
             _ => false,
         }
-    }
-
-    pub fn len(&self) -> usize {
-        self.live.lock().expect("the registry").values().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
