@@ -76,7 +76,7 @@ test-e2e: deps-rust kokoro-venv moto-venv
 
 moto-venv:
 	@test -x $(EARSHOT_MOTO_SERVER) -a $(MOTO_VENV)/.installed -nt $(ROOT)/tests/moto/requirements.txt || { \
-	  echo "==> installing moto's server (DynamoDB for the interrupt store's tests) into tests/moto/.venv (PyPI)"; \
+	  echo "==> installing moto's server (DynamoDB, Polly and SageMaker for the interrupt store's and health probes' tests) into tests/moto/.venv (PyPI)"; \
 	  python3 -m venv $(MOTO_VENV) && $(MOTO_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(ROOT)/tests/moto/requirements.txt && touch $(MOTO_VENV)/.installed; }
 
 test-run: deps-rust kokoro-venv

@@ -5,6 +5,8 @@
 //! does so first). It is started through a shell that kills it when its standard input closes, so
 //! that it never outlives the test process, whichever way that process ends.
 
+pub mod moto;
+
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};

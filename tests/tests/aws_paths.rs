@@ -314,3 +314,36 @@ async fn an_interrupt_closes_pollys_streams() {
     eprintln!("interrupt to Polly's streams closed: {closed:?}");
     assert!(closed.is_some_and(|t| t < Duration::from_secs(1)), "Polly's streams were still open a second after the interrupt");
 }
+
+#[tokio::test]
+async fn health_probes_reach_the_standins_through_the_trusted_certificate() {
+    let s = standins(StandInsConfig::default()).await;
+    let settings = AwsSettings {
+        region: Some("us-east-1".into()),
+        endpoint_url: Some(s.url.clone()),
+        trust_pem: Some(s.cert_pem.clone().into_bytes()),
+        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
+    };
+    let config = settings.sdk_config().await;
+    let control = settings.control_client().unwrap();
+    let with_control = |endpoint: &str| {
+        let settings = SageMakerSettings {
+            endpoint_name: endpoint.into(),
+            target_variant: None,
+            voices: vec!["jf_alpha".into()],
+            default_voice: "jf_alpha".into(),
+            speed: 1.0,
+        };
+        SageMakerBackend::new(&config, settings).with_control_client(control.clone())
+    };
+    with_control("earshot-kokoro").health().await.expect("the stand-in's endpoint is in service");
+    let err = with_control("missing-endpoint").health().await.expect_err("an endpoint SageMaker does not know");
+    assert!(err.message.contains("ValidationException"), "{}", err.message);
+    // Without the stand-in's certificate the probe fails: the control client trusts no one else's.
+    let untrusted = SageMakerBackend::new(
+        &config,
+        SageMakerSettings { endpoint_name: "earshot-kokoro".into(), target_variant: None, voices: vec![], default_voice: "x".into(), speed: 1.0 },
+    );
+    assert!(untrusted.health().await.is_err());
+    polly(&config, PollySettings::default()).health().await.expect("DescribeVoices answers");
+}

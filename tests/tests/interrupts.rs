@@ -5,61 +5,18 @@
 //!
 //! `make test-e2e` installs moto (`tests/moto/.venv`) and names its server in `EARSHOT_MOTO_SERVER`.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification};
-use earshot_aws::{AwsSettings, DynamoStore};
+use earshot_aws::DynamoStore;
 use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
+use earshot_e2e::moto::Moto;
 use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
 use earshot_gateway::{ConversationStore, Gateway, Interrupts};
 
-/// moto's server on a free port, stopped when dropped.
-struct Moto {
-    child: Child,
-    url: String,
-}
-
-impl Moto {
-    async fn start() -> Moto {
-        let server = std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string());
-        assert!(std::path::Path::new(&server).exists(), "{server} is missing: `make test-e2e` (or `make moto-venv`) installs it");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("setpriv")
-            .args(["--pdeathsig", "KILL", &server, "-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("moto's server starts");
-        // Owned at once, so that it is stopped however this ends.
-        let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
-        for _ in 0..300 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return moto;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("moto's server did not listen on {port}");
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 async fn sdk(moto: &Moto) -> earshot_aws::SdkConfig {
-    AwsSettings {
-        region: Some("us-east-1".into()),
-        endpoint_url: Some(moto.url.clone()),
-        trust_pem: None,
-        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
-    }
-    .sdk_config()
-    .await
+    moto.sdk().await
 }
 
 /// The table as the CDK app creates it: key `conversation_id`, on demand, TTL on `expires_at`.

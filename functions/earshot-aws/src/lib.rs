@@ -7,10 +7,15 @@
 //! - [`interrupts`]: the interrupt store on DynamoDB, through which an interrupt reaches the Lambda
 //!   invocation that speaks.
 //!
+//! [`health`] keeps each backend's `/healthz` probe cheap; [`aws_json`] is the one signed control-plane
+//! call (SageMaker's `DescribeEndpoint`) that no SDK crate of this build carries.
+//!
 //! [`sdk`] builds the SDK configuration, including the endpoint override and static credentials with
 //! which tests point the real SDK clients at local stand-ins.
 
+pub mod aws_json;
 pub mod bedrock;
+pub mod health;
 pub mod interrupts;
 pub mod polly;
 pub mod sagemaker;

@@ -30,6 +30,8 @@ use aws_sdk_polly::types::{
     VoiceId,
 };
 use aws_sdk_polly::Client;
+
+use crate::health::{CachedHealth, DEFAULT_HEALTH_TTL};
 use aws_smithy_types::Blob;
 use bytes::Bytes;
 use earshot_core::protocol::AudioFormat;
@@ -94,6 +96,7 @@ impl Default for PollySettings {
 pub struct PollyBackend {
     client: Client,
     settings: PollySettings,
+    health: CachedHealth,
 }
 
 impl PollyBackend {
@@ -101,7 +104,22 @@ impl PollyBackend {
         if !VOICES.iter().any(|(name, _, _)| *name == settings.default_voice) {
             return Err(format!("`{}` is not a Polly generative voice of earshot (voices: {})", settings.default_voice, voice_names()));
         }
-        Ok(PollyBackend { client: Client::new(config), settings })
+        Ok(PollyBackend { client: Client::new(config), settings, health: CachedHealth::new(DEFAULT_HEALTH_TTL) })
+    }
+
+    /// Healthy when Polly answers `DescribeVoices` for the generative engine: reachable, this role
+    /// authorized, and the service up in this region. Cheap (no synthesis, nothing billed).
+    async fn describe_voices(&self) -> Result<(), SpeechError> {
+        let call = self.client.describe_voices().engine(Engine::Generative).send();
+        match tokio::time::timeout(Duration::from_millis(1800), call).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => {
+                let detail =
+                    e.as_service_error().map(|s| format!("{}: {}", s.code().unwrap_or("error"), s.message().unwrap_or(""))).unwrap_or_else(|| e.to_string());
+                Err(SpeechError::new("backend_unhealthy", format!("Polly DescribeVoices: {detail}"), true))
+            }
+            Err(_) => Err(SpeechError::new("backend_unhealthy", "Polly DescribeVoices: no answer within 1.8 s", true)),
+        }
     }
 }
 
@@ -275,7 +293,7 @@ impl SpeechBackend for PollyBackend {
     }
 
     async fn health(&self) -> Result<(), SpeechError> {
-        Ok(())
+        self.health.check(|| self.describe_voices()).await
     }
 }
 

@@ -3,6 +3,8 @@
 //! requests go as `DataType: UTF8` parts; what comes back is told apart by its `DataType` (`UTF8`
 //! is a control message, anything else audio), never by peeking at the bytes.
 
+use crate::aws_json;
+use crate::health::{CachedHealth, DEFAULT_HEALTH_TTL};
 use async_trait::async_trait;
 use aws_sdk_sagemakerruntimehttp2::error::ProvideErrorMetadata;
 use aws_sdk_sagemakerruntimehttp2::types::error::{RequestStreamEventError, ResponseStreamEventError};
@@ -12,6 +14,8 @@ use aws_smithy_types::Blob;
 use bytes::Bytes;
 use earshot_backends::container_session::{self, ContainerTransport, Frame, TransportError};
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -30,12 +34,51 @@ pub struct SageMakerSettings {
 
 pub struct SageMakerBackend {
     client: Client,
+    /// For `DescribeEndpoint`, the control-plane call behind `health`.
+    sdk: aws_config::SdkConfig,
+    control: reqwest::Client,
     settings: SageMakerSettings,
+    health: CachedHealth,
 }
 
 impl SageMakerBackend {
     pub fn new(config: &aws_config::SdkConfig, settings: SageMakerSettings) -> Self {
-        SageMakerBackend { client: Client::new(config), settings }
+        SageMakerBackend {
+            client: Client::new(config),
+            sdk: config.clone(),
+            control: reqwest::Client::new(),
+            settings,
+            health: CachedHealth::new(DEFAULT_HEALTH_TTL),
+        }
+    }
+
+    /// The HTTP client of the control-plane call, when the SDK's endpoint needs a certificate of its
+    /// own trusted ([`crate::AwsSettings::control_client`]).
+    pub fn with_control_client(mut self, control: reqwest::Client) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// Healthy when SageMaker says the endpoint is `InService` (or `Updating`: an update keeps the old
+    /// variant serving until the new one is ready). `Creating`, `SystemUpdating`, `RollingBack`,
+    /// `OutOfService`, `Deleting` and `Failed` take no conversations; neither does an endpoint SageMaker
+    /// does not know or this role may not describe.
+    async fn describe_endpoint(&self) -> Result<(), SpeechError> {
+        let name = &self.settings.endpoint_name;
+        let input = serde_json::json!({ "EndpointName": name });
+        match aws_json::call(&self.control, &self.sdk, &aws_json::SAGEMAKER, "DescribeEndpoint", &input, Duration::from_millis(1800)).await {
+            Ok(answer) => {
+                let status = answer.get("EndpointStatus").and_then(|s| s.as_str()).unwrap_or("unknown");
+                match status {
+                    "InService" | "Updating" => Ok(()),
+                    other => {
+                        let reason = answer.get("FailureReason").and_then(|s| s.as_str()).map(|r| format!(": {r}")).unwrap_or_default();
+                        Err(SpeechError::new("backend_unhealthy", format!("SageMaker endpoint {name} is {other}{reason}"), true))
+                    }
+                }
+            }
+            Err(e) => Err(SpeechError::new("backend_unhealthy", format!("SageMaker endpoint {name}: {}: {}", e.error_type, e.message), true)),
+        }
     }
 }
 
@@ -113,7 +156,7 @@ impl SpeechBackend for SageMakerBackend {
 
     async fn health(&self) -> Result<(), SpeechError> {
         // The bidirectional API has no ping; the endpoint's health is SageMaker's to report.
-        Ok(())
+        self.health.check(|| self.describe_endpoint()).await
     }
 }
 

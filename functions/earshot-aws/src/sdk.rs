@@ -44,4 +44,15 @@ impl AwsSettings {
         }
         loader.load().await
     }
+
+    /// An HTTP client for the control-plane calls that no SDK client of this build makes
+    /// ([`crate::aws_json`]), trusting the same certificate as the SDK clients when one is given.
+    pub fn control_client(&self) -> Result<reqwest::Client, String> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(pem) = &self.trust_pem {
+            let cert = reqwest::Certificate::from_pem(pem).map_err(|e| format!("the trusted certificate: {e}"))?;
+            builder = builder.add_root_certificate(cert);
+        }
+        builder.build().map_err(|e| format!("an HTTP client: {e}"))
+    }
 }

@@ -157,11 +157,11 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
             Ok(Ok(())) => serde_json::json!({"ok": true}),
             Ok(Err(e)) => {
                 all_ok = false;
-                serde_json::json!({"ok": false, "error": e.message})
+                serde_json::json!({"ok": false, "code": e.code, "error": e.message})
             }
             Err(_) => {
                 all_ok = false;
-                serde_json::json!({"ok": false, "error": "no answer within 2 s"})
+                serde_json::json!({"ok": false, "code": "backend_unhealthy", "error": "no answer within 2 s"})
             }
         };
         report.insert(b.name().to_string(), status);

@@ -44,11 +44,12 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             None => None,
         };
         let aws = earshot_aws::AwsSettings { endpoint_url: settings.aws_endpoint.clone(), trust_pem, ..Default::default() };
-        Some(aws.sdk_config().await)
+        Some((aws.sdk_config().await, aws.control_client()?))
     } else {
         None
     };
-    let sdk = || aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured");
+    let sdk = || &aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured").0;
+    let control = || aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured").1.clone();
 
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
     let mut watches = JoinSet::new();
@@ -65,7 +66,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                     default_voice: voice,
                     speed: 1.0,
                 };
-                backends.push(Arc::new(earshot_aws::SageMakerBackend::new(sdk(), sagemaker)));
+                backends.push(Arc::new(earshot_aws::SageMakerBackend::new(sdk(), sagemaker).with_control_client(control())));
             }
             BackendKind::Kokoro => {
                 // Not waited for: the gateway listens at once and answers 503 `backend_not_ready`

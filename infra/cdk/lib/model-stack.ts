@@ -1,7 +1,7 @@
 // The Kokoro voice on a SageMaker real-time endpoint: the GPU image built from infra/kokoro, the model, the
 // endpoint and its autoscaling. The gateway stack talks to it by name over bidirectional streaming.
 import * as path from 'path';
-import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Token, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import { DockerImageAsset, Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -18,6 +18,9 @@ export const KOKORO_DIR = path.resolve(CDK_ROOT, '..', 'kokoro');
 // means a new model and a new GPU endpoint deployment. A test checks this list against the Dockerfile.
 export const IMAGE_CONTEXT = ['Dockerfile', 'requirements.txt', 'requirements-gpu.txt', 'kokoro_server'];
 const IMAGE_EXCLUDES = ['*', ...IMAGE_CONTEXT.flatMap((p) => [`!${p}`, `!${p}/**`]), '**/__pycache__', '**/*.pyc'];
+
+/** How cdk-nag writes a value in a finding's id: itself when known at synth, `<AWS::Region>` when a token. */
+const nagName = (value: string, pseudo: string): string => (Token.isUnresolved(value) ? `<${pseudo}>` : value);
 
 export interface KokoroModelStackProps extends StackProps {
   readonly config: EarshotConfig;
@@ -62,11 +65,19 @@ export class KokoroModelStack extends Stack {
       description: 'SageMaker runs the earshot Kokoro container: pull its image, write its logs',
     });
     image.repository.grantPull(role); // ecr:GetAuthorizationToken is account-wide by AWS's design; the rest is this repository
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken accepts no resource but `*` (ECR authorization reference); the image pull itself is scoped to the asset repository.',
+    });
     role.addToPolicy(new iam.PolicyStatement({
       sid: 'EndpointLogs',
       actions: ['logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
       resources: endpointLogArns(this, c.endpointName),
     }));
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:${nagName(this.region, 'AWS::Region')}:${nagName(this.account, 'AWS::AccountId')}:log-group:/aws/sagemaker/Endpoints/${c.endpointName}:log-stream:*]`,
+      reason: "SageMaker names the endpoint's log streams itself, one per variant and instance, after deployment; the grant is limited to this endpoint's own log group.",
+    });
 
     const model = new sagemaker.CfnModel(this, 'Model', {
       executionRoleArn: role.roleArn,

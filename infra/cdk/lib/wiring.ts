@@ -1,6 +1,8 @@
 // How the stacks of a deployment fit together, shared by the app and the tests: the Kokoro model stack
-// (unless Polly-only) and the gateway stack, which gets the endpoint's name from it and deploys after it.
-import { App, Environment } from 'aws-cdk-lib';
+// (unless Polly-only) and the gateway stack, which gets the endpoint's name from it and deploys after it,
+// both judged by cdk-nag.
+import { App, Environment, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig } from './config';
 import { EarshotGatewayStack } from './gateway-stack';
@@ -15,6 +17,9 @@ export interface Deployment {
 }
 
 export function addDeployment(app: App, config: EarshotConfig, code: BootstrapCode, env?: Environment, kokoroDir?: string): Deployment {
+  // cdk-nag's AWS Solutions rules judge every synth (make synth, make deploy, the tests): an unacknowledged
+  // finding fails it. Each acknowledgement sits beside its resource with the reason.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   const model = config.pollyOnly
     ? undefined
     : new KokoroModelStack(app, MODEL_STACK_ID, {

@@ -70,9 +70,16 @@ describe('gateway IAM', () => {
     assert.deepEqual(resourcesOf(found[0]), [ENDPOINT_ARN]);
   });
 
-  it('grants no SageMaker action beyond that one, and none on a wildcard', () => {
+  it('may describe exactly that endpoint, for the health probe', () => {
+    const found = withAction('sagemaker:DescribeEndpoint');
+    assert.equal(found.length, 1);
+    assert.deepEqual(actionsOf(found[0]), ['sagemaker:DescribeEndpoint']);
+    assert.deepEqual(resourcesOf(found[0]), [ENDPOINT_ARN]);
+  });
+
+  it('grants no SageMaker action beyond those two, and none on a wildcard', () => {
     const sagemaker = all.filter((s) => actionsOf(s).some((a) => a.startsWith('sagemaker:')));
-    assert.deepEqual(sagemaker.flatMap(actionsOf), ['sagemaker:InvokeEndpoint']);
+    assert.deepEqual(sagemaker.flatMap(actionsOf).sort(), ['sagemaker:DescribeEndpoint', 'sagemaker:InvokeEndpoint']);
     for (const s of sagemaker) for (const r of resourcesOf(s)) assert.ok(!r.includes('*'), `SageMaker resource ${r}`);
   });
 
@@ -95,16 +102,16 @@ describe('gateway IAM', () => {
     ]);
   });
 
-  it('may use Polly streaming synthesis (Polly offers no narrower resource than *)', () => {
+  it('may use Polly streaming synthesis and describe its voices for the health probe (Polly offers no narrower resource than *)', () => {
     const found = withAction('polly:StartSpeechSynthesisStream');
     assert.equal(found.length, 1);
-    assert.deepEqual(actionsOf(found[0]), ['polly:StartSpeechSynthesisStream']);
+    assert.deepEqual(actionsOf(found[0]), ['polly:StartSpeechSynthesisStream', 'polly:DescribeVoices']);
   });
 
   it('holds no other wildcard grant, no wildcard action and no managed policy', () => {
     for (const s of all) {
       for (const a of actionsOf(s)) assert.ok(!a.includes('*'), `wildcard action ${a}`);
-      if (resourcesOf(s).includes('*')) assert.deepEqual(actionsOf(s), ['polly:StartSpeechSynthesisStream']);
+      if (resourcesOf(s).includes('*')) assert.deepEqual(actionsOf(s), ['polly:StartSpeechSynthesisStream', 'polly:DescribeVoices']);
     }
     for (const role of Object.values(t.findResources('AWS::IAM::Role'))) assert.equal(role.Properties.ManagedPolicyArns, undefined);
   });

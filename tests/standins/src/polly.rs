@@ -285,3 +285,18 @@ async fn speak_buffer(state: &State, ws: &mut Ws, buffer: &mut String, voice: &s
 fn kokoro_wire_rate() -> u32 {
     earshot_backends::container_session::KOKORO_SAMPLE_RATE
 }
+
+/// `DescribeVoices` (`GET /v1/voices`), which the backend's health probe calls: the generative voices
+/// earshot names, in the response shape of Polly's API reference (`Voices`, each with `Id`, `Name`,
+/// `LanguageCode`, `SupportedEngines`).
+pub fn describe_voices() -> Response<Body> {
+    let voices: Vec<serde_json::Value> = [("Ruth", "en-US"), ("Matthew", "en-US"), ("Amy", "en-GB"), ("Lea", "fr-FR")]
+        .iter()
+        .map(|(name, language)| serde_json::json!({"Id": name, "Name": name, "LanguageCode": language, "SupportedEngines": ["generative", "neural"]}))
+        .collect();
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(crate::server::full(serde_json::json!({ "Voices": voices }).to_string()))
+        .expect("a voices response")
+}

@@ -106,3 +106,34 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
     });
     stream_response(body, &[("x-amzn-invoked-production-variant", variant)])
 }
+
+/// `DescribeEndpoint` (JSON 1.1), which the backend's health probe calls. Every endpoint the stand-in
+/// streams for is `InService`, except `missing-*`, which SageMaker would not know (its
+/// `ValidationException`, as the API reference and moto answer).
+pub async fn describe_endpoint(req: Request<Incoming>) -> Response<Body> {
+    use http_body_util::BodyExt;
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return error(StatusCode::BAD_REQUEST, "ValidationException", "unreadable body"),
+    };
+    let input: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let Some(name) = input.get("EndpointName").and_then(|v| v.as_str()) else {
+        return error(StatusCode::BAD_REQUEST, "ValidationException", "EndpointName is required");
+    };
+    if name.starts_with("missing-") {
+        return error(StatusCode::BAD_REQUEST, "ValidationException", &format!("Could not find endpoint \"{name}\"."));
+    }
+    let answer = serde_json::json!({
+        "EndpointName": name,
+        "EndpointArn": format!("arn:aws:sagemaker:us-east-1:123456789012:endpoint/{name}"),
+        "EndpointConfigName": format!("{name}-config"),
+        "EndpointStatus": "InService",
+        "CreationTime": 1_700_000_000.0,
+        "LastModifiedTime": 1_700_000_000.0,
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/x-amz-json-1.1")
+        .body(crate::server::full(answer.to_string()))
+        .expect("a describe response")
+}

@@ -145,6 +145,21 @@ pub async fn start(config: StandInsConfig, port: u16) -> std::io::Result<StandIn
 
 async fn route(req: Request<Incoming>, state: Arc<State>) -> Response<Body> {
     let path = req.uri().path().to_string();
+    // The health probes' control-plane calls: Polly's DescribeVoices (REST, GET) and SageMaker's
+    // DescribeEndpoint (JSON 1.1, by X-Amz-Target).
+    if req.method() == hyper::Method::GET && path == "/v1/voices" {
+        if let Err(message) = check_signature(&req, "polly") {
+            return error(StatusCode::FORBIDDEN, "InvalidSignatureException", &message);
+        }
+        return polly::describe_voices();
+    }
+    let target = req.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).map(str::to_string);
+    if req.method() == hyper::Method::POST && path == "/" && target.as_deref() == Some("SageMaker.DescribeEndpoint") {
+        if let Err(message) = check_signature(&req, "sagemaker") {
+            return error(StatusCode::FORBIDDEN, "InvalidSignatureException", &message);
+        }
+        return sagemaker::describe_endpoint(req).await;
+    }
     if req.method() != hyper::Method::POST {
         return error(StatusCode::NOT_FOUND, "UnknownOperationException", "only POST operations are stood in for");
     }

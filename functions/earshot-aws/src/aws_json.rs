@@ -1,0 +1,97 @@
+//! One signed call to an AWS JSON 1.1 API, for the single control-plane question the gateway asks
+//! (SageMaker's `DescribeEndpoint`, for `/healthz`). Hand-built on purpose: the generated SageMaker
+//! SDK crate covers hundreds of operations and would add minutes to every clean build and to the
+//! Lambda's size for this one call. The parts that are easy to get wrong are not hand-rolled: the
+//! signature is `aws-sigv4`'s (the SDKs' own signer), the credentials and region come from the same
+//! `SdkConfig` as every SDK client, and the HTTP client is reqwest, trusting what the SDK clients trust
+//! ([`crate::AwsSettings::control_client`]).
+
+use std::time::{Duration, SystemTime};
+
+use aws_config::SdkConfig;
+use aws_credential_types::provider::ProvideCredentials;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+
+/// Why a call failed: AWS's error type (`ValidationException`, `AccessDeniedException`, …) and its
+/// message, or `transport` when no answer came.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    pub error_type: String,
+    pub message: String,
+}
+
+/// A JSON 1.1 API: its signing name, its `X-Amz-Target` prefix and its endpoint prefix.
+pub struct JsonApi {
+    pub signing_name: &'static str,
+    pub target_prefix: &'static str,
+    pub host_prefix: &'static str,
+}
+
+pub const SAGEMAKER: JsonApi = JsonApi { signing_name: "sagemaker", target_prefix: "SageMaker", host_prefix: "api.sagemaker" };
+
+/// Calls `operation` with `input` and returns the JSON answer.
+pub async fn call(
+    http: &reqwest::Client,
+    config: &SdkConfig,
+    api: &JsonApi,
+    operation: &str,
+    input: &serde_json::Value,
+    timeout: Duration,
+) -> Result<serde_json::Value, CallError> {
+    let fail = |error_type: &str, message: String| CallError { error_type: error_type.into(), message };
+    let region = config.region().map(|r| r.to_string()).ok_or_else(|| fail("configuration", "no AWS region is configured".into()))?;
+    // The same override every SDK client of this process follows (local stand-ins, moto in tests).
+    let url = match config.endpoint_url() {
+        Some(url) => format!("{}/", url.trim_end_matches('/')),
+        None => format!("https://{}.{region}.amazonaws.com/", api.host_prefix),
+    };
+    let provider = config.credentials_provider().ok_or_else(|| fail("configuration", "no AWS credentials provider".into()))?;
+    let credentials = provider.provide_credentials().await.map_err(|e| fail("credentials", format!("no AWS credentials: {e}")))?;
+    let identity = credentials.into();
+    let body = serde_json::to_vec(input).expect("JSON");
+    let target = format!("{}.{operation}", api.target_prefix);
+    let headers = [("content-type", "application/x-amz-json-1.1"), ("x-amz-target", target.as_str())];
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(&region)
+        .name(api.signing_name)
+        .time(SystemTime::now())
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| fail("signing", e.to_string()))?
+        .into();
+    let signable = SignableRequest::new("POST", &url, headers.iter().copied(), SignableBody::Bytes(&body)).map_err(|e| fail("signing", e.to_string()))?;
+    let (instructions, _) = sign(signable, &params).map_err(|e| fail("signing", e.to_string()))?.into_parts();
+
+    let mut request = http.post(&url).timeout(timeout).body(body);
+    for (name, value) in headers.iter().copied().chain(instructions.headers()) {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.map_err(|e| fail("transport", format!("{api_name} unreachable: {e}", api_name = api.target_prefix)))?;
+    let status = response.status();
+    let error_header = response.headers().get("x-amzn-errortype").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let text = response.text().await.map_err(|e| fail("transport", e.to_string()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    if status.is_success() {
+        return Ok(json);
+    }
+    // JSON 1.1 errors name their type in `__type` (possibly `namespace#Type`) or in the header, and
+    // their message in `message` or `Message`; the header may carry `:` and a URL after the type.
+    let raw_type = json.get("__type").and_then(|v| v.as_str()).map(str::to_string).or(error_header).unwrap_or_else(|| format!("HTTP {status}"));
+    let error_type = raw_type.rsplit('#').next().unwrap_or(&raw_type).split(':').next().unwrap_or_default().to_string();
+    let message = json.get("message").or_else(|| json.get("Message")).and_then(|v| v.as_str()).unwrap_or(&text).to_string();
+    Err(CallError { error_type, message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_configuration_without_region_is_refused_before_any_call() {
+        let config = SdkConfig::builder().build();
+        let err = call(&reqwest::Client::new(), &config, &SAGEMAKER, "DescribeEndpoint", &serde_json::json!({}), Duration::from_secs(1)).await.unwrap_err();
+        assert_eq!(err.error_type, "configuration");
+    }
+}

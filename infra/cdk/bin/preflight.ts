@@ -1,0 +1,28 @@
+// `make check-deploy` runs this with the deploying credentials: it asks AWS, through the aws CLI, whether the
+// Region offers what earshot.config.json needs (lib/preflight.ts), and stops the deploy when it does not.
+import { spawnSync } from 'child_process';
+import * as path from 'path';
+import { CDK_ROOT, DEFAULT_CONFIG_FILE, readConfigFile, resolveConfig } from '../lib/config';
+import { Answer, preflight } from '../lib/preflight';
+
+// The same settings as the CDK app: earshot.config.json (or configFile=…) and the -c key=value overrides.
+const [region, ...contextArgs] = process.argv.slice(2);
+if (!region) {
+  console.error('usage: preflight.ts REGION [key=value ...]');
+  process.exit(2);
+}
+const context: Record<string, string> = Object.fromEntries(contextArgs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const file = readConfigFile(context.configFile ? path.resolve(CDK_ROOT, context.configFile) : DEFAULT_CONFIG_FILE);
+const config = resolveConfig(file, (key) => context[key]);
+const ask = (args: string[]): Answer => {
+  const r = spawnSync('aws', args, { encoding: 'utf8', timeout: 30_000 });
+  return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };
+};
+const { missing, unchecked } = preflight(config, region, ask);
+for (const u of unchecked) console.log(`    not checked: ${u}`);
+if (missing.length > 0) {
+  console.log(`earshot: ${region} lacks what this configuration needs:`);
+  for (const m of missing) console.log(`  - ${m}`);
+  process.exit(1);
+}
+console.log(unchecked.length === 0 ? `==> ${region} offers what this configuration needs` : `==> nothing found missing in ${region}; ${unchecked.length} thing(s) above could not be checked`);

@@ -1,0 +1,89 @@
+// What `make deploy` asks AWS before it creates anything: does this Region offer what the configuration needs?
+// AWS publishes no single list, and its Region tables change, so the answers come from AWS itself through the
+// aws CLI, in the deploying account and Region:
+// - Polly: bidirectional streaming needs the generative engine ("Synthesizing speech with bidirectional
+//   streaming", Polly developer guide), so `polly describe-voices --engine generative` must list the configured
+//   voice. Where it does, StartSpeechSynthesisStream is offered too: the guide's document history has added
+//   the streaming Regions together with the generative ones (most recently London and Canada Central,
+//   2026-04-20).
+// - Bedrock: `bedrock get-foundation-model` (or `get-inference-profile` for a `us.`/`eu.`/… id) answers only
+//   where the model or profile is offered.
+// - SageMaker: the service quota "<instance type> for endpoint usage" exists where the instance type is offered,
+//   and must allow the configured minimum. No API reports bidirectional streaming by Region (the SDK's endpoint
+//   rules resolve every Region of the partition to runtime.sagemaker.<region>.amazonaws.com:8443), so that one
+//   is named as a thing to confirm in the SageMaker documentation, not checked.
+// Each check that cannot be made (no permission to ask) is reported as unchecked, never as missing.
+import { EarshotConfig, deployedBackends } from './config';
+import { inferenceProfile } from './arns';
+
+/** One aws CLI run: its exit status and output. */
+export interface Answer {
+  readonly ok: boolean;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+export type Ask = (args: string[]) => Answer;
+
+export interface Preflight {
+  /** What the Region lacks: the deploy stops. */
+  readonly missing: string[];
+  /** What could not be asked: said, the deploy goes on. */
+  readonly unchecked: string[];
+}
+
+const NOT_FOUND = /ResourceNotFoundException|ValidationException|could not be found|not found|does not exist|Could not connect to the endpoint URL/i;
+
+/** Polly's voice id for earshot's voice name (`ruth` → `Ruth`). */
+const pollyVoiceId = (name: string): string => name.charAt(0).toUpperCase() + name.slice(1);
+
+export function preflight(c: EarshotConfig, region: string, ask: Ask): Preflight {
+  const missing: string[] = [];
+  const unchecked: string[] = [];
+  const run = (args: string[]) => ask([...args, '--region', region, '--output', 'json']);
+
+  if (deployedBackends(c).includes('polly')) {
+    const voice = pollyVoiceId(c.pollyVoice);
+    const a = run(['polly', 'describe-voices', '--engine', 'generative']);
+    if (!a.ok && !NOT_FOUND.test(a.stderr)) {
+      unchecked.push(`Polly generative voices (aws polly describe-voices failed: ${firstLine(a.stderr)})`);
+    } else {
+      const ids = a.ok ? ((JSON.parse(a.stdout).Voices ?? []) as { Id: string }[]).map((v) => v.Id) : [];
+      if (ids.length === 0) missing.push(`Polly's generative engine, which bidirectional streaming needs, is not offered in ${region} (or deploy with backends=kokoro)`);
+      else if (!ids.includes(voice)) missing.push(`the Polly generative voice ${voice} (pollyVoice) is not offered in ${region}; it offers ${ids.join(', ')}`);
+    }
+  }
+
+  const profile = inferenceProfile(c.bedrockModelId);
+  const model = profile
+    ? run(['bedrock', 'get-inference-profile', '--inference-profile-identifier', c.bedrockModelId])
+    : run(['bedrock', 'get-foundation-model', '--model-identifier', c.bedrockModelId]);
+  if (!model.ok) {
+    if (NOT_FOUND.test(model.stderr)) {
+      missing.push(`the Bedrock ${profile ? 'inference profile' : 'model'} ${c.bedrockModelId} (bedrockModelId) is not offered in ${region}: 'aws bedrock list-${profile ? 'inference-profiles' : 'foundation-models'} --region ${region}' lists those that are`);
+    } else {
+      unchecked.push(`the Bedrock model ${c.bedrockModelId} (${firstLine(model.stderr)})`);
+    }
+  } else if (!profile) {
+    const details = JSON.parse(model.stdout).modelDetails ?? {};
+    if (details.modelLifecycle?.status === 'LEGACY') unchecked.push(`the Bedrock model ${c.bedrockModelId} is LEGACY in ${region}: it will reach end of life; consider a newer one`);
+    if (details.responseStreamingSupported === false) missing.push(`the Bedrock model ${c.bedrockModelId} does not stream responses, which ConverseStream needs`);
+  }
+
+  if (!c.pollyOnly) {
+    const name = `${c.instanceType} for endpoint usage`;
+    const q = run(['service-quotas', 'list-service-quotas', '--service-code', 'sagemaker']);
+    if (!q.ok) {
+      unchecked.push(`the SageMaker quota "${name}" (aws service-quotas failed: ${firstLine(q.stderr)})`);
+    } else {
+      const quota = ((JSON.parse(q.stdout).Quotas ?? []) as { QuotaName: string; Value: number }[]).find((x) => x.QuotaName === name);
+      if (!quota) missing.push(`SageMaker offers no ${c.instanceType} endpoints in ${region} (no quota "${name}"): choose another instanceType or Region`);
+      else if (quota.Value < c.minInstances) {
+        missing.push(`the SageMaker quota "${name}" is ${quota.Value} in ${region}, below minInstances ${c.minInstances}: request an increase in the Service Quotas console`);
+      }
+    }
+    unchecked.push(`SageMaker bidirectional streaming in ${region}: no API reports it; the SageMaker documentation on bidirectional streaming lists its Regions`);
+  }
+  return { missing, unchecked };
+}
+
+const firstLine = (s: string): string => s.trim().split('\n')[0] || 'no output';

@@ -1,0 +1,88 @@
+// What `make deploy` does with AWS's answers about a Region (lib/preflight.ts). Only AWS knows which Regions
+// offer what, so these are the answers the aws CLI gives (shapes from the Polly, Bedrock and Service Quotas API
+// references), and the tests check what the check concludes from each.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { defaultConfig } from '../lib/config';
+import { Answer, preflight } from '../lib/preflight';
+
+const ok = (body: unknown): Answer => ({ ok: true, stdout: JSON.stringify(body), stderr: '' });
+const fail = (stderr: string): Answer => ({ ok: false, stdout: '', stderr });
+
+const VOICES = ok({ Voices: [{ Id: 'Ruth', LanguageCode: 'en-US', SupportedEngines: ['generative', 'neural'] }, { Id: 'Matthew', LanguageCode: 'en-US' }] });
+const MODEL = ok({ modelDetails: { modelId: 'amazon.nova-lite-v1:0', responseStreamingSupported: true, modelLifecycle: { status: 'ACTIVE' } } });
+const QUOTAS = ok({ Quotas: [{ QuotaName: 'ml.g5.xlarge for endpoint usage', Value: 2 }, { QuotaName: 'ml.g5.2xlarge for endpoint usage', Value: 0 }] });
+
+/** An aws CLI that answers each service with the given answer and records what it was asked. */
+function cli(answers: { polly?: Answer; bedrock?: Answer; quotas?: Answer }) {
+  const asked: string[][] = [];
+  const ask = (args: string[]): Answer => {
+    asked.push(args);
+    if (args[0] === 'polly') return answers.polly ?? VOICES;
+    if (args[0] === 'bedrock') return answers.bedrock ?? MODEL;
+    if (args[0] === 'service-quotas') return answers.quotas ?? QUOTAS;
+    throw new Error(`unexpected ${args.join(' ')}`);
+  };
+  return { ask, asked };
+}
+
+describe('deploy preflight', () => {
+  it('passes a Region that offers the voice, the model and the instance quota, asking each in that Region', () => {
+    const { ask, asked } = cli({});
+    const r = preflight(defaultConfig({ instanceType: 'ml.g5.xlarge', minInstances: 1 }), 'eu-west-2', ask);
+    assert.deepEqual(r.missing, []);
+    for (const args of asked) assert.deepEqual(args.slice(-4), ['--region', 'eu-west-2', '--output', 'json']);
+    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'bedrock get-foundation-model', 'service-quotas list-service-quotas']);
+    assert.ok(r.unchecked.some((u) => u.includes('bidirectional streaming')), 'SageMaker streaming is named as unchecked');
+  });
+
+  it('names a Region without Polly generative voices, and a missing voice with the ones offered', () => {
+    const none = preflight(defaultConfig(), 'sa-east-1', cli({ polly: ok({ Voices: [] }) }).ask);
+    assert.equal(none.missing.length, 1);
+    assert.match(none.missing[0], /generative engine.*sa-east-1/);
+    const other = preflight(defaultConfig({ pollyVoice: 'ruth' }), 'eu-central-1', cli({ polly: ok({ Voices: [{ Id: 'Vicki' }] }) }).ask);
+    assert.match(other.missing[0], /voice Ruth.*offers Vicki/);
+  });
+
+  it('names a Bedrock model the Region does not offer, and asks for an inference profile by its own call', () => {
+    const r = preflight(defaultConfig(), 'ap-south-2', cli({ bedrock: fail('An error occurred (ValidationException) when calling the GetFoundationModel operation: The provided model identifier is invalid.') }).ask);
+    assert.equal(r.missing.length, 1);
+    assert.match(r.missing[0], /amazon\.nova-lite-v1:0.*ap-south-2.*list-foundation-models/);
+    const { ask, asked } = cli({ bedrock: fail('An error occurred (ResourceNotFoundException) when calling the GetInferenceProfile operation') });
+    const p = preflight(defaultConfig({ bedrockModelId: 'eu.amazon.nova-lite-v1:0' }), 'us-east-1', ask);
+    assert.deepEqual(asked[1].slice(0, 4), ['bedrock', 'get-inference-profile', '--inference-profile-identifier', 'eu.amazon.nova-lite-v1:0']);
+    assert.match(p.missing[0], /inference profile eu\.amazon\.nova-lite-v1:0/);
+  });
+
+  it('stops on an instance type the Region has no quota for, or a quota below the minimum', () => {
+    const absent = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge' }), 'us-east-1', cli({}).ask);
+    assert.match(absent.missing[0], /no ml\.g6e\.xlarge endpoints/);
+    const low = preflight(defaultConfig({ instanceType: 'ml.g5.2xlarge', minInstances: 1 }), 'us-east-1', cli({}).ask);
+    assert.match(low.missing[0], /quota "ml\.g5\.2xlarge for endpoint usage" is 0.*below minInstances 1/);
+  });
+
+  it('reports what it may not ask as unchecked, never as missing', () => {
+    const denied = fail('An error occurred (AccessDeniedException) when calling the ListServiceQuotas operation: User is not authorized');
+    const r = preflight(defaultConfig(), 'us-east-1', cli({ quotas: denied, polly: fail('An error occurred (AccessDeniedException)') }).ask);
+    assert.deepEqual(r.missing, []);
+    assert.ok(r.unchecked.some((u) => u.includes('AccessDeniedException') && u.includes('endpoint usage')));
+    assert.ok(r.unchecked.some((u) => u.includes('Polly')));
+  });
+
+  it('asks nothing about SageMaker for a Polly-only deployment, nor about Polly without the Polly backend', () => {
+    const pollyOnly = cli({});
+    preflight(defaultConfig({ pollyOnly: true }), 'us-east-1', pollyOnly.ask);
+    assert.ok(!pollyOnly.asked.some((a) => a[0] === 'service-quotas'));
+    const kokoroOnly = cli({});
+    preflight(defaultConfig({ backends: ['kokoro'], abWeights: { kokoro: 100 } }), 'us-east-1', kokoroOnly.ask);
+    assert.ok(!kokoroOnly.asked.some((a) => a[0] === 'polly'));
+  });
+
+  it('warns about a LEGACY model and stops on one that cannot stream', () => {
+    const legacy = preflight(defaultConfig(), 'us-east-1', cli({ bedrock: ok({ modelDetails: { responseStreamingSupported: true, modelLifecycle: { status: 'LEGACY' } } }) }).ask);
+    assert.deepEqual(legacy.missing, []);
+    assert.ok(legacy.unchecked.some((u) => u.includes('LEGACY')));
+    const batch = preflight(defaultConfig(), 'us-east-1', cli({ bedrock: ok({ modelDetails: { responseStreamingSupported: false } }) }).ask);
+    assert.match(batch.missing[0], /does not stream/);
+  });
+});
