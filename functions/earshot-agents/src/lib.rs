@@ -3,8 +3,30 @@
 //! - [`scripted`]: a scripted agent that streams a given answer at a chosen token rate, with pauses
 //!   as when an agent calls a tool. It is the embedded default for local runs, and the agent of the
 //!   tests and benchmarks, where a fixed pace makes runs comparable.
+//! - [`openai`]: a model behind any OpenAI-compatible chat completions endpoint, streamed.
+//! - [`http_agent`]: any agent behind an HTTP endpoint that streams text (SSE, NDJSON or plain).
+//!
+//! The Bedrock agent lives with the other AWS edges (`earshot-aws`).
 
+pub mod http_agent;
+mod http_stream;
+pub mod openai;
 pub mod scripted;
 pub mod tokens;
 
+use earshot_core::agent::{AgentEvent, AgentStream};
+
+pub use http_agent::{AnswerFormat, HttpAgent, HttpAgentSettings};
+pub use openai::{OpenAiAgent, OpenAiSettings};
 pub use scripted::{Sample, Script, ScriptItem, ScriptedAgent, ScriptedConfig};
+
+/// Text to speak as given needs no agent: it is streamed as it is, so that it takes the same path.
+pub fn spoken_as_given(text: String) -> AgentStream {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    tokio::spawn(async move {
+        if tx.send(Ok(AgentEvent::Delta(text))).await.is_ok() {
+            let _ = tx.send(Ok(AgentEvent::Done)).await;
+        }
+    });
+    rx
+}

@@ -176,7 +176,7 @@ impl ScriptedAgent {
     pub fn script_for(&self, input: &AgentInput) -> Script {
         match input {
             AgentInput::Text(text) => Script::plain(text),
-            AgentInput::Prompt(prompt) => {
+            AgentInput::Prompt { prompt, .. } => {
                 let p = prompt.trim().to_lowercase();
                 if let Some((_, script)) = self.scripts.iter().find(|(name, _)| name.to_lowercase() == p) {
                     return script.clone();
@@ -290,7 +290,7 @@ mod tests {
     #[tokio::test]
     async fn streams_the_whole_answer_then_done() {
         let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO });
-        let mut rx = agent.start(AgentInput::Prompt("pause".into()), CancellationToken::new()).await.unwrap();
+        let mut rx = agent.start(AgentInput::prompt("pause"), CancellationToken::new()).await.unwrap();
         let (mut text, mut pauses, mut done) = (String::new(), 0, false);
         while let Some(event) = rx.recv().await {
             match event.unwrap() {
@@ -308,7 +308,7 @@ mod tests {
     async fn cancelling_stops_the_stream() {
         let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 10.0, first_token_delay: Duration::ZERO });
         let cancel = CancellationToken::new();
-        let mut rx = agent.start(AgentInput::Prompt("long".into()), cancel.clone()).await.unwrap();
+        let mut rx = agent.start(AgentInput::prompt("long"), cancel.clone()).await.unwrap();
         assert!(matches!(rx.recv().await, Some(Ok(AgentEvent::Delta(_)))));
         cancel.cancel();
         // The task ends and drops its sender: the stream closes without Done.

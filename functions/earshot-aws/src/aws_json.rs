@@ -1,7 +1,7 @@
-//! One signed call to an AWS JSON 1.1 API, for the single control-plane question the gateway asks
-//! (SageMaker's `DescribeEndpoint`, for `/healthz`). Hand-built on purpose: the generated SageMaker
-//! SDK crate covers hundreds of operations and would add minutes to every clean build and to the
-//! Lambda's size for this one call. The parts that are easy to get wrong are not hand-rolled: the
+//! One signed call to an AWS JSON 1.1 API, for the two questions the gateway asks outside its SDK
+//! clients: SageMaker's `DescribeEndpoint` (for `/healthz`) and Secrets Manager's `GetSecretValue` (an
+//! agent's key, once at start). Hand-built on purpose: the generated SageMaker and Secrets Manager
+//! SDK crates would add minutes to every clean build and to the Lambda's size for one call each. The parts that are easy to get wrong are not hand-rolled: the
 //! signature is `aws-sigv4`'s (the SDKs' own signer), the credentials and region come from the same
 //! `SdkConfig` as every SDK client, and the HTTP client is reqwest, trusting what the SDK clients trust
 //! ([`crate::AwsSettings::control_client`]).
@@ -29,6 +29,20 @@ pub struct JsonApi {
 }
 
 pub const SAGEMAKER: JsonApi = JsonApi { signing_name: "sagemaker", target_prefix: "SageMaker", host_prefix: "api.sagemaker" };
+pub const SECRETS_MANAGER: JsonApi = JsonApi { signing_name: "secretsmanager", target_prefix: "secretsmanager", host_prefix: "secretsmanager" };
+
+/// A secret's string from Secrets Manager (`GetSecretValue`, its current version), read once at start
+/// for the agent's key. A secret stored as JSON `{"api_key": "…"}` (the console's key/value form) gives
+/// its `api_key`.
+pub async fn secret_string(http: &reqwest::Client, config: &SdkConfig, secret_id: &str) -> Result<String, CallError> {
+    let answer = call(http, config, &SECRETS_MANAGER, "GetSecretValue", &serde_json::json!({ "SecretId": secret_id }), Duration::from_secs(10)).await?;
+    let value = answer.get("SecretString").and_then(|v| v.as_str()).ok_or_else(|| CallError {
+        error_type: "NoSecretString".into(),
+        message: format!("the secret {secret_id} holds no string (a binary secret cannot be a key)"),
+    })?;
+    let from_json = serde_json::from_str::<serde_json::Value>(value).ok().and_then(|j| j.get("api_key").and_then(|k| k.as_str()).map(str::to_string));
+    Ok(from_json.unwrap_or_else(|| value.trim().to_string()))
+}
 
 /// Calls `operation` with `input` and returns the JSON answer.
 pub async fn call(

@@ -4,9 +4,11 @@
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
-use aws_sdk_bedrockruntime::types::{ContentBlock, ContentBlockDelta, ConversationRole, ConverseStreamOutput, Message, StopReason, SystemContentBlock};
+use aws_sdk_bedrockruntime::types::{
+    ContentBlock, ContentBlockDelta, ContentBlockStart, ConversationRole, ConverseStreamOutput, Message, StopReason, SystemContentBlock,
+};
 use aws_sdk_bedrockruntime::Client;
-use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, AGENT_CHANNEL};
+use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, Role, AGENT_CHANNEL};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -84,12 +86,17 @@ impl AgentSource for BedrockAgent {
                 });
                 return Ok(rx);
             }
-            AgentInput::Prompt(prompt) => prompt,
+            AgentInput::Prompt { prompt, history } => (prompt, history),
         };
-        let message = Message::builder()
-            .role(ConversationRole::User)
-            .content(ContentBlock::Text(prompt))
-            .build()
+        let (prompt, history) = prompt;
+        // The conversation so far, then the prompt: alternating turns from the user's, as Converse needs.
+        let turns = history.into_iter().map(|t| (t.role, t.content)).chain([(Role::User, prompt)]);
+        let messages = turns
+            .map(|(role, content)| {
+                let role = if role == Role::User { ConversationRole::User } else { ConversationRole::Assistant };
+                Message::builder().role(role).content(ContentBlock::Text(content)).build()
+            })
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| AgentError::new("agent_validation", e.to_string(), false))?;
         let inference = aws_sdk_bedrockruntime::types::InferenceConfiguration::builder().max_tokens(self.settings.max_tokens).build();
         let output = self
@@ -97,7 +104,7 @@ impl AgentSource for BedrockAgent {
             .converse_stream()
             .model_id(&self.settings.model_id)
             .system(SystemContentBlock::Text(self.settings.system_prompt.clone()))
-            .messages(message)
+            .set_messages(Some(messages))
             .inference_config(inference)
             .send()
             .await
@@ -117,6 +124,10 @@ impl AgentSource for BedrockAgent {
                         Some(ContentBlockDelta::Text(text)) => Ok(AgentEvent::Delta(text)),
                         _ => continue,
                     },
+                    // A tool call begins: what the model said before it can be spoken while the tool runs.
+                    Ok(Some(ConverseStreamOutput::ContentBlockStart(start))) if matches!(start.start, Some(ContentBlockStart::ToolUse(_))) => {
+                        Ok(AgentEvent::Pause)
+                    }
                     Ok(Some(ConverseStreamOutput::MessageStop(stop))) => match stop.stop_reason {
                         StopReason::GuardrailIntervened | StopReason::ContentFiltered => {
                             Err(AgentError::new("agent_content_filtered", "Bedrock stopped the answer: its content was filtered", false))
@@ -134,7 +145,7 @@ impl AgentSource for BedrockAgent {
                         None => AgentError::new("agent_stream_error", format!("the Bedrock stream broke: {e:?}"), true),
                     }),
                 };
-                let last = !matches!(item, Ok(AgentEvent::Delta(_)));
+                let last = !matches!(item, Ok(AgentEvent::Delta(_) | AgentEvent::Pause));
                 let sent = tokio::select! {
                     _ = cancel.cancelled() => return,
                     sent = tx.send(item) => sent,

@@ -10,10 +10,43 @@ use tokio_util::sync::CancellationToken;
 /// What the agent is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentInput {
-    /// A prompt the agent answers.
-    Prompt(String),
+    /// A prompt the agent answers, after the conversation so far (oldest turn first; empty for a
+    /// conversation's first question). The history starts with a user turn and alternates, so the
+    /// prompt follows an assistant turn: every source can pass it on as it is.
+    Prompt { prompt: String, history: Vec<Turn> },
     /// Text to speak as given (streamed as an agent would, so that it takes the same path).
     Text(String),
+}
+
+impl AgentInput {
+    /// A first question, with no history.
+    pub fn prompt(prompt: impl Into<String>) -> Self {
+        AgentInput::Prompt { prompt: prompt.into(), history: Vec::new() }
+    }
+}
+
+/// One earlier turn of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub role: Role,
+    pub content: String,
+}
+
+/// Who said a turn. The system prompt is the operator's, never a request's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    /// The name chat APIs use (`user`, `assistant`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
 }
 
 /// One step of an answer.

@@ -18,13 +18,24 @@ pub struct Limits {
     pub max_body_bytes: usize,
     pub max_prompt_chars: usize,
     pub max_text_chars: usize,
+    /// Earlier turns a request may carry in `messages`.
+    pub max_messages: usize,
+    /// Characters in all those turns together.
+    pub max_history_chars: usize,
     /// The longest a client may take to send a request's body once its headers are in.
     pub body_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_body_bytes: 64 * 1024, max_prompt_chars: 4_000, max_text_chars: 20_000, body_timeout: Duration::from_secs(10) }
+        Limits {
+            max_body_bytes: 64 * 1024,
+            max_prompt_chars: 4_000,
+            max_text_chars: 20_000,
+            max_messages: 40,
+            max_history_chars: 16_000,
+            body_timeout: Duration::from_secs(10),
+        }
     }
 }
 

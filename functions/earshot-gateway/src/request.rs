@@ -2,7 +2,7 @@
 //! before any stream starts.
 
 use axum::http::HeaderMap;
-use earshot_core::agent::AgentInput;
+use earshot_core::agent::{AgentInput, Role, Turn};
 use earshot_core::protocol::Delivery;
 use earshot_core::scheduler::Release;
 use earshot_core::text::normalise;
@@ -17,11 +17,21 @@ use crate::config::Limits;
 pub struct SpeakBody {
     pub prompt: Option<String>,
     pub text: Option<String>,
+    /// The conversation so far, oldest first; without `prompt`, its last (user) turn is the prompt.
+    pub messages: Option<Vec<Message>>,
     pub backend: Option<String>,
     pub voice: Option<String>,
     pub release: Option<String>,
     pub format: Option<String>,
     pub conversation_id: Option<String>,
+}
+
+/// One turn of `messages`, as chat APIs write it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
 }
 
 /// A request that passed every check that needs no backend.
@@ -47,11 +57,16 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         return Err(ApiError::bad_request("invalid_request", "the body must be one JSON object, such as {\"text\": \"Hello.\"}"));
     }
     let body = SpeakBody::deserialize(value).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?;
-    let input = match (body.prompt, body.text) {
-        (Some(_), Some(_)) => return Err(ApiError::bad_request("conflicting_input", "give either `prompt` or `text`, not both")),
-        (None, None) => return Err(ApiError::bad_request("missing_input", "give `prompt` (for the agent) or `text` (to speak as given)")),
-        (Some(p), None) => checked(p, "prompt", limits.max_prompt_chars).map(AgentInput::Prompt)?,
-        (None, Some(t)) => checked(t, "text", limits.max_text_chars).map(AgentInput::Text)?,
+    let input = match (body.prompt, body.text, body.messages) {
+        (_, Some(_), Some(_)) => {
+            return Err(ApiError::bad_request("conflicting_input", "`messages` go to the agent: give them with `prompt`, not with `text`"))
+        }
+        (Some(_), Some(_), None) => return Err(ApiError::bad_request("conflicting_input", "give either `prompt` or `text`, not both")),
+        (None, None, None) => {
+            return Err(ApiError::bad_request("missing_input", "give `prompt` (for the agent), `messages` (a conversation) or `text` (to speak as given)"))
+        }
+        (None, Some(t), None) => checked(t, "text", limits.max_text_chars).map(AgentInput::Text)?,
+        (prompt, None, messages) => conversation(prompt, messages.unwrap_or_default(), limits)?,
     };
     let release = match body.release.as_deref() {
         None => Release::Incremental,
@@ -77,6 +92,57 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         }
     }
     Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id })
+}
+
+/// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be
+/// the user's. The turns start with the user's and alternate (as Bedrock's Converse requires, and every
+/// chat API accepts), so that a conversation is passed on to any source unchanged.
+fn conversation(prompt: Option<String>, mut messages: Vec<Message>, limits: &Limits) -> Result<AgentInput, ApiError> {
+    let prompt = match prompt {
+        Some(p) => p,
+        None => match messages.pop() {
+            Some(last) if last.role == "user" => last.content,
+            Some(_) => return Err(invalid_messages("the last of `messages` must be the user's when there is no `prompt`")),
+            None => return Err(ApiError::bad_request("missing_input", "`messages` is empty and there is no `prompt`")),
+        },
+    };
+    let prompt = checked(prompt, "prompt", limits.max_prompt_chars)?;
+    if messages.len() > limits.max_messages {
+        return Err(ApiError::too_large("too_many_messages", format!("`messages` has {} earlier turns; the limit is {}", messages.len(), limits.max_messages)));
+    }
+    let mut history = Vec::with_capacity(messages.len());
+    let mut chars = 0;
+    for (i, m) in messages.into_iter().enumerate() {
+        let role = match m.role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            other => {
+                return Err(invalid_messages(&format!(
+                    "messages[{i}].role is `{other}`; it must be `user` or `assistant` (the system prompt is the gateway's)"
+                )))
+            }
+        };
+        let expected = if i % 2 == 0 { Role::User } else { Role::Assistant };
+        if role != expected {
+            return Err(invalid_messages(&format!("messages[{i}] must be the {}'s: turns start with the user's and alternate", expected.as_str())));
+        }
+        if m.content.chars().all(invisible) {
+            return Err(invalid_messages(&format!("messages[{i}].content is empty")));
+        }
+        chars += m.content.chars().count();
+        history.push(Turn { role, content: m.content });
+    }
+    if history.last().is_some_and(|t| t.role == Role::User) {
+        return Err(invalid_messages("the turn before the prompt must be the assistant's: turns alternate"));
+    }
+    if chars > limits.max_history_chars {
+        return Err(ApiError::too_large("messages_too_long", format!("`messages` hold {chars} characters; the limit is {}", limits.max_history_chars)));
+    }
+    Ok(AgentInput::Prompt { prompt, history })
+}
+
+fn invalid_messages(message: &str) -> ApiError {
+    ApiError::bad_request("invalid_messages", message)
 }
 
 fn checked(value: String, field: &str, max: usize) -> Result<String, ApiError> {
@@ -143,7 +209,7 @@ mod tests {
     #[test]
     fn accepts_a_minimal_prompt() {
         let r = parse_str(r#"{"prompt":"hi"}"#).unwrap();
-        assert_eq!(r.input, AgentInput::Prompt("hi".into()));
+        assert_eq!(r.input, AgentInput::prompt("hi"));
         assert_eq!(r.release, Release::Incremental);
         assert_eq!(r.delivery, Delivery::Sse);
         assert!(!r.conversation_id.is_empty());
@@ -181,6 +247,47 @@ mod tests {
         assert!(parse_str(r#"{"prompt":"?"}"#).is_ok());
         assert!(parse_str(r#"{"text":"こんにちは。"}"#).is_ok());
         assert!(parse_str(r#"{"text":"1"}"#).is_ok());
+    }
+
+    #[test]
+    fn messages_carry_the_conversation_so_far() {
+        let turns =
+            r#"[{"role":"user","content":"Where is my order?"},{"role":"assistant","content":"It shipped."},{"role":"user","content":"When will it come?"}]"#;
+        let r = parse_str(&format!(r#"{{"messages":{turns}}}"#)).unwrap();
+        let AgentInput::Prompt { prompt, history } = r.input else { panic!("a prompt") };
+        assert_eq!(prompt, "When will it come?");
+        assert_eq!(
+            history,
+            vec![Turn { role: Role::User, content: "Where is my order?".into() }, Turn { role: Role::Assistant, content: "It shipped.".into() }]
+        );
+        // With a prompt, every message is history.
+        let r =
+            parse_str(r#"{"prompt":"And the tracking number?","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."}]}"#).unwrap();
+        let AgentInput::Prompt { prompt, history } = r.input else { panic!("a prompt") };
+        assert_eq!((prompt.as_str(), history.len()), ("And the tracking number?", 2));
+    }
+
+    #[test]
+    fn rejects_messages_a_user_can_get_wrong() {
+        let err = |body: &str| parse_str(body).unwrap_err();
+        let code = |body: &str| err(body).error.code;
+        assert_eq!(code(r#"{"messages":[]}"#), "missing_input");
+        assert_eq!(code(r#"{"messages":[{"role":"assistant","content":"Hi"}]}"#), "invalid_messages");
+        assert_eq!(code(r#"{"messages":[{"role":"system","content":"Be rude"},{"role":"user","content":"Hi"}]}"#), "invalid_messages");
+        assert_eq!(code(r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}"#), "invalid_messages");
+        assert_eq!(code(r#"{"prompt":"x","messages":[{"role":"user","content":"a"}]}"#), "invalid_messages");
+        assert_eq!(code(r#"{"prompt":"x","messages":[{"role":"user","content":" "},{"role":"assistant","content":"b"}]}"#), "invalid_messages");
+        assert_eq!(code(r#"{"messages":[{"role":"user"}]}"#), "invalid_request");
+        assert_eq!(code(r#"{"messages":[{"role":"user","content":"a","name":"x"}]}"#), "invalid_request");
+        assert_eq!(code(r#"{"text":"Hi.","messages":[{"role":"user","content":"a"}]}"#), "conflicting_input");
+        let many: Vec<_> = (0..42).map(|i| serde_json::json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": "ok"})).collect();
+        let e = err(&serde_json::json!({"prompt": "x", "messages": many}).to_string());
+        assert_eq!((e.error.code.as_str(), e.status.as_u16()), ("too_many_messages", 413));
+        let long =
+            vec![serde_json::json!({"role": "user", "content": "a".repeat(9_000)}), serde_json::json!({"role": "assistant", "content": "b".repeat(9_000)})];
+        let e = err(&serde_json::json!({"prompt": "x", "messages": long}).to_string());
+        assert_eq!((e.error.code.as_str(), e.status.as_u16()), ("messages_too_long", 413));
+        assert!(e.error.message.contains("16000"), "{}", e.error.message);
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     let needs_aws = kokoro_through_sagemaker
         || settings.backends.contains(&BackendKind::Polly)
         || settings.agent == AgentKind::Bedrock
+        || settings.agent_key_secret.is_some()
         || settings.interrupt_table.is_some();
     let aws = if needs_aws {
         let trust_pem = match &settings.aws_trust_pem {
@@ -101,6 +102,18 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             }
             Arc::new(earshot_aws::BedrockAgent::new(sdk(), bedrock))
         }
+        AgentKind::Openai | AgentKind::Http => {
+            // The key, when the operator keeps it in Secrets Manager: read once, here, never per request.
+            let secret = match &settings.agent_key_secret {
+                Some(id) => Some(
+                    earshot_aws::aws_json::secret_string(&control(), sdk(), id)
+                        .await
+                        .map_err(|e| format!("EARSHOT_AGENT_KEY_SECRET (--agent-key-secret): cannot read {id}: {}: {}", e.error_type, e.message))?,
+                ),
+                None => None,
+            };
+            agent_source(settings, place, secret)?
+        }
     };
 
     let mut gateway = Gateway::new(backends, agent);
@@ -126,4 +139,40 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
         (None, Place::Serve) => Interrupts::Local,
     };
     Ok(Built { gateway, watches })
+}
+
+/// The OpenAI-compatible or HTTP agent. `earshot serve` honours the ecosystem's `OPENAI_BASE_URL` and
+/// `OPENAI_API_KEY` where no earshot setting is given; the Lambda reads its own variables alone.
+fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Result<Arc<dyn AgentSource>, String> {
+    let ecosystem = |name: &str| if place == Place::Serve { std::env::var(name).ok().filter(|v| !v.trim().is_empty()) } else { None };
+    let system_prompt = settings.system_prompt.clone().unwrap_or_else(|| earshot_aws::BedrockSettings::default().system_prompt);
+    let connect_timeout = Duration::from_secs(10);
+    if settings.agent == AgentKind::Openai {
+        let openai = earshot_agents::OpenAiSettings {
+            base_url: settings.openai_base_url.clone().or_else(|| ecosystem("OPENAI_BASE_URL")).unwrap_or_else(|| "https://api.openai.com/v1".into()),
+            model: settings.openai_model.clone().unwrap_or_default(),
+            api_key: secret.or_else(|| settings.openai_api_key.clone()).or_else(|| ecosystem("OPENAI_API_KEY")),
+            system_prompt,
+            temperature: settings.temperature,
+            max_tokens: settings.max_tokens,
+            connect_timeout,
+        };
+        tracing::info!("agent: {} at {}", openai.model, openai.base_url);
+        return Ok(Arc::new(earshot_agents::OpenAiAgent::new(openai).map_err(|e| format!("EARSHOT_OPENAI_BASE_URL (--openai-base-url): {e}"))?));
+    }
+    let mut headers: Vec<(String, String)> =
+        settings.http_agent_headers.iter().filter_map(|h| h.split_once(':')).map(|(n, v)| (n.trim().to_string(), v.trim().to_string())).collect();
+    if let (Some(name), Some(key)) = (&settings.http_agent_key_header, secret) {
+        let value = if name.eq_ignore_ascii_case("authorization") { format!("Bearer {key}") } else { key };
+        headers.push((name.clone(), value));
+    }
+    let http = earshot_agents::HttpAgentSettings {
+        url: settings.http_agent_url.clone().unwrap_or_default(),
+        headers,
+        format: settings.http_agent_format,
+        text_pointer: settings.http_agent_text_pointer.clone(),
+        connect_timeout,
+    };
+    tracing::info!("agent: the HTTP agent at {}", http.url);
+    Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(|e| format!("EARSHOT_HTTP_AGENT_URL (--http-agent-url): {e}"))?))
 }

@@ -29,6 +29,10 @@ pub enum AgentKind {
     Scripted,
     /// A model on Bedrock ConverseStream.
     Bedrock,
+    /// A model behind an OpenAI-compatible chat completions endpoint.
+    Openai,
+    /// Any agent behind an HTTP endpoint that streams its answer (SSE, NDJSON or plain text).
+    Http,
 }
 
 /// Where the gateway runs: a few rules differ.
@@ -77,6 +81,41 @@ pub struct Settings {
     /// The system prompt of the bedrock agent (none: its built-in one, for short spoken answers).
     #[arg(long, env = "EARSHOT_SYSTEM_PROMPT")]
     pub system_prompt: Option<String>,
+    /// The OpenAI-compatible API's base URL, with its version (OPENAI_BASE_URL when unset; else OpenAI's).
+    #[arg(long, env = "EARSHOT_OPENAI_BASE_URL")]
+    pub openai_base_url: Option<String>,
+    /// The model of the openai agent (required with --agent openai).
+    #[arg(long, env = "EARSHOT_OPENAI_MODEL")]
+    pub openai_model: Option<String>,
+    /// The openai agent's API key (OPENAI_API_KEY when unset). On Lambda, prefer --agent-key-secret.
+    #[arg(long, env = "EARSHOT_OPENAI_API_KEY", hide_env_values = true)]
+    pub openai_api_key: Option<String>,
+    /// A Secrets Manager secret (name or ARN) whose string is the agent's key, read once at start: the
+    /// openai agent's API key, or the value of --http-agent-key-header.
+    #[arg(long, env = "EARSHOT_AGENT_KEY_SECRET")]
+    pub agent_key_secret: Option<String>,
+    /// Sampling temperature of the openai agent (its server's default when unset).
+    #[arg(long, env = "EARSHOT_TEMPERATURE")]
+    pub temperature: Option<f32>,
+    /// The longest answer of the openai agent, in tokens (its server's default when unset).
+    #[arg(long, env = "EARSHOT_MAX_TOKENS")]
+    pub max_tokens: Option<u32>,
+    /// The URL the http agent POSTs each prompt to (required with --agent http).
+    #[arg(long, env = "EARSHOT_HTTP_AGENT_URL")]
+    pub http_agent_url: Option<String>,
+    /// How the http agent writes its answer: auto (by content type), sse, ndjson or text.
+    #[arg(long, env = "EARSHOT_HTTP_AGENT_FORMAT", default_value = "auto")]
+    pub http_agent_format: earshot_agents::AnswerFormat,
+    /// Where the text is in each JSON event of the http agent (a JSON pointer such as /delta/text).
+    #[arg(long, env = "EARSHOT_HTTP_AGENT_TEXT_POINTER")]
+    pub http_agent_text_pointer: Option<String>,
+    /// A header sent to the http agent, `Name: value` (repeat the flag for more).
+    #[arg(long = "http-agent-header", env = "EARSHOT_HTTP_AGENT_HEADER", value_name = "NAME: VALUE")]
+    pub http_agent_headers: Vec<String>,
+    /// The header that carries the key read from --agent-key-secret to the http agent (`authorization`
+    /// gets `Bearer KEY`).
+    #[arg(long, env = "EARSHOT_HTTP_AGENT_KEY_HEADER")]
+    pub http_agent_key_header: Option<String>,
     /// The longest prompt accepted, in characters.
     #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = 4_000)]
     pub max_prompt_chars: usize,
@@ -126,9 +165,17 @@ pub struct Settings {
     pub aws_trust_pem: Option<std::path::PathBuf>,
 }
 
-/// Variables no deployment sets: local runs and tests only.
-pub const LOCAL_ONLY: &[&str] =
-    &["KOKORO_URL", "EARSHOT_AWS_ENDPOINT", "EARSHOT_AWS_TRUST_PEM", "EARSHOT_INTERRUPT_ENDPOINT", "EARSHOT_FAST_FIRST", "EARSHOT_MAX_IN_FLIGHT"];
+/// Variables no deployment sets: local runs and tests only (a deployment keeps the agent's key in
+/// Secrets Manager, never in a variable).
+pub const LOCAL_ONLY: &[&str] = &[
+    "KOKORO_URL",
+    "EARSHOT_AWS_ENDPOINT",
+    "EARSHOT_AWS_TRUST_PEM",
+    "EARSHOT_INTERRUPT_ENDPOINT",
+    "EARSHOT_FAST_FIRST",
+    "EARSHOT_MAX_IN_FLIGHT",
+    "EARSHOT_OPENAI_API_KEY",
+];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
 pub const LOG_VARIABLE: &str = "EARSHOT_LOG";
@@ -170,6 +217,25 @@ impl Settings {
         }
         if place == Place::Lambda && self.backends.contains(&BackendKind::Kokoro) && self.sagemaker_endpoint.is_none() {
             return Err("EARSHOT_SAGEMAKER_ENDPOINT (--sagemaker-endpoint): is required when EARSHOT_BACKENDS includes kokoro".into());
+        }
+        match self.agent {
+            AgentKind::Openai if self.openai_model.is_none() => {
+                return Err("EARSHOT_OPENAI_MODEL (--openai-model): is required with EARSHOT_AGENT=openai".into())
+            }
+            AgentKind::Http if self.http_agent_url.is_none() => {
+                return Err("EARSHOT_HTTP_AGENT_URL (--http-agent-url): is required with EARSHOT_AGENT=http".into())
+            }
+            _ => {}
+        }
+        if self.http_agent_key_header.is_some() && self.agent_key_secret.is_none() {
+            return Err(
+                "EARSHOT_HTTP_AGENT_KEY_HEADER (--http-agent-key-header): names where the key goes, but EARSHOT_AGENT_KEY_SECRET names no secret".into()
+            );
+        }
+        for h in &self.http_agent_headers {
+            if !h.split_once(':').is_some_and(|(name, _)| !name.trim().is_empty()) {
+                return Err(format!("EARSHOT_HTTP_AGENT_HEADER (--http-agent-header): `{h}` is not `Name: value`"));
+            }
         }
         let weights = self.weights()?;
         if let Some((name, _)) = weights.iter().find(|(name, _)| !self.backend_names().contains(name)) {

@@ -45,3 +45,13 @@ export function endpointLogArns(stack: Stack, endpointName: string): string[] {
     stack.formatArn({ service: 'logs', resource: 'log-group', resourceName: `${group}:log-stream:*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
   ];
 }
+
+/**
+ * A Secrets Manager secret by name or ARN. Secrets Manager appends six random characters to a secret's
+ * name in its ARN, so a name is granted as `NAME-??????` (the pattern its documentation recommends, which
+ * cannot match another secret whose name merely starts with NAME).
+ */
+export function secretArn(stack: Stack, nameOrArn: string): string {
+  if (nameOrArn.startsWith('arn:')) return nameOrArn;
+  return stack.formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${nameOrArn}-??????`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+}

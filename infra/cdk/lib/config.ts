@@ -14,6 +14,9 @@ export const RELEASE_MODES = ['incremental', 'buffered'] as const;
  * one, ml.g5 hosts default to driver 470 / CUDA 11.4, older than the CUDA 12 runtime the torch wheels bring, and
  * torch falls back to the CPU. The neuron AMI is for Inferentia and Trainium, not for this image.
  */
+/** Where the deployed gateway's answers come from (the Lambda's EARSHOT_AGENT). */
+export const AGENTS = ['bedrock', 'openai', 'http'] as const;
+export const HTTP_AGENT_FORMATS = ['auto', 'sse', 'ndjson', 'text'] as const;
 export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
 
 export interface EarshotConfig {
@@ -29,8 +32,24 @@ export interface EarshotConfig {
   readonly failover: boolean;
   readonly kokoroVoice: string;
   readonly pollyVoice: string;
-  /** A Bedrock foundation-model id (not an inference profile: the IAM grant names the model's ARN). */
+  /** The agent: a Bedrock model, an OpenAI-compatible endpoint, or any HTTP agent that streams text. */
+  readonly agent: (typeof AGENTS)[number];
+  /** A Bedrock foundation-model id or a cross-Region inference profile id (agent bedrock). */
   readonly bedrockModelId: string;
+  /** The OpenAI-compatible API's base URL with its version, and the model (agent openai). */
+  readonly openaiBaseUrl: string;
+  readonly openaiModel: string;
+  /** Sampling temperature ('' for the server's default) and the longest answer in tokens (0 for its default). */
+  readonly agentTemperature: string;
+  readonly agentMaxTokens: number;
+  /** A Secrets Manager secret (name or ARN) holding the agent's key, read once at start; '' for none. */
+  readonly agentKeySecret: string;
+  /** The HTTP agent: its URL, answer format, JSON pointer to the text, one fixed header, and the header the key goes in. */
+  readonly httpAgentUrl: string;
+  readonly httpAgentFormat: string;
+  readonly httpAgentTextPointer: string;
+  readonly httpAgentHeader: string;
+  readonly httpAgentKeyHeader: string;
   readonly systemPrompt: string;
   readonly maxPromptChars: number;
   readonly maxTextChars: number;
@@ -71,7 +90,18 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   failover: 'boolean',
   kokoroVoice: 'string',
   pollyVoice: 'string',
+  agent: 'string',
   bedrockModelId: 'string',
+  openaiBaseUrl: 'string',
+  openaiModel: 'string',
+  agentTemperature: 'string',
+  agentMaxTokens: 'integer',
+  agentKeySecret: 'string',
+  httpAgentUrl: 'string',
+  httpAgentFormat: 'string',
+  httpAgentTextPointer: 'string',
+  httpAgentHeader: 'string',
+  httpAgentKeyHeader: 'string',
   systemPrompt: 'string',
   maxPromptChars: 'integer',
   maxTextChars: 'integer',
@@ -183,6 +213,7 @@ function check(c: EarshotConfig): void {
   if (!/^[a-z0-9-]+\.[A-Za-z0-9.:_-]+$/.test(c.bedrockModelId)) {
     fail('bedrockModelId', `must be a foundation-model id such as amazon.nova-lite-v1:0 or an inference profile id such as us.amazon.nova-lite-v1:0 (not an ARN), got ${JSON.stringify(c.bedrockModelId)}`);
   }
+  checkAgent(c);
   if (c.systemPrompt.trim() === '') fail('systemPrompt', 'must not be empty');
   for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {
     if (c[key].trim() === '') fail(key, 'must not be empty');
@@ -210,6 +241,36 @@ function check(c: EarshotConfig): void {
   within('maxInstances', 1);
   if (c.maxInstances < c.minInstances) fail('maxInstances', `(${c.maxInstances}) must not be below minInstances (${c.minInstances})`);
   within('targetConcurrentStreams', 1);
+}
+
+/** The agent's settings: each source needs its own, and the request can never choose a URL (the operator does). */
+function checkAgent(c: EarshotConfig): void {
+  if (!(AGENTS as readonly string[]).includes(c.agent)) fail('agent', `must be one of ${AGENTS.join(', ')}, got ${JSON.stringify(c.agent)}`);
+  const url = (key: 'openaiBaseUrl' | 'httpAgentUrl') => {
+    let parsed: URL;
+    try {
+      parsed = new URL(c[key]);
+    } catch {
+      return fail(key, `must be an http or https URL, got ${JSON.stringify(c[key])}`);
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') fail(key, `must be an http or https URL, got ${JSON.stringify(c[key])}`);
+  };
+  if (c.agent === 'openai') {
+    url('openaiBaseUrl');
+    if (c.openaiModel.trim() === '') fail('openaiModel', 'must name the model when agent is openai');
+  }
+  if (c.agent === 'http') url('httpAgentUrl');
+  if (c.agentTemperature !== '' && !(Number(c.agentTemperature) >= 0 && Number(c.agentTemperature) <= 2)) {
+    fail('agentTemperature', `must be empty or a number from 0 to 2, got ${JSON.stringify(c.agentTemperature)}`);
+  }
+  if (c.agentMaxTokens < 0) fail('agentMaxTokens', `must be 0 (the server's default) or more, got ${c.agentMaxTokens}`);
+  if (!(HTTP_AGENT_FORMATS as readonly string[]).includes(c.httpAgentFormat)) fail('httpAgentFormat', `must be one of ${HTTP_AGENT_FORMATS.join(', ')}, got ${JSON.stringify(c.httpAgentFormat)}`);
+  if (c.httpAgentTextPointer !== '' && !c.httpAgentTextPointer.startsWith('/')) fail('httpAgentTextPointer', `must be empty or a JSON pointer such as /delta/text, got ${JSON.stringify(c.httpAgentTextPointer)}`);
+  if (c.httpAgentHeader !== '' && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+:.+$/.test(c.httpAgentHeader)) fail('httpAgentHeader', `must be empty or "Name: value", got ${JSON.stringify(c.httpAgentHeader)}`);
+  if (c.agentKeySecret !== '' && !/^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$/.test(c.agentKeySecret)) {
+    fail('agentKeySecret', `must be a Secrets Manager secret name or ARN, got ${JSON.stringify(c.agentKeySecret)}`);
+  }
+  if (c.httpAgentKeyHeader !== '' && c.agentKeySecret === '') fail('httpAgentKeyHeader', 'names the header for the key, but agentKeySecret names no secret');
 }
 
 /**

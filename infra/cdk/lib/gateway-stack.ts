@@ -6,7 +6,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { bedrockModelArns, endpointArn, inferenceProfile } from './arns';
+import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './arns';
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig, deployedBackends } from './config';
 import { EarshotDashboard } from './dashboard';
@@ -118,12 +118,21 @@ export class EarshotGatewayStack extends Stack {
       actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
       resources: [interrupts.tableArn],
     }));
-    this.fn.addToRolePolicy(new iam.PolicyStatement({
-      sid: 'BedrockAgentStream',
-      actions: ['bedrock:InvokeModelWithResponseStream'], // what ConverseStream is authorized as
-      resources: bedrockModelArns(this, c.bedrockModelId),
-    }));
-    const profile = inferenceProfile(c.bedrockModelId);
+    if (c.agent === 'bedrock') {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'BedrockAgentStream',
+        actions: ['bedrock:InvokeModelWithResponseStream'], // what ConverseStream is authorized as
+        resources: bedrockModelArns(this, c.bedrockModelId),
+      }));
+    } else if (c.agentKeySecret !== '') {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'AgentKeySecret',
+        // The agent's key, read once at init; on this secret alone.
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [secretArn(this, c.agentKeySecret)],
+      }));
+    }
+    const profile = c.agent === 'bedrock' ? inferenceProfile(c.bedrockModelId) : undefined;
     if (profile) {
       Validations.of(role).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/${profile.model}]`,

@@ -12,6 +12,16 @@ export const ENV_NAMES = [
   'EARSHOT_POLLY_VOICE',
   'EARSHOT_AGENT',
   'EARSHOT_BEDROCK_MODEL_ID',
+  'EARSHOT_OPENAI_BASE_URL',
+  'EARSHOT_OPENAI_MODEL',
+  'EARSHOT_TEMPERATURE',
+  'EARSHOT_MAX_TOKENS',
+  'EARSHOT_AGENT_KEY_SECRET',
+  'EARSHOT_HTTP_AGENT_URL',
+  'EARSHOT_HTTP_AGENT_FORMAT',
+  'EARSHOT_HTTP_AGENT_TEXT_POINTER',
+  'EARSHOT_HTTP_AGENT_HEADER',
+  'EARSHOT_HTTP_AGENT_KEY_HEADER',
   'EARSHOT_SYSTEM_PROMPT',
   'EARSHOT_MAX_PROMPT_CHARS',
   'EARSHOT_MAX_TEXT_CHARS',
@@ -44,8 +54,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_FAILOVER: String(c.failover && backends.length > 1),
     EARSHOT_KOKORO_VOICE: c.kokoroVoice,
     EARSHOT_POLLY_VOICE: c.pollyVoice,
-    // The deployed gateway answers with a Bedrock model (`earshot serve` defaults to a scripted agent).
-    EARSHOT_AGENT: 'bedrock',
+    // The deployed gateway answers with the configured agent (`earshot serve` defaults to a scripted one).
+    EARSHOT_AGENT: c.agent,
     EARSHOT_BEDROCK_MODEL_ID: c.bedrockModelId,
     EARSHOT_SYSTEM_PROMPT: c.systemPrompt,
     EARSHOT_MAX_PROMPT_CHARS: String(c.maxPromptChars),
@@ -60,5 +70,21 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_LOG: c.logLevel,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
+  // Each agent's own settings, only when it is the agent; the key never travels as a variable, only the
+  // secret's name (the Lambda reads it once at init).
+  if (c.agent === 'openai') {
+    env.EARSHOT_OPENAI_BASE_URL = c.openaiBaseUrl;
+    env.EARSHOT_OPENAI_MODEL = c.openaiModel;
+    if (c.agentTemperature !== '') env.EARSHOT_TEMPERATURE = c.agentTemperature;
+    if (c.agentMaxTokens > 0) env.EARSHOT_MAX_TOKENS = String(c.agentMaxTokens);
+  }
+  if (c.agent === 'http') {
+    env.EARSHOT_HTTP_AGENT_URL = c.httpAgentUrl;
+    env.EARSHOT_HTTP_AGENT_FORMAT = c.httpAgentFormat;
+    if (c.httpAgentTextPointer !== '') env.EARSHOT_HTTP_AGENT_TEXT_POINTER = c.httpAgentTextPointer;
+    if (c.httpAgentHeader !== '') env.EARSHOT_HTTP_AGENT_HEADER = c.httpAgentHeader;
+    if (c.httpAgentKeyHeader !== '') env.EARSHOT_HTTP_AGENT_KEY_HEADER = c.httpAgentKeyHeader;
+  }
+  if (c.agent !== 'bedrock' && c.agentKeySecret !== '') env.EARSHOT_AGENT_KEY_SECRET = c.agentKeySecret;
   return env;
 }

@@ -132,9 +132,10 @@ describe('Lambda architecture', () => {
 });
 
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
-  it('carries every variable, with the default values', () => {
+  it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
-    assert.deepEqual(Object.keys(env).sort(), [...ENV_NAMES].sort());
+    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY)/.test(n));
+    assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
       EARSHOT_AB_WEIGHTS: 'kokoro=50,polly=50',
@@ -224,5 +225,50 @@ describe('outputs', () => {
     const { gatewayTemplate: t } = synth();
     t.hasOutput('EndpointName', { Value: 'earshot-kokoro' });
     assert.equal(render(t.toJSON().Outputs.Backends.Value), 'kokoro,polly');
+  });
+});
+
+describe('bring your own agent', () => {
+  const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+
+  it('points the Lambda at an OpenAI-compatible endpoint, with its key read from a secret it alone may read', () => {
+    const s = synth({ agent: 'openai', openaiBaseUrl: 'https://llm.example.com/v1', openaiModel: 'gpt-4o-mini', agentTemperature: '0.3', agentMaxTokens: '400', agentKeySecret: 'earshot/openai' });
+    const env = envOf(s);
+    assert.equal(env.EARSHOT_AGENT, 'openai');
+    assert.equal(env.EARSHOT_OPENAI_BASE_URL, 'https://llm.example.com/v1');
+    assert.equal(env.EARSHOT_OPENAI_MODEL, 'gpt-4o-mini');
+    assert.equal(env.EARSHOT_TEMPERATURE, '0.3');
+    assert.equal(env.EARSHOT_MAX_TOKENS, '400');
+    assert.equal(env.EARSHOT_AGENT_KEY_SECRET, 'earshot/openai');
+    assert.equal(env.EARSHOT_OPENAI_API_KEY, undefined, 'the key itself never travels as a variable');
+    const all = statements(s.gatewayTemplate);
+    const secret = all.filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    assert.equal(secret.length, 1);
+    assert.deepEqual(resourcesOf(secret[0]), [`arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:earshot/openai-??????`]);
+    assert.ok(!all.some((st) => actionsOf(st).some((a) => a.startsWith('bedrock:'))), 'no Bedrock grant for another agent');
+  });
+
+  it('points the Lambda at an HTTP agent with its format, pointer and headers; a secret given by ARN is granted as given', () => {
+    const arn = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:agent-key-AbCdEf`;
+    const s = synth({ agent: 'http', httpAgentUrl: 'https://agent.example.com/answer', httpAgentFormat: 'sse', httpAgentTextPointer: '/delta/text', httpAgentHeader: 'x-tenant: voice', httpAgentKeyHeader: 'authorization', agentKeySecret: arn });
+    const env = envOf(s);
+    assert.deepEqual(
+      [env.EARSHOT_AGENT, env.EARSHOT_HTTP_AGENT_URL, env.EARSHOT_HTTP_AGENT_FORMAT, env.EARSHOT_HTTP_AGENT_TEXT_POINTER, env.EARSHOT_HTTP_AGENT_HEADER, env.EARSHOT_HTTP_AGENT_KEY_HEADER],
+      ['http', 'https://agent.example.com/answer', 'sse', '/delta/text', 'x-tenant: voice', 'authorization'],
+    );
+    const secret = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    assert.deepEqual(resourcesOf(secret[0]), [arn]);
+  });
+
+  it('refuses at synth what the gateway could not use', () => {
+    assert.throws(() => synth({ agent: 'langchain' }), /`agent` must be one of bedrock, openai, http/);
+    assert.throws(() => synth({ agent: 'openai', openaiModel: '' }), /`openaiModel` must name the model/);
+    assert.throws(() => synth({ agent: 'openai', openaiModel: 'm', openaiBaseUrl: 'api.openai.com' }), /`openaiBaseUrl` must be an http or https URL/);
+    assert.throws(() => synth({ agent: 'http', httpAgentUrl: '' }), /`httpAgentUrl` must be an http or https URL/);
+    assert.throws(() => synth({ httpAgentFormat: 'xml' }), /`httpAgentFormat` must be one of/);
+    assert.throws(() => synth({ httpAgentTextPointer: 'delta.text' }), /`httpAgentTextPointer`/);
+    assert.throws(() => synth({ httpAgentHeader: 'no colon' }), /`httpAgentHeader`/);
+    assert.throws(() => synth({ httpAgentKeyHeader: 'x-api-key' }), /agentKeySecret names no secret/);
+    assert.throws(() => synth({ agentTemperature: 'warm' }), /`agentTemperature`/);
   });
 });

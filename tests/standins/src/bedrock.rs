@@ -39,7 +39,7 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
         return error(StatusCode::TOO_MANY_REQUESTS, "ThrottlingException", "too many requests (requested by the test)");
     }
     state.stats.bedrock_calls.fetch_add(1, Ordering::SeqCst);
-    let script = ScriptedAgent::default().script_for(&AgentInput::Prompt(prompt.clone()));
+    let script = ScriptedAgent::default().script_for(&AgentInput::prompt(prompt.clone()));
     let interval = Duration::from_secs_f64(1.0 / state.config.tokens_per_second.max(0.1));
     let (out, body) = channel_body();
     tokio::spawn(async move {
@@ -66,7 +66,19 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                         }
                     }
                 }
-                ScriptItem::Pause(d) | ScriptItem::Wait(d) => tokio::time::sleep(d).await,
+                // A signalled pause is a tool call, as a model on Converse makes one: a tool-use block
+                // starts (ConverseStream API reference: ContentBlockStartEvent, start.toolUse). Bedrock
+                // itself would then end the message (stopReason tool_use) for the caller to run the tool;
+                // the stand-in goes on as an agent loop that ran it would, so that one stream exercises
+                // both the pause and the speech after it.
+                ScriptItem::Pause(d) => {
+                    let start = serde_json::json!({"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "tooluse_standin", "name": "lookup_order"}}});
+                    if out.send(json_event("contentBlockStart", start)).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(d).await;
+                }
+                ScriptItem::Wait(d) => tokio::time::sleep(d).await,
             }
         }
         let stop = if prompt.contains("[[filtered]]") { "content_filtered" } else { "end_turn" };

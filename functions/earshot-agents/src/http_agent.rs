@@ -1,0 +1,254 @@
+//! Any agent behind an HTTP endpoint that streams its answer's text: earshot POSTs
+//! `{"prompt": …, "messages": [{"role", "content"}, …]}` (the conversation so far) to the configured URL
+//! with the configured headers, and reads the answer as it arrives, in one of three shapes:
+//!
+//! - **SSE** (`text/event-stream`): each `data:` is text, or, with a JSON pointer configured, a JSON
+//!   object whose text is at that pointer (`/delta/text`); `data: [DONE]` or the body's end completes
+//!   the answer; an event named `pause` is a pause (say what you have while a tool runs), one named
+//!   `error` a failure with its data as the message.
+//! - **NDJSON** (`application/x-ndjson`, `application/jsonl`): one JSON object per line, text at the
+//!   pointer (`/text` unless configured); a line `{"type": "pause"}` is a pause.
+//! - **Plain text** (anything else): every byte is the answer's, as it comes.
+//!
+//! The shape is read from the response's content type unless configured. The URL and headers are
+//! the operator's; a request never chooses where earshot connects.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream, AGENT_CHANNEL};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::http_stream::{self, send, Utf8Carry};
+
+/// How the answer is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerFormat {
+    /// Chosen by the response's content type.
+    Auto,
+    Sse,
+    Ndjson,
+    Text,
+}
+
+impl std::str::FromStr for AnswerFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(AnswerFormat::Auto),
+            "sse" => Ok(AnswerFormat::Sse),
+            "ndjson" => Ok(AnswerFormat::Ndjson),
+            "text" => Ok(AnswerFormat::Text),
+            other => Err(format!("`{other}` is not an answer format (auto, sse, ndjson, text)")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpAgentSettings {
+    pub url: String,
+    /// Headers sent with every request (an API key, a tenant).
+    pub headers: Vec<(String, String)>,
+    pub format: AnswerFormat,
+    /// Where the text is in each JSON event (RFC 6901); SSE data is plain text without one.
+    pub text_pointer: Option<String>,
+    pub connect_timeout: Duration,
+}
+
+pub struct HttpAgent {
+    http: reqwest::Client,
+    settings: HttpAgentSettings,
+}
+
+const WHO: &str = "the HTTP agent";
+
+impl HttpAgent {
+    pub fn new(settings: HttpAgentSettings) -> Result<Self, String> {
+        let parsed = reqwest::Url::parse(&settings.url).map_err(|e| format!("the agent URL `{}` is not a URL: {e}", settings.url))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!("the agent URL `{}` must be http or https", settings.url));
+        }
+        if let Some(p) = &settings.text_pointer {
+            if !p.starts_with('/') {
+                return Err(format!("the text pointer `{p}` must start with `/` (a JSON pointer, such as /delta/text)"));
+            }
+        }
+        for (name, value) in &settings.headers {
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("`{name}` is not a header name"))?;
+            reqwest::header::HeaderValue::from_str(value).map_err(|_| format!("the value of header `{name}` is not a header value"))?;
+        }
+        let http = reqwest::Client::builder().connect_timeout(settings.connect_timeout).build().map_err(|e| e.to_string())?;
+        Ok(HttpAgent { http, settings })
+    }
+}
+
+#[async_trait]
+impl AgentSource for HttpAgent {
+    fn name(&self) -> &str {
+        "http"
+    }
+
+    async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
+        let (prompt, history) = match input {
+            AgentInput::Text(text) => return Ok(crate::spoken_as_given(text)),
+            AgentInput::Prompt { prompt, history } => (prompt, history),
+        };
+        let messages: Vec<_> = history.iter().map(|t| serde_json::json!({"role": t.role.as_str(), "content": t.content})).collect();
+        let mut request = self.http.post(&self.settings.url).json(&serde_json::json!({"prompt": prompt, "messages": messages}));
+        for (name, value) in &self.settings.headers {
+            request = request.header(name, value);
+        }
+        let response = tokio::select! {
+            _ = cancel.cancelled() => return Ok(mpsc::channel(1).1),
+            r = request.send() => r.map_err(|e| http_stream::unreachable(WHO, &e))?,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(http_stream::status_error(WHO, status, &body));
+        }
+        let format = match self.settings.format {
+            AnswerFormat::Auto => {
+                let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+                if content_type.starts_with("text/event-stream") {
+                    AnswerFormat::Sse
+                } else if content_type.starts_with("application/x-ndjson") || content_type.starts_with("application/jsonl") {
+                    AnswerFormat::Ndjson
+                } else {
+                    AnswerFormat::Text
+                }
+            }
+            f => f,
+        };
+        let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
+        let pointer = self.settings.text_pointer.clone();
+        tokio::spawn(async move {
+            match format {
+                AnswerFormat::Sse => read_sse(response, pointer, tx, cancel).await,
+                AnswerFormat::Ndjson => read_ndjson(response, pointer.unwrap_or_else(|| "/text".into()), tx, cancel).await,
+                _ => read_text(response, tx, cancel).await,
+            }
+        });
+        Ok(rx)
+    }
+}
+
+type Tx = mpsc::Sender<Result<AgentEvent, AgentError>>;
+
+fn broke(e: impl std::fmt::Display) -> AgentError {
+    AgentError::new("agent_stream_error", format!("{WHO}'s answer broke: {e}"), true)
+}
+
+/// The text at `pointer` in a JSON event; `None` for an event without text there (not an error:
+/// agents send bookkeeping events too).
+fn text_at(json: &serde_json::Value, pointer: &str) -> Option<String> {
+    json.pointer(pointer).and_then(|t| t.as_str()).filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+async fn read_sse(response: reqwest::Response, pointer: Option<String>, tx: Tx, cancel: CancellationToken) {
+    let mut events = response.bytes_stream().eventsource();
+    loop {
+        let event = tokio::select! {
+            _ = cancel.cancelled() => return,
+            e = events.next() => e,
+        };
+        let item = match event {
+            None => Ok(AgentEvent::Done),
+            Some(Err(e)) => Err(broke(e)),
+            Some(Ok(e)) if e.event == "pause" => Ok(AgentEvent::Pause),
+            Some(Ok(e)) if e.event == "error" => {
+                Err(AgentError::new("agent_stream_error", format!("{WHO} failed mid-answer: {}", http_stream::body_message(&e.data)), true))
+            }
+            Some(Ok(e)) if e.data.trim() == "[DONE]" => Ok(AgentEvent::Done),
+            Some(Ok(e)) => match &pointer {
+                None if e.data.is_empty() => continue,
+                None => Ok(AgentEvent::Delta(e.data)),
+                Some(p) => match serde_json::from_str::<serde_json::Value>(&e.data) {
+                    Ok(json) => match text_at(&json, p) {
+                        Some(text) => Ok(AgentEvent::Delta(text)),
+                        None => continue,
+                    },
+                    Err(err) => Err(broke(format!("an event is not JSON ({err})"))),
+                },
+            },
+        };
+        if !send(&tx, &cancel, item).await {
+            return;
+        }
+    }
+}
+
+async fn read_ndjson(response: reqwest::Response, pointer: String, tx: Tx, cancel: CancellationToken) {
+    let mut body = response.bytes_stream();
+    let mut carry = Utf8Carry::default();
+    let mut line = String::new();
+    loop {
+        let chunk = tokio::select! {
+            _ = cancel.cancelled() => return,
+            c = body.next() => c,
+        };
+        // The body's end completes the last line.
+        let (text, ended) = match chunk {
+            Some(Ok(bytes)) => (carry.push(&bytes), false),
+            Some(Err(e)) => {
+                let _ = send(&tx, &cancel, Err(broke(e))).await;
+                return;
+            }
+            None => (carry.finish() + "\n", true),
+        };
+        line.push_str(&text);
+        while let Some(end) = line.find('\n') {
+            let one: String = line.drain(..=end).collect();
+            let one = one.trim();
+            if one.is_empty() {
+                continue;
+            }
+            let item = match serde_json::from_str::<serde_json::Value>(one) {
+                Ok(json) if json.get("type").and_then(|t| t.as_str()) == Some("pause") => Ok(AgentEvent::Pause),
+                Ok(json) => match text_at(&json, &pointer) {
+                    Some(text) => Ok(AgentEvent::Delta(text)),
+                    None => continue,
+                },
+                Err(e) => Err(broke(format!("a line is not JSON ({e})"))),
+            };
+            if !send(&tx, &cancel, item).await {
+                return;
+            }
+        }
+        if ended {
+            let _ = send(&tx, &cancel, Ok(AgentEvent::Done)).await;
+            return;
+        }
+    }
+}
+
+async fn read_text(response: reqwest::Response, tx: Tx, cancel: CancellationToken) {
+    let mut body = response.bytes_stream();
+    let mut carry = Utf8Carry::default();
+    loop {
+        let chunk = tokio::select! {
+            _ = cancel.cancelled() => return,
+            c = body.next() => c,
+        };
+        let item = match chunk {
+            Some(Ok(bytes)) => match carry.push(&bytes) {
+                t if t.is_empty() => continue,
+                t => Ok(AgentEvent::Delta(t)),
+            },
+            Some(Err(e)) => Err(broke(e)),
+            None => {
+                let rest = carry.finish();
+                if !rest.is_empty() && !send(&tx, &cancel, Ok(AgentEvent::Delta(rest))).await {
+                    return;
+                }
+                Ok(AgentEvent::Done)
+            }
+        };
+        if !send(&tx, &cancel, item).await {
+            return;
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What the HTTP agent sources share: how an HTTP failure becomes an agent error, text decoded from a
+//! byte stream whose chunks may split a character, and a sender that stops when the conversation is
+//! cancelled or the scheduler has gone.
+
+use earshot_core::agent::{AgentError, AgentEvent};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A failed answer's status and body as an agent error. The body's own message is kept when it has
+/// one in the common `{"error": {"message": …}}` (or `{"message": …}`) shape; `who` names the service.
+pub fn status_error(who: &str, status: reqwest::StatusCode, body: &str) -> AgentError {
+    let (code, retryable) = match status.as_u16() {
+        400 | 413 | 422 => ("agent_validation", false),
+        401 | 403 => ("agent_access_denied", false),
+        404 => ("agent_model_not_found", false),
+        408 | 504 => ("agent_timeout", true),
+        429 => ("agent_throttled", true),
+        500..=599 => ("agent_unavailable", true),
+        _ => ("agent_error", true),
+    };
+    AgentError::new(code, format!("{who} answered {status}: {}", body_message(body)), retryable)
+}
+
+/// The message of an error body, or the body itself, shortened.
+pub fn body_message(body: &str) -> String {
+    let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let message = json.pointer("/error/message").or_else(|| json.get("message")).or_else(|| json.get("error")).and_then(|m| m.as_str());
+    let text = message.map(str::to_string).unwrap_or_else(|| body.trim().to_string());
+    text.chars().take(300).collect()
+}
+
+/// A request that got no answer.
+pub fn unreachable(who: &str, e: &reqwest::Error) -> AgentError {
+    if e.is_timeout() {
+        AgentError::new("agent_timeout", format!("{who} did not answer in time: {e}"), true)
+    } else {
+        AgentError::new("agent_unreachable", format!("cannot reach {who}: {e}"), true)
+    }
+}
+
+/// Text from a byte stream: a character split across chunks is held until its last byte comes.
+#[derive(Default)]
+pub struct Utf8Carry {
+    pending: Vec<u8>,
+}
+
+impl Utf8Carry {
+    /// The text complete so far; an invalid sequence becomes U+FFFD rather than an error.
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let valid_up_to = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(), // an incomplete character at the end
+            Err(_) => {
+                let text = String::from_utf8_lossy(&self.pending).into_owned();
+                self.pending.clear();
+                return text;
+            }
+        };
+        let rest = self.pending.split_off(valid_up_to);
+        String::from_utf8(std::mem::replace(&mut self.pending, rest)).expect("checked above")
+    }
+
+    /// What is left at the end (an incomplete character, as U+FFFD).
+    pub fn finish(&mut self) -> String {
+        String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned()
+    }
+}
+
+/// Sends to the scheduler unless the conversation was cancelled; `false` when the answer should stop.
+pub async fn send(tx: &mpsc::Sender<Result<AgentEvent, AgentError>>, cancel: &CancellationToken, item: Result<AgentEvent, AgentError>) -> bool {
+    let last = !matches!(item, Ok(AgentEvent::Delta(_) | AgentEvent::Pause));
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        sent = tx.send(item) => sent.is_ok() && !last,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_character_split_across_chunks_is_held_until_complete() {
+        let bytes = "ça va, 東京".as_bytes();
+        let mut carry = Utf8Carry::default();
+        let mut out = String::new();
+        for chunk in bytes.chunks(1) {
+            out.push_str(&carry.push(chunk));
+        }
+        out.push_str(&carry.finish());
+        assert_eq!(out, "ça va, 東京");
+        let mut carry = Utf8Carry::default();
+        assert_eq!(carry.push(&[0xe6, 0x9d]), "");
+        assert_eq!(carry.finish(), "\u{fffd}");
+        assert_eq!(Utf8Carry::default().push(&[b'a', 0xff, b'b']), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn statuses_map_to_agent_codes_keeping_the_services_message() {
+        let e = status_error(
+            "the agent",
+            reqwest::StatusCode::UNAUTHORIZED,
+            r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#,
+        );
+        assert_eq!((e.code.as_str(), e.retryable), ("agent_access_denied", false));
+        assert!(e.message.contains("Incorrect API key provided"), "{}", e.message);
+        assert_eq!(status_error("x", reqwest::StatusCode::TOO_MANY_REQUESTS, "slow down").code, "agent_throttled");
+        assert_eq!(status_error("x", reqwest::StatusCode::NOT_FOUND, "").code, "agent_model_not_found");
+        assert_eq!(status_error("x", reqwest::StatusCode::BAD_GATEWAY, "<html>").code, "agent_unavailable");
+    }
+}
