@@ -233,7 +233,7 @@ impl Settings {
             );
         }
         for h in &self.http_agent_headers {
-            if !h.split_once(':').is_some_and(|(name, _)| !name.trim().is_empty()) {
+            if !matches!(h.split_once(':'), Some((name, _)) if !name.trim().is_empty()) {
                 return Err(format!("EARSHOT_HTTP_AGENT_HEADER (--http-agent-header): `{h}` is not `Name: value`"));
             }
         }
