@@ -2,7 +2,7 @@
 //! many servers that copy its API), streamed: `POST {base}/chat/completions` with `stream: true`, read
 //! as server-sent events. Each chunk's `choices[0].delta.content` is more text; the first chunk of a
 //! streamed tool call is a pause (what was said before it can be spoken while the tool runs);
-//! `data: [DONE]` ends the answer. A stream that ends without `[DONE]` broke, an `error` object in the
+//! `data: [DONE]` ends the answer. A stream that ends before any `finish_reason` broke, an `error` object in the
 //! stream is a failure mid-answer, and a `content_filter` finish stops the answer with its own code.
 
 use std::time::Duration;
@@ -95,14 +95,26 @@ impl AgentSource for OpenAiAgent {
         }
         let mut events = response.bytes_stream().eventsource();
         tokio::spawn(async move {
+            // An answer whose last chunk gave its finish_reason is complete even if the server then
+            // closes without `[DONE]` (some compatible servers do); one that stops before is broken.
+            let mut finished = false;
             loop {
                 let event = tokio::select! {
                     _ = cancel.cancelled() => return,
                     e = events.next() => e,
                 };
                 let event = match event {
+                    None if finished => {
+                        let _ = send(&tx, &cancel, Ok(AgentEvent::Done)).await;
+                        return;
+                    }
                     None => {
-                        let _ = send(&tx, &cancel, Err(AgentError::new("agent_stream_error", format!("{WHO} ended its stream before [DONE]"), true))).await;
+                        let _ = send(
+                            &tx,
+                            &cancel,
+                            Err(AgentError::new("agent_stream_error", format!("{WHO} ended its stream mid-answer (no finish_reason, no [DONE])"), true)),
+                        )
+                        .await;
                         return;
                     }
                     Some(Err(e)) => {
@@ -111,6 +123,7 @@ impl AgentSource for OpenAiAgent {
                     }
                     Some(Ok(event)) => event,
                 };
+                finished |= has_finish_reason(&event.data);
                 for item in chunk_events(&event.data) {
                     if !send(&tx, &cancel, item).await {
                         return;
@@ -120,6 +133,10 @@ impl AgentSource for OpenAiAgent {
         });
         Ok(rx)
     }
+}
+
+fn has_finish_reason(data: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(data).ok().and_then(|c| c.pointer("/choices/0/finish_reason").map(|f| !f.is_null())).unwrap_or(false)
 }
 
 /// What one `data:` payload of the stream means for the answer.

@@ -17,6 +17,9 @@ pub struct SpeakBody {
     pub prompt: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The conversation so far, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Turn>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,5 +213,22 @@ mod tests {
         // (at 200); the fourth 3 ms after the third ended (at 330).
         assert_eq!(marks.playback_gaps(1.0, 0.0), vec![30.0, 3.0]);
         assert_eq!(marks.playback_gaps(1.0, 5.0), vec![30.0]);
+    }
+}
+
+/// One earlier turn of a conversation, as `POST /v1/speak` takes it in `messages`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Turn {
+    /// `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+impl Turn {
+    pub fn user(content: impl Into<String>) -> Self {
+        Turn { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Turn { role: "assistant".into(), content: content.into() }
     }
 }

@@ -4,8 +4,10 @@
 //! code, with the real SDK clients, is what runs against them. What each one does is described in its
 //! module: [`sagemaker`] bridges to the Kokoro container's WebSocket exactly as SageMaker does,
 //! [`polly`] is voiced by the local Kokoro with a voice pack of its own, [`bedrock`] streams scripted
-//! answers. This is test infrastructure: it checks what a test needs to rely on and no more.
+//! answers; [`agents`] stands in for the agents a team brings (an OpenAI-compatible endpoint, an HTTP
+//! agent that streams SSE, NDJSON or text). This is test infrastructure: it checks what a test needs to rely on and no more.
 
+pub mod agents;
 pub mod bedrock;
 pub mod eventstream;
 pub mod polly;
@@ -14,4 +16,5 @@ pub mod sagemaker;
 pub mod server;
 pub mod tls;
 
+pub use agents::{start_agents, AgentStandIns};
 pub use server::{start, PollyDelivery, Spoken, StandIns, StandInsConfig};

@@ -50,6 +50,7 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         release: Some(args.release.clone()),
         format: Some(args.format.clone()),
         conversation_id: None,
+        ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let received = runtime.block_on(speak(&args.url, &body, &CallOptions { delivery, ..Default::default() })).map_err(|e| e.to_string())?;

@@ -1,0 +1,300 @@
+//! The agents a team brings: an OpenAI-compatible endpoint and an HTTP agent of its own (SSE, NDJSON or
+//! plain text), each against its stand-in streaming at token pace with a tool-call pause, through the
+//! gateway to captions and audio; every mapped failure; multi-turn `messages` passed on; the key read
+//! from Secrets Manager (moto). The OpenAI-compatible stand-in's streams are judged by the official
+//! `openai` Python package (`tests/judges/openai_reads.py`), which must read every one of them as
+//! earshot does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use earshot_agents::{AnswerFormat, HttpAgent, HttpAgentSettings, OpenAiAgent, OpenAiSettings};
+use earshot_backends::{SyntheticBackend, SyntheticConfig};
+use earshot_client::{speak, CallOptions, ClientError, SpeakBody, Turn};
+use earshot_core::agent::{AgentEvent, AgentInput, AgentSource};
+use earshot_e2e::moto::Moto;
+use earshot_e2e::{check_conversation, prompt, serve, EarshotProcess, Kokoro};
+use earshot_gateway::Gateway;
+use earshot_standins::{start_agents, AgentStandIns};
+use tokio_util::sync::CancellationToken;
+
+/// Fast enough for a quick suite, slow enough that the answer is still being written while it is spoken.
+const TOKENS_PER_SECOND: f64 = 40.0;
+
+fn openai_settings(base_url: String) -> OpenAiSettings {
+    OpenAiSettings {
+        base_url,
+        model: "standin".into(),
+        api_key: Some("sk-local".into()),
+        system_prompt: "Answer briefly.".into(),
+        temperature: Some(0.2),
+        max_tokens: Some(300),
+        connect_timeout: Duration::from_secs(5),
+    }
+}
+
+/// What a source produced for a prompt: its text, its pauses, and the code of the failure that ended it.
+async fn collect(agent: &dyn AgentSource, prompt: &str) -> (String, usize, Option<String>) {
+    let mut rx = match agent.start(AgentInput::prompt(prompt), CancellationToken::new()).await {
+        Ok(rx) => rx,
+        Err(e) => return (String::new(), 0, Some(e.code)),
+    };
+    let (mut text, mut pauses) = (String::new(), 0);
+    while let Some(item) = rx.recv().await {
+        match item {
+            Ok(AgentEvent::Delta(t)) => text.push_str(&t),
+            Ok(AgentEvent::Pause) => pauses += 1,
+            Ok(AgentEvent::Done) => return (text, pauses, None),
+            Err(e) => return (text, pauses, Some(e.code)),
+        }
+    }
+    (text, pauses, Some("channel closed without done".into()))
+}
+
+/// What the official openai package read from the stand-in (run off the runtime, which serves the stand-in).
+async fn openai_reads(base_url: &str, prompt: &str) -> serde_json::Value {
+    let (base_url, prompt) = (base_url.to_string(), prompt.to_string());
+    tokio::task::spawn_blocking(move || openai_reads_blocking(&base_url, &prompt)).await.unwrap()
+}
+
+fn openai_reads_blocking(base_url: &str, prompt: &str) -> serde_json::Value {
+    let server = std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string());
+    let python = std::path::Path::new(&server).with_file_name("python");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/judges/openai_reads.py");
+    let out = std::process::Command::new(python).args([script, base_url, prompt]).output().expect("python with the openai package");
+    assert!(out.status.success(), "openai_reads.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("its JSON report")
+}
+
+#[tokio::test]
+async fn the_official_openai_client_reads_every_stream_the_standin_serves_as_earshot_does() {
+    let stand = start_agents(200.0).await.unwrap();
+    let base = format!("{}/v1", stand.url);
+    let agent = OpenAiAgent::new(openai_settings(base.clone())).unwrap();
+    // (prompt, what openai raises, earshot's code): both read the same text up to the end or the failure.
+    let cases = [
+        ("brief", None, None),
+        ("pause", None, None),
+        ("[[filtered]] brief", None, Some("agent_content_filtered")),
+        ("[[midstream]] brief", Some("APIError"), Some("agent_stream_error")),
+        ("[[401]] brief", Some("AuthenticationError"), Some("agent_access_denied")),
+        ("[[429]] brief", Some("RateLimitError"), Some("agent_throttled")),
+        ("[[500]] brief", Some("InternalServerError"), Some("agent_unavailable")),
+    ];
+    for (prompt, raised, code) in cases {
+        let judged = openai_reads(&base, prompt).await;
+        let (text, pauses, failure) = collect(&agent, prompt).await;
+        assert_eq!(judged["error"].as_str(), raised, "{prompt}: the openai package: {judged}");
+        assert_eq!(failure.as_deref(), code, "{prompt}: earshot");
+        assert_eq!(judged["text"].as_str().unwrap(), text, "{prompt}: the same text");
+        assert_eq!(judged["tool_calls"].as_u64().unwrap() as usize, pauses, "{prompt}: a pause per tool call");
+        if raised.is_none() {
+            let finish = if prompt.contains("filtered") { "content_filter" } else { "stop" };
+            assert_eq!(judged["finish_reason"], finish, "{prompt}");
+        }
+    }
+    // A stream cut before any finish_reason: the package ends quietly; earshot says the answer broke.
+    let judged = openai_reads(&base, "[[cut]] brief").await;
+    let (text, _, failure) = collect(&agent, "[[cut]] brief").await;
+    assert_eq!((judged["error"].is_null(), judged["finish_reason"].is_null()), (true, true), "{judged}");
+    assert_eq!(judged["text"].as_str().unwrap(), text);
+    assert_eq!(failure.as_deref(), Some("agent_stream_error"));
+}
+
+#[tokio::test]
+async fn an_openai_agent_speaks_through_earshot_serve_releasing_what_it_said_before_its_tool_call() {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let stand = start_agents(TOKENS_PER_SECOND).await.unwrap();
+    let base = format!("{}/v1", stand.url);
+    let earshot = EarshotProcess::start(&[
+        "--kokoro-url",
+        &kokoro.url,
+        "--agent",
+        "openai",
+        "--openai-base-url",
+        &base,
+        "--openai-model",
+        "standin",
+        "--openai-api-key",
+        "sk-local",
+        "--system-prompt",
+        "Answer briefly.",
+    ])
+    .await;
+    earshot.healthy().await;
+    let r = speak(&earshot.url, &prompt("pause"), &CallOptions::default()).await.unwrap();
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences[0], "Let me check that for you.");
+    assert!(sentences.len() >= 3, "{sentences:?}");
+    // The first sentence was released during the tool call, not after it: the next text came 2 s later.
+    let timeline = r.timeline.as_ref().unwrap();
+    let (first, second) = (&timeline.sentences[0], &timeline.sentences[1]);
+    assert!(second.complete_ms - first.released_ms.unwrap() > 1500.0, "released {:?}, next complete {}", first.released_ms, second.complete_ms);
+    let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.authorization.as_deref(), Some("Bearer sk-local"));
+    assert_eq!(seen.body["model"], "standin");
+    assert_eq!(seen.body["messages"][0], serde_json::json!({"role": "system", "content": "Answer briefly."}));
+    // A failure before the stream is a 502 with the mapped code.
+    assert_eq!(failure(speak(&earshot.url, &prompt("[[401]] brief"), &CallOptions::default()).await), (502, "agent_access_denied".into()));
+}
+
+/// How a conversation failed: the HTTP status and the code, whether the gateway refused it before the
+/// stream or said so in an `error` message.
+fn failure(result: Result<earshot_client::Received, ClientError>) -> (u16, String) {
+    match result {
+        Ok(r) => (r.status, r.error.map(|e| e.code).unwrap_or_else(|| "no error".into())),
+        Err(ClientError::Refused { status, code, .. }) => (status, code),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A gateway with the synthetic voice (speech-paced tone) and `agent`.
+async fn gateway(agent: Arc<dyn AgentSource>) -> String {
+    let mut gw = Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent);
+    gw.metrics_namespace = None;
+    serve(gw).await.url
+}
+
+fn http_agent(stand: &AgentStandIns, shape: &str, format: AnswerFormat, pointer: Option<&str>) -> Arc<dyn AgentSource> {
+    Arc::new(
+        HttpAgent::new(HttpAgentSettings {
+            url: format!("{}/agent/{shape}", stand.url),
+            headers: vec![("x-tenant".into(), "voice".into())],
+            format,
+            text_pointer: pointer.map(str::to_string),
+            connect_timeout: Duration::from_secs(5),
+        })
+        .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn an_http_agent_speaks_in_each_of_its_formats_with_its_pause() {
+    let stand = start_agents(TOKENS_PER_SECOND).await.unwrap();
+    for (shape, format, pointer) in [
+        ("sse", AnswerFormat::Auto, Some("/delta/text")),
+        ("ndjson", AnswerFormat::Auto, None),
+        ("text", AnswerFormat::Auto, None),
+        ("ndjson", AnswerFormat::Ndjson, Some("/text")),
+    ] {
+        let url = gateway(http_agent(&stand, shape, format, pointer)).await;
+        let r = speak(&url, &prompt("pause"), &CallOptions::default()).await.unwrap();
+        let sentences = check_conversation(&r);
+        assert_eq!(
+            sentences.join(" "),
+            "Let me check that for you. Your order shipped this morning. It should arrive on Thursday, and the tracking number is in your e-mail.",
+            "{shape}"
+        );
+        let timeline = r.timeline.as_ref().unwrap();
+        let released = timeline.sentences[0].released_ms.unwrap();
+        assert!(timeline.sentences[1].complete_ms - released > 1500.0, "{shape}: the first sentence waited for the pause's end");
+        let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(seen.body, serde_json::json!({"prompt": "pause", "messages": []}), "{shape}");
+        assert!(seen.headers.contains(&("x-tenant".into(), "voice".into())), "{shape}: the configured header");
+    }
+}
+
+#[tokio::test]
+async fn an_http_agents_failures_reach_the_client_with_their_codes() {
+    let stand = start_agents(200.0).await.unwrap();
+    for (shape, prompt_text, code) in [
+        ("sse", "[[401]] brief", "agent_access_denied"),
+        ("ndjson", "[[429]] brief", "agent_throttled"),
+        ("text", "[[500]] brief", "agent_unavailable"),
+        ("sse", "[[midstream]] brief", "agent_stream_error"),
+    ] {
+        let url = gateway(http_agent(&stand, shape, AnswerFormat::Auto, Some("/delta/text"))).await;
+        let (status, got) = failure(speak(&url, &prompt(prompt_text), &CallOptions::default()).await);
+        assert_eq!(got, code, "{shape} {prompt_text}");
+        // Before the stream, a 502; once speaking, an `error` message in the stream.
+        assert_eq!(status, if prompt_text.contains("midstream") { 200 } else { 502 }, "{shape} {prompt_text}");
+    }
+    // Nothing listening: unreachable, and retryable.
+    let agent = HttpAgent::new(HttpAgentSettings {
+        url: "http://127.0.0.1:9/agent".into(),
+        headers: vec![],
+        format: AnswerFormat::Auto,
+        text_pointer: None,
+        connect_timeout: Duration::from_secs(2),
+    })
+    .unwrap();
+    let (_, _, failure) = collect(&agent, "brief").await;
+    assert_eq!(failure.as_deref(), Some("agent_unreachable"));
+}
+
+#[tokio::test]
+async fn a_conversation_reaches_each_agent_in_its_own_format() {
+    let stand = start_agents(200.0).await.unwrap();
+    let messages = vec![Turn::user("Where is my order?"), Turn::assistant("It shipped this morning."), Turn::user("When will it arrive?")];
+    let body = SpeakBody { messages: Some(messages), ..Default::default() };
+    let openai = gateway(Arc::new(OpenAiAgent::new(openai_settings(format!("{}/v1", stand.url))).unwrap())).await;
+    let r = speak(&openai, &body, &CallOptions::default()).await.unwrap();
+    check_conversation(&r);
+    let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
+    let roles: Vec<_> = seen.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        roles,
+        vec![
+            ("system".into(), "Answer briefly.".into()),
+            ("user".into(), "Where is my order?".into()),
+            ("assistant".into(), "It shipped this morning.".into()),
+            ("user".into(), "When will it arrive?".into())
+        ]
+    );
+    let http = gateway(http_agent(&stand, "sse", AnswerFormat::Sse, Some("/delta/text"))).await;
+    check_conversation(&speak(&http, &body, &CallOptions::default()).await.unwrap());
+    let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.body["prompt"], "When will it arrive?");
+    assert_eq!(
+        seen.body["messages"],
+        serde_json::json!([{"role": "user", "content": "Where is my order?"}, {"role": "assistant", "content": "It shipped this morning."}])
+    );
+    // A conversation the gateway refuses never reaches the agent.
+    let before = stand.seen.lock().unwrap().len();
+    let bad = SpeakBody { messages: Some(vec![Turn::assistant("Hello.")]), ..Default::default() };
+    assert_eq!(failure(speak(&openai, &bad, &CallOptions::default()).await), (400, "invalid_messages".into()));
+    assert_eq!(stand.seen.lock().unwrap().len(), before);
+}
+
+#[tokio::test]
+async fn the_agents_key_comes_from_secrets_manager_once_at_start() {
+    let moto = Moto::start().await;
+    moto.boto3(
+        "sm = client('secretsmanager')\n\
+         sm.create_secret(Name='earshot/openai', SecretString='sk-from-secret')\n\
+         sm.create_secret(Name='earshot/agent', SecretString='{\"api_key\": \"key-in-json\"}')\n",
+    );
+    let config = moto.sdk().await;
+    let http = reqwest::Client::new();
+    assert_eq!(earshot_aws::aws_json::secret_string(&http, &config, "earshot/openai").await.unwrap(), "sk-from-secret");
+    assert_eq!(earshot_aws::aws_json::secret_string(&http, &config, "earshot/agent").await.unwrap(), "key-in-json");
+    let missing = earshot_aws::aws_json::secret_string(&http, &config, "earshot/none").await.unwrap_err();
+    assert_eq!(missing.error_type, "ResourceNotFoundException", "{missing:?}");
+
+    // Wired as the Lambda wires it: the variables alone, the key read at build and sent as a bearer token.
+    let stand = start_agents(200.0).await.unwrap();
+    let vars = [
+        ("EARSHOT_BACKENDS", "synthetic".to_string()),
+        ("EARSHOT_AGENT", "openai".into()),
+        ("EARSHOT_OPENAI_BASE_URL", format!("{}/v1", stand.url)),
+        ("EARSHOT_OPENAI_MODEL", "standin".into()),
+        ("EARSHOT_AGENT_KEY_SECRET", "earshot/openai".into()),
+        ("EARSHOT_AWS_ENDPOINT", moto.url.clone()),
+    ];
+    let get = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+    let settings = earshot_wiring::Settings::from_vars(get, earshot_wiring::Place::Serve).unwrap();
+    // The SDK's credential chain reads these; moto accepts any.
+    std::env::set_var("AWS_ACCESS_KEY_ID", "AKIDTEST");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "secret");
+    std::env::set_var("AWS_REGION", "us-east-1");
+    let built = earshot_wiring::build(&settings, earshot_wiring::Place::Serve).await.unwrap();
+    let url = serve(built.gateway).await.url;
+    check_conversation(&speak(&url, &prompt("brief"), &CallOptions::default()).await.unwrap());
+    assert_eq!(stand.seen.lock().unwrap().last().unwrap().authorization.as_deref(), Some("Bearer sk-from-secret"));
+}
