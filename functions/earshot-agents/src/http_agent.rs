@@ -1,5 +1,6 @@
 //! Any agent behind an HTTP endpoint that streams its answer's text: earshot POSTs
-//! `{"prompt": …, "messages": [{"role", "content"}, …]}` (the conversation so far) to the configured URL
+//! `{"prompt": …, "messages": [{"role", "content"}, …], "conversation_id": …}` (the conversation so far)
+//! to the configured URL
 //! with the configured headers, and reads the answer as it arrives, in one of three shapes:
 //!
 //! - **SSE** (`text/event-stream`): each `data:` is text, or, with a JSON pointer configured, a JSON
@@ -92,12 +93,12 @@ impl AgentSource for HttpAgent {
     }
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
-        let (prompt, history) = match input {
+        let prompt = match input {
             AgentInput::Text(text) => return Ok(crate::spoken_as_given(text)),
-            AgentInput::Prompt { prompt, history } => (prompt, history),
+            AgentInput::Prompt { prompt, history, conversation_id } => (prompt, history, conversation_id),
         };
-        let messages: Vec<_> = history.iter().map(|t| serde_json::json!({"role": t.role.as_str(), "content": t.content})).collect();
-        let mut request = self.http.post(&self.settings.url).json(&serde_json::json!({"prompt": prompt, "messages": messages}));
+        let (prompt, history, conversation_id) = (prompt.0, prompt.1, prompt.2);
+        let mut request = self.http.post(&self.settings.url).json(&request_body(&prompt, &history, conversation_id.as_deref()));
         for (name, value) in &self.settings.headers {
             request = request.header(name, value);
         }
@@ -110,30 +111,74 @@ impl AgentSource for HttpAgent {
             let body = response.text().await.unwrap_or_default();
             return Err(http_stream::status_error(WHO, status, &body));
         }
-        let format = match self.settings.format {
-            AnswerFormat::Auto => {
-                let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
-                if content_type.starts_with("text/event-stream") {
-                    AnswerFormat::Sse
-                } else if content_type.starts_with("application/x-ndjson") || content_type.starts_with("application/jsonl") {
-                    AnswerFormat::Ndjson
-                } else {
-                    AnswerFormat::Text
-                }
-            }
-            f => f,
+        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let format = self.settings.format.resolve(&content_type);
+        let text = match &self.settings.text_pointer {
+            Some(p) => TextAt::Pointer(p.clone()),
+            None if format == AnswerFormat::Ndjson => TextAt::Pointer("/text".into()),
+            None => TextAt::Raw,
         };
-        let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
-        let pointer = self.settings.text_pointer.clone();
-        tokio::spawn(async move {
-            match format {
-                AnswerFormat::Sse => read_sse(response, pointer, tx, cancel).await,
-                AnswerFormat::Ndjson => read_ndjson(response, pointer.unwrap_or_else(|| "/text".into()), tx, cancel).await,
-                _ => read_text(response, tx, cancel).await,
-            }
-        });
-        Ok(rx)
+        Ok(read_answer(response.bytes_stream(), format, text, cancel))
     }
+}
+
+impl AnswerFormat {
+    /// The format to read: this one, or for `Auto` the one the content type names (plain text when it
+    /// names neither SSE nor NDJSON).
+    pub fn resolve(self, content_type: &str) -> AnswerFormat {
+        if self != AnswerFormat::Auto {
+            return self;
+        }
+        let content_type = content_type.to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") {
+            AnswerFormat::Sse
+        } else if content_type.starts_with("application/x-ndjson") || content_type.starts_with("application/jsonl") {
+            AnswerFormat::Ndjson
+        } else {
+            AnswerFormat::Text
+        }
+    }
+}
+
+/// Where an event's text is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextAt {
+    /// The event's data is the text (SSE only).
+    Raw,
+    /// The event is JSON and its text is at this pointer.
+    Pointer(String),
+    /// The event is JSON: a string is the text; an object has it at this pointer (an agent on AgentCore
+    /// that yields strings is streamed as `data: "…"`).
+    StringOr(String),
+}
+
+/// Reads an answer's body as it arrives, in a resolved format (not `Auto`), into the scheduler's
+/// stream. Shared by every source whose answer is a byte stream (the HTTP agent; AgentCore).
+pub fn read_answer<S, E>(body: S, format: AnswerFormat, text: TextAt, cancel: CancellationToken) -> AgentStream
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
+    tokio::spawn(async move {
+        match format {
+            AnswerFormat::Sse => read_sse(body, text, tx, cancel).await,
+            AnswerFormat::Ndjson => read_ndjson(body, text, tx, cancel).await,
+            _ => read_text(body, tx, cancel).await,
+        }
+    });
+    rx
+}
+
+/// What an agent of a team's own is sent: the prompt, the turns before it, and the conversation's id
+/// when the client gave or was given one (for agents that keep sessions).
+pub fn request_body(prompt: &str, history: &[earshot_core::agent::Turn], conversation_id: Option<&str>) -> serde_json::Value {
+    let messages: Vec<_> = history.iter().map(|t| serde_json::json!({"role": t.role.as_str(), "content": t.content})).collect();
+    let mut body = serde_json::json!({"prompt": prompt, "messages": messages});
+    if let Some(id) = conversation_id {
+        body["conversation_id"] = serde_json::json!(id);
+    }
+    body
 }
 
 type Tx = mpsc::Sender<Result<AgentEvent, AgentError>>;
@@ -142,14 +187,31 @@ fn broke(e: impl std::fmt::Display) -> AgentError {
     AgentError::new("agent_stream_error", format!("{WHO}'s answer broke: {e}"), true)
 }
 
-/// The text at `pointer` in a JSON event; `None` for an event without text there (not an error:
-/// agents send bookkeeping events too).
+/// The text at `pointer` in a JSON value.
 fn text_at(json: &serde_json::Value, pointer: &str) -> Option<String> {
     json.pointer(pointer).and_then(|t| t.as_str()).filter(|t| !t.is_empty()).map(str::to_string)
 }
 
-async fn read_sse(response: reqwest::Response, pointer: Option<String>, tx: Tx, cancel: CancellationToken) {
-    let mut events = response.bytes_stream().eventsource();
+/// The text of one JSON event, by `text`; `Ok(None)` for an event without text there (not an error:
+/// agents send bookkeeping events too).
+fn event_text(data: &str, text: &TextAt) -> Result<Option<String>, AgentError> {
+    let pointer = match text {
+        TextAt::Raw => return Ok(Some(data.to_string()).filter(|t| !t.is_empty())),
+        TextAt::Pointer(p) | TextAt::StringOr(p) => p,
+    };
+    let json: serde_json::Value = serde_json::from_str(data).map_err(|e| broke(format!("an event is not JSON ({e})")))?;
+    if let (TextAt::StringOr(_), serde_json::Value::String(s)) = (text, &json) {
+        return Ok(Some(s.clone()).filter(|t| !t.is_empty()));
+    }
+    Ok(text_at(&json, pointer))
+}
+
+async fn read_sse<S, E>(body: S, text: TextAt, tx: Tx, cancel: CancellationToken)
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin,
+    E: std::fmt::Display,
+{
+    let mut events = body.eventsource();
     loop {
         let event = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -163,16 +225,10 @@ async fn read_sse(response: reqwest::Response, pointer: Option<String>, tx: Tx, 
                 Err(AgentError::new("agent_stream_error", format!("{WHO} failed mid-answer: {}", http_stream::body_message(&e.data)), true))
             }
             Some(Ok(e)) if e.data.trim() == "[DONE]" => Ok(AgentEvent::Done),
-            Some(Ok(e)) => match &pointer {
-                None if e.data.is_empty() => continue,
-                None => Ok(AgentEvent::Delta(e.data)),
-                Some(p) => match serde_json::from_str::<serde_json::Value>(&e.data) {
-                    Ok(json) => match text_at(&json, p) {
-                        Some(text) => Ok(AgentEvent::Delta(text)),
-                        None => continue,
-                    },
-                    Err(err) => Err(broke(format!("an event is not JSON ({err})"))),
-                },
+            Some(Ok(e)) => match event_text(&e.data, &text) {
+                Ok(Some(t)) => Ok(AgentEvent::Delta(t)),
+                Ok(None) => continue,
+                Err(err) => Err(err),
             },
         };
         if !send(&tx, &cancel, item).await {
@@ -181,8 +237,11 @@ async fn read_sse(response: reqwest::Response, pointer: Option<String>, tx: Tx, 
     }
 }
 
-async fn read_ndjson(response: reqwest::Response, pointer: String, tx: Tx, cancel: CancellationToken) {
-    let mut body = response.bytes_stream();
+async fn read_ndjson<S, E>(mut body: S, text: TextAt, tx: Tx, cancel: CancellationToken)
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin,
+    E: std::fmt::Display,
+{
     let mut carry = Utf8Carry::default();
     let mut line = String::new();
     loop {
@@ -191,7 +250,7 @@ async fn read_ndjson(response: reqwest::Response, pointer: String, tx: Tx, cance
             c = body.next() => c,
         };
         // The body's end completes the last line.
-        let (text, ended) = match chunk {
+        let (decoded, ended) = match chunk {
             Some(Ok(bytes)) => (carry.push(&bytes), false),
             Some(Err(e)) => {
                 let _ = send(&tx, &cancel, Err(broke(e))).await;
@@ -199,20 +258,19 @@ async fn read_ndjson(response: reqwest::Response, pointer: String, tx: Tx, cance
             }
             None => (carry.finish() + "\n", true),
         };
-        line.push_str(&text);
+        line.push_str(&decoded);
         while let Some(end) = line.find('\n') {
             let one: String = line.drain(..=end).collect();
             let one = one.trim();
             if one.is_empty() {
                 continue;
             }
-            let item = match serde_json::from_str::<serde_json::Value>(one) {
-                Ok(json) if json.get("type").and_then(|t| t.as_str()) == Some("pause") => Ok(AgentEvent::Pause),
-                Ok(json) => match text_at(&json, &pointer) {
-                    Some(text) => Ok(AgentEvent::Delta(text)),
-                    None => continue,
-                },
-                Err(e) => Err(broke(format!("a line is not JSON ({e})"))),
+            let pause = serde_json::from_str::<serde_json::Value>(one).ok().is_some_and(|j| j.get("type").and_then(|t| t.as_str()) == Some("pause"));
+            let item = match event_text(one, &text) {
+                _ if pause => Ok(AgentEvent::Pause),
+                Ok(Some(t)) => Ok(AgentEvent::Delta(t)),
+                Ok(None) => continue,
+                Err(e) => Err(e),
             };
             if !send(&tx, &cancel, item).await {
                 return;
@@ -225,8 +283,11 @@ async fn read_ndjson(response: reqwest::Response, pointer: String, tx: Tx, cance
     }
 }
 
-async fn read_text(response: reqwest::Response, tx: Tx, cancel: CancellationToken) {
-    let mut body = response.bytes_stream();
+async fn read_text<S, E>(mut body: S, tx: Tx, cancel: CancellationToken)
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin,
+    E: std::fmt::Display,
+{
     let mut carry = Utf8Carry::default();
     loop {
         let chunk = tokio::select! {

@@ -77,7 +77,7 @@ impl AgentSource for OpenAiAgent {
         let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
         let (prompt, history) = match input {
             AgentInput::Text(text) => return Ok(crate::spoken_as_given(text)),
-            AgentInput::Prompt { prompt, history } => (prompt, history),
+            AgentInput::Prompt { prompt, history, .. } => (prompt, history),
         };
         let url = format!("{}/chat/completions", self.settings.base_url.trim_end_matches('/'));
         let mut request = self.http.post(&url).header("accept", "text/event-stream").json(&self.body(&prompt, &history));

@@ -86,7 +86,7 @@ impl AgentSource for BedrockAgent {
                 });
                 return Ok(rx);
             }
-            AgentInput::Prompt { prompt, history } => (prompt, history),
+            AgentInput::Prompt { prompt, history, .. } => (prompt, history),
         };
         let (prompt, history) = prompt;
         // The conversation so far, then the prompt: alternating turns from the user's, as Converse needs.

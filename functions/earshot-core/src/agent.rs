@@ -12,8 +12,9 @@ use tokio_util::sync::CancellationToken;
 pub enum AgentInput {
     /// A prompt the agent answers, after the conversation so far (oldest turn first; empty for a
     /// conversation's first question). The history starts with a user turn and alternates, so the
-    /// prompt follows an assistant turn: every source can pass it on as it is.
-    Prompt { prompt: String, history: Vec<Turn> },
+    /// prompt follows an assistant turn: every source can pass it on as it is. `conversation_id` is
+    /// the client's (agents that keep sessions of their own key them by it).
+    Prompt { prompt: String, history: Vec<Turn>, conversation_id: Option<String> },
     /// Text to speak as given (streamed as an agent would, so that it takes the same path).
     Text(String),
 }
@@ -21,7 +22,7 @@ pub enum AgentInput {
 impl AgentInput {
     /// A first question, with no history.
     pub fn prompt(prompt: impl Into<String>) -> Self {
-        AgentInput::Prompt { prompt: prompt.into(), history: Vec::new() }
+        AgentInput::Prompt { prompt: prompt.into(), history: Vec::new(), conversation_id: None }
     }
 }
 

@@ -85,6 +85,10 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         }
         None => uuid::Uuid::new_v4().to_string(),
     };
+    let input = match input {
+        AgentInput::Prompt { prompt, history, .. } => AgentInput::Prompt { prompt, history, conversation_id: Some(conversation_id.clone()) },
+        text => text,
+    };
     let backend = body.backend.filter(|b| b != "auto");
     if let Some(v) = &body.voice {
         if v.is_empty() || v.len() > 64 {
@@ -138,7 +142,7 @@ fn conversation(prompt: Option<String>, mut messages: Vec<Message>, limits: &Lim
     if chars > limits.max_history_chars {
         return Err(ApiError::too_large("messages_too_long", format!("`messages` hold {chars} characters; the limit is {}", limits.max_history_chars)));
     }
-    Ok(AgentInput::Prompt { prompt, history })
+    Ok(AgentInput::Prompt { prompt, history, conversation_id: None })
 }
 
 fn invalid_messages(message: &str) -> ApiError {
@@ -209,7 +213,9 @@ mod tests {
     #[test]
     fn accepts_a_minimal_prompt() {
         let r = parse_str(r#"{"prompt":"hi"}"#).unwrap();
-        assert_eq!(r.input, AgentInput::prompt("hi"));
+        assert!(
+            matches!(&r.input, AgentInput::Prompt { prompt, history, conversation_id: Some(id) } if prompt == "hi" && history.is_empty() && *id == r.conversation_id)
+        );
         assert_eq!(r.release, Release::Incremental);
         assert_eq!(r.delivery, Delivery::Sse);
         assert!(!r.conversation_id.is_empty());
@@ -254,7 +260,7 @@ mod tests {
         let turns =
             r#"[{"role":"user","content":"Where is my order?"},{"role":"assistant","content":"It shipped."},{"role":"user","content":"When will it come?"}]"#;
         let r = parse_str(&format!(r#"{{"messages":{turns}}}"#)).unwrap();
-        let AgentInput::Prompt { prompt, history } = r.input else { panic!("a prompt") };
+        let AgentInput::Prompt { prompt, history, .. } = r.input else { panic!("a prompt") };
         assert_eq!(prompt, "When will it come?");
         assert_eq!(
             history,
@@ -263,7 +269,7 @@ mod tests {
         // With a prompt, every message is history.
         let r =
             parse_str(r#"{"prompt":"And the tracking number?","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."}]}"#).unwrap();
-        let AgentInput::Prompt { prompt, history } = r.input else { panic!("a prompt") };
+        let AgentInput::Prompt { prompt, history, .. } = r.input else { panic!("a prompt") };
         assert_eq!((prompt.as_str(), history.len()), ("And the tracking number?", 2));
     }
 
