@@ -298,3 +298,44 @@ async fn the_agents_key_comes_from_secrets_manager_once_at_start() {
     check_conversation(&speak(&url, &prompt("brief"), &CallOptions::default()).await.unwrap());
     assert_eq!(stand.seen.lock().unwrap().last().unwrap().authorization.as_deref(), Some("Bearer sk-from-secret"));
 }
+
+#[tokio::test]
+async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_per_conversation() {
+    let standins = earshot_standins::start(earshot_standins::StandInsConfig { tokens_per_second: TOKENS_PER_SECOND, ..Default::default() }, 0).await.unwrap();
+    let config = earshot_aws::AwsSettings {
+        region: Some("us-east-1".into()),
+        endpoint_url: Some(standins.url.clone()),
+        trust_pem: Some(standins.cert_pem.clone().into_bytes()),
+        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
+    }
+    .sdk_config()
+    .await;
+    let agent = |arn: &str| {
+        let settings = earshot_aws::AgentCoreSettings { runtime_arn: arn.into(), qualifier: None, text_pointer: "/data".into() };
+        Arc::new(earshot_aws::AgentCoreAgent::new(&config, settings).unwrap()) as Arc<dyn AgentSource>
+    };
+    let url = gateway(agent("arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/support_agent-AbCdEf1234")).await;
+    let first = SpeakBody { conversation_id: Some("c-42".into()), ..prompt("pause") };
+    let r = speak(&url, &first, &CallOptions::default()).await.unwrap();
+    assert_eq!(check_conversation(&r)[0], "Let me check that for you.");
+    // An unsignalled pause (the tool runs inside the agent): the finished sentence went out during the silence.
+    let t = r.timeline.as_ref().unwrap();
+    assert!(t.sentences[1].complete_ms - t.sentences[0].released_ms.unwrap() > 1500.0);
+    let second = SpeakBody {
+        conversation_id: Some("c-42".into()),
+        messages: Some(vec![Turn::user("pause"), Turn::assistant("Let me check that for you.")]),
+        ..prompt("brief")
+    };
+    check_conversation(&speak(&url, &second, &CallOptions::default()).await.unwrap());
+    let calls = standins.stats.agentcore_calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].0, earshot_aws::agentcore::runtime_session_id(Some("c-42")));
+    assert_eq!(calls[0].0, calls[1].0, "one runtime session for the conversation");
+    assert_eq!(calls[1].1["prompt"], "brief");
+    assert_eq!(calls[1].1["conversation_id"], "c-42");
+    assert_eq!(calls[1].1["messages"][1], serde_json::json!({"role": "assistant", "content": "Let me check that for you."}));
+    // The service's errors, as the SDK reads them.
+    assert_eq!(failure(speak(&url, &prompt("[[ThrottlingException]] brief"), &CallOptions::default()).await), (502, "agent_throttled".into()));
+    let missing = gateway(agent("arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/missing")).await;
+    assert_eq!(failure(speak(&missing, &prompt("brief"), &CallOptions::default()).await), (502, "agent_model_not_found".into()));
+}

@@ -4,6 +4,7 @@
 //!   (the same container protocol as the local WebSocket, carried in `PayloadPart` events);
 //! - [`polly`]: Amazon Polly's `StartSpeechSynthesisStream` (generative engine, PCM at 16 kHz);
 //! - [`bedrock`]: an agent on Bedrock's `ConverseStream`;
+//! - [`agentcore`]: an agent hosted on Bedrock AgentCore Runtime (`InvokeAgentRuntime`);
 //! - [`interrupts`]: the interrupt store on DynamoDB, through which an interrupt reaches the Lambda
 //!   invocation that speaks.
 //!
@@ -13,6 +14,7 @@
 //! [`sdk`] builds the SDK configuration, including the endpoint override and static credentials with
 //! which tests point the real SDK clients at local stand-ins.
 
+pub mod agentcore;
 pub mod aws_json;
 pub mod bedrock;
 pub mod health;
@@ -21,6 +23,7 @@ pub mod polly;
 pub mod sagemaker;
 pub mod sdk;
 
+pub use agentcore::{AgentCoreAgent, AgentCoreSettings};
 pub use aws_config::SdkConfig;
 pub use bedrock::{BedrockAgent, BedrockSettings};
 pub use interrupts::DynamoStore;

@@ -36,7 +36,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     let kokoro_through_sagemaker = settings.sagemaker_endpoint.is_some();
     let needs_aws = kokoro_through_sagemaker
         || settings.backends.contains(&BackendKind::Polly)
-        || settings.agent == AgentKind::Bedrock
+        || matches!(settings.agent, AgentKind::Bedrock | AgentKind::Agentcore)
         || settings.agent_key_secret.is_some()
         || settings.interrupt_table.is_some();
     let aws = if needs_aws {
@@ -101,6 +101,15 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                 bedrock.system_prompt = prompt.clone();
             }
             Arc::new(earshot_aws::BedrockAgent::new(sdk(), bedrock))
+        }
+        AgentKind::Agentcore => {
+            let agentcore = earshot_aws::AgentCoreSettings {
+                runtime_arn: settings.agentcore_runtime_arn.clone().unwrap_or_default(),
+                qualifier: settings.agentcore_qualifier.clone(),
+                text_pointer: settings.agentcore_text_pointer.clone(),
+            };
+            tracing::info!("agent: the AgentCore runtime {}", agentcore.runtime_arn);
+            Arc::new(earshot_aws::AgentCoreAgent::new(sdk(), agentcore).map_err(|e| format!("EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): {e}"))?)
         }
         AgentKind::Openai | AgentKind::Http => {
             // The key, when the operator keeps it in Secrets Manager: read once, here, never per request.

@@ -33,6 +33,8 @@ pub enum AgentKind {
     Openai,
     /// Any agent behind an HTTP endpoint that streams its answer (SSE, NDJSON or plain text).
     Http,
+    /// An agent hosted on Bedrock AgentCore Runtime.
+    Agentcore,
 }
 
 /// Where the gateway runs: a few rules differ.
@@ -116,6 +118,15 @@ pub struct Settings {
     /// gets `Bearer KEY`).
     #[arg(long, env = "EARSHOT_HTTP_AGENT_KEY_HEADER")]
     pub http_agent_key_header: Option<String>,
+    /// The AgentCore runtime of the agentcore agent (required with --agent agentcore).
+    #[arg(long, env = "EARSHOT_AGENTCORE_RUNTIME_ARN")]
+    pub agentcore_runtime_arn: Option<String>,
+    /// The AgentCore runtime endpoint (its DEFAULT endpoint when unset).
+    #[arg(long, env = "EARSHOT_AGENTCORE_QUALIFIER")]
+    pub agentcore_qualifier: Option<String>,
+    /// Where the text is in an AgentCore event that is a JSON object (events that are strings are text).
+    #[arg(long, env = "EARSHOT_AGENTCORE_TEXT_POINTER", default_value = "/data")]
+    pub agentcore_text_pointer: String,
     /// The longest prompt accepted, in characters.
     #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = 4_000)]
     pub max_prompt_chars: usize,
@@ -224,6 +235,9 @@ impl Settings {
             }
             AgentKind::Http if self.http_agent_url.is_none() => {
                 return Err("EARSHOT_HTTP_AGENT_URL (--http-agent-url): is required with EARSHOT_AGENT=http".into())
+            }
+            AgentKind::Agentcore if self.agentcore_runtime_arn.is_none() => {
+                return Err("EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): is required with EARSHOT_AGENT=agentcore".into())
             }
             _ => {}
         }

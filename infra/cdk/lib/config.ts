@@ -15,7 +15,8 @@ export const RELEASE_MODES = ['incremental', 'buffered'] as const;
  * torch falls back to the CPU. The neuron AMI is for Inferentia and Trainium, not for this image.
  */
 /** Where the deployed gateway's answers come from (the Lambda's EARSHOT_AGENT). */
-export const AGENTS = ['bedrock', 'openai', 'http'] as const;
+export const AGENTS = ['bedrock', 'openai', 'http', 'agentcore'] as const;
+export const AGENTCORE_RUNTIME_ARN = /^arn:aws[a-z-]*:bedrock-agentcore:[a-z0-9-]+:\d{12}:runtime\/[A-Za-z0-9_-]+$/;
 export const HTTP_AGENT_FORMATS = ['auto', 'sse', 'ndjson', 'text'] as const;
 export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
 
@@ -50,6 +51,10 @@ export interface EarshotConfig {
   readonly httpAgentTextPointer: string;
   readonly httpAgentHeader: string;
   readonly httpAgentKeyHeader: string;
+  /** The agent on Bedrock AgentCore Runtime: its runtime ARN, endpoint ('' for DEFAULT), and where the text is in object events. */
+  readonly agentcoreRuntimeArn: string;
+  readonly agentcoreQualifier: string;
+  readonly agentcoreTextPointer: string;
   readonly systemPrompt: string;
   readonly maxPromptChars: number;
   readonly maxTextChars: number;
@@ -102,6 +107,9 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   httpAgentTextPointer: 'string',
   httpAgentHeader: 'string',
   httpAgentKeyHeader: 'string',
+  agentcoreRuntimeArn: 'string',
+  agentcoreQualifier: 'string',
+  agentcoreTextPointer: 'string',
   systemPrompt: 'string',
   maxPromptChars: 'integer',
   maxTextChars: 'integer',
@@ -260,6 +268,11 @@ function checkAgent(c: EarshotConfig): void {
     if (c.openaiModel.trim() === '') fail('openaiModel', 'must name the model when agent is openai');
   }
   if (c.agent === 'http') url('httpAgentUrl');
+  if (c.agent === 'agentcore' && !AGENTCORE_RUNTIME_ARN.test(c.agentcoreRuntimeArn)) {
+    fail('agentcoreRuntimeArn', `must be an AgentCore runtime ARN such as arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/my_agent-AbCdEf1234, got ${JSON.stringify(c.agentcoreRuntimeArn)}`);
+  }
+  if (c.agentcoreQualifier !== '' && !/^[A-Za-z0-9_-]{1,64}$/.test(c.agentcoreQualifier)) fail('agentcoreQualifier', `must be empty (DEFAULT) or an endpoint name, got ${JSON.stringify(c.agentcoreQualifier)}`);
+  if (!c.agentcoreTextPointer.startsWith('/')) fail('agentcoreTextPointer', `must be a JSON pointer such as /data, got ${JSON.stringify(c.agentcoreTextPointer)}`);
   if (c.agentTemperature !== '' && !(Number(c.agentTemperature) >= 0 && Number(c.agentTemperature) <= 2)) {
     fail('agentTemperature', `must be empty or a number from 0 to 2, got ${JSON.stringify(c.agentTemperature)}`);
   }

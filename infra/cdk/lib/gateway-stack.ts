@@ -124,6 +124,14 @@ export class EarshotGatewayStack extends Stack {
         actions: ['bedrock:InvokeModelWithResponseStream'], // what ConverseStream is authorized as
         resources: bedrockModelArns(this, c.bedrockModelId),
       }));
+    } else if (c.agent === 'agentcore') {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'AgentCoreRuntime',
+        // The runtime and the one endpoint the gateway invokes (the service authorization reference names
+        // both as resources of InvokeAgentRuntime).
+        actions: ['bedrock-agentcore:InvokeAgentRuntime'],
+        resources: [c.agentcoreRuntimeArn, `${c.agentcoreRuntimeArn}/runtime-endpoint/${c.agentcoreQualifier || 'DEFAULT'}`],
+      }));
     } else if (c.agentKeySecret !== '') {
       this.fn.addToRolePolicy(new iam.PolicyStatement({
         sid: 'AgentKeySecret',

@@ -22,6 +22,9 @@ export const ENV_NAMES = [
   'EARSHOT_HTTP_AGENT_TEXT_POINTER',
   'EARSHOT_HTTP_AGENT_HEADER',
   'EARSHOT_HTTP_AGENT_KEY_HEADER',
+  'EARSHOT_AGENTCORE_RUNTIME_ARN',
+  'EARSHOT_AGENTCORE_QUALIFIER',
+  'EARSHOT_AGENTCORE_TEXT_POINTER',
   'EARSHOT_SYSTEM_PROMPT',
   'EARSHOT_MAX_PROMPT_CHARS',
   'EARSHOT_MAX_TEXT_CHARS',
@@ -85,6 +88,11 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     if (c.httpAgentHeader !== '') env.EARSHOT_HTTP_AGENT_HEADER = c.httpAgentHeader;
     if (c.httpAgentKeyHeader !== '') env.EARSHOT_HTTP_AGENT_KEY_HEADER = c.httpAgentKeyHeader;
   }
-  if (c.agent !== 'bedrock' && c.agentKeySecret !== '') env.EARSHOT_AGENT_KEY_SECRET = c.agentKeySecret;
+  if (c.agent === 'agentcore') {
+    env.EARSHOT_AGENTCORE_RUNTIME_ARN = c.agentcoreRuntimeArn;
+    if (c.agentcoreQualifier !== '') env.EARSHOT_AGENTCORE_QUALIFIER = c.agentcoreQualifier;
+    env.EARSHOT_AGENTCORE_TEXT_POINTER = c.agentcoreTextPointer;
+  }
+  if ((c.agent === 'openai' || c.agent === 'http') && c.agentKeySecret !== '') env.EARSHOT_AGENT_KEY_SECRET = c.agentKeySecret;
   return env;
 }

@@ -134,7 +134,7 @@ describe('Lambda architecture', () => {
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
-    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY)/.test(n));
+    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE)/.test(n));
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
@@ -260,8 +260,21 @@ describe('bring your own agent', () => {
     assert.deepEqual(resourcesOf(secret[0]), [arn]);
   });
 
+  it('points the Lambda at an agent on AgentCore Runtime, which alone it may invoke, at its endpoint', () => {
+    const arn = `arn:aws:bedrock-agentcore:${REGION}:${ACCOUNT}:runtime/support_agent-AbCdEf1234`;
+    const s = synth({ agent: 'agentcore', agentcoreRuntimeArn: arn, agentcoreQualifier: 'prod' });
+    const env = envOf(s);
+    assert.deepEqual([env.EARSHOT_AGENT, env.EARSHOT_AGENTCORE_RUNTIME_ARN, env.EARSHOT_AGENTCORE_QUALIFIER, env.EARSHOT_AGENTCORE_TEXT_POINTER], ['agentcore', arn, 'prod', '/data']);
+    const found = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('bedrock-agentcore:InvokeAgentRuntime'));
+    assert.equal(found.length, 1);
+    assert.deepEqual(resourcesOf(found[0]), [arn, `${arn}/runtime-endpoint/prod`]);
+    const byDefault = statements(synth({ agent: 'agentcore', agentcoreRuntimeArn: arn }).gatewayTemplate).find((st) => actionsOf(st).includes('bedrock-agentcore:InvokeAgentRuntime'));
+    assert.deepEqual(resourcesOf(byDefault!), [arn, `${arn}/runtime-endpoint/DEFAULT`]);
+    assert.throws(() => synth({ agent: 'agentcore', agentcoreRuntimeArn: 'support_agent' }), /`agentcoreRuntimeArn` must be an AgentCore runtime ARN/);
+  });
+
   it('refuses at synth what the gateway could not use', () => {
-    assert.throws(() => synth({ agent: 'langchain' }), /`agent` must be one of bedrock, openai, http/);
+    assert.throws(() => synth({ agent: 'langchain' }), /`agent` must be one of bedrock, openai, http, agentcore/);
     assert.throws(() => synth({ agent: 'openai', openaiModel: '' }), /`openaiModel` must name the model/);
     assert.throws(() => synth({ agent: 'openai', openaiModel: 'm', openaiBaseUrl: 'api.openai.com' }), /`openaiBaseUrl` must be an http or https URL/);
     assert.throws(() => synth({ agent: 'http', httpAgentUrl: '' }), /`httpAgentUrl` must be an http or https URL/);

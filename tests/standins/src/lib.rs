@@ -4,9 +4,10 @@
 //! code, with the real SDK clients, is what runs against them. What each one does is described in its
 //! module: [`sagemaker`] bridges to the Kokoro container's WebSocket exactly as SageMaker does,
 //! [`polly`] is voiced by the local Kokoro with a voice pack of its own, [`bedrock`] streams scripted
-//! answers; [`agents`] stands in for the agents a team brings (an OpenAI-compatible endpoint, an HTTP
+//! answers, [`agentcore`] stands in for an agent on AgentCore Runtime; [`agents`] stands in for the agents a team brings (an OpenAI-compatible endpoint, an HTTP
 //! agent that streams SSE, NDJSON or text). This is test infrastructure: it checks what a test needs to rely on and no more.
 
+pub mod agentcore;
 pub mod agents;
 pub mod bedrock;
 pub mod eventstream;

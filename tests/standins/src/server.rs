@@ -16,7 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::{bedrock, polly, sagemaker, tls};
+use crate::{agentcore, bedrock, polly, sagemaker, tls};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -87,6 +87,8 @@ pub struct Stats {
     /// The production variant the last SageMaker request addressed, if any.
     pub last_target_variant: std::sync::Mutex<Option<String>>,
     pub bedrock_calls: AtomicU64,
+    /// Each `InvokeAgentRuntime`: its runtime session id and its payload.
+    pub agentcore_calls: std::sync::Mutex<Vec<(String, serde_json::Value)>>,
 }
 
 impl Stats {
@@ -169,6 +171,8 @@ async fn route(req: Request<Incoming>, state: Arc<State>) -> Response<Body> {
         "sagemaker"
     } else if path.starts_with("/model/") && path.ends_with("/converse-stream") {
         "bedrock"
+    } else if path.starts_with("/runtimes/") && path.ends_with("/invocations") {
+        "bedrock-agentcore"
     } else {
         return error(StatusCode::NOT_FOUND, "UnknownOperationException", &format!("no stand-in for {path}"));
     };
@@ -178,6 +182,7 @@ async fn route(req: Request<Incoming>, state: Arc<State>) -> Response<Body> {
     match service {
         "polly" => polly::handle(req, state).await,
         "sagemaker" => sagemaker::handle(req, state, &path).await,
+        "bedrock-agentcore" => agentcore::handle(req, state, &path).await,
         _ => bedrock::handle(req, state, &path).await,
     }
 }
