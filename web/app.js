@@ -23,9 +23,19 @@ const timeline = $('timeline');
 
 /** Every conversation of this page, oldest first. */
 const records = [];
+
+// The spoken conversation so far (the gateway's `messages`), and its id, so an agent that keeps
+// sessions of its own keeps one for the whole conversation. The gateway takes at most 40 earlier turns.
+const MAX_TURNS = 40;
+let turns = [];
+let conversationId = newConversationId();
+
+function newConversationId() {
+  return `page-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+}
 let voicesByBackend = new Map();
 
-window.earshot = { player, records, interrupt };
+window.earshot = { player, records, interrupt, turns: () => turns.slice() };
 window.earshotLast = null;
 
 const ERROR_TITLES = {
@@ -63,9 +73,11 @@ function start() {
   captions.message('Waiting for the first sentence…');
   let released = 0;
   let heard = 0;
+  const keep = input === 'prompt' && $('keep-conversation').checked;
   const conversation = speak({
     baseUrl: api,
     [input]: value,
+    ...(keep ? { messages: turns.slice(), conversationId } : {}),
     backend: choice('backend'),
     voice: voiceSelect.value || undefined,
     release: choice('release'),
@@ -108,10 +120,44 @@ function start() {
       setStatus('Stopped');
       stopButton.disabled = true;
     }
+    if (keep) remember(value, record);
     showFigures(record);
     scheduleRender();
   });
 }
+
+/**
+ * Adds a question and its answer to the conversation: what was heard when it was stopped, the whole
+ * answer otherwise. A question that got no answer is left out, so that the turns keep alternating.
+ */
+function remember(question, record) {
+  const answered = record.sentences.filter((s) => record.outcome === 'done' || s.scheduledStart !== null);
+  const answer = answered.map((s) => s.text).join(' ').trim();
+  if (!answer) return;
+  turns.push({ role: 'user', content: question }, { role: 'assistant', content: answer });
+  if (turns.length > MAX_TURNS) turns = turns.slice(turns.length - MAX_TURNS);
+  renderTurns();
+}
+
+function renderTurns() {
+  const list = $('turns');
+  list.replaceChildren(
+    ...turns.map((t) => {
+      const li = document.createElement('li');
+      li.dataset.role = t.role;
+      li.textContent = t.content;
+      return li;
+    }),
+  );
+  list.scrollTop = list.scrollHeight;
+  $('new-conversation').hidden = turns.length === 0;
+}
+
+$('new-conversation').addEventListener('click', () => {
+  turns = [];
+  conversationId = newConversationId();
+  renderTurns();
+});
 
 function stop() {
   interrupt();

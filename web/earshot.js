@@ -54,7 +54,7 @@ export function interrupt() {
   player.stopAll();
 }
 
-const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', backend: 'backend', voice: 'voice', release: 'release', format: 'format', conversationId: 'conversation_id' };
+const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', messages: 'messages', backend: 'backend', voice: 'voice', release: 'release', format: 'format', conversationId: 'conversation_id' };
 
 /**
  * Speaks a prompt's answer, or a text as given.
@@ -63,6 +63,7 @@ const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', backend: 'backend', voi
  * @param {string} [options.baseUrl]  where the gateway is ('' for this page's origin)
  * @param {string} [options.prompt]   what the agent is asked (exactly one of prompt and text)
  * @param {string} [options.text]     text to speak as given
+ * @param {{role: 'user'|'assistant', content: string}[]} [options.messages]  the conversation so far, oldest first
  * @param {'kokoro'|'polly'|'auto'} [options.backend]
  * @param {string} [options.voice]
  * @param {'incremental'|'buffered'} [options.release]
@@ -101,7 +102,7 @@ export class Conversation {
     this.audioSeq = 0;
     this.record = {
       number: ++conversationsStarted,
-      input: options.prompt !== undefined ? { prompt: options.prompt } : { text: options.text },
+      input: options.prompt !== undefined ? { prompt: options.prompt, messages: options.messages?.length ?? 0 } : { text: options.text },
       release: options.release ?? 'incremental',
       format: options.format ?? 'sse',
       backend: null,
@@ -208,7 +209,7 @@ export class Conversation {
     const body = {};
     for (const [option, field] of Object.entries(REQUEST_FIELDS)) {
       const value = this.options[option];
-      if (value !== undefined && value !== null && value !== '') body[field] = value;
+      if (value !== undefined && value !== null && value !== '' && !(Array.isArray(value) && value.length === 0)) body[field] = value;
     }
     body.format = this.record.format;
     const base = (this.options.baseUrl ?? '').replace(/\/+$/, '');

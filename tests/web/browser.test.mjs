@@ -44,6 +44,8 @@ let browser;
 let page;
 const pageErrors = [];
 const speakResponses = [];
+/** The JSON body of every /v1/speak request the page sent. */
+const speakBodies = [];
 const speakFailures = [];
 /** /v1/speak requests whose response ended normally. */
 const speakEnds = [];
@@ -62,6 +64,9 @@ before(async () => {
   page.on('console', (m) => {
     // a failed /v1/speak is logged by the browser itself; the page reports it in words
     if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(`console: ${m.text()}`);
+  });
+  page.on('request', (r) => {
+    if (r.url().endsWith('/v1/speak')) speakBodies.push(JSON.parse(r.postData() ?? '{}'));
   });
   page.on('response', (r) => {
     if (r.url().endsWith('/v1/speak')) speakResponses.push({ status: r.status(), contentType: r.headers()['content-type'] });
@@ -276,6 +281,35 @@ test('an input the gateway refuses is reported in words', { skip }, async () => 
   await speakOnPage({ input: 'text', value: 'Fine.' });
   assert.equal(await page.isVisible('#error'), false);
   assert.equal((await untilHeardToTheEnd()).outcome, 'done');
+});
+
+test('the page keeps a spoken conversation: each question goes with the turns before it', { skip, timeout: 120_000 }, async () => {
+  await page.click('#new-conversation').catch(() => {}); // hidden while there are no turns
+  await speakOnPage({ input: 'prompt', value: 'brief' });
+  const first = await untilHeardToTheEnd();
+  assert.equal(first.outcome, 'done', JSON.stringify(first.error));
+  const firstBody = speakBodies.at(-1);
+  assert.equal(firstBody.messages, undefined, 'the first question has no history');
+  const answer = first.sentences.map((s) => s.text).join(' ');
+  await page.waitForFunction(() => document.querySelectorAll('#turns li').length === 2);
+
+  await speakOnPage({ input: 'prompt', value: 'pause' });
+  const second = await untilHeardToTheEnd();
+  assert.equal(second.outcome, 'done', JSON.stringify(second.error));
+  const body = speakBodies.at(-1);
+  assert.deepEqual(body.messages, [{ role: 'user', content: 'brief' }, { role: 'assistant', content: answer }]);
+  assert.equal(body.conversation_id, firstBody.conversation_id, 'one conversation id for the whole conversation');
+  assert.equal(second.conversationId, firstBody.conversation_id);
+  const shown = await page.$$eval('#turns li', (items) => items.map((li) => [li.dataset.role, li.textContent]));
+  assert.deepEqual(shown.map(([role]) => role), ['user', 'assistant', 'user', 'assistant']);
+  assert.equal(shown[2][1], 'pause');
+
+  // A new conversation starts without history, under a new id.
+  await page.click('#new-conversation');
+  assert.equal(await page.$$eval('#turns li', (items) => items.length), 0);
+  await speakOnPage({ input: 'text', value: 'Done.' });
+  await untilHeardToTheEnd();
+  assert.equal(speakBodies.at(-1).messages, undefined, 'text to read aloud carries no conversation');
 });
 
 test('the page raised no script errors', { skip }, () => {
