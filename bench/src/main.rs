@@ -9,7 +9,8 @@
 //! Suites: `release` (release timing, floor and gaps on the real model), `overhead` (orchestration
 //! overhead on each backend path), `load` (many conversations, synthetic voice), `overload`, `polly`
 //! (Polly's session designs, this build against an earlier one), `interrupt` (how fast an interrupt
-//! stops the model, in process and through DynamoDB), `container` (the
+//! stops the model, in process and through DynamoDB), `agents` (time to first audio through each agent
+//! source at the same token pace), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 
+mod agents;
 mod coldstart;
 mod container;
 mod inprocess;
@@ -41,7 +43,7 @@ struct Args {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Suites to run.
-    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,polly,interrupt,container,transport,coldstart,segmenter")]
+    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter")]
     suites: Vec<String>,
     /// Trials per cell.
     #[arg(long, default_value_t = 20)]
@@ -97,6 +99,8 @@ pub struct Results {
     pub polly: Option<Vec<polly::Trial>>,
     #[serde(default)]
     pub interrupt: Option<Vec<interrupt::Trial>>,
+    #[serde(default)]
+    pub agents: Option<Vec<agents::Trial>>,
     pub container: Option<Vec<container::Trial>>,
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
@@ -163,11 +167,9 @@ async fn run(args: Args) -> Result<(), String> {
     let (trials, shapes, levels) =
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
-    if let Some(unknown) = args
-        .suites
-        .iter()
-        .find(|s| !["release", "overhead", "load", "overload", "polly", "interrupt", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str()))
-    {
+    if let Some(unknown) = args.suites.iter().find(|s| {
+        !["release", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str())
+    }) {
         return Err(format!("unknown suite `{unknown}`"));
     }
     let started = std::time::Instant::now();
@@ -218,6 +220,12 @@ async fn run(args: Args) -> Result<(), String> {
     if wants("interrupt") {
         eprintln!("bench: interrupt: from the interrupt to the stream's end and the container's cancel");
         results.interrupt = Some(interrupt::run(&paths, if args.quick { 1 } else { trials }, &args.moto_server).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("agents") {
+        eprintln!("bench: agent sources: time to first audio through each at {} tokens/s", agents::TOKENS_PER_SECOND);
+        results.agents = Some(agents::run(&paths, if args.quick { 1 } else { trials.min(10) }).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

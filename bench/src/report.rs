@@ -88,7 +88,52 @@ pub fn markdown(r: &Results) -> String {
     if let Some(trials) = &r.interrupt {
         interrupt(o, trials);
     }
+    if let Some(trials) = &r.agents {
+        agents(o, trials);
+    }
     out
+}
+
+fn agents(o: &mut String, trials: &[crate::agents::Trial]) {
+    let _ = writeln!(
+        o,
+        "## 12. Agent sources: the same answer through each
+"
+    );
+    let _ = writeln!(
+        o,
+        "The `{}` answer at {} tokens/s from each source into the real Kokoro: the scripted agent inside the gateway, and the stand-ins of an OpenAI-compatible endpoint, an HTTP agent (SSE) and an agent on AgentCore Runtime (through the AWS SDK), which the gateway reaches over the network. Median / p90 / p99 (n), ms. A source's own cost is what it adds between its first token and the first audio (the stand-ins send their first token one token interval in, the scripted agent at once): the last two columns.\n",
+        crate::agents::PROMPT,
+        crate::agents::TOKENS_PER_SECOND
+    );
+    let _ = writeln!(o, "| source | first agent token | first audio at server | first audio at client | first token to first audio | Δ of that vs scripted |\n|---|---|---|---|---|---|");
+    let mut sources: Vec<&str> = Vec::new();
+    for t in trials {
+        if !sources.contains(&t.source.as_str()) {
+            sources.push(&t.source);
+        }
+    }
+    let server = |source: &str| trials.iter().filter(|t| t.source == source).filter_map(|t| t.measured.server_ttfa_ms).collect::<Vec<_>>();
+    let after_token = |source: &str| {
+        trials.iter().filter(|t| t.source == source).filter_map(|t| Some(t.measured.server_ttfa_ms? - t.measured.first_agent_token_ms?)).collect::<Vec<_>>()
+    };
+    let baseline = sources.first().and_then(|s| Summary::of(&after_token(s))).map(|s| s.median);
+    for source in &sources {
+        let cell: Vec<&crate::agents::Trial> = trials.iter().filter(|t| t.source == *source).collect();
+        let delta = match (baseline, Summary::of(&after_token(source))) {
+            (Some(b), Some(s)) => format!("{:+.0} ms", s.median - b),
+            _ => "n/a".into(),
+        };
+        let _ = writeln!(
+            o,
+            "| {source} | {} | {} | {} | {} | {delta} |",
+            spread(&cell.iter().filter_map(|t| t.measured.first_agent_token_ms).collect::<Vec<_>>()),
+            spread(&server(source)),
+            spread(&cell.iter().filter_map(|t| t.measured.client_ttfa_ms).collect::<Vec<_>>()),
+            spread(&after_token(source)),
+        );
+    }
+    let _ = writeln!(o);
 }
 
 fn overload(o: &mut String, configs: &[crate::overload::Config]) {
