@@ -18,6 +18,9 @@ pub struct Trial {
     pub measured: Measured,
 }
 
+/// A source: its name, the gateway's flags and its environment.
+type Source<'a> = (&'a str, Vec<String>, Vec<(&'a str, String)>);
+
 pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
     let kokoro = stack::kokoro(paths).await?;
     // The agents a team brings run in this process; AgentCore is behind the AWS stand-ins, through the SDK.
@@ -28,7 +31,7 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
     let http_url = format!("{}/agent/sse", agents.url);
     let pem = pem.display().to_string();
     let tps = TOKENS_PER_SECOND.to_string();
-    let sources: Vec<(&str, Vec<String>, Vec<(&str, String)>)> = vec![
+    let sources: Vec<Source> = vec![
         ("scripted (in the gateway)", with_kokoro(&["--tokens-per-second", &tps, "--first-token-ms", "0"]), vec![]),
         ("OpenAI-compatible", with_kokoro(&["--agent", "openai", "--openai-base-url", &openai_url, "--openai-model", "standin"]), vec![]),
         ("HTTP agent (SSE)", with_kokoro(&["--agent", "http", "--http-agent-url", &http_url, "--http-agent-text-pointer", "/delta/text"]), vec![]),
