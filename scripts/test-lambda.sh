@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make test-lambda`: the Lambda binary served the way Lambda serves it. Installs cargo-lambda (from
 # PyPI, with ziglang) into a project-local venv, starts the Kokoro container, the AWS stand-ins and
-# moto's DynamoDB server with the interrupt table, and `cargo lambda watch` (function-URL semantics with
-# response streaming) on free ports, runs the streaming and interrupt tests against the function URL, and
-# stops everything.
+# moto's server with the interrupt table and an agent's key, and `cargo lambda watch` (function-URL
+# semantics with response streaming) on free ports, runs the streaming and interrupt tests against the
+# function URL, then the same bootstrap with an OpenAI-compatible agent, and stops everything.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +21,7 @@ export PATH="$tools/bin:$PATH"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 kokoro_port=$(free_port); standins_port=$(free_port); lambda_port=$(free_port); moto_port=$(free_port)
+agents_port=$(free_port); lambda2_port=$(free_port)
 moto="$root/tests/moto/.venv"
 
 pids=()
@@ -45,7 +46,8 @@ wait_for "http://127.0.0.1:$kokoro_port/ping" "Kokoro" 180
 
 echo "lambda: building and starting the AWS stand-ins on port $standins_port"
 cargo build --quiet --locked -p earshot-standins
-setsid "$target/debug/earshot-standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" >"$logs/standins.log" 2>&1 &
+setsid "$target/debug/earshot-standins" --port "$standins_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --cert-out "$logs/standins.pem" \
+  --agents-port "$agents_port" --agents-key sk-from-secret >"$logs/standins.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 50); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
 
@@ -61,6 +63,9 @@ db.create_table(TableName="interrupts", BillingMode="PAY_PER_REQUEST",
                 AttributeDefinitions=[{"AttributeName": "conversation_id", "AttributeType": "S"}],
                 KeySchema=[{"AttributeName": "conversation_id", "KeyType": "HASH"}])
 db.update_time_to_live(TableName="interrupts", TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True})
+# The OpenAI-compatible agent's key, where a deployment keeps it.
+sm = boto3.client("secretsmanager", endpoint_url=sys.argv[1], region_name="us-east-1")
+sm.create_secret(Name="earshot/openai", SecretString="sk-from-secret")
 PY
 
 cat >"$logs/lambda.env" <<ENV
@@ -94,4 +99,29 @@ done
 [ "$code" = 200 ] || { echo "lambda: the function did not answer; logs in $logs"; tail -20 "$logs/watch.log"; exit 1; }
 
 echo "lambda: streaming test against $url"
-EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture
+EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent
+
+# The same bootstrap with another agent: an OpenAI-compatible endpoint whose key the function reads from
+# Secrets Manager (moto) once at init; the stand-in refuses any other key.
+cat >"$logs/lambda-openai.env" <<ENV
+EARSHOT_BACKENDS="synthetic"
+EARSHOT_AGENT="openai"
+EARSHOT_OPENAI_BASE_URL="http://127.0.0.1:$agents_port/v1"
+EARSHOT_OPENAI_MODEL="standin"
+EARSHOT_AGENT_KEY_SECRET="earshot/openai"
+EARSHOT_AWS_ENDPOINT="http://127.0.0.1:$moto_port"
+AWS_ACCESS_KEY_ID="AKIDTEST"
+AWS_SECRET_ACCESS_KEY="secret"
+AWS_REGION="us-east-1"
+ENV
+echo "lambda: cargo lambda watch on port $lambda2_port with the OpenAI-compatible agent"
+setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda2_port" --env-file "$logs/lambda-openai.env" >"$logs/watch-openai.log" 2>&1 &
+pids+=($!)
+url2="http://127.0.0.1:$lambda2_port/lambda-url/bootstrap"
+for _ in $(seq 1 900); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$url2/healthz" 2>/dev/null || true)
+  [ "$code" = 200 ] && break
+  sleep 0.5
+done
+[ "$code" = 200 ] || { echo "lambda: the function with the OpenAI-compatible agent did not answer; logs in $logs"; tail -20 "$logs/watch-openai.log"; exit 1; }
+EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent

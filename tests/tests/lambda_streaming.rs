@@ -97,3 +97,26 @@ async fn a_client_that_leaves_stops_the_work_when_the_runtime_fails_the_writes()
     eprintln!("client left under cargo lambda watch: container idle after {idle:?}");
     assert!(idle.is_some_and(|t| t < std::time::Duration::from_secs(5)), "the container was still at work 10 s after the client left");
 }
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch with the OpenAI-compatible agent: make test-lambda"]
+async fn the_lambda_speaks_for_an_openai_compatible_agent() {
+    let url = std::env::var("EARSHOT_LAMBDA_URL").expect("EARSHOT_LAMBDA_URL: the function URL of cargo lambda watch");
+    // The stand-in answers only the key the function read from Secrets Manager at init.
+    let r = speak(&url, &earshot_e2e::prompt("pause"), &CallOptions::default()).await.expect("the Lambda answers");
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences[0], "Let me check that for you.");
+    // The tool call released the first sentence while the model was silent.
+    let t = r.timeline.as_ref().unwrap();
+    assert!(t.sentences[1].complete_ms - t.sentences[0].released_ms.unwrap() > 1500.0);
+    // A conversation reaches the agent through the Lambda too.
+    let body = earshot_client::SpeakBody {
+        messages: Some(vec![
+            earshot_client::Turn::user("pause"),
+            earshot_client::Turn::assistant("Let me check that for you."),
+            earshot_client::Turn::user("brief"),
+        ]),
+        ..Default::default()
+    };
+    check_conversation(&speak(&url, &body, &CallOptions::default()).await.expect("the Lambda answers"));
+}

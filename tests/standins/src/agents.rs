@@ -48,7 +48,13 @@ pub struct AgentStandIns {
 
 /// Starts the agent stand-ins on a free port, answering at `tokens_per_second`.
 pub async fn start_agents(tokens_per_second: f64) -> std::io::Result<AgentStandIns> {
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    start_agents_on(0, tokens_per_second, None).await
+}
+
+/// Starts the agent stand-ins on `port` (0: a free one); with `required_key`, a request without
+/// `Authorization: Bearer <key>` is refused 401, as a real endpoint refuses a wrong key.
+pub async fn start_agents_on(port: u16, tokens_per_second: f64, required_key: Option<String>) -> std::io::Result<AgentStandIns> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     let url = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let shared = seen.clone();
@@ -57,10 +63,19 @@ pub async fn start_agents(tokens_per_second: f64) -> std::io::Result<AgentStandI
         loop {
             let Ok((tcp, _)) = listener.accept().await else { continue };
             let seen = shared.clone();
+            let required_key = required_key.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                     let seen = seen.clone();
-                    async move { Ok::<_, Infallible>(handle(req, seen, interval).await) }
+                    let refused = required_key
+                        .as_ref()
+                        .is_some_and(|key| req.headers().get("authorization").and_then(|v| v.to_str().ok()) != Some(format!("Bearer {key}").as_str()));
+                    async move {
+                        if refused {
+                            return Ok::<_, Infallible>(api_error(StatusCode::UNAUTHORIZED, "invalid_request_error", "Incorrect API key provided"));
+                        }
+                        Ok::<_, Infallible>(handle(req, seen, interval).await)
+                    }
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(tcp), service).await;
             });

@@ -17,5 +17,5 @@ pub mod sagemaker;
 pub mod server;
 pub mod tls;
 
-pub use agents::{start_agents, AgentStandIns};
+pub use agents::{start_agents, start_agents_on, AgentStandIns};
 pub use server::{start, PollyDelivery, Spoken, StandIns, StandInsConfig};

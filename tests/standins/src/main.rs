@@ -4,7 +4,7 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(about = "Local stand-ins for SageMaker, Polly and Bedrock (test infrastructure).")]
+#[command(about = "Local stand-ins for SageMaker, Polly, Bedrock and AgentCore, and for the agents a team brings (test infrastructure).")]
 struct Args {
     #[arg(long, default_value_t = 8443)]
     port: u16,
@@ -15,6 +15,13 @@ struct Args {
     polly_voice: String,
     #[arg(long, default_value_t = 30.0)]
     tokens_per_second: f64,
+    /// Also serve the agent stand-ins (an OpenAI-compatible endpoint, an HTTP agent) over plain HTTP on
+    /// this port.
+    #[arg(long)]
+    agents_port: Option<u16>,
+    /// The key the agent stand-ins require as `Authorization: Bearer …` (none: any request is answered).
+    #[arg(long)]
+    agents_key: Option<String>,
     /// Where to write the certificate clients must trust.
     #[arg(long, default_value = "standins.pem")]
     cert_out: std::path::PathBuf,
@@ -37,6 +44,17 @@ async fn main() -> Result<(), String> {
         .and_then(|()| std::fs::rename(&partial, &args.cert_out))
         .map_err(|e| format!("cannot write {}: {e}", args.cert_out.display()))?;
     println!("stand-ins listening on {} (certificate: {})", standins.url, args.cert_out.display());
+    // Kept alive until the process ends.
+    let _agents = match args.agents_port {
+        Some(port) => {
+            let agents = earshot_standins::start_agents_on(port, args.tokens_per_second, args.agents_key.clone())
+                .await
+                .map_err(|e| format!("cannot listen on port {port}: {e}"))?;
+            println!("agent stand-ins listening on {}", agents.url);
+            Some(agents)
+        }
+        None => None,
+    };
     tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
     Ok(())
 }
