@@ -35,13 +35,19 @@ pub const SECRETS_MANAGER: JsonApi = JsonApi { signing_name: "secretsmanager", t
 /// for the agent's key. A secret stored as JSON `{"api_key": "…"}` (the console's key/value form) gives
 /// its `api_key`.
 pub async fn secret_string(http: &reqwest::Client, config: &SdkConfig, secret_id: &str) -> Result<String, CallError> {
-    let answer = call(http, config, &SECRETS_MANAGER, "GetSecretValue", &serde_json::json!({ "SecretId": secret_id }), Duration::from_secs(10)).await?;
-    let value = answer.get("SecretString").and_then(|v| v.as_str()).ok_or_else(|| CallError {
-        error_type: "NoSecretString".into(),
-        message: format!("the secret {secret_id} holds no string (a binary secret cannot be a key)"),
-    })?;
+    let raw = secret_raw(http, config, secret_id).await?;
+    let value = raw.as_str();
     let from_json = serde_json::from_str::<serde_json::Value>(value).ok().and_then(|j| j.get("api_key").and_then(|k| k.as_str()).map(str::to_string));
     Ok(from_json.unwrap_or_else(|| value.trim().to_string()))
+}
+
+/// A secret's string as stored (`GetSecretValue`, its current version).
+pub async fn secret_raw(http: &reqwest::Client, config: &SdkConfig, secret_id: &str) -> Result<String, CallError> {
+    let answer = call(http, config, &SECRETS_MANAGER, "GetSecretValue", &serde_json::json!({ "SecretId": secret_id }), Duration::from_secs(10)).await?;
+    answer.get("SecretString").and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| CallError {
+        error_type: "NoSecretString".into(),
+        message: format!("the secret {secret_id} holds no string (a binary secret cannot be a key)"),
+    })
 }
 
 /// Calls `operation` with `input` and returns the JSON answer.

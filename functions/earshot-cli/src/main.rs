@@ -3,6 +3,7 @@
 //! - `earshot serve`: the gateway on this machine (local Kokoro, scripted agent, demo page).
 //! - `earshot say`: speak a prompt or a text through a running gateway, write a WAV, print the
 //!   timeline.
+//! - `earshot token`: mint a gateway token for token mode.
 //! - `earshot split`: cut text on standard input into sentences, as the gateway does while an agent
 //!   streams, one JSON string a line.
 
@@ -26,6 +27,8 @@ enum Command {
     Say(commands::say::SayArgs),
     /// Split UTF-8 text from standard input into sentences, one JSON string a line.
     Split(commands::split::SplitArgs),
+    /// Mint a gateway token (token mode) for local use and scripts.
+    Token(commands::token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(*args),
         Command::Say(args) => commands::say::run(args),
         Command::Split(args) => commands::split::run(args),
+        Command::Token(args) => commands::token::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -110,11 +110,13 @@ pub struct CallOptions {
     pub timeout: Duration,
     /// Stop reading (and drop the connection) after this many audio chunks: a client going away.
     pub stop_after_audio_chunks: Option<usize>,
+    /// A gateway token, sent as `Authorization: Bearer …` (token mode).
+    pub bearer: Option<String>,
 }
 
 impl Default for CallOptions {
     fn default() -> Self {
-        CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None }
+        CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None, bearer: None }
     }
 }
 
@@ -122,8 +124,17 @@ impl Default for CallOptions {
 /// accepted it (202); a refusal (404 for no live conversation, 501 where the gateway cannot reach
 /// one) is [`ClientError::Refused`].
 pub async fn interrupt(base: &str, conversation_id: &str) -> Result<(), ClientError> {
+    interrupt_as(base, conversation_id, None).await
+}
+
+/// [`interrupt`] with a gateway token (token mode).
+pub async fn interrupt_as(base: &str, conversation_id: &str, bearer: Option<&str>) -> Result<(), ClientError> {
     let url = format!("{}/v1/conversations/{}/interrupt", base.trim_end_matches('/'), conversation_id);
-    let response = reqwest::Client::new().post(&url).send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
+    let mut request = reqwest::Client::new().post(&url);
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
     let status = response.status().as_u16();
     if status == 202 {
         return Ok(());
@@ -146,7 +157,11 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
     let client = reqwest::Client::builder().timeout(options.timeout).build().map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
     let sent = Instant::now();
     let ms = move || sent.elapsed().as_secs_f64() * 1000.0;
-    let response = client.post(&url).json(&body).send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
+    let mut request = client.post(&url).json(&body);
+    if let Some(token) = &options.bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
     let status = response.status().as_u16();
     let headers: Vec<(String, String)> = response.headers().iter().map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("").to_string())).collect();
     if status >= 400 {

@@ -25,6 +25,16 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, code, message, false)
     }
 
+    /// 401: no valid credentials; the client must get a (new) token.
+    pub fn unauthorized(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, code, message, false)
+    }
+
+    /// 403: valid credentials that do not allow this request.
+    pub fn forbidden(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, code, message, false)
+    }
+
     pub fn not_found(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message, false)
     }

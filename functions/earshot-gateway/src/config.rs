@@ -65,6 +65,9 @@ pub struct Gateway {
     pub registry: Arc<Registry>,
     /// The longest a conversation may run before it is stopped (`conversation_too_long`).
     pub max_conversation: Option<Duration>,
+    /// Token mode: every `/v1/speak` and interrupt must carry a token these keys verify (`None`: open,
+    /// as behind IAM or locally).
+    pub auth: Option<Arc<crate::auth::TokenAuth>>,
 }
 
 impl Gateway {
@@ -83,6 +86,7 @@ impl Gateway {
             interrupts: Interrupts::Local,
             registry: Arc::default(),
             max_conversation: None,
+            auth: None,
         }
     }
 

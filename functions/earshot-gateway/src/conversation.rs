@@ -67,7 +67,8 @@ fn session_info(
 }
 
 pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Result<Started, ApiError> {
-    let names = gw.backend_names();
+    // A token may allow only some backends: the choice, and any failover, stay among them.
+    let names: Vec<String> = gw.backend_names().into_iter().filter(|n| request.scope.as_ref().is_none_or(|s| s.allows_backend(n))).collect();
     let choice = gw.routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
     let mut fallbacks: Vec<Arc<dyn SpeechBackend>> = gw.routing.fallbacks(&choice, &names).iter().filter_map(|n| gw.backend(n).cloned()).collect();
     let first = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
@@ -89,6 +90,12 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Res
             Err(e) => Err(e),
             Ok(()) => {
                 let voice = voice_for(&backend, requested_voice.as_ref())?;
+                if request.scope.as_ref().is_some_and(|s| !s.allows_voice(&voice)) {
+                    return Err(ApiError::forbidden(
+                        "token_out_of_scope",
+                        format!("this token may not use the voice `{voice}` of {}: name an allowed voice", backend.name()),
+                    ));
+                }
                 open(&backend, voice.clone()).await.map(|session| (session, voice))
             }
         };

@@ -8,6 +8,7 @@
 //! backend that cannot be reached is a 502 before the stream, an `error` message after it has started.
 
 pub mod api_error;
+pub mod auth;
 pub mod config;
 pub mod conversation;
 pub mod interrupts;

@@ -44,6 +44,20 @@ pub struct SpeakRequest {
     pub release: Release,
     pub delivery: Delivery,
     pub conversation_id: String,
+    /// Whether the client chose `conversation_id` (rather than the gateway generating one).
+    pub conversation_id_given: bool,
+    /// What the request's token allows (token mode), checked again when the backend and voice are chosen.
+    pub scope: Option<crate::auth::Claims>,
+}
+
+impl SpeakRequest {
+    /// The characters the request sends to be spoken or answered: text, or a prompt and its earlier turns.
+    pub fn input_chars(&self) -> usize {
+        match &self.input {
+            AgentInput::Text(t) => t.chars().count(),
+            AgentInput::Prompt { prompt, history, .. } => prompt.chars().count() + history.iter().map(|t| t.content.chars().count()).sum::<usize>(),
+        }
+    }
 }
 
 pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakRequest, ApiError> {
@@ -78,6 +92,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         Some(other) => return Err(ApiError::bad_request("invalid_format", format!("unknown format `{other}` (expected sse or binary)"))),
         None => delivery_from_accept(headers),
     };
+    let conversation_id_given = body.conversation_id.is_some();
     let conversation_id = match body.conversation_id {
         Some(id) => {
             check_conversation_id(&id)?;
@@ -95,7 +110,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
             return Err(ApiError::bad_request("unknown_voice", "`voice` must name a voice of GET /v1/voices"));
         }
     }
-    Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id })
+    Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id, conversation_id_given, scope: None })
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be

@@ -37,6 +37,14 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
     let clock = Clock::start();
+    // In token mode, nothing happens for a request without a valid token: not even reading its body.
+    let scope = match &gw.auth {
+        Some(auth) => match auth.verify_request(&headers, body.uri()) {
+            Ok(claims) => Some(claims),
+            Err(e) => return e.into_response(),
+        },
+        None => None,
+    };
     let limit = gw.limits.max_body_bytes;
     let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
     // A declared length over the limit is refused before a byte of the body is read.
@@ -51,10 +59,17 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         Ok(Err(_)) => return ApiError::bad_request("incomplete_body", "the body ended before it was complete").into_response(),
         Err(_) => return ApiError::timeout("body_timeout", format!("the body did not arrive within {} s", timeout.as_secs_f64())).into_response(),
     };
-    let request = match request::parse(&bytes, &headers, &gw.limits) {
+    let mut request = match request::parse(&bytes, &headers, &gw.limits) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
+    if let Some(claims) = scope {
+        if let Err(e) = claims.check_request(&request, request.conversation_id_given) {
+            return e.into_response();
+        }
+        tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
+        request.scope = Some(claims);
+    }
     let started = match conversation::start(gw.clone(), request, clock).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
@@ -65,7 +80,12 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
 /// `POST /v1/conversations/{id}/interrupt`: stops a live conversation wherever it runs. 202 when an
 /// interrupt was recorded (again or not: it is idempotent), 404 when no conversation is live under
 /// the id, 501 where no shared store is configured and the conversation may run elsewhere.
-async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
+async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    if let Some(auth) = &gw.auth {
+        if let Err(e) = auth.verify_request(&headers, &uri).and_then(|claims| claims.may_interrupt(&id)) {
+            return e.into_response();
+        }
+    }
     if let Err(e) = request::check_conversation_id(&id) {
         return e.into_response();
     }

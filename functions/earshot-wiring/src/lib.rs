@@ -14,10 +14,11 @@ use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
 use earshot_core::speech::{SpeechBackend, SpeechError};
+use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::{Gateway, Interrupts, Routing};
 use tokio::task::JoinSet;
 
-pub use settings::{AgentKind, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
+pub use settings::{AgentKind, AuthMode, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
 
 /// The Kokoro voice through SageMaker when none is configured (the container's own default is not
 /// known without asking it).
@@ -38,6 +39,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
         || settings.backends.contains(&BackendKind::Polly)
         || matches!(settings.agent, AgentKind::Bedrock | AgentKind::Agentcore)
         || settings.agent_key_secret.is_some()
+        || settings.token_keys_secret.is_some()
         || settings.interrupt_table.is_some();
     let aws = if needs_aws {
         let trust_pem = match &settings.aws_trust_pem {
@@ -126,6 +128,22 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     };
 
     let mut gateway = Gateway::new(backends, agent);
+    if settings.auth == AuthMode::Token {
+        let keys = match (&settings.token_keys_secret, &settings.token_keys) {
+            (Some(id), _) => {
+                let (sdk, control) = aws.as_ref().expect("the AWS configuration is loaded for a secret");
+                let raw = earshot_aws::aws_json::secret_raw(control, sdk, id)
+                    .await
+                    .map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): cannot read {id}: {}: {}", e.error_type, e.message))?;
+                TokenAuth::parse_keys(&raw).map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): {e}"))?
+            }
+            (None, Some(spec)) => TokenAuth::parse_keys(spec).map_err(|e| format!("EARSHOT_TOKEN_KEYS (--token-keys): {e}"))?,
+            (None, None) => unreachable!("checked by Settings::check"),
+        };
+        let auth = TokenAuth::new(keys, settings.token_audience.clone()).map_err(|e| format!("token keys: {e}"))?;
+        tracing::info!("token mode: speak and interrupt need a token for audience `{}`", settings.token_audience);
+        gateway.auth = Some(Arc::new(auth));
+    }
     gateway.routing = Routing { weights: settings.weights()?, allow_override: settings.ab_allow_override, failover: settings.failover };
     gateway.limits.max_prompt_chars = settings.max_prompt_chars;
     gateway.limits.max_text_chars = settings.max_text_chars;

@@ -22,6 +22,15 @@ pub enum BackendKind {
     Synthetic,
 }
 
+/// Who may call the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// No check in the gateway (IAM in front of it, or a local run).
+    None,
+    /// A signed, short-lived token on every speak and interrupt.
+    Token,
+}
+
 /// Where the answers come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AgentKind {
@@ -127,6 +136,19 @@ pub struct Settings {
     /// Where the text is in an AgentCore event that is a JSON object (events that are strings are text).
     #[arg(long, env = "EARSHOT_AGENTCORE_TEXT_POINTER", default_value = "/data")]
     pub agentcore_text_pointer: String,
+    /// Who may call: `none` (open, as behind the function URL's IAM or locally) or `token` (every
+    /// speak and interrupt needs a signed token; see the README).
+    #[arg(long, env = "EARSHOT_AUTH", value_enum, ignore_case = true, default_value = "none")]
+    pub auth: AuthMode,
+    /// Token keys, `kid=secret,…` (at least 32 bytes each); the first signs `earshot token`'s tokens.
+    #[arg(long, env = "EARSHOT_TOKEN_KEYS", hide_env_values = true)]
+    pub token_keys: Option<String>,
+    /// A Secrets Manager secret holding the token keys as JSON `{"kid": "secret", …}`, read at start.
+    #[arg(long, env = "EARSHOT_TOKEN_KEYS_SECRET")]
+    pub token_keys_secret: Option<String>,
+    /// The audience (`aud`) tokens must name.
+    #[arg(long, env = "EARSHOT_TOKEN_AUDIENCE", default_value = "earshot")]
+    pub token_audience: String,
     /// The longest prompt accepted, in characters.
     #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = 4_000)]
     pub max_prompt_chars: usize,
@@ -186,6 +208,7 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_FAST_FIRST",
     "EARSHOT_MAX_IN_FLIGHT",
     "EARSHOT_OPENAI_API_KEY",
+    "EARSHOT_TOKEN_KEYS",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -240,6 +263,11 @@ impl Settings {
                 return Err("EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): is required with EARSHOT_AGENT=agentcore".into())
             }
             _ => {}
+        }
+        if self.auth == AuthMode::Token && self.token_keys.is_none() && self.token_keys_secret.is_none() {
+            return Err(
+                "EARSHOT_AUTH (--auth): token mode needs keys: EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret) or EARSHOT_TOKEN_KEYS (--token-keys)".into()
+            );
         }
         if self.http_agent_key_header.is_some() && self.agent_key_secret.is_none() {
             return Err(

@@ -63,9 +63,18 @@ export interface EarshotConfig {
   readonly metricsNamespace: string;
   readonly logLevel: string;
   /** `AWS_IAM` (default) or `NONE`, the explicit opt-in for public demos. */
-  readonly authType: 'AWS_IAM' | 'NONE';
-  /** Browser origins allowed when authType is NONE. */
+  readonly authType: 'AWS_IAM' | 'NONE' | 'TOKEN';
+  /** Browser origins allowed when authType is NONE or TOKEN. */
   readonly corsAllowedOrigins: string[];
+  /** TOKEN: the Secrets Manager secret with the token keys (JSON {"kid": "secret"}); '' for one the stack creates. */
+  readonly tokenKeysSecret: string;
+  /** TOKEN: the audience (`aud`) tokens must name. */
+  readonly tokenAudience: string;
+  /** Simultaneous conversations at most (the function's reserved concurrency); 0 leaves it unreserved. */
+  readonly reservedConcurrency: number;
+  /** Alarm thresholds: Polly characters billed in an hour, and invocations in an hour (0: no alarm). */
+  readonly alarmPollyCharactersPerHour: number;
+  readonly alarmInvocationsPerHour: number;
   /** The Lambda's processor: arm64 (cheaper per GB-second), or x86_64 where the arm64 build cannot be made. */
   readonly lambdaArchitecture: 'arm64' | 'x86_64';
   readonly lambdaMemoryMb: number;
@@ -118,6 +127,11 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   logLevel: 'string',
   authType: 'string',
   corsAllowedOrigins: 'list',
+  tokenKeysSecret: 'string',
+  tokenAudience: 'string',
+  reservedConcurrency: 'integer',
+  alarmPollyCharactersPerHour: 'integer',
+  alarmInvocationsPerHour: 'integer',
   lambdaArchitecture: 'string',
   lambdaMemoryMb: 'integer',
   lambdaTimeoutSeconds: 'integer',
@@ -209,9 +223,9 @@ function check(c: EarshotConfig): void {
   if (!c.pollyOnly && c.backends.reduce((sum, b) => sum + (c.abWeights[b] ?? 0), 0) === 0) {
     fail('abWeights', `must give a positive weight to at least one of ${c.backends.join(', ')}`);
   }
-  if (c.authType !== 'AWS_IAM' && c.authType !== 'NONE') fail('authType', `must be AWS_IAM or NONE, got ${JSON.stringify(c.authType)}`);
-  if (c.authType === 'NONE') {
-    if (c.corsAllowedOrigins.length === 0) fail('corsAllowedOrigins', 'must list the browser origins allowed to call a public (authType NONE) URL');
+  if (!['AWS_IAM', 'NONE', 'TOKEN'].includes(c.authType)) fail('authType', `must be AWS_IAM, TOKEN or NONE, got ${JSON.stringify(c.authType)}`);
+  if (c.authType !== 'AWS_IAM') {
+    if (c.corsAllowedOrigins.length === 0) fail('corsAllowedOrigins', `must list the browser origins allowed to call a public (authType ${c.authType}) URL`);
     for (const o of c.corsAllowedOrigins) {
       if (!/^https?:\/\/[A-Za-z0-9.-]+(:\d+)?$/.test(o)) fail('corsAllowedOrigins', `must hold origins such as https://demo.example.com (scheme, host, optional port; no wildcard, no path), got ${JSON.stringify(o)}`);
     }
@@ -222,6 +236,13 @@ function check(c: EarshotConfig): void {
     fail('bedrockModelId', `must be a foundation-model id such as amazon.nova-lite-v1:0 or an inference profile id such as us.amazon.nova-lite-v1:0 (not an ARN), got ${JSON.stringify(c.bedrockModelId)}`);
   }
   checkAgent(c);
+  if (c.tokenKeysSecret !== '' && !/^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$/.test(c.tokenKeysSecret)) {
+    fail('tokenKeysSecret', `must be empty (the stack creates one) or a Secrets Manager secret name or ARN, got ${JSON.stringify(c.tokenKeysSecret)}`);
+  }
+  if (!/^[A-Za-z0-9._:/-]{1,128}$/.test(c.tokenAudience)) fail('tokenAudience', `must be 1 to 128 letters, digits and . _ : / -, got ${JSON.stringify(c.tokenAudience)}`);
+  within('reservedConcurrency', 0, 10_000);
+  within('alarmPollyCharactersPerHour', 0);
+  within('alarmInvocationsPerHour', 0);
   if (c.systemPrompt.trim() === '') fail('systemPrompt', 'must not be empty');
   for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {
     if (c[key].trim() === '') fail(key, 'must not be empty');

@@ -2,7 +2,9 @@
 // Kokoro endpoint, Polly streaming synthesis, one Bedrock model), its logs and its dashboard.
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -67,6 +69,27 @@ export class EarshotGatewayStack extends Stack {
       reason: 'Each item is one live conversation and its interrupt flag, expiring within the hour by TTL: there is nothing to recover to a point in time.',
     });
 
+    // Token mode: the keys tokens are signed with, in Secrets Manager (the Lambda reads them at init). Unless
+    // an existing secret is named, the stack creates one holding a random key `k1`; rotate by adding a key
+    // under a new id, minting with it, and removing the old one once its tokens have expired.
+    let tokenKeys: { name: string; arn: string } | undefined;
+    if (c.authType === 'TOKEN') {
+      if (c.tokenKeysSecret === '') {
+        const secret = new secretsmanager.Secret(this, 'TokenKeys', {
+          description: 'earshot token keys: {"kid": "secret"}; the gateway accepts a token signed with any of them',
+          generateSecretString: { secretStringTemplate: '{}', generateStringKey: 'k1', passwordLength: 48, excludePunctuation: true },
+          removalPolicy: RemovalPolicy.DESTROY,
+        });
+        Validations.of(secret).acknowledge({
+          id: 'AwsSolutions-SMG4',
+          reason: 'Token keys rotate by adding a key under a new id while tokens signed with the old one expire (minutes); a Lambda rotation function would replace the key under its id and invalidate live tokens.',
+        });
+        tokenKeys = { name: secret.secretName, arn: secret.secretArn };
+      } else {
+        tokenKeys = { name: c.tokenKeysSecret, arn: secretArn(this, c.tokenKeysSecret) };
+      }
+    }
+
     this.fn = new lambda.Function(this, 'Gateway', {
       role,
       description: 'earshot voice gateway (response streaming)',
@@ -78,7 +101,9 @@ export class EarshotGatewayStack extends Stack {
       // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.
       memorySize: c.lambdaMemoryMb,
       timeout: Duration.seconds(c.lambdaTimeoutSeconds),
-      environment: lambdaEnvironment(c, interrupts.tableName, props.kokoro?.endpointName),
+      environment: lambdaEnvironment(c, interrupts.tableName, props.kokoro?.endpointName, tokenKeys?.name),
+      // A cap on simultaneous conversations, and so on spend (0: unreserved).
+      reservedConcurrentExecutions: c.reservedConcurrency > 0 ? c.reservedConcurrency : undefined,
       logGroup,
     });
 
@@ -118,6 +143,14 @@ export class EarshotGatewayStack extends Stack {
       actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
       resources: [interrupts.tableArn],
     }));
+    if (tokenKeys) {
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'TokenKeys',
+        // The token keys, read once at init; on this secret alone.
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [tokenKeys.arn],
+      }));
+    }
     if (c.agent === 'bedrock') {
       this.fn.addToRolePolicy(new iam.PolicyStatement({
         sid: 'BedrockAgentStream',
@@ -148,21 +181,47 @@ export class EarshotGatewayStack extends Stack {
       });
     }
 
+    // AWS_IAM: server-to-server callers sign with SigV4. TOKEN: public at the AWS level, the gateway checks a
+    // token on every request before any work. NONE: public, an explicit opt-in for demos. Only the last two
+    // are called from browsers, and then only from the listed origins.
     const open = c.authType === 'NONE';
+    const browsers = c.authType !== 'AWS_IAM';
     this.url = this.fn.addFunctionUrl({
       invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
-      authType: open ? lambda.FunctionUrlAuthType.NONE : lambda.FunctionUrlAuthType.AWS_IAM,
-      // A public URL is an explicit opt-in for demos, and only then may listed browser origins call it.
-      cors: open
+      authType: browsers ? lambda.FunctionUrlAuthType.NONE : lambda.FunctionUrlAuthType.AWS_IAM,
+      cors: browsers
         ? {
             allowedOrigins: c.corsAllowedOrigins,
             allowedMethods: [lambda.HttpMethod.POST, lambda.HttpMethod.GET],
-            allowedHeaders: ['content-type', 'accept'],
+            allowedHeaders: c.authType === 'TOKEN' ? ['content-type', 'accept', 'authorization'] : ['content-type', 'accept'],
             exposedHeaders: EXPOSED_HEADERS,
             maxAge: Duration.hours(1),
           }
         : undefined,
     });
+    if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (README, token mode)' });
+
+    // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
+    if (c.alarmInvocationsPerHour > 0) {
+      new cw.Alarm(this, 'InvocationsPerHour', {
+        alarmDescription: `earshot: more than ${c.alarmInvocationsPerHour} conversations in an hour`,
+        metric: this.fn.metricInvocations({ period: Duration.hours(1), statistic: 'Sum' }),
+        threshold: c.alarmInvocationsPerHour,
+        evaluationPeriods: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      });
+    }
+    if (c.alarmPollyCharactersPerHour > 0 && deployedBackends(c).includes('polly')) {
+      new cw.Alarm(this, 'PollyCharactersPerHour', {
+        alarmDescription: `earshot: Polly billed more than ${c.alarmPollyCharactersPerHour} characters in an hour`,
+        metric: new cw.Metric({ namespace: c.metricsNamespace, metricName: 'BilledCharacters', dimensionsMap: { Backend: 'polly' }, statistic: 'Sum', period: Duration.hours(1) }),
+        threshold: c.alarmPollyCharactersPerHour,
+        evaluationPeriods: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      });
+    }
     if (open) {
       Annotations.of(this).addWarningV2('earshot:public-url', 'authType is NONE: anyone with the URL can run the agent and the voices at your cost.');
     }

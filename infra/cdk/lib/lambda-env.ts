@@ -34,6 +34,9 @@ export const ENV_NAMES = [
   'EARSHOT_INTERRUPT_POLL_MS',
   'EARSHOT_MAX_CONVERSATION_SECONDS',
   'EARSHOT_LOG',
+  'EARSHOT_AUTH',
+  'EARSHOT_TOKEN_KEYS_SECRET',
+  'EARSHOT_TOKEN_AUDIENCE',
 ] as const;
 
 /** How often a conversation reads the interrupt table, and how long before the Lambda's timeout a conversation is stopped. */
@@ -44,7 +47,7 @@ export const CONVERSATION_MARGIN_SECONDS = 20;
  * The variables for a deployment. `interruptTable` is the interrupt table's name; `endpointName` is the
  * Kokoro endpoint's name, and must be given exactly when the deployment has one (not Polly-only).
  */
-export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endpointName?: string): Record<string, string> {
+export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endpointName?: string, tokenKeysSecret?: string): Record<string, string> {
   if (c.pollyOnly && endpointName !== undefined) throw new Error('a Polly-only deployment has no SageMaker endpoint');
   if (!c.pollyOnly && endpointName === undefined) throw new Error('the Kokoro backend needs the SageMaker endpoint name');
   const backends = deployedBackends(c);
@@ -73,6 +76,13 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_LOG: c.logLevel,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
+  // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.
+  env.EARSHOT_AUTH = c.authType === 'TOKEN' ? 'token' : 'none';
+  if (c.authType === 'TOKEN') {
+    if (tokenKeysSecret === undefined) throw new Error('token mode needs the token keys secret');
+    env.EARSHOT_TOKEN_KEYS_SECRET = tokenKeysSecret;
+    env.EARSHOT_TOKEN_AUDIENCE = c.tokenAudience;
+  }
   // Each agent's own settings, only when it is the agent; the key never travels as a variable, only the
   // secret's name (the Lambda reads it once at init).
   if (c.agent === 'openai') {

@@ -54,6 +54,6 @@ describe('bin/earshot.ts', { concurrency: true }, () => {
   });
 
   it('stops on a bad setting, naming it', async () => {
-    await assert.rejects(synthApp({ bootstrapDir: missingBootstrap(), authType: 'OPEN' }), (e: { stderr: string }) => /`authType` must be AWS_IAM or NONE/.test(e.stderr));
+    await assert.rejects(synthApp({ bootstrapDir: missingBootstrap(), authType: 'OPEN' }), (e: { stderr: string }) => /`authType` must be AWS_IAM, TOKEN or NONE/.test(e.stderr));
   });
 });

@@ -67,7 +67,7 @@ describe('-c overrides (strings from the command line)', () => {
 });
 
 describe('checks', () => {
-  it('accepts only AWS_IAM or NONE', () => rejects({ authType: 'PUBLIC' }, /`authType` must be AWS_IAM or NONE/));
+  it('accepts only AWS_IAM, TOKEN or NONE', () => rejects({ authType: 'PUBLIC' }, /`authType` must be AWS_IAM, TOKEN or NONE/));
 
   it('needs an origin allow-list for a public URL, without wildcards or paths', () => {
     rejects({ authType: 'NONE', corsAllowedOrigins: '' }, /`corsAllowedOrigins` must list/);

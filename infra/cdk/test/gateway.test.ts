@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 import { Match } from 'aws-cdk-lib/assertions';
 import { readConfigFile } from '../lib/config';
 import { ENV_NAMES } from '../lib/lambda-env';
-import { ACCOUNT, REGION, actionsOf, only, render, resourcesOf, statements, synth } from './fixture';
+import { EXPOSED_HEADERS } from '../lib/gateway-stack';
+import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statements, synth } from './fixture';
 
 const ENDPOINT_ARN = `arn:aws:sagemaker:${REGION}:${ACCOUNT}:endpoint/earshot-kokoro`;
 
@@ -134,7 +135,7 @@ describe('Lambda architecture', () => {
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
-    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE)/.test(n));
+    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_)/.test(n));
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
@@ -155,6 +156,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_INTERRUPT_POLL_MS: '250',
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'info',
+      EARSHOT_AUTH: 'none',
     });
   });
 
@@ -194,6 +196,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_INTERRUPT_POLL_MS: '250',
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'debug',
+      EARSHOT_AUTH: 'none',
     });
   });
 
@@ -283,5 +286,64 @@ describe('bring your own agent', () => {
     assert.throws(() => synth({ httpAgentHeader: 'no colon' }), /`httpAgentHeader`/);
     assert.throws(() => synth({ httpAgentKeyHeader: 'x-api-key' }), /agentKeySecret names no secret/);
     assert.throws(() => synth({ agentTemperature: 'warm' }), /`agentTemperature`/);
+  });
+});
+
+describe('token mode and spend guards', () => {
+  const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
+  const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+
+  it('makes the URL public at the AWS level, with CORS for the listed origins, and the gateway check a token', () => {
+    const s = synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com' });
+    const url = urlOf(s);
+    assert.equal(url.AuthType, 'NONE');
+    assert.deepEqual(url.Cors.AllowOrigins, ['https://app.example.com']);
+    assert.ok(url.Cors.AllowHeaders.includes('authorization'), 'the page sends its token in a header');
+    for (const h of EXPOSED_HEADERS) assert.ok(url.Cors.ExposeHeaders.includes(h), h);
+    const env = envOf(s);
+    assert.equal(env.EARSHOT_AUTH, 'token');
+    assert.equal(env.EARSHOT_TOKEN_AUDIENCE, 'earshot');
+    // The stack's own secret of keys, which the role alone may read.
+    const secretId = onlyId(s.gatewayTemplate, 'AWS::SecretsManager::Secret');
+    assert.ok(env.EARSHOT_TOKEN_KEYS_SECRET, 'the Lambda is told which secret holds the keys');
+    const read = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    assert.equal(read.length, 1);
+    assert.deepEqual(read[0].Resource, { Ref: secretId });
+    const generated = only(s.gatewayTemplate, 'AWS::SecretsManager::Secret').Properties.GenerateSecretString;
+    assert.equal(generated.GenerateStringKey, 'k1');
+    s.gatewayTemplate.hasOutput('TokenKeysSecret', {});
+  });
+
+  it('reads an existing secret of keys when one is named, and refuses a browser URL without origins', () => {
+    const s = synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', tokenKeysSecret: 'earshot/token-keys', tokenAudience: 'voice.example.com' });
+    assert.equal(Object.keys(s.gatewayTemplate.findResources('AWS::SecretsManager::Secret')).length, 0);
+    const env = envOf(s);
+    assert.deepEqual([env.EARSHOT_TOKEN_KEYS_SECRET, env.EARSHOT_TOKEN_AUDIENCE], ['earshot/token-keys', 'voice.example.com']);
+    const read = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    assert.deepEqual(resourcesOf(read[0]), [`arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:earshot/token-keys-??????`]);
+    assert.throws(() => synth({ authType: 'TOKEN', corsAllowedOrigins: '' }), /`corsAllowedOrigins` must list the browser origins allowed to call a public \(authType TOKEN\) URL/);
+  });
+
+  it('keeps IAM mode closed: signed callers only, no CORS, no token check', () => {
+    const s = synth();
+    assert.equal(urlOf(s).AuthType, 'AWS_IAM');
+    assert.equal(urlOf(s).Cors, undefined);
+    assert.equal(envOf(s).EARSHOT_AUTH, 'none');
+  });
+
+  it('caps simultaneous conversations when asked, and alarms on an hour of invocations and of Polly characters', () => {
+    const fn = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties;
+    assert.equal(fn(synth()).ReservedConcurrentExecutions, undefined, 'unreserved by default: new accounts have 10 in all');
+    assert.equal(fn(synth({ reservedConcurrency: '25' })).ReservedConcurrentExecutions, 25);
+    const alarms = Object.values(synth().gatewayTemplate.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+    const invocations = alarms.find((a) => a.MetricName === 'Invocations');
+    assert.ok(invocations);
+    assert.deepEqual([invocations.Threshold, invocations.Period, invocations.Statistic, invocations.Namespace], [5000, 3600, 'Sum', 'AWS/Lambda']);
+    const polly = alarms.find((a) => a.MetricName === 'BilledCharacters');
+    assert.ok(polly);
+    assert.deepEqual([polly.Threshold, polly.Period, polly.Namespace, polly.Dimensions], [500000, 3600, 'earshot', [{ Name: 'Backend', Value: 'polly' }]]);
+    const none = synth({ alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findResources('AWS::CloudWatch::Alarm');
+    assert.equal(Object.keys(none).length, 0);
+    assert.throws(() => synth({ reservedConcurrency: '-1' }), /`reservedConcurrency` must be between 0 and 10000/);
   });
 });

@@ -15,6 +15,7 @@ const variants: Record<string, Record<string, string>> = {
   default: {},
   'public demo URL': { authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com' },
   'Polly only': { pollyOnly: 'true' },
+  'token mode with spend guards': { authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', reservedConcurrency: '20' },
   'inference profile': { bedrockModelId: 'us.amazon.nova-lite-v1:0' },
 };
 

@@ -3,3 +3,4 @@
 pub mod say;
 pub mod serve;
 pub mod split;
+pub mod token;

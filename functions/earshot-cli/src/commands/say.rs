@@ -34,6 +34,9 @@ pub struct SayArgs {
     /// Print the timeline as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// A gateway token (token mode), sent as `Authorization: Bearer`.
+    #[arg(long, env = "EARSHOT_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 pub fn run(args: SayArgs) -> Result<(), String> {
@@ -53,7 +56,8 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let received = runtime.block_on(speak(&args.url, &body, &CallOptions { delivery, ..Default::default() })).map_err(|e| e.to_string())?;
+    let options = CallOptions { delivery, bearer: args.token.clone(), ..Default::default() };
+    let received = runtime.block_on(speak(&args.url, &body, &options)).map_err(|e| e.to_string())?;
     if !received.audio.is_empty() {
         received.write_wav(&args.out)?;
     }

@@ -1,0 +1,62 @@
+//! `earshot token`: mints a gateway token for local use and scripts, exactly as an app's backend would
+//! (HS256, the key's id in `kid`, `aud`, `exp`, and the scopes given). The README shows the same in a few
+//! lines of Node and Python.
+
+use clap::Args;
+use earshot_gateway::auth::{mint, now, Claims, TokenAuth};
+
+#[derive(Args)]
+pub struct TokenArgs {
+    /// The gateway's token keys, `kid=secret,…` (the same value as the gateway's).
+    #[arg(long, env = "EARSHOT_TOKEN_KEYS", hide_env_values = true)]
+    keys: String,
+    /// The key that signs (the first one when unset).
+    #[arg(long)]
+    kid: Option<String>,
+    /// Seconds until the token expires.
+    #[arg(long, default_value_t = 300)]
+    ttl: u64,
+    #[arg(long, default_value = "earshot")]
+    audience: String,
+    /// Who the token is for (logged by the gateway).
+    #[arg(long)]
+    sub: Option<String>,
+    /// A backend the bearer may use (repeat for more; none: any).
+    #[arg(long = "backend")]
+    backends: Vec<String>,
+    /// A voice the bearer may use (repeat for more; none: any).
+    #[arg(long = "voice")]
+    voices: Vec<String>,
+    /// A release mode the bearer may use (repeat for more; none: any).
+    #[arg(long = "release")]
+    releases: Vec<String>,
+    /// The most characters one request may send.
+    #[arg(long)]
+    max_chars: Option<usize>,
+    /// A conversation id, or a prefix ending in `*`, the bearer may speak under and interrupt.
+    #[arg(long = "conversation")]
+    conversations: Vec<String>,
+}
+
+pub fn run(args: TokenArgs) -> Result<(), String> {
+    let keys = TokenAuth::parse_keys(&args.keys).map_err(|e| format!("--keys: {e}"))?;
+    let (kid, secret) = match &args.kid {
+        Some(kid) => keys.iter().find(|(k, _)| k == kid).ok_or_else(|| format!("--kid: no key `{kid}` in --keys"))?,
+        None => keys.first().ok_or("--keys names no key")?,
+    };
+    let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
+    let issued = now();
+    let claims = Claims {
+        aud: args.audience,
+        exp: issued + args.ttl,
+        iat: Some(issued),
+        sub: args.sub,
+        backends: some(args.backends),
+        voices: some(args.voices),
+        releases: some(args.releases),
+        max_chars: args.max_chars,
+        conversations: some(args.conversations),
+    };
+    println!("{}", mint(kid, secret, &claims)?);
+    Ok(())
+}

@@ -1,0 +1,299 @@
+//! Token mode: a browser or a mobile app cannot sign AWS requests, so the app's own backend mints a
+//! short-lived token (a JWT, HS256) and the client presents it, as real-time voice platforms do. The
+//! gateway verifies it on every request before any work: signature (any of the configured keys, by
+//! `kid`, so that a key can be rotated by accepting the current and the previous one), expiry, audience;
+//! then the scopes the token carries:
+//!
+//! | claim | meaning |
+//! | --- | --- |
+//! | `exp`, `aud` | required: the expiry, and this gateway's audience |
+//! | `sub` | who the token is for (logged) |
+//! | `backends`, `voices`, `releases` | the backends, voices and release modes the bearer may use |
+//! | `max_chars` | the most characters a request may send (prompt, earlier turns, or text) |
+//! | `conversations` | the conversation ids the bearer may speak under and interrupt (`id`, or `prefix*`) |
+//!
+//! A claim left out allows anything, except `conversations`: without it the bearer may interrupt nothing.
+//! Each failure has its own code (401: `token_missing`, `token_malformed`, `token_expired`,
+//! `token_bad_signature`, `token_wrong_audience`; 403: `token_out_of_scope`).
+//! Verification and minting are `jsonwebtoken`'s; the scopes are this module's.
+
+use std::collections::HashMap;
+
+use axum::http::{HeaderMap, Uri};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::api_error::ApiError;
+use crate::request::SpeakRequest;
+
+/// The query parameter for clients that cannot set an `Authorization` header.
+pub const QUERY_PARAMETER: &str = "access_token";
+/// Seconds of clock difference tolerated between the minting backend and the gateway.
+const LEEWAY_SECONDS: u64 = 5;
+
+/// The keys and the audience tokens are checked against.
+pub struct TokenAuth {
+    keys: HashMap<String, DecodingKey>,
+    audience: String,
+}
+
+/// What a token's claims allow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    pub aud: String,
+    pub exp: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backends: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voices: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub releases: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<Vec<String>>,
+}
+
+impl TokenAuth {
+    /// `keys`: key id → secret (at least 32 bytes each, as HS256 asks).
+    pub fn new(keys: Vec<(String, Vec<u8>)>, audience: impl Into<String>) -> Result<Self, String> {
+        if keys.is_empty() {
+            return Err("token mode needs at least one key".into());
+        }
+        let mut map = HashMap::new();
+        for (kid, secret) in keys {
+            if secret.len() < 32 {
+                return Err(format!("key `{kid}` is {} bytes; HS256 keys must have at least 32", secret.len()));
+            }
+            let key = DecodingKey::from_secret(&secret).map_err(|e| format!("key `{kid}`: {e}"))?;
+            map.insert(kid, key);
+        }
+        Ok(TokenAuth { keys: map, audience: audience.into() })
+    }
+
+    /// Parses `kid=secret,kid2=secret2` (local runs, tests) or a JSON object `{"kid": "secret", …}` (the
+    /// form kept in Secrets Manager).
+    pub fn parse_keys(spec: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
+        let spec = spec.trim();
+        if spec.starts_with('{') {
+            let map: HashMap<String, String> = serde_json::from_str(spec).map_err(|e| format!("the keys are not a JSON object of strings: {e}"))?;
+            let mut keys: Vec<_> = map.into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
+            keys.sort();
+            return Ok(keys);
+        }
+        spec.split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|pair| match pair.split_once('=') {
+                Some((kid, secret)) if !kid.trim().is_empty() => Ok((kid.trim().to_string(), secret.trim().as_bytes().to_vec())),
+                _ => Err(format!("`{pair}` is not kid=secret")),
+            })
+            .collect()
+    }
+
+    /// The token of a request (`Authorization: Bearer …`, else `?access_token=`), verified.
+    pub fn verify_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Claims, ApiError> {
+        let from_header = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::trim);
+        let token = match from_header {
+            Some(value) => match value.split_once(' ') {
+                Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => token.trim().to_string(),
+                _ => return Err(ApiError::unauthorized("token_malformed", "the Authorization header must be `Bearer <token>`")),
+            },
+            None => match query_token(uri) {
+                Some(token) => token,
+                None => {
+                    return Err(ApiError::unauthorized(
+                        "token_missing",
+                        format!("this gateway needs a token: `Authorization: Bearer <token>` or `?{QUERY_PARAMETER}=<token>`"),
+                    ))
+                }
+            },
+        };
+        self.verify(&token)
+    }
+
+    /// A token's claims, if its signature, expiry and audience hold.
+    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| ApiError::unauthorized("token_malformed", format!("the token is not a JWT: {e}")))?;
+        if header.alg != Algorithm::HS256 {
+            return Err(ApiError::unauthorized("token_malformed", format!("the token is signed with {:?}; this gateway accepts HS256", header.alg)));
+        }
+        let key = match (&header.kid, self.keys.len()) {
+            (Some(kid), _) => self
+                .keys
+                .get(kid)
+                .ok_or_else(|| ApiError::unauthorized("token_bad_signature", format!("the token's key `{kid}` is not one of this gateway's")))?,
+            (None, 1) => self.keys.values().next().expect("one key"),
+            (None, _) => return Err(ApiError::unauthorized("token_malformed", "the token names no key (`kid`) and this gateway has several")),
+        };
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "aud"]);
+        validation.leeway = LEEWAY_SECONDS;
+        let data = jsonwebtoken::decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
+            ErrorKind::ExpiredSignature => ApiError::unauthorized("token_expired", "the token has expired: get a new one"),
+            ErrorKind::InvalidSignature => ApiError::unauthorized("token_bad_signature", "the token's signature does not match"),
+            ErrorKind::InvalidAudience => {
+                ApiError::unauthorized("token_wrong_audience", format!("the token is not for this gateway (audience `{}`)", self.audience))
+            }
+            ErrorKind::MissingRequiredClaim(claim) => ApiError::unauthorized("token_malformed", format!("the token has no `{claim}` claim")),
+            _ => ApiError::unauthorized("token_malformed", format!("the token cannot be read: {e}")),
+        })?;
+        Ok(data.claims)
+    }
+}
+
+fn query_token(uri: &Uri) -> Option<String> {
+    let query = uri.query()?;
+    query.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name == QUERY_PARAMETER && !value.is_empty()).then(|| value.to_string())
+    })
+}
+
+fn out_of_scope(message: String) -> ApiError {
+    ApiError::forbidden("token_out_of_scope", message)
+}
+
+/// Whether `pattern` (an id, or a prefix ending in `*`) covers `id`.
+fn covers(pattern: &str, id: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => id.starts_with(prefix),
+        None => pattern == id,
+    }
+}
+
+impl Claims {
+    /// Checks what a request asks for against the token's scopes (the backend and voice the gateway
+    /// will choose are checked when it chooses them: [`Claims::allows_backend`], [`Claims::allows_voice`]).
+    pub fn check_request(&self, request: &SpeakRequest, requested_conversation: bool) -> Result<(), ApiError> {
+        if let (Some(allowed), Some(backend)) = (&self.backends, &request.backend) {
+            if !allowed.contains(backend) {
+                return Err(out_of_scope(format!("this token may use the backends {}, not `{backend}`", allowed.join(", "))));
+            }
+        }
+        if let (Some(allowed), Some(voice)) = (&self.voices, &request.voice) {
+            if !allowed.contains(voice) {
+                return Err(out_of_scope(format!("this token may use the voices {}, not `{voice}`", allowed.join(", "))));
+            }
+        }
+        if let Some(allowed) = &self.releases {
+            let release = request.release.as_str();
+            if !allowed.iter().any(|r| r == release) {
+                return Err(out_of_scope(format!("this token may use the release modes {}, not `{release}`", allowed.join(", "))));
+            }
+        }
+        if let Some(max) = self.max_chars {
+            let chars = request.input_chars();
+            if chars > max {
+                return Err(out_of_scope(format!("this token allows {max} characters a request; this one has {chars}")));
+            }
+        }
+        if let Some(allowed) = &self.conversations {
+            if !requested_conversation || !allowed.iter().any(|p| covers(p, &request.conversation_id)) {
+                return Err(out_of_scope(format!("this token speaks only under the conversation ids {}: give one as `conversation_id`", allowed.join(", "))));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn allows_backend(&self, name: &str) -> bool {
+        self.backends.as_ref().is_none_or(|b| b.iter().any(|x| x == name))
+    }
+
+    pub fn allows_voice(&self, voice: &str) -> bool {
+        self.voices.as_ref().is_none_or(|v| v.iter().any(|x| x == voice))
+    }
+
+    /// Whether the bearer may interrupt the conversation `id`: only ids its `conversations` claim covers.
+    pub fn may_interrupt(&self, id: &str) -> Result<(), ApiError> {
+        match &self.conversations {
+            Some(allowed) if allowed.iter().any(|p| covers(p, id)) => Ok(()),
+            Some(allowed) => Err(out_of_scope(format!("this token may interrupt only the conversations {}", allowed.join(", ")))),
+            None => Err(out_of_scope("this token names no conversations (`conversations` claim), so it may interrupt none".into())),
+        }
+    }
+}
+
+/// Mints a token: what an app's backend does (`earshot token` for local use and scripts, the tests).
+pub fn mint(kid: &str, secret: &[u8], claims: &Claims) -> Result<String, String> {
+    let header = Header { kid: Some(kid.to_string()), ..Header::new(Algorithm::HS256) };
+    let key = EncodingKey::from_secret(secret).map_err(|e| e.to_string())?;
+    jsonwebtoken::encode(&header, claims, &key).map_err(|e| e.to_string())
+}
+
+/// Seconds since the epoch.
+pub fn now() -> u64 {
+    jsonwebtoken::get_current_timestamp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+    const OLD: &[u8] = b"fedcba9876543210fedcba9876543210";
+
+    fn auth() -> TokenAuth {
+        TokenAuth::new(vec![("k2".into(), KEY.to_vec()), ("k1".into(), OLD.to_vec())], "earshot").unwrap()
+    }
+
+    fn claims() -> Claims {
+        Claims { aud: "earshot".into(), exp: now() + 300, ..Default::default() }
+    }
+
+    fn code(result: Result<Claims, ApiError>) -> (u16, String) {
+        let e = result.unwrap_err();
+        (e.status.as_u16(), e.error.code)
+    }
+
+    #[test]
+    fn the_current_and_the_previous_key_are_accepted() {
+        assert!(auth().verify(&mint("k2", KEY, &claims()).unwrap()).is_ok());
+        assert!(auth().verify(&mint("k1", OLD, &claims()).unwrap()).is_ok(), "rotation: the previous key still works");
+    }
+
+    #[test]
+    fn each_failure_has_its_code() {
+        let a = auth();
+        assert_eq!(code(a.verify("not a token")), (401, "token_malformed".into()));
+        assert_eq!(code(a.verify(&mint("k2", OLD, &claims()).unwrap())), (401, "token_bad_signature".into()));
+        assert_eq!(code(a.verify(&mint("k9", KEY, &claims()).unwrap())), (401, "token_bad_signature".into()));
+        assert_eq!(code(a.verify(&mint("k2", KEY, &Claims { exp: now() - 60, ..claims() }).unwrap())), (401, "token_expired".into()));
+        assert_eq!(code(a.verify(&mint("k2", KEY, &Claims { aud: "another".into(), ..claims() }).unwrap())), (401, "token_wrong_audience".into()));
+        let missing = a.verify_request(&HeaderMap::new(), &"/v1/speak".parse().unwrap()).unwrap_err();
+        assert_eq!((missing.status.as_u16(), missing.error.code.as_str()), (401, "token_missing"));
+        let mut basic = HeaderMap::new();
+        basic.insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
+        assert_eq!(a.verify_request(&basic, &"/v1/speak".parse().unwrap()).unwrap_err().error.code, "token_malformed");
+    }
+
+    #[test]
+    fn a_token_in_the_query_is_accepted_for_clients_without_headers() {
+        let token = mint("k2", KEY, &claims()).unwrap();
+        let uri: Uri = format!("/v1/speak?x=1&access_token={token}").parse().unwrap();
+        assert!(auth().verify_request(&HeaderMap::new(), &uri).is_ok());
+    }
+
+    #[test]
+    fn keys_are_read_from_pairs_or_a_json_object_and_must_be_long_enough() {
+        assert_eq!(TokenAuth::parse_keys("a=x, b=y").unwrap(), vec![("a".into(), b"x".to_vec()), ("b".into(), b"y".to_vec())]);
+        assert_eq!(TokenAuth::parse_keys(r#"{"b": "y", "a": "x"}"#).unwrap(), vec![("a".into(), b"x".to_vec()), ("b".into(), b"y".to_vec())]);
+        assert!(TokenAuth::parse_keys("nokey").is_err());
+        assert!(TokenAuth::new(vec![("a".into(), b"short".to_vec())], "earshot").is_err());
+        assert!(TokenAuth::new(vec![], "earshot").is_err());
+    }
+
+    #[test]
+    fn conversations_are_matched_by_id_or_prefix() {
+        let c = Claims { conversations: Some(vec!["user-42-*".into(), "exact".into()]), ..claims() };
+        assert!(c.may_interrupt("user-42-7").is_ok());
+        assert!(c.may_interrupt("exact").is_ok());
+        assert_eq!(c.may_interrupt("user-43-1").unwrap_err().error.code, "token_out_of_scope");
+        assert_eq!(claims().may_interrupt("anything").unwrap_err().status.as_u16(), 403);
+    }
+}

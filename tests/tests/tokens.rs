@@ -1,0 +1,110 @@
+//! Token mode through the real `earshot serve` process: tokens minted by `earshot token` (as an app's
+//! backend mints them) speak; every failure has its status and code and nothing else happens; scopes
+//! hold (backends, release modes, size, conversations); one bearer cannot interrupt another's
+//! conversation.
+
+use std::process::Command;
+use std::time::Duration;
+
+use earshot_client::{interrupt_as, speak, CallOptions, ClientError, SpeakBody};
+use earshot_e2e::{earshot_bin, prompt, text, EarshotProcess};
+use earshot_gateway::auth::{mint, now, Claims};
+
+const KEYS: &str = "k2026=0123456789abcdef0123456789abcdef,k2025=fedcba9876543210fedcba9876543210";
+
+async fn gateway() -> EarshotProcess {
+    // Two backends, so that a scope can allow one and refuse the other; the synthetic voice is the default.
+    let earshot =
+        EarshotProcess::start(&["--backends", "synthetic,kokoro", "--kokoro-url", "http://127.0.0.1:9", "--auth", "token", "--token-keys", KEYS]).await;
+    earshot
+}
+
+/// A token from the `earshot token` command.
+fn token(args: &[&str]) -> String {
+    let out = Command::new(earshot_bin()).arg("token").args(args).env("EARSHOT_TOKEN_KEYS", KEYS).output().expect("earshot token runs");
+    assert!(out.status.success(), "earshot token: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn with(bearer: &str) -> CallOptions {
+    CallOptions { bearer: Some(bearer.to_string()), ..Default::default() }
+}
+
+fn refused(result: Result<earshot_client::Received, ClientError>) -> (u16, String) {
+    match result {
+        Err(ClientError::Refused { status, code, .. }) => (status, code),
+        Ok(r) => panic!("not refused: status {}, error {:?}", r.status, r.error),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test]
+async fn a_valid_token_speaks_and_every_failure_has_its_code() {
+    let earshot = gateway().await;
+    let short = text("Hello there.");
+    let r = speak(&earshot.url, &short, &with(&token(&["--sub", "user-1"]))).await.unwrap();
+    assert!(r.error.is_none() && r.status == 200, "{:?}", r.error);
+    // The previous key still verifies (rotation), by its kid.
+    let r = speak(&earshot.url, &short, &with(&token(&["--kid", "k2025"]))).await.unwrap();
+    assert_eq!(r.status, 200);
+
+    assert_eq!(refused(speak(&earshot.url, &short, &CallOptions::default()).await), (401, "token_missing".into()));
+    assert_eq!(refused(speak(&earshot.url, &short, &with("not.a.token")).await), (401, "token_malformed".into()));
+    let claims = Claims { aud: "earshot".into(), exp: now() + 60, ..Default::default() };
+    let forged = mint("k2026", b"an-attacker-key-that-is-32-bytes!", &claims).unwrap();
+    assert_eq!(refused(speak(&earshot.url, &short, &with(&forged)).await), (401, "token_bad_signature".into()));
+    let expired = mint("k2026", b"0123456789abcdef0123456789abcdef", &Claims { exp: now() - 30, ..claims.clone() }).unwrap();
+    assert_eq!(refused(speak(&earshot.url, &short, &with(&expired)).await), (401, "token_expired".into()));
+    assert_eq!(refused(speak(&earshot.url, &short, &with(&token(&["--audience", "another-gateway"]))).await), (401, "token_wrong_audience".into()));
+
+    // A client that cannot set headers puts the token in the query.
+    let url = format!("{}/v1/speak?access_token={}", earshot.url, token(&[]));
+    let response = reqwest::Client::new().post(&url).json(&serde_json::json!({"text": "Hi there."})).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // Health stays open for monitors.
+    assert_ne!(reqwest::get(format!("{}/healthz", earshot.url)).await.unwrap().status(), 401);
+}
+
+#[tokio::test]
+async fn scopes_hold_a_token_to_its_backends_release_modes_and_size() {
+    let earshot = gateway().await;
+    let only_kokoro = token(&["--backend", "kokoro"]);
+    let synthetic = SpeakBody { backend: Some("synthetic".into()), ..text("Hello there.") };
+    assert_eq!(refused(speak(&earshot.url, &synthetic, &with(&only_kokoro)).await), (403, "token_out_of_scope".into()));
+    // Without a backend named, the gateway chooses among those the token allows.
+    let only_synthetic = token(&["--backend", "synthetic"]);
+    let r = speak(&earshot.url, &text("Hello there."), &with(&only_synthetic)).await.unwrap();
+    assert_eq!(r.header("x-earshot-backend"), Some("synthetic"));
+    let incremental_only = token(&["--release", "incremental"]);
+    let buffered = SpeakBody { release: Some("buffered".into()), ..text("Hello there.") };
+    assert_eq!(refused(speak(&earshot.url, &buffered, &with(&incremental_only)).await), (403, "token_out_of_scope".into()));
+    let small = token(&["--max-chars", "20"]);
+    assert_eq!(refused(speak(&earshot.url, &text("This sentence is longer than twenty characters."), &with(&small)).await), (403, "token_out_of_scope".into()));
+    assert_eq!(speak(&earshot.url, &text("Short one."), &with(&small)).await.unwrap().status, 200);
+    // A token bound to conversations speaks only under them.
+    let bound = token(&["--conversation", "user-7-*"]);
+    assert_eq!(refused(speak(&earshot.url, &text("Hello there."), &with(&bound)).await), (403, "token_out_of_scope".into()));
+    let mine = SpeakBody { conversation_id: Some("user-7-1".into()), ..text("Hello there.") };
+    assert_eq!(speak(&earshot.url, &mine, &with(&bound)).await.unwrap().status, 200);
+}
+
+#[tokio::test]
+async fn a_token_cannot_interrupt_another_bearers_conversation() {
+    let earshot = gateway().await;
+    let alice = token(&["--sub", "alice", "--conversation", "alice-*"]);
+    let bob = token(&["--sub", "bob", "--conversation", "bob-*"]);
+    let body = SpeakBody { conversation_id: Some("alice-1".into()), ..prompt("long") };
+    let url = earshot.url.clone();
+    let speaking = tokio::spawn({
+        let alice = alice.clone();
+        async move { speak(&url, &body, &with(&alice)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let bob_tries = interrupt_as(&earshot.url, "alice-1", Some(&bob)).await.unwrap_err();
+    assert!(matches!(&bob_tries, ClientError::Refused { status: 403, code, .. } if code == "token_out_of_scope"), "{bob_tries}");
+    let anonymous = interrupt_as(&earshot.url, "alice-1", None).await.unwrap_err();
+    assert!(matches!(&anonymous, ClientError::Refused { status: 401, .. }), "{anonymous}");
+    interrupt_as(&earshot.url, "alice-1", Some(&alice)).await.expect("the bearer interrupts its own conversation");
+    let r = speaking.await.unwrap().unwrap();
+    assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
+}
