@@ -122,6 +122,17 @@ else
 
   export EARSHOT_URL="http://127.0.0.1:$earshot_port"
   export KOKORO_URL="http://127.0.0.1:$kokoro_port"
+
+  # The same page against a gateway in token mode (as a deployed one in authType TOKEN), with the keys a
+  # test mints its tokens with.
+  token_port=$(free_port)
+  export EARSHOT_TOKEN_KEYS="web=test-key-for-the-browser-tests-0123456789"
+  say "starting earshot serve in token mode on port $token_port (log: $logs/earshot-token.log)"
+  setsid "$earshot" serve --port "$token_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --auth token >"$logs/earshot-token.log" 2>&1 &
+  groups+=($!)
+  wait_for "http://127.0.0.1:$token_port/healthz" "earshot (token mode)" 60 "${groups[-1]}"
+  export EARSHOT_TOKEN_URL="http://127.0.0.1:$token_port"
+  export EARSHOT_BIN_FOR_TOKENS="$earshot"
 fi
 
 # --- the tests -----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 //
 // It holds no protocol or audio logic of its own (that is earshot.js), only what a person sees:
 // the choices sent with each request, what is being heard, how long it took, and errors in words.
-// The gateway is this page's origin unless `?api=<url>` names another one.
+// The gateway is this page's origin unless `?api=<url>` (or the Gateway field) names another one.
 //
 // For automated checks it exposes `window.earshot` (the player, every conversation's record) and
 // `window.earshotLast` (the latest record).
@@ -11,7 +11,11 @@ import { speak, interrupt, unlock, player } from './earshot.js';
 import { Captions } from './captions.js';
 import { renderTimeline } from './timeline-chart.js';
 
-const api = new URLSearchParams(location.search).get('api') ?? '';
+// The gateway (this page's origin unless `?api=` or the Gateway field names another, a deployed function
+// URL for example) and its token in token mode (`?token=` or the Token field; an app's backend mints it).
+const query = new URLSearchParams(location.search);
+let api = query.get('api') ?? '';
+let token = query.get('token') ?? '';
 const $ = (id) => document.getElementById(id);
 const form = $('speak-form');
 const promptBox = $('prompt');
@@ -39,6 +43,12 @@ window.earshot = { player, records, interrupt, turns: () => turns.slice() };
 window.earshotLast = null;
 
 const ERROR_TITLES = {
+  token_missing: 'This gateway needs a token',
+  token_malformed: 'The token cannot be read',
+  token_expired: 'The token has expired',
+  token_bad_signature: 'The token was not signed by this gateway',
+  token_wrong_audience: 'The token is for another gateway',
+  token_out_of_scope: 'The token does not allow this',
   input_too_long: 'That is too long to speak',
   body_too_large: 'That is too long to send',
   empty_input: 'There is nothing to speak',
@@ -77,7 +87,10 @@ function start() {
   const conversation = speak({
     baseUrl: api,
     [input]: value,
-    ...(keep ? { messages: turns.slice(), conversationId } : {}),
+    ...(keep ? { messages: turns.slice() } : {}),
+    // Always an id of the page's own, so that a token bound to `page-*` conversations may speak and stop it.
+    conversationId: keep ? conversationId : newConversationId(),
+    token: token || undefined,
     backend: choice('backend'),
     voice: voiceSelect.value || undefined,
     release: choice('release'),
@@ -291,3 +304,16 @@ promptBox.addEventListener('keydown', (event) => {
 
 renderTimeline(timeline, records);
 checkGateway();
+
+// ------------------------------------------------------------------------------------------
+// The gateway and its token
+
+$('gateway-url').value = api;
+$('gateway-token').value = token;
+$('gateway-form').addEventListener('change', () => {
+  const url = $('gateway-url').value.trim();
+  const changed = url !== api;
+  api = url;
+  token = $('gateway-token').value.trim();
+  if (changed) checkGateway();
+});

@@ -69,6 +69,7 @@ const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', messages: 'messages', b
  * @param {'incremental'|'buffered'} [options.release]
  * @param {'sse'|'binary'} [options.format]   default 'sse'
  * @param {string} [options.conversationId]
+ * @param {string} [options.token]     a gateway token (token mode), sent as `Authorization: Bearer`
  * @param {PcmPlayer} [options.player]  another player than the page's shared one
  * @param {(session: object) => void} [options.onSession]
  * @param {(text: string) => void} [options.onText]                the agent's text as it is written
@@ -169,7 +170,8 @@ export class Conversation {
     const base = (this.options.baseUrl ?? '').replace(/\/+$/, '');
     const asked = { sent: performance.now(), status: null };
     this.record.fetch.interrupt = asked;
-    const answered = fetch(`${base}/v1/conversations/${encodeURIComponent(id)}/interrupt`, { method: 'POST', cache: 'no-store', keepalive: true }).then(
+    const headers = this.options.token ? { authorization: `Bearer ${this.options.token}` } : {};
+    const answered = fetch(`${base}/v1/conversations/${encodeURIComponent(id)}/interrupt`, { method: 'POST', headers, cache: 'no-store', keepalive: true }).then(
       (response) => {
         asked.status = response.status;
       },
@@ -219,6 +221,7 @@ export class Conversation {
       headers: {
         'content-type': 'application/json',
         accept: this.record.format === 'binary' ? BINARY_CONTENT_TYPE : SSE_CONTENT_TYPE,
+        ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
       },
       body: JSON.stringify(body),
       cache: 'no-store',

@@ -312,6 +312,42 @@ test('the page keeps a spoken conversation: each question goes with the turns be
   assert.equal(speakBodies.at(-1).messages, undefined, 'text to read aloud carries no conversation');
 });
 
+test('the page drives a gateway in token mode with a token, and says clearly when it has none', { skip: skip || !process.env.EARSHOT_TOKEN_URL, timeout: 120_000 }, async () => {
+  const tokenUrl = process.env.EARSHOT_TOKEN_URL;
+  // Minted as an app's backend would, here by `earshot token` with the gateway's keys.
+  const { execFileSync } = await import('node:child_process');
+  const minted = execFileSync(process.env.EARSHOT_BIN_FOR_TOKENS, ['token', '--sub', 'browser-test', '--conversation', 'page-*', '--ttl', '600'], { encoding: 'utf8' }).trim();
+
+  // Without a token: the gateway answers 401 and the page says so in words.
+  await page.goto(`${tokenUrl}/`);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
+  await speakOnPage({ input: 'text', value: 'Hello there.' });
+  const refused = await untilHeardToTheEnd();
+  assert.equal(refused.outcome, 'error');
+  assert.equal(refused.error.code, 'token_missing');
+  assert.ok(await page.isVisible('#error'));
+  assert.equal(await page.textContent('#error-title'), 'This gateway needs a token');
+  assert.match(await page.textContent('#error-message'), /token_missing, HTTP 401/);
+
+  // With the token in the page's address (or its Token field), it speaks, and Stop reaches the gateway.
+  await page.goto(`${tokenUrl}/?token=${encodeURIComponent(minted)}`);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
+  await speakOnPage({ input: 'text', value: 'Hello there. This gateway wanted a token, and it had one.' });
+  const spoken = await untilHeardToTheEnd();
+  assert.equal(spoken.outcome, 'done', JSON.stringify(spoken.error));
+  assert.ok(spoken.conversationId.startsWith('page-'), spoken.conversationId);
+  assert.equal(await page.isVisible('#error'), false);
+
+  await speakOnPage({ input: 'prompt', value: 'long' });
+  await page.waitForFunction(() => window.earshotLast.playedOrder.length >= 1, null, { timeout: 60_000 });
+  await page.click('#stop');
+  const stopped = await untilHeardToTheEnd();
+  assert.equal(stopped.outcome, 'stopped');
+  await page.waitForFunction(() => window.earshotLast.fetch.interrupt?.status !== null, null, { timeout: 10_000 });
+  assert.equal(await page.evaluate(() => window.earshotLast.fetch.interrupt.status), 202, 'the token may stop its own conversation');
+  await page.goto(`${EARSHOT_URL}/`);
+});
+
 test('the page raised no script errors', { skip }, () => {
   assert.deepStrictEqual(pageErrors, []);
 });
