@@ -66,6 +66,8 @@ db.update_time_to_live(TableName="interrupts", TimeToLiveSpecification={"Attribu
 # The OpenAI-compatible agent's key, where a deployment keeps it.
 sm = boto3.client("secretsmanager", endpoint_url=sys.argv[1], region_name="us-east-1")
 sm.create_secret(Name="earshot/openai", SecretString="sk-from-secret")
+# The token keys of the second function, which runs in token mode as authType TOKEN deploys it.
+sm.create_secret(Name="earshot/token-keys", SecretString='{"lambda-test": "0123456789abcdef0123456789abcdef"}')
 PY
 
 cat >"$logs/lambda.env" <<ENV
@@ -101,14 +103,16 @@ done
 echo "lambda: streaming test against $url"
 EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent
 
-# The same bootstrap with another agent: an OpenAI-compatible endpoint whose key the function reads from
-# Secrets Manager (moto) once at init; the stand-in refuses any other key.
+# The same bootstrap with another agent, in token mode: an OpenAI-compatible endpoint whose key, and the
+# token keys, the function reads from Secrets Manager (moto) once at init; the stand-in refuses any other key.
 cat >"$logs/lambda-openai.env" <<ENV
 EARSHOT_BACKENDS="synthetic"
 EARSHOT_AGENT="openai"
 EARSHOT_OPENAI_BASE_URL="http://127.0.0.1:$agents_port/v1"
 EARSHOT_OPENAI_MODEL="standin"
 EARSHOT_AGENT_KEY_SECRET="earshot/openai"
+EARSHOT_AUTH="token"
+EARSHOT_TOKEN_KEYS_SECRET="earshot/token-keys"
 EARSHOT_AWS_ENDPOINT="http://127.0.0.1:$moto_port"
 AWS_ACCESS_KEY_ID="AKIDTEST"
 AWS_SECRET_ACCESS_KEY="secret"

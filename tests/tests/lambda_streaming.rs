@@ -101,9 +101,27 @@ async fn a_client_that_leaves_stops_the_work_when_the_runtime_fails_the_writes()
 #[tokio::test]
 #[ignore = "needs the Lambda under cargo lambda watch with the OpenAI-compatible agent: make test-lambda"]
 async fn the_lambda_speaks_for_an_openai_compatible_agent() {
+    use earshot_gateway::auth::{mint, now, Claims};
     let url = std::env::var("EARSHOT_LAMBDA_URL").expect("EARSHOT_LAMBDA_URL: the function URL of cargo lambda watch");
+    // Token mode, its keys read from Secrets Manager at init: the app's backend mints with the same key.
+    let key = b"0123456789abcdef0123456789abcdef";
+    let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some("lambda-test".into()), ..Default::default() };
+    let bearer = |c: &Claims| CallOptions { bearer: Some(mint("lambda-test", key, c).unwrap()), ..Default::default() };
+    let refused = |r: Result<earshot_client::Received, earshot_client::ClientError>| match r {
+        Err(earshot_client::ClientError::Refused { status, code, .. }) => (status, code),
+        other => panic!("not refused: {:?}", other.map(|r| r.status)),
+    };
+    assert_eq!(refused(speak(&url, &earshot_e2e::prompt("brief"), &CallOptions::default()).await), (401, "token_missing".into()));
+    let stale = Claims { exp: now() - 60, ..claims.clone() };
+    assert_eq!(refused(speak(&url, &earshot_e2e::prompt("brief"), &bearer(&stale)).await), (401, "token_expired".into()));
+    let polly_only = Claims { backends: Some(vec!["polly".into()]), ..claims.clone() };
+    let synthetic = earshot_client::SpeakBody { backend: Some("synthetic".into()), ..earshot_e2e::prompt("brief") };
+    assert_eq!(refused(speak(&url, &synthetic, &bearer(&polly_only)).await), (403, "token_out_of_scope".into()));
+    let others = Claims { conversations: Some(vec!["bob-*".into()]), ..claims.clone() };
+    let interrupt = earshot_client::interrupt_as(&url, "alice-1", Some(&mint("lambda-test", key, &others).unwrap())).await.unwrap_err();
+    assert!(matches!(interrupt, earshot_client::ClientError::Refused { status: 403, .. }), "{interrupt}");
     // The stand-in answers only the key the function read from Secrets Manager at init.
-    let r = speak(&url, &earshot_e2e::prompt("pause"), &CallOptions::default()).await.expect("the Lambda answers");
+    let r = speak(&url, &earshot_e2e::prompt("pause"), &bearer(&claims)).await.expect("the Lambda answers");
     let sentences = check_conversation(&r);
     assert_eq!(sentences[0], "Let me check that for you.");
     // The tool call released the first sentence while the model was silent.
@@ -118,5 +136,5 @@ async fn the_lambda_speaks_for_an_openai_compatible_agent() {
         ]),
         ..Default::default()
     };
-    check_conversation(&speak(&url, &body, &CallOptions::default()).await.expect("the Lambda answers"));
+    check_conversation(&speak(&url, &body, &bearer(&claims)).await.expect("the Lambda answers"));
 }
