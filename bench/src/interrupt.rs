@@ -92,7 +92,7 @@ async fn one(kokoro: &str, speak_url: &str, interrupt_url: &str, id: &str) -> Re
     let stream = tokio::spawn({
         let url = speak_url.to_string();
         async move {
-            let options = CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None, bearer: None };
+            let options = CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None, ..Default::default() };
             let received = speak(&url, &body, &options).await;
             (received, Instant::now())
         }

@@ -70,7 +70,7 @@ pub async fn run(paths: &Paths, trials: usize, baseline: Option<&Path>) -> Resul
 }
 
 async fn one(url: &str) -> Result<(Measured, Option<u64>, Option<f64>), String> {
-    let options = CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(300), stop_after_audio_chunks: None, bearer: None };
+    let options = CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(300), stop_after_audio_chunks: None, ..Default::default() };
     let received = speak(url, &trial::body(None, Some(TEXT), "incremental", None), &options).await.map_err(|e| e.to_string())?;
     if let Some(error) = &received.error {
         return Err(format!("the conversation failed: {}: {}", error.code, error.message));

@@ -51,7 +51,8 @@ pub fn body(prompt: Option<&str>, text: Option<&str>, release: &str, backend: Op
 
 /// Runs one conversation; with `ttfa_only` the client goes away after the first audio chunk.
 pub async fn run(url: &str, body: &SpeakBody, ttfa_only: bool) -> Result<Measured, String> {
-    let options = CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(600), stop_after_audio_chunks: ttfa_only.then_some(1), bearer: None };
+    let options =
+        CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(600), stop_after_audio_chunks: ttfa_only.then_some(1), ..Default::default() };
     let received = speak(url, body, &options).await.map_err(|e| e.to_string())?;
     if let Some(error) = &received.error {
         return Err(format!("the conversation failed: {}: {}", error.code, error.message));

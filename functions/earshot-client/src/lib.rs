@@ -112,11 +112,23 @@ pub struct CallOptions {
     pub stop_after_audio_chunks: Option<usize>,
     /// A gateway token, sent as `Authorization: Bearer …` (token mode).
     pub bearer: Option<String>,
+    /// Signs each request (a deployed gateway behind IAM: SigV4), given its method, URL, headers and body.
+    pub signer: Option<Signer>,
+}
+
+/// A request signer: the headers to add for a request (method, URL, headers it has, body).
+#[derive(Clone)]
+pub struct Signer(pub std::sync::Arc<dyn Fn(&str, &str, &[(String, String)], &[u8]) -> Result<Vec<(String, String)>, String> + Send + Sync>);
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Signer")
+    }
 }
 
 impl Default for CallOptions {
     fn default() -> Self {
-        CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None, bearer: None }
+        CallOptions { delivery: Delivery::Sse, timeout: Duration::from_secs(120), stop_after_audio_chunks: None, bearer: None, signer: None }
     }
 }
 
@@ -157,9 +169,19 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
     let client = reqwest::Client::builder().timeout(options.timeout).build().map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
     let sent = Instant::now();
     let ms = move || sent.elapsed().as_secs_f64() * 1000.0;
-    let mut request = client.post(&url).json(&body);
+    // The body as bytes, so that a signer signs exactly what is sent.
+    let bytes = serde_json::to_vec(&body).expect("a body serializes");
+    let mut request = client.post(&url).header("content-type", "application/json").body(bytes.clone());
     if let Some(token) = &options.bearer {
         request = request.bearer_auth(token);
+    }
+    if let Some(Signer(sign)) = &options.signer {
+        let headers = vec![("content-type".to_string(), "application/json".to_string())];
+        for (name, value) in
+            sign("POST", &url, &headers, &bytes).map_err(|message| ClientError::Connect { url: url.clone(), message: format!("cannot sign: {message}") })?
+        {
+            request = request.header(name, value);
+        }
     }
     let response = request.send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
     let status = response.status().as_u16();

@@ -2,5 +2,6 @@
 
 pub mod say;
 pub mod serve;
+pub mod sigv4;
 pub mod split;
 pub mod token;

@@ -1,0 +1,60 @@
+//! SigV4 for a deployed gateway behind IAM (`authType: AWS_IAM`): server-side callers sign each request
+//! for the `lambda` service with their AWS credentials, as AWS documents for function URLs. The signature
+//! is `aws-sigv4`'s (the AWS SDKs' own signer); the credentials come from the SDK's default chain
+//! (environment, profile, SSO, instance role).
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use aws_credential_types::provider::ProvideCredentials;
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use earshot_client::Signer;
+
+/// The region of a function URL (`https://ID.lambda-url.REGION.on.aws`), when the URL says it.
+pub fn region_of(url: &str) -> Option<String> {
+    let host = url.split("://").nth(1)?.split(['/', ':']).next()?;
+    let mut parts = host.split('.');
+    let (_, service, region) = (parts.next()?, parts.next()?, parts.next()?);
+    (service == "lambda-url").then(|| region.to_string())
+}
+
+/// The credentials of the SDK's default chain.
+pub async fn credentials() -> Result<Credentials, String> {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+    let provider = config.credentials_provider().ok_or("no AWS credentials provider is configured")?;
+    provider.provide_credentials().await.map_err(|e| format!("no AWS credentials: {e}"))
+}
+
+/// Signs requests for `lambda` in `region` with `credentials`.
+pub fn signer(credentials: Credentials, region: String) -> Signer {
+    Signer(Arc::new(move |method: &str, url: &str, headers: &[(String, String)], body: &[u8]| {
+        let identity = credentials.clone().into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&region)
+            .name("lambda")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| e.to_string())?
+            .into();
+        let signable =
+            SignableRequest::new(method, url, headers.iter().map(|(k, v)| (k.as_str(), v.as_str())), SignableBody::Bytes(body)).map_err(|e| e.to_string())?;
+        let (instructions, _) = sign(signable, &params).map_err(|e| e.to_string())?.into_parts();
+        Ok(instructions.headers().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_region_is_read_from_a_function_url() {
+        assert_eq!(region_of("https://abc123.lambda-url.eu-west-1.on.aws/").as_deref(), Some("eu-west-1"));
+        assert_eq!(region_of("https://abc123.lambda-url.us-east-1.on.aws"), Some("us-east-1".into()));
+        assert_eq!(region_of("http://127.0.0.1:8787"), None);
+    }
+}
