@@ -116,9 +116,15 @@ pub struct CallOptions {
     pub signer: Option<Signer>,
 }
 
-/// A request signer: the headers to add for a request (method, URL, headers it has, body).
+/// Headers, as name and value.
+pub type Headers = Vec<(String, String)>;
+
+/// Signs a request given its method, URL, headers and body: the headers to add.
+pub type SignFn = dyn Fn(&str, &str, &[(String, String)], &[u8]) -> Result<Headers, String> + Send + Sync;
+
+/// A request signer (SigV4 for a gateway behind IAM, for example).
 #[derive(Clone)]
-pub struct Signer(pub std::sync::Arc<dyn Fn(&str, &str, &[(String, String)], &[u8]) -> Result<Vec<(String, String)>, String> + Send + Sync>);
+pub struct Signer(pub std::sync::Arc<SignFn>);
 
 impl std::fmt::Debug for Signer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
