@@ -190,7 +190,8 @@ async fn an_http_agent_speaks_in_each_of_its_formats_with_its_pause() {
         let released = timeline.sentences[0].released_ms.unwrap();
         assert!(timeline.sentences[1].complete_ms - released > 1500.0, "{shape}: the first sentence waited for the pause's end");
         let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
-        assert_eq!(seen.body, serde_json::json!({"prompt": "pause", "messages": []}), "{shape}");
+        let id = r.header("x-earshot-conversation-id").expect("the conversation's id");
+        assert_eq!(seen.body, serde_json::json!({"prompt": "pause", "messages": [], "conversation_id": id}), "{shape}");
         assert!(seen.headers.contains(&("x-tenant".into(), "voice".into())), "{shape}: the configured header");
     }
 }
