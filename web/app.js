@@ -97,7 +97,7 @@ function start() {
     format: choice('format'),
     onSession: (session) => {
       $('session-info').textContent = `${session.backend} · ${session.voice} · ${session.audio.sample_rate / 1000} kHz${session.arm ? ` · arm ${session.arm}` : ''}`;
-      setStatus(session.release === 'buffered' ? 'The agent is writing; speech starts when it has finished…' : 'The agent is writing…');
+      if (isLatest()) setStatus(session.release === 'buffered' ? 'The agent is writing; speech starts when it has finished…' : 'Waiting for the agent…');
     },
     onSentence: (sentence) => {
       if (released++ === 0) captions.reset();
@@ -106,35 +106,47 @@ function start() {
     onSentencePlaying: (sentence) => {
       heard++;
       captions.playing(sentence.index);
-      setStatus(`Speaking sentence ${heard} of ${released}`);
+      if (isLatest()) setStatus(`Speaking ${heard}`);
     },
     onPlaybackEnd: () => {
       captions.finished();
-      setStatus(`Done · ${released} sentence${released === 1 ? '' : 's'}`);
+      if (!isLatest()) return;
+      setStatus(`Done · ${heard} sentence${heard === 1 ? '' : 's'} spoken`);
       stopButton.disabled = true;
     },
     onError: (error) => showError(error),
     onUpdate: () => scheduleRender(),
   });
-  records.push(conversation.record);
-  window.earshotLast = conversation.record;
+  const mine = conversation.record;
+  // Only the latest conversation may change the controls: an earlier one that ends late (its completion
+  // runs after a second Speak) must not disable Stop for the one now speaking.
+  const isLatest = () => window.earshotLast === mine;
+  records.push(mine);
+  window.earshotLast = mine;
   stopButton.disabled = false;
   setStatus('Sending…');
+  // Between sentences (a tool call, a slow agent) nothing plays: say so rather than "speaking".
+  const watcher = setInterval(() => {
+    if (!isLatest() || mine.outcome !== 'running') return clearInterval(watcher);
+    if (player.playing === 0 && mine.backend !== null) setStatus(heard === 0 ? 'Waiting for the agent…' : `Waiting for the agent · ${heard} spoken`);
+  }, 250);
   warnIfSoundBlocked();
   scheduleRender();
   conversation.finished.then((record) => {
-    if (record.outcome === 'error') {
+    clearInterval(watcher);
+    const latest = isLatest();
+    if (record.outcome === 'error' && latest) {
       captions.finished();
       if (released === 0) captions.message('No speech.');
       setStatus('');
       stopButton.disabled = true;
-    } else if (record.outcome === 'stopped') {
-      captions.finished();
-      setStatus('Stopped');
+    } else if (record.outcome === 'stopped' && latest) {
+      captions.stopped();
+      setStatus(`Stopped after ${heard} sentence${heard === 1 ? '' : 's'}`);
       stopButton.disabled = true;
     }
     if (keep) remember(value, record);
-    showFigures(record);
+    if (latest) showFigures(record);
     scheduleRender();
   });
 }
@@ -173,12 +185,21 @@ $('new-conversation').addEventListener('click', () => {
 });
 
 function stop() {
+  if (stopButton.disabled) return;
   interrupt();
-  captions.finished();
-  setStatus('Stopped');
+  captions.stopped();
+  const heard = window.earshotLast?.playedOrder.length ?? 0;
+  setStatus(`Stopped after ${heard} sentence${heard === 1 ? '' : 's'}`);
   stopButton.disabled = true;
+  // Focus stays on the form, not the page's body, so the keyboard user can speak again at once.
+  $('speak').focus();
   scheduleRender();
 }
+
+// Escape stops, wherever the focus is.
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape') stop();
+});
 
 function setStatus(text) {
   statusLine.textContent = text;
@@ -192,8 +213,12 @@ function showFigures(record) {
   const underruns = gaps.filter((s) => s.underrun);
   const silenceMs = underruns.reduce((n, s) => n + s.gapBeforeMs, 0);
   $('fig-gaps').textContent = gaps.length === 0 ? '–' : underruns.length === 0 ? 'none' : `${underruns.length} · ${seconds(silenceMs)} silent`;
-  const audioMs = record.sentences.reduce((n, s) => n + (s.audioMs ?? 0), 0);
-  $('fig-audio').textContent = audioMs ? `${seconds(audioMs)} in ${record.sentences.length} sentence${record.sentences.length === 1 ? '' : 's'}` : '–';
+  // What was heard: after a Stop, only the sentences that started playing, and of the one cut short only
+  // what sounded before the stop.
+  const heard = record.sentences.filter((s) => s.scheduledStart !== null && (marks.stopped === null || marks.stopped === undefined || s.scheduledStart < marks.stopped));
+  const audioMs = heard.reduce((n, s) => n + (marks.stopped ? Math.max(0, Math.min(s.scheduledEnd ?? marks.stopped, marks.stopped) - s.scheduledStart) : (s.audioMs ?? 0)), 0);
+  const word = record.outcome === 'stopped' ? ' heard' : '';
+  $('fig-audio').textContent = audioMs ? `${seconds(audioMs)}${word} in ${heard.length} sentence${heard.length === 1 ? '' : 's'}` : '–';
 }
 
 // ------------------------------------------------------------------------------------------
@@ -251,7 +276,7 @@ async function checkGateway() {
   const status = $('gateway-status');
   try {
     const [health, voices] = await Promise.all([fetch(`${api}/healthz`), fetch(`${api}/v1/voices`)]);
-    const offered = voices.ok ? (await voices.json()).backends : [];
+    const offered = voices.ok ? (await voices.clone().json()).backends : [];
     voicesByBackend = new Map(offered.map((b) => [b.name, b.voices]));
     for (const input of form.elements.backend) {
       if (input.value === 'auto') continue;
@@ -263,6 +288,7 @@ async function checkGateway() {
       form.querySelector('input[name=backend][value=auto]').checked = true;
     }
     fillVoices();
+    if (voices.ok) describeAgent(await voices.clone().json().catch(() => ({})));
     status.dataset.state = health.ok ? 'ok' : 'down';
     $('gateway-text').textContent = health.ok ? `Gateway ready · ${[...voicesByBackend.keys()].join(', ')}` : 'Gateway unhealthy';
   } catch {
@@ -317,3 +343,32 @@ $('gateway-form').addEventListener('change', () => {
   token = $('gateway-token').value.trim();
   if (changed) checkGateway();
 });
+
+// ------------------------------------------------------------------------------------------
+// What the page talks to, and the input limits as the user types
+
+let limits = { max_prompt_chars: 4000, max_text_chars: 20000 };
+
+function describeAgent(info) {
+  if (info.limits) limits = info.limits;
+  const note = $('agent-note');
+  note.hidden = info.agent !== 'scripted';
+  note.textContent = 'The agent here is scripted: whatever you ask, it answers with one of its samples (brief, long, pause). Start earshot serve with --agent to talk to a real one.';
+  updateCounter();
+}
+
+function updateCounter() {
+  const input = choice('input');
+  const max = input === 'prompt' ? limits.max_prompt_chars : limits.max_text_chars;
+  const length = [...promptBox.value].length;
+  const over = length > max;
+  const counter = $('counter');
+  counter.dataset.over = String(over);
+  counter.textContent = over
+    ? `${length.toLocaleString('en')} of ${max.toLocaleString('en')} characters: too long for ${input === 'prompt' ? 'a prompt' : 'text to read aloud'}`
+    : length > max * 0.8 ? `${length.toLocaleString('en')} of ${max.toLocaleString('en')} characters` : '';
+  $('speak').disabled = over;
+}
+
+promptBox.addEventListener('input', updateCounter);
+form.addEventListener('change', updateCounter);

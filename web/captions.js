@@ -35,7 +35,33 @@ export class Captions {
     if (!item) return;
     item.className = 'speaking';
     item.dataset.playedAt = String(performance.now());
-    item.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+    this.reveal(item);
+  }
+
+  /** Scrolls the list, and only the list, so that `item` is in view (scrollIntoView would scroll the
+   * whole page on a phone at every sentence). */
+  reveal(item) {
+    const list = this.list;
+    const top = item.offsetTop - list.offsetTop;
+    if (top < list.scrollTop) list.scrollTop = top;
+    else if (top + item.offsetHeight > list.scrollTop + list.clientHeight) list.scrollTop = top + item.offsetHeight - list.clientHeight;
+  }
+
+  /** Stopped: what was never heard is marked unspoken, and a line says where it stopped. */
+  stopped() {
+    this.finished();
+    let marked = this.list.querySelector('.stop-mark') !== null;
+    for (const item of this.items.values()) {
+      if (item.dataset.playedAt) continue;
+      item.className = 'unspoken';
+      if (!marked) {
+        const mark = document.createElement('li');
+        mark.className = 'stop-mark';
+        mark.textContent = 'Stopped here; the rest was not spoken.';
+        item.before(mark);
+        marked = true;
+      }
+    }
   }
 
   /** The answer ended or was stopped: nothing is being heard any more. */

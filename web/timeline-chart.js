@@ -121,8 +121,8 @@ function drawRow(record, top, x, now, width, narrow) {
 
   let figure;
   if (record.outcome === 'error') figure = 'error';
+  else if (record.outcome === 'stopped') figure = audible !== null ? `stopped · ${seconds(audible)}` : 'stopped';
   else if (audible !== null) figure = seconds(audible);
-  else if (record.outcome === 'stopped') figure = 'stopped';
   else figure = '…';
   const figureFill = record.outcome === 'error' ? ' fill="var(--danger)"' : '';
   out.push(`<text class="row-figure" x="${width - 4}" y="${top + ROW_HEIGHT / 2 + 4}" text-anchor="end"${figureFill}><title>Audible start after the request</title>${escapeXml(figure)}</text>`);

@@ -119,6 +119,10 @@ async fn voices_and_health_are_listed() {
     assert_eq!(voices["default_backend"], "kokoro");
     assert_eq!(voices["backends"][0]["default_voice"], backend.default_voice());
     assert!(voices["backends"][0]["voices"].as_array().unwrap().len() >= 5);
+    // What a page needs to describe the gateway: its agent, and the limits to check input against.
+    assert_eq!(voices["agent"], "scripted");
+    assert_eq!(voices["limits"]["max_prompt_chars"], 4000);
+    assert_eq!(voices["limits"]["max_text_chars"], 20000);
     let health = reqwest::get(format!("{url}/healthz")).await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
     let page = reqwest::get(format!("{url}/")).await.unwrap();

@@ -248,8 +248,22 @@ test('Stop silences playback at once and cancels the server\'s work', { skip, ti
   assert.equal(later.level, 0, 'silence after Stop');
   assert.equal(later.record.playedOrder.length, heardBefore, 'no sentence starts after Stop');
   assert.equal(later.speaking, 0, 'no caption highlighted after Stop');
-  assert.equal(await page.textContent('#status'), 'Stopped');
+  // What the page says after a Stop: how many sentences were heard, where it stopped, and only what was heard.
+  assert.equal(await page.textContent('#status'), `Stopped after ${heardBefore} sentence${heardBefore === 1 ? '' : 's'}`);
   assert.equal(await page.isDisabled('#stop'), true);
+  assert.equal(await page.$$eval('#captions li.stop-mark', (m) => m.length), 1, 'a mark where it stopped');
+  assert.ok((await page.$$eval('#captions li.unspoken', (u) => u.length)) >= 1, 'the unspoken sentences are marked');
+  await page.waitForFunction(() => /heard in \d+ sentence/.test(document.getElementById('fig-audio').textContent), null, { timeout: 3000 });
+  const audio = await page.textContent('#fig-audio');
+  assert.match(audio, new RegExp(`heard in ${heardBefore} sentence`), audio);
+  assert.notEqual(await page.textContent('#fig-audible'), '–', 'the first audio heard is shown');
+  // The chart is redrawn a few times a second: its row for this conversation comes to say "stopped".
+  await page.waitForFunction(
+    (n) => /stopped/.test(document.querySelector(`#timeline .row[data-number="${n}"] .row-figure`)?.textContent ?? ''),
+    right.record.number,
+    { timeout: 3000 },
+  );
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'speak', 'focus stays in the form');
 
   // The server side: the Kokoro container's counters, when it has them.
   if (statsBefore === null) {
@@ -268,15 +282,16 @@ test('Stop silences playback at once and cancels the server\'s work', { skip, ti
 });
 
 test('an input the gateway refuses is reported in words', { skip }, async () => {
-  await speakOnPage({ input: 'prompt', value: 'x'.repeat(4001) });
+  // Punctuation alone: the page cannot tell, the gateway can (nothing to speak once it is set aside).
+  await speakOnPage({ input: 'text', value: '... !!! ???' });
   const record = await untilHeardToTheEnd(10_000);
   assert.equal(record.outcome, 'error');
-  assert.equal(record.error.code, 'input_too_long');
+  assert.equal(record.error.code, 'empty_input');
   assert.equal(await page.isVisible('#error'), true);
-  assert.equal(await page.textContent('#error-title'), 'That is too long to speak');
+  assert.equal(await page.textContent('#error-title'), 'There is nothing to speak');
   const message = await page.textContent('#error-message');
-  assert.match(message, /4001/);
-  assert.match(message, /input_too_long, HTTP 413/);
+  assert.match(message, /nothing to speak/);
+  assert.match(message, /empty_input, HTTP 400/);
   // The next conversation clears it.
   await speakOnPage({ input: 'text', value: 'Fine.' });
   assert.equal(await page.isVisible('#error'), false);
@@ -346,6 +361,56 @@ test('the page drives a gateway in token mode with a token, and says clearly whe
   await page.waitForFunction(() => window.earshotLast.fetch.interrupt?.status !== null, null, { timeout: 10_000 });
   assert.equal(await page.evaluate(() => window.earshotLast.fetch.interrupt.status), 202, 'the token may stop its own conversation');
   await page.goto(`${EARSHOT_URL}/`);
+});
+
+test('a second Speak keeps Stop usable: the first answer ending late does not disable it', { skip, timeout: 120_000 }, async () => {
+  await speakOnPage({ input: 'prompt', value: 'long' });
+  await page.waitForFunction(() => window.earshotLast.playedOrder.length >= 1, null, { timeout: 60_000 });
+  const first = await page.evaluate(() => window.earshotLast.number);
+  await speakOnPage({ input: 'text', value: 'A second answer, while the first one is still being cut off. It goes on for a while, sentence after sentence, so there is time to look.' });
+  // The first conversation's end runs after the second has started; Stop must stay enabled for the second.
+  await page.waitForFunction((n) => window.earshot.records.find((r) => r.number === n).outcome !== 'running', first, { timeout: 10_000 });
+  await page.waitForFunction(() => window.earshotLast.playedOrder.length >= 1, null, { timeout: 60_000 });
+  assert.equal(await page.isDisabled('#stop'), false, 'Stop is enabled while the second answer speaks');
+  assert.match(await page.textContent('#status'), /^(Speaking \d+|Waiting for the agent)/);
+  // Escape stops, wherever the focus is.
+  await page.focus('#prompt');
+  await page.keyboard.press('Escape');
+  const record = await untilHeardToTheEnd();
+  assert.equal(record.outcome, 'stopped');
+  assert.match(await page.textContent('#status'), /^Stopped after \d+ sentences?$/);
+});
+
+test('the page says the local agent is scripted, and checks the input length as the user types', { skip }, async () => {
+  await page.goto(`${EARSHOT_URL}/`);
+  await page.waitForFunction(() => !document.getElementById('agent-note').hidden);
+  assert.match(await page.textContent('#agent-note'), /scripted.*brief, long, pause/);
+  await page.check('input[name=input][value=prompt]');
+  await page.fill('#prompt', 'x'.repeat(4001));
+  assert.equal(await page.isDisabled('#speak'), true, 'a prompt over 4,000 characters cannot be sent');
+  assert.match(await page.textContent('#counter'), /4,001 of 4,000 characters: too long for a prompt/);
+  await page.check('input[name=input][value=text]');
+  assert.equal(await page.isDisabled('#speak'), false, 'text may be 20,000 characters');
+  await page.fill('#prompt', 'brief');
+  await page.check('input[name=input][value=prompt]');
+  assert.equal(await page.textContent('#counter'), '');
+});
+
+test('axe-core finds nothing serious on the page, idle and after an answer', { skip, timeout: 90_000 }, async () => {
+  const axeSource = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
+  const check = async (when) => {
+    await page.addScriptTag({ content: axeSource });
+    const violations = await page.evaluate(async () => (await window.axe.run(document)).violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'));
+    assert.deepEqual(violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`), [], when);
+  };
+  await page.goto(`${EARSHOT_URL}/`);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
+  await check('idle');
+  await speakOnPage({ input: 'text', value: 'Hello there. This page should read well to everyone.' });
+  await untilHeardToTheEnd();
+  await check('after an answer');
+  // One live region: the status line. The captions would make a screen reader talk over the voice.
+  assert.deepEqual(await page.$$eval('[aria-live]:not([aria-live="off"])', (els) => els.map((e) => e.id)), ['status']);
 });
 
 test('the page raised no script errors', { skip }, () => {

@@ -160,7 +160,13 @@ fn stream_response(started: conversation::Started, keep_alive: Duration) -> Resp
 async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
     let backends: Vec<serde_json::Value> =
         gw.backends.iter().map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()})).collect();
-    Json(serde_json::json!({"default_backend": gw.backends.first().map(|b| b.name().to_string()), "backends": backends}))
+    // The agent's name and the input limits, so that a page can say what it is talking to and check lengths
+    // as the user types.
+    let limits =
+        serde_json::json!({"max_prompt_chars": gw.limits.max_prompt_chars, "max_text_chars": gw.limits.max_text_chars, "max_messages": gw.limits.max_messages});
+    Json(
+        serde_json::json!({"default_backend": gw.backends.first().map(|b| b.name().to_string()), "backends": backends, "agent": gw.agent.name(), "limits": limits}),
+    )
 }
 
 async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
