@@ -213,6 +213,11 @@ function showFigures(record) {
   const underruns = gaps.filter((s) => s.underrun);
   const silenceMs = underruns.reduce((n, s) => n + s.gapBeforeMs, 0);
   $('fig-gaps').textContent = gaps.length === 0 ? '–' : underruns.length === 0 ? 'none' : `${underruns.length} · ${seconds(silenceMs)} silent`;
+  // Silences inside a sentence, counted apart: the listener hears the voice stop mid-sentence.
+  const stalled = record.sentences.filter((s) => (s.stalls ?? []).length > 0);
+  const stallCount = stalled.reduce((n, s) => n + s.stalls.length, 0);
+  const stallMs = stalled.reduce((n, s) => n + s.stallMs, 0);
+  $('fig-stalls').textContent = record.sentences.every((s) => s.scheduledStart === null) ? '–' : stallCount === 0 ? 'none' : `${stallCount} in ${stalled.length} sentence${stalled.length === 1 ? '' : 's'} · ${seconds(stallMs)} silent`;
   // What was heard: after a Stop, only the sentences that started playing, and of the one cut short only
   // what sounded before the stop.
   const heard = record.sentences.filter((s) => s.scheduledStart !== null && (marks.stopped === null || marks.stopped === undefined || s.scheduledStart < marks.stopped));

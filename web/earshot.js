@@ -323,6 +323,10 @@ export class Conversation {
       scheduledEnd: null, // audible time of its last sound so far
       gapBeforeMs: null, // silence between the previous sentence's end and this one's start
       underrun: false,
+      // Silences inside the sentence: a chunk that came after the audio before it had played out
+      // ({start: audible time the silence began, ms}). The worst a listener hears: a cut mid-sentence.
+      stalls: [],
+      stallMs: 0,
       audioMs: null,
       chunks: 0,
       complete: false,
@@ -356,6 +360,12 @@ export class Conversation {
     }
     marks.audibleEnd = end;
     if (scheduled.underrunSeconds > 0) this.record.underruns++;
+    if (sentence.scheduledStart !== null && scheduled.underrunSeconds > 0) {
+      const ms = scheduled.underrunSeconds * 1000;
+      sentence.stalls.push({ start: this.player.audibleAt(scheduled.previousEnd), ms });
+      sentence.stallMs += ms;
+      this.record.stalls = (this.record.stalls ?? 0) + 1;
+    }
     if (sentence.scheduledStart === null) {
       sentence.scheduledStart = start;
       const previous = this.record.sentences.find((s) => s.index === index - 1);

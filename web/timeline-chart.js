@@ -97,6 +97,13 @@ function drawRow(record, top, x, now, width, narrow) {
     const played = Math.min(end, heardUntil);
     segment(start, played, '--playing', `Sentence ${sentence.index + 1} playing: ${seconds(start)} → ${seconds(end)}`);
     segment(Math.max(start, played), end, '--playing', `Sentence ${sentence.index + 1}: scheduled, not yet heard`, 0.35);
+    // A stall inside the sentence is a hole in its bar, marked as an underrun: the listener heard it stop.
+    for (const stall of sentence.stalls ?? []) {
+      const from = t(stall.start);
+      if (from === null || (stopped !== null && from >= stopped)) continue;
+      const title = `Sentence ${sentence.index + 1} stalled for ${Math.round(stall.ms)} ms mid-sentence`;
+      out.push(`<rect class="stall" x="${x(from)}" y="${barTop - 4}" width="${Math.max(2, x(from + stall.ms) - x(from))}" height="${BAR_HEIGHT + 8}" fill="var(--underrun)" opacity="0.85"><title>${escapeXml(title)}</title></rect>`);
+    }
   }
   for (const sentence of record.sentences) {
     const start = t(sentence.scheduledStart);

@@ -409,6 +409,9 @@ test('axe-core finds nothing serious on the page, idle and after an answer', { s
   await speakOnPage({ input: 'text', value: 'Hello there. This page should read well to everyone.' });
   await untilHeardToTheEnd();
   await check('after an answer');
+  // Silences are counted where the listener hears them: between sentences, and inside one.
+  await page.waitForFunction(() => document.getElementById('fig-stalls').textContent !== '–');
+  assert.match(await page.textContent('#fig-stalls'), /^(none|\d+ in \d+ sentences? · [\d.]+ s silent)$/);
   // One live region: the status line. The captions would make a screen reader talk over the voice.
   assert.deepEqual(await page.$$eval('[aria-live]:not([aria-live="off"])', (els) => els.map((e) => e.id)), ['status']);
 });

@@ -133,6 +133,42 @@ test('a sentence whose audio comes after the previous one has finished playing i
   }
 });
 
+test('a silence inside a sentence is a stall, counted apart from the gaps between sentences', async () => {
+  for (const stall of [false, true]) {
+    const player = newPlayer();
+    serve('sse', encodeAll('sse', [
+      session(),
+      S(0),
+      A(0, 0, tone(400)),
+      () => {
+        if (stall) player.ctx.currentTime = 0.75; // the first piece ended at 0.4 s; the next comes at 0.75 s
+      },
+      A(0, 1, tone(400)),
+      E(0, 800),
+      S(1),
+      A(1, 0, tone(300)),
+      E(1, 300),
+      DONE,
+    ]));
+    const record = await speak({ prompt: 'brief', player }).finished;
+    assert.equal(record.outcome, 'done');
+    const [first, second] = record.sentences;
+    if (stall) {
+      assert.equal(first.stalls.length, 1, 'one stall inside sentence 0');
+      assert.ok(Math.abs(first.stallMs - 350) < 1e-6, `stall ${first.stallMs} ms`);
+      assert.ok(Math.abs(first.stalls[0].start - player.audibleAt(0.4)) < 1e-6, 'it began when the first piece ran out');
+      assert.equal(record.stalls, 1);
+    } else {
+      assert.deepEqual(first.stalls, []);
+      assert.equal(record.stalls ?? 0, 0);
+    }
+    // Neither case is a gap before a sentence: sentence 1 followed without a silence.
+    assert.equal(second.gapBeforeMs, 0);
+    assert.equal(second.underrun, false);
+    assert.deepEqual(second.stalls, []);
+  }
+});
+
 test('a sample split across two audio messages is played whole', async () => {
   const player = newPlayer();
   serve('binary', encodeAll('binary', [session(), S(0), A(0, 0, Uint8Array.from([1, 0, 2])), A(0, 1, Uint8Array.from([0, 3, 0])), E(0), DONE]));
