@@ -263,22 +263,25 @@ fn gaps(o: &mut String, rel: &crate::release::Results) {
     let _ = writeln!(o, "## 3. Gaps between sentences\n");
     let _ = writeln!(o, "For each sentence after the first: was its audio at the server before the sentence before it finished playing, at real-time playback from its first audio? An underrun is a sentence that was not, by more than {UNDERRUN_TOLERANCE_MS} ms; its length is the silence. *Client* gaps replay the chunks as the demo page's player schedules them (each on arrival or when the previous ends) and count silences over {} ms. Full conversations of the default configuration.\n", crate::trial::CLIENT_GAP_THRESHOLD_MS);
     let _ = writeln!(o, "Each underrun is put down to one cause: *text* (the sentence's text was not complete when the sentence before it ended: the agent was still writing it), *backend* (complete in time, but the backend's own latency for it would have made it late even if released at once), *release* (the gateway held it: buffered release, the in-flight cap, or late delivery).\n");
-    let _ = writeln!(o, "| shape | release | sentences | conversations with an underrun | underruns (text / backend / release) | underrun length | client gaps |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(o, "*Client stalls* are the client gaps that fall inside a sentence: the voice stops mid-sentence, the worst silence a listener hears.\n");
+    let _ = writeln!(o, "| shape | release | sentences | conversations with an underrun | underruns (text / backend / release) | underrun length | client gaps | client stalls inside a sentence |\n|---|---|---|---|---|---|---|---|");
     for shape in &rel.settings.shapes {
         for release in ["incremental", "buffered"] {
             let trials: Vec<&Trial> = cell(rel, shape, Config::Default, release).collect();
             let lengths: Vec<f64> = trials.iter().flat_map(|t| t.measured.gaps_ms.iter().copied().filter(|g| *g > UNDERRUN_TOLERANCE_MS)).collect();
             let client: Vec<f64> = trials.iter().flat_map(|t| t.measured.client_gaps_ms.iter().copied()).collect();
+            let stalls: Vec<f64> = trials.iter().flat_map(|t| t.measured.client_stalls_ms.iter().copied()).collect();
             let _ = writeln!(
                 o,
-                "| {shape} | {release} | {} | {} of {} | {} ({}) | {} | {} |",
+                "| {shape} | {release} | {} | {} of {} | {} ({}) | {} | {} | {} |",
                 trials.first().map_or(0, |t| t.measured.sentences),
                 trials.iter().filter(|t| t.measured.underruns > 0).count(),
                 trials.len(),
                 trials.iter().map(|t| t.measured.underruns).sum::<usize>(),
                 causes(trials.iter().map(|t| &t.measured)),
                 spread(&lengths),
-                if client.is_empty() { "none".to_string() } else { format!("{} gaps: {}", client.len(), spread(&client)) }
+                if client.is_empty() { "none".to_string() } else { format!("{} gaps: {}", client.len(), spread(&client)) },
+                if stalls.is_empty() { "none".to_string() } else { format!("{} stalls: {}", stalls.len(), spread(&stalls)) }
             );
         }
     }

@@ -27,6 +27,9 @@ pub struct Measured {
     pub underrun_causes: Causes,
     /// Silences longer than [`CLIENT_GAP_THRESHOLD_MS`] a player starting each chunk on arrival would leave.
     pub client_gaps_ms: Vec<f64>,
+    /// Of those, the silences inside a sentence (a stall: the voice stops mid-sentence).
+    #[serde(default)]
+    pub client_stalls_ms: Vec<f64>,
     pub sentences: usize,
     pub audio_ms: f64,
     pub body_bytes: u64,
@@ -69,6 +72,7 @@ pub fn measure(r: &Received) -> Measured {
         client_ttfa_ms: r.marks.first_audio_decoded_ms,
         client_total_ms: r.marks.done_ms,
         client_gaps_ms: r.marks.playback_gaps(bytes_per_ms, CLIENT_GAP_THRESHOLD_MS),
+        client_stalls_ms: r.marks.playback_silences(bytes_per_ms, CLIENT_GAP_THRESHOLD_MS).inside_sentences,
         body_bytes: r.marks.body_bytes,
         audio_ms: r.audio.len() as f64 / bytes_per_ms,
         ..Default::default()

@@ -41,6 +41,8 @@ pub struct ClientMarks {
     pub done_ms: Option<f64>,
     /// Every audio chunk as it was decoded: when, and how many bytes of PCM it held.
     pub audio_chunks: Vec<(f64, usize)>,
+    /// The sentence of each audio chunk, in the same order.
+    pub audio_chunk_sentences: Vec<u32>,
     /// Bytes of the response body, framing included.
     pub body_bytes: u64,
 }
@@ -53,6 +55,32 @@ impl ClientMarks {
         let chunks = self.audio_chunks.iter().map(|&(at, bytes)| (at, bytes as f64 / bytes_per_ms));
         earshot_core::playback::play(chunks).iter().filter_map(|p| p.gap_ms).filter(|gap| *gap > threshold_ms).collect()
     }
+
+    /// The same silences, told apart by where a listener hears them: before a sentence starts, or
+    /// inside one (a stall: the voice stops mid-sentence).
+    pub fn playback_silences(&self, bytes_per_ms: f64, threshold_ms: f64) -> Silences {
+        let chunks = self.audio_chunks.iter().map(|&(at, bytes)| (at, bytes as f64 / bytes_per_ms));
+        let mut out = Silences::default();
+        let mut previous: Option<u32> = None;
+        for (played, sentence) in earshot_core::playback::play(chunks).iter().zip(self.audio_chunk_sentences.iter().copied()) {
+            if let Some(gap) = played.gap_ms.filter(|g| *g > threshold_ms) {
+                if previous == Some(sentence) {
+                    out.inside_sentences.push(gap);
+                } else {
+                    out.before_sentences.push(gap);
+                }
+            }
+            previous = Some(sentence);
+        }
+        out
+    }
+}
+
+/// Silences a player would leave, by where they fall, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Silences {
+    pub before_sentences: Vec<f64>,
+    pub inside_sentences: Vec<f64>,
 }
 
 /// A whole conversation as a client received it.
@@ -215,6 +243,7 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
                     let at = ms();
                     received.marks.first_audio_decoded_ms.get_or_insert(at);
                     received.marks.audio_chunks.push((at, a.pcm.len()));
+                    received.marks.audio_chunk_sentences.push(a.index);
                     received.audio.extend_from_slice(&a.pcm);
                     audio_chunks += 1;
                 }
@@ -256,6 +285,14 @@ mod tests {
         // (at 200); the fourth 3 ms after the third ended (at 330).
         assert_eq!(marks.playback_gaps(1.0, 0.0), vec![30.0, 3.0]);
         assert_eq!(marks.playback_gaps(1.0, 5.0), vec![30.0]);
+    }
+
+    #[test]
+    fn a_silence_inside_a_sentence_is_told_from_one_before_a_sentence() {
+        // Sentence 0 in two chunks, the second 40 ms after the first ran out (a stall); sentence 1 starts
+        // 20 ms after sentence 0 ended (a gap before it).
+        let marks = ClientMarks { audio_chunks: vec![(0.0, 100), (140.0, 100), (260.0, 100)], audio_chunk_sentences: vec![0, 0, 1], ..Default::default() };
+        assert_eq!(marks.playback_silences(1.0, 5.0), Silences { before_sentences: vec![20.0], inside_sentences: vec![40.0] });
     }
 }
 
