@@ -148,6 +148,7 @@ mod tests {
             tts_done_ms: None,
             audio_ms: audio,
             audio_chunks: 1,
+            ..Default::default()
         }
     }
 

@@ -401,7 +401,8 @@ impl Scheduler<'_> {
                 marks.tts_first_audio_ms.get_or_insert(now);
                 let seq = marks.audio_chunks;
                 marks.audio_chunks += 1;
-                marks.audio_ms += format.duration_ms(pcm.len());
+                let duration_ms = format.duration_ms(pcm.len());
+                marks.audio_ms += duration_ms;
                 let bytes = pcm.len() as u64;
                 if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm })).await {
                     return Flow::End(o);
@@ -409,6 +410,7 @@ impl Scheduler<'_> {
                 let sent = self.clock.now_ms();
                 if let Some(marks) = self.timeline.sentence_mut(index) {
                     marks.first_audio_sent_ms.get_or_insert(sent);
+                    marks.note_audio_sent(sent, duration_ms);
                 }
                 self.timeline.first_audio_sent_ms.get_or_insert(sent);
                 self.timeline.audio_chunks_sent += 1;

@@ -43,6 +43,34 @@ pub struct SentenceMarks {
     /// Milliseconds of audio the sentence produced.
     pub audio_ms: f64,
     pub audio_chunks: u32,
+    /// Silences inside the sentence at real-time playback from its first audio sent: a chunk handed to
+    /// the client after the audio before it would have played out (by more than
+    /// [`UNDERRUN_TOLERANCE_MS`]). The worst silence a listener hears: the voice stops mid-sentence.
+    #[serde(default)]
+    pub stalls: u32,
+    #[serde(default)]
+    pub stall_ms: f64,
+    /// When the audio sent so far would have finished playing (bookkeeping for `stalls`).
+    #[serde(skip)]
+    pub playable_until_ms: Option<f64>,
+}
+
+impl SentenceMarks {
+    /// Notes a chunk of `duration_ms` handed to the client at `sent_ms`, counting a stall when it came
+    /// after the audio before it would have played out.
+    pub fn note_audio_sent(&mut self, sent_ms: f64, duration_ms: f64) {
+        let start = match self.playable_until_ms {
+            None => sent_ms,
+            Some(until) => {
+                if sent_ms - until > UNDERRUN_TOLERANCE_MS {
+                    self.stalls += 1;
+                    self.stall_ms += sent_ms - until;
+                }
+                sent_ms.max(until)
+            }
+        };
+        self.playable_until_ms = Some(start + duration_ms);
+    }
 }
 
 /// The timeline of one conversation. All times are milliseconds since the request was received.
@@ -88,6 +116,11 @@ pub struct Derived {
     pub gaps_ms: Vec<f64>,
     /// Gaps longer than [`UNDERRUN_TOLERANCE_MS`].
     pub underruns: usize,
+    /// Silences inside sentences (see [`SentenceMarks::stalls`]), counted apart from the gaps before them.
+    #[serde(default)]
+    pub stalls: usize,
+    #[serde(default)]
+    pub stall_ms: f64,
     /// Time to first audio minus the time the first sentence could have been released and the
     /// backend's own first-audio latency: what earshot itself added.
     pub orchestration_overhead_ms: Option<f64>,
@@ -100,6 +133,8 @@ impl Timeline {
 
     pub fn derive(&self) -> Derived {
         let mut d = Derived { ttfa_ms: self.first_audio_sent_ms, ..Default::default() };
+        d.stalls = self.sentences.iter().map(|s| s.stalls as usize).sum();
+        d.stall_ms = self.sentences.iter().map(|s| s.stall_ms).sum();
         for s in &self.sentences {
             if let (Some(first), Some(released)) = (s.tts_first_audio_ms, s.released_ms) {
                 d.synthesis_latency_ms.push(first - released);
@@ -140,6 +175,7 @@ mod tests {
             tts_done_ms: None,
             audio_ms: audio,
             audio_chunks: 1,
+            ..Default::default()
         }
     }
 

@@ -53,6 +53,22 @@ async fn incremental_speaks_the_first_sentence_while_the_agent_still_writes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_backend_that_stalls_mid_sentence_is_reported_as_stalls_inside_the_sentence() {
+    // Each chunk is 10 ms of audio. Every 50 ms: the voice runs dry for 40 ms twice inside sentence 0.
+    // Every 5 ms: always ahead. Every 12 ms: 2 ms short, within the tolerance a player absorbs.
+    for (gap, stalls, stall_ms) in [(50, 2, 80.0), (5, 0, 0.0), (12, 0, 0.0)] {
+        let steps = vec![say("The order shipped today."), Step::Done];
+        let (run, _, _) = converse(steps, move |_| speak_ms(200, 3, gap), SchedulerConfig::default()).await;
+        assert_eq!(run.outcome, Outcome::Completed);
+        let s = &run.timeline.sentences[0];
+        assert_eq!((s.stalls, s.stall_ms), (stalls, stall_ms), "chunks every {gap} ms");
+        let d = run.timeline.derive();
+        assert_eq!((d.stalls, d.stall_ms), (stalls as usize, stall_ms), "derived, chunks every {gap} ms");
+        assert!(d.gaps_ms.is_empty(), "one sentence: no gap before any sentence, only stalls inside it");
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn buffered_holds_every_sentence_until_the_agent_is_done() {
     let steps = vec![say("The order shipped today. It"), wait_ms(2000), say(" arrives on Friday."), Step::Done];
     let cfg = SchedulerConfig { release: Release::Buffered, ..Default::default() };
