@@ -31,6 +31,17 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Waits until a function under cargo lambda watch answers /healthz 200 (the first start builds it).
+wait_healthy() { # url log
+  local code=
+  for _ in $(seq 1 900); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$1/healthz" 2>/dev/null || true)
+    [ "$code" = 200 ] && return 0
+    sleep 0.5
+  done
+  echo "lambda: the function at $1 did not answer; logs in $logs"; tail -20 "$2"; exit 1
+}
+
 wait_for() { # url what seconds
   for _ in $(seq 1 $(($3 * 5))); do
     curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
@@ -93,12 +104,7 @@ echo "lambda: cargo lambda watch on port $lambda_port (builds the bootstrap)"
 setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda_port" --env-file "$logs/lambda.env" >"$logs/watch.log" 2>&1 &
 pids+=($!)
 url="http://127.0.0.1:$lambda_port/lambda-url/bootstrap"
-for _ in $(seq 1 900); do
-  code=$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz" 2>/dev/null || true)
-  [ "$code" = 200 ] && break
-  sleep 0.5
-done
-[ "$code" = 200 ] || { echo "lambda: the function did not answer; logs in $logs"; tail -20 "$logs/watch.log"; exit 1; }
+wait_healthy "$url" "$logs/watch.log"
 
 echo "lambda: streaming test against $url"
 EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent
@@ -122,10 +128,5 @@ echo "lambda: cargo lambda watch on port $lambda2_port with the OpenAI-compatibl
 setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda2_port" --env-file "$logs/lambda-openai.env" >"$logs/watch-openai.log" 2>&1 &
 pids+=($!)
 url2="http://127.0.0.1:$lambda2_port/lambda-url/bootstrap"
-for _ in $(seq 1 900); do
-  code=$(curl -s -o /dev/null -w '%{http_code}' "$url2/healthz" 2>/dev/null || true)
-  [ "$code" = 200 ] && break
-  sleep 0.5
-done
-[ "$code" = 200 ] || { echo "lambda: the function with the OpenAI-compatible agent did not answer; logs in $logs"; tail -20 "$logs/watch-openai.log"; exit 1; }
+wait_healthy "$url2" "$logs/watch-openai.log"
 EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent

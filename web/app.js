@@ -281,7 +281,8 @@ async function checkGateway() {
   const status = $('gateway-status');
   try {
     const [health, voices] = await Promise.all([fetch(`${api}/healthz`), fetch(`${api}/v1/voices`)]);
-    const offered = voices.ok ? (await voices.clone().json()).backends : [];
+    const info = voices.ok ? await voices.json() : {};
+    const offered = info.backends ?? [];
     voicesByBackend = new Map(offered.map((b) => [b.name, b.voices]));
     for (const input of form.elements.backend) {
       if (input.value === 'auto') continue;
@@ -293,7 +294,7 @@ async function checkGateway() {
       form.querySelector('input[name=backend][value=auto]').checked = true;
     }
     fillVoices();
-    if (voices.ok) describeAgent(await voices.clone().json().catch(() => ({})));
+    describeAgent(info);
     status.dataset.state = health.ok ? 'ok' : 'down';
     $('gateway-text').textContent = health.ok ? `Gateway ready · ${[...voicesByBackend.keys()].join(', ')}` : 'Gateway unhealthy';
   } catch {

@@ -7,26 +7,39 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// moto's server: `EARSHOT_MOTO_SERVER`, or the one `make moto-venv` installs.
+pub fn server_path() -> PathBuf {
+    PathBuf::from(std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string()))
+}
+
+/// The Python of moto's environment, which also holds the outside judges (boto3, botocore, openai) that
+/// `tests/judges/` scripts use.
+pub fn judges_python() -> PathBuf {
+    server_path().with_file_name("python")
+}
+
 /// moto's server on a free port, stopped when dropped.
 pub struct Moto {
     child: Child,
     pub url: String,
-    server: PathBuf,
 }
 
 impl Moto {
     pub async fn start() -> Moto {
-        let server = std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string());
-        assert!(std::path::Path::new(&server).exists(), "{server} is missing: `make test-e2e` (or `make moto-venv`) installs it");
+        let server = server_path();
+        assert!(server.exists(), "{} is missing: `make test-e2e` (or `make moto-venv`) installs it", server.display());
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new("setpriv")
-            .args(["--pdeathsig", "KILL", &server, "-H", "127.0.0.1", "-p", &port.to_string()])
+            .arg("--pdeathsig")
+            .arg("KILL")
+            .arg(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("moto's server starts");
         // Owned at once, so that it is stopped however this ends.
-        let moto = Moto { child, url: format!("http://127.0.0.1:{port}"), server: PathBuf::from(server) };
+        let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
         for _ in 0..300 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
                 return moto;
@@ -50,7 +63,7 @@ impl Moto {
 
     /// Runs a Python snippet with boto3 clients pointed at this server: `client(name)` makes one.
     pub fn boto3(&self, script: &str) {
-        let python = self.server.with_file_name("python");
+        let python = judges_python();
         let prelude = format!(
             "import boto3\ndef client(name):\n    return boto3.client(name, endpoint_url='{}', region_name='us-east-1', aws_access_key_id='AKIDTEST', aws_secret_access_key='secret')\n",
             self.url

@@ -58,8 +58,7 @@ async fn openai_reads(base_url: &str, prompt: &str) -> serde_json::Value {
 }
 
 fn openai_reads_blocking(base_url: &str, prompt: &str) -> serde_json::Value {
-    let server = std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string());
-    let python = std::path::Path::new(&server).with_file_name("python");
+    let python = earshot_e2e::moto::judges_python();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/judges/openai_reads.py");
     let out = std::process::Command::new(python).args([script, base_url, prompt]).output().expect("python with the openai package");
     assert!(out.status.success(), "openai_reads.py failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -67,9 +67,7 @@ async fn earshot_say_signs_for_a_function_url_as_botocore_would() {
             "body_hex": request.body.iter().map(|b| format!("{b:02x}")).collect::<String>(),
             "access_key": access, "secret_key": secret, "session_token": session, "region": "eu-west-1",
         });
-        let server = std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string());
-        let python = std::path::Path::new(&server).with_file_name("python");
-        let mut child = Command::new(python)
+        let mut child = Command::new(earshot_e2e::moto::judges_python())
             .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/judges/sigv4_check.py"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

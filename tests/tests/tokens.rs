@@ -1,5 +1,5 @@
-//! Token mode through the real `earshot serve` process: tokens minted by `earshot token` (as an app's
-//! backend mints them) speak; every failure has its status and code and nothing else happens; scopes
+//! Token mode through the real `earshot serve` process: tokens minted by `earshot token`, and by PyJWT as
+//! the README shows an app's backend minting them, speak; every failure has its status and code and nothing else happens; scopes
 //! hold (backends, release modes, size, conversations); one bearer cannot interrupt another's
 //! conversation.
 
@@ -63,6 +63,31 @@ async fn a_valid_token_speaks_and_every_failure_has_its_code() {
     assert_eq!(response.status(), 200);
     // Health stays open for monitors.
     assert_ne!(reqwest::get(format!("{}/healthz", earshot.url)).await.unwrap().status(), 401);
+}
+
+/// A token minted as the README's Python snippet mints one, with PyJWT (a JWT library this project did not write).
+fn pyjwt_token(kid: &str, key: &str, audience: &str) -> String {
+    let script = "import sys, time, jwt\n\
+        kid, key, aud = sys.argv[1:4]\n\
+        print(jwt.encode({'aud': aud, 'sub': 'user-42', 'exp': int(time.time()) + 300, 'backends': ['synthetic'], 'max_chars': 2000, 'conversations': ['user-42-*']}, key, algorithm='HS256', headers={'kid': kid}))\n";
+    let out = Command::new(earshot_e2e::moto::judges_python()).args(["-c", script, kid, key, audience]).output().expect("python with PyJWT");
+    assert!(out.status.success(), "PyJWT: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[tokio::test]
+async fn a_token_minted_with_pyjwt_as_the_readme_shows_is_accepted_and_its_scopes_hold() {
+    let earshot = gateway().await;
+    let token = pyjwt_token("k2026", "0123456789abcdef0123456789abcdef", "earshot");
+    let mine = SpeakBody { conversation_id: Some("user-42-1".into()), ..text("Hello there.") };
+    let r = speak(&earshot.url, &mine, &with(&token)).await.unwrap();
+    assert_eq!((r.status, r.header("x-earshot-backend")), (200, Some("synthetic")));
+    let kokoro = SpeakBody { backend: Some("kokoro".into()), ..mine.clone() };
+    assert_eq!(refused(speak(&earshot.url, &kokoro, &with(&token)).await), (403, "token_out_of_scope".into()));
+    let wrong_key = pyjwt_token("k2026", "not-the-gateway-key-but-32-bytes-long", "earshot");
+    assert_eq!(refused(speak(&earshot.url, &mine, &with(&wrong_key)).await), (401, "token_bad_signature".into()));
+    let other_gateway = pyjwt_token("k2026", "0123456789abcdef0123456789abcdef", "elsewhere");
+    assert_eq!(refused(speak(&earshot.url, &mine, &with(&other_gateway)).await), (401, "token_wrong_audience".into()));
 }
 
 #[tokio::test]

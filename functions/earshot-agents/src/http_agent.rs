@@ -93,11 +93,10 @@ impl AgentSource for HttpAgent {
     }
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
-        let prompt = match input {
+        let (prompt, history, conversation_id) = match input {
             AgentInput::Text(text) => return Ok(crate::spoken_as_given(text)),
             AgentInput::Prompt { prompt, history, conversation_id } => (prompt, history, conversation_id),
         };
-        let (prompt, history, conversation_id) = (prompt.0, prompt.1, prompt.2);
         let mut request = self.http.post(&self.settings.url).json(&request_body(&prompt, &history, conversation_id.as_deref()));
         for (name, value) in &self.settings.headers {
             request = request.header(name, value);
@@ -195,15 +194,20 @@ fn text_at(json: &serde_json::Value, pointer: &str) -> Option<String> {
 /// The text of one JSON event, by `text`; `Ok(None)` for an event without text there (not an error:
 /// agents send bookkeeping events too).
 fn event_text(data: &str, text: &TextAt) -> Result<Option<String>, AgentError> {
-    let pointer = match text {
-        TextAt::Raw => return Ok(Some(data.to_string()).filter(|t| !t.is_empty())),
-        TextAt::Pointer(p) | TextAt::StringOr(p) => p,
-    };
-    let json: serde_json::Value = serde_json::from_str(data).map_err(|e| broke(format!("an event is not JSON ({e})")))?;
-    if let (TextAt::StringOr(_), serde_json::Value::String(s)) = (text, &json) {
-        return Ok(Some(s.clone()).filter(|t| !t.is_empty()));
+    if *text == TextAt::Raw {
+        return Ok(Some(data.to_string()).filter(|t| !t.is_empty()));
     }
-    Ok(text_at(&json, pointer))
+    let json: serde_json::Value = serde_json::from_str(data).map_err(|e| broke(format!("an event is not JSON ({e})")))?;
+    Ok(json_text(&json, text))
+}
+
+/// The text of a JSON event: a string itself (with [`TextAt::StringOr`]), or what is at the pointer.
+fn json_text(json: &serde_json::Value, text: &TextAt) -> Option<String> {
+    match (text, json) {
+        (TextAt::StringOr(_), serde_json::Value::String(s)) => Some(s.clone()).filter(|t| !t.is_empty()),
+        (TextAt::Pointer(p) | TextAt::StringOr(p), _) => text_at(json, p),
+        (TextAt::Raw, _) => None,
+    }
 }
 
 async fn read_sse<S, E>(body: S, text: TextAt, tx: Tx, cancel: CancellationToken)
@@ -265,12 +269,13 @@ where
             if one.is_empty() {
                 continue;
             }
-            let pause = serde_json::from_str::<serde_json::Value>(one).ok().is_some_and(|j| j.get("type").and_then(|t| t.as_str()) == Some("pause"));
-            let item = match event_text(one, &text) {
-                _ if pause => Ok(AgentEvent::Pause),
-                Ok(Some(t)) => Ok(AgentEvent::Delta(t)),
-                Ok(None) => continue,
-                Err(e) => Err(e),
+            let item = match serde_json::from_str::<serde_json::Value>(one) {
+                Ok(json) if json.get("type").and_then(|t| t.as_str()) == Some("pause") => Ok(AgentEvent::Pause),
+                Ok(json) => match json_text(&json, &text) {
+                    Some(t) => Ok(AgentEvent::Delta(t)),
+                    None => continue,
+                },
+                Err(e) => Err(broke(format!("a line is not JSON ({e})"))),
             };
             if !send(&tx, &cancel, item).await {
                 return;

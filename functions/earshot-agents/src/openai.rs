@@ -123,8 +123,9 @@ impl AgentSource for OpenAiAgent {
                     }
                     Some(Ok(event)) => event,
                 };
-                finished |= has_finish_reason(&event.data);
-                for item in chunk_events(&event.data) {
+                let (items, finish) = chunk_events(&event.data);
+                finished |= finish;
+                for item in items {
                     if !send(&tx, &cancel, item).await {
                         return;
                     }
@@ -135,25 +136,21 @@ impl AgentSource for OpenAiAgent {
     }
 }
 
-fn has_finish_reason(data: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(data).ok().and_then(|c| c.pointer("/choices/0/finish_reason").map(|f| !f.is_null())).unwrap_or(false)
-}
-
-/// What one `data:` payload of the stream means for the answer.
-pub fn chunk_events(data: &str) -> Vec<Result<AgentEvent, AgentError>> {
+/// What one `data:` payload of the stream means for the answer, and whether it gave a `finish_reason`.
+pub fn chunk_events(data: &str) -> (Vec<Result<AgentEvent, AgentError>>, bool) {
     if data.trim() == "[DONE]" {
-        return vec![Ok(AgentEvent::Done)];
+        return (vec![Ok(AgentEvent::Done)], false);
     }
     let chunk: serde_json::Value = match serde_json::from_str(data) {
         Ok(v) => v,
-        Err(e) => return vec![Err(AgentError::new("agent_stream_error", format!("{WHO} sent a chunk that is not JSON ({e})"), true))],
+        Err(e) => return (vec![Err(AgentError::new("agent_stream_error", format!("{WHO} sent a chunk that is not JSON ({e})"), true))], false),
     };
     if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
         let message = error.get("message").and_then(|m| m.as_str()).unwrap_or("no message");
-        return vec![Err(AgentError::new("agent_stream_error", format!("{WHO} failed mid-answer: {message}"), true))];
+        return (vec![Err(AgentError::new("agent_stream_error", format!("{WHO} failed mid-answer: {message}"), true))], false);
     }
     let mut out = Vec::new();
-    let Some(choice) = chunk.pointer("/choices/0") else { return out };
+    let Some(choice) = chunk.pointer("/choices/0") else { return (out, false) };
     if let Some(text) = choice.pointer("/delta/content").and_then(|c| c.as_str()).filter(|t| !t.is_empty()) {
         out.push(Ok(AgentEvent::Delta(text.to_string())));
     }
@@ -163,14 +160,15 @@ pub fn chunk_events(data: &str) -> Vec<Result<AgentEvent, AgentError>> {
     if starts_tool_call {
         out.push(Ok(AgentEvent::Pause));
     }
-    match choice.get("finish_reason").and_then(|f| f.as_str()) {
+    let finish = choice.get("finish_reason").and_then(|f| f.as_str());
+    match finish {
         Some("content_filter") => {
             out.push(Err(AgentError::new("agent_content_filtered", format!("{WHO} stopped the answer: its content was filtered"), false)))
         }
         Some("length") => tracing::info!("the answer reached the token limit"),
         _ => {}
     }
-    out
+    (out, finish.is_some())
 }
 
 #[cfg(test)]
@@ -180,22 +178,22 @@ mod tests {
     #[test]
     fn chunks_become_deltas_pauses_and_the_end() {
         let delta = r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#;
-        assert_eq!(chunk_events(delta), vec![Ok(AgentEvent::Delta("Hello".into()))]);
+        assert_eq!(chunk_events(delta).0, vec![Ok(AgentEvent::Delta("Hello".into()))]);
         let role_only = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
-        assert!(chunk_events(role_only).is_empty());
+        assert!(chunk_events(role_only).0.is_empty());
         let tool_start =
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"lookup","arguments":""}}]}}]}"#;
-        assert_eq!(chunk_events(tool_start), vec![Ok(AgentEvent::Pause)]);
+        assert_eq!(chunk_events(tool_start).0, vec![Ok(AgentEvent::Pause)]);
         let tool_more = r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"id\":"}}]}}]}"#;
-        assert!(chunk_events(tool_more).is_empty(), "only the first chunk of a call pauses");
-        assert_eq!(chunk_events("[DONE]"), vec![Ok(AgentEvent::Done)]);
+        assert!(chunk_events(tool_more).0.is_empty(), "only the first chunk of a call pauses");
+        assert_eq!(chunk_events("[DONE]").0, vec![Ok(AgentEvent::Done)]);
         let usage_only = r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#;
-        assert!(chunk_events(usage_only).is_empty());
+        assert!(chunk_events(usage_only).0.is_empty());
     }
 
     #[test]
     fn failures_in_the_stream_have_their_codes() {
-        let code = |data: &str| chunk_events(data).into_iter().find_map(Result::err).map(|e| e.code).unwrap();
+        let code = |data: &str| chunk_events(data).0.into_iter().find_map(Result::err).map(|e| e.code).unwrap();
         assert_eq!(code(r#"{"error":{"message":"overloaded","type":"server_error"}}"#), "agent_stream_error");
         assert_eq!(code(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}"#), "agent_content_filtered");
         assert_eq!(code("not json"), "agent_stream_error");

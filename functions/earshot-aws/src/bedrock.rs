@@ -76,19 +76,11 @@ impl AgentSource for BedrockAgent {
     }
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
-        let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
-        let prompt = match input {
-            AgentInput::Text(text) => {
-                tokio::spawn(async move {
-                    if tx.send(Ok(AgentEvent::Delta(text))).await.is_ok() {
-                        let _ = tx.send(Ok(AgentEvent::Done)).await;
-                    }
-                });
-                return Ok(rx);
-            }
+        let (prompt, history) = match input {
+            AgentInput::Text(text) => return Ok(earshot_agents::spoken_as_given(text)),
             AgentInput::Prompt { prompt, history, .. } => (prompt, history),
         };
-        let (prompt, history) = prompt;
+        let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
         // The conversation so far, then the prompt: alternating turns from the user's, as Converse needs.
         let turns = history.into_iter().map(|t| (t.role, t.content)).chain([(Role::User, prompt)]);
         let messages = turns

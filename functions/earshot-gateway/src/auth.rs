@@ -170,7 +170,7 @@ fn covers(pattern: &str, id: &str) -> bool {
 impl Claims {
     /// Checks what a request asks for against the token's scopes (the backend and voice the gateway
     /// will choose are checked when it chooses them: [`Claims::allows_backend`], [`Claims::allows_voice`]).
-    pub fn check_request(&self, request: &SpeakRequest, requested_conversation: bool) -> Result<(), ApiError> {
+    pub fn check_request(&self, request: &SpeakRequest) -> Result<(), ApiError> {
         if let (Some(allowed), Some(backend)) = (&self.backends, &request.backend) {
             if !allowed.contains(backend) {
                 return Err(out_of_scope(format!("this token may use the backends {}, not `{backend}`", allowed.join(", "))));
@@ -194,7 +194,7 @@ impl Claims {
             }
         }
         if let Some(allowed) = &self.conversations {
-            if !requested_conversation || !allowed.iter().any(|p| covers(p, &request.conversation_id)) {
+            if !request.conversation_id_given || !allowed.iter().any(|p| covers(p, &request.conversation_id)) {
                 return Err(out_of_scope(format!("this token speaks only under the conversation ids {}: give one as `conversation_id`", allowed.join(", "))));
             }
         }

@@ -64,7 +64,7 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         Err(e) => return e.into_response(),
     };
     if let Some(claims) = scope {
-        if let Err(e) = claims.check_request(&request, request.conversation_id_given) {
+        if let Err(e) = claims.check_request(&request) {
             return e.into_response();
         }
         tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
