@@ -7,7 +7,7 @@
 // For automated checks it exposes `window.earshot` (the player, every conversation's record) and
 // `window.earshotLast` (the latest record).
 
-import { speak, interrupt, unlock, player } from './earshot.js';
+import { speak, interrupt, unlock, player, curlCommand } from './earshot.js';
 import { Captions } from './captions.js';
 import { renderTimeline } from './timeline-chart.js';
 
@@ -72,19 +72,29 @@ const seconds = (ms) => (ms === null || ms === undefined ? '–' : `${(ms / 1000
 // ------------------------------------------------------------------------------------------
 // Speaking
 
-function start() {
+/**
+ * Speaks what the form holds (with `overrides`, for example another release mode); resolves with the
+ * conversation's record once its last sound has been heard, or it failed or was stopped (null when there was
+ * nothing to speak).
+ */
+function start(overrides = {}) {
   hideError();
   const input = choice('input');
   const value = promptBox.value.trim();
   if (!value) {
     showError({ code: 'empty_input', message: input === 'prompt' ? 'Type a prompt or pick a sample.' : 'Type the text to read aloud.' });
-    return;
+    return Promise.resolve(null);
   }
   captions.message('Waiting for the first sentence…');
+  agentText.textContent = '';
   let released = 0;
   let heard = 0;
-  const keep = input === 'prompt' && $('keep-conversation').checked;
-  const conversation = speak({
+  let played;
+  const heardAll = new Promise((resolve) => {
+    played = resolve;
+  });
+  const keep = input === 'prompt' && $('keep-conversation').checked && !overrides.comparing;
+  const request = {
     baseUrl: api,
     [input]: value,
     ...(keep ? { messages: turns.slice() } : {}),
@@ -93,8 +103,16 @@ function start() {
     token: token || undefined,
     backend: choice('backend'),
     voice: voiceSelect.value || undefined,
-    release: choice('release'),
+    release: overrides.release ?? choice('release'),
     format: choice('format'),
+  };
+  showRequest(request);
+  const conversation = speak({
+    ...request,
+    onText: (text) => {
+      agentText.textContent += text;
+      agentText.scrollTop = agentText.scrollHeight;
+    },
     onSession: (session) => {
       $('session-info').textContent = `${session.backend} · ${session.voice} · ${session.audio.sample_rate / 1000} kHz${session.arm ? ` · arm ${session.arm}` : ''}`;
       if (isLatest()) setStatus(session.release === 'buffered' ? 'The agent is writing; speech starts when it has finished…' : 'Waiting for the agent…');
@@ -108,7 +126,8 @@ function start() {
       captions.playing(sentence.index);
       if (isLatest()) setStatus(`Speaking ${heard}`);
     },
-    onPlaybackEnd: () => {
+    onPlaybackEnd: (record) => {
+      played(record);
       captions.finished();
       if (!isLatest()) return;
       setStatus(`Done · ${heard} sentence${heard === 1 ? '' : 's'} spoken`);
@@ -134,6 +153,7 @@ function start() {
   scheduleRender();
   conversation.finished.then((record) => {
     clearInterval(watcher);
+    if (record.outcome !== 'done' || record.sentences.length === 0) played(record);
     const latest = isLatest();
     if (record.outcome === 'error' && latest) {
       captions.finished();
@@ -149,7 +169,57 @@ function start() {
     if (latest) showFigures(record);
     scheduleRender();
   });
+  return heardAll;
 }
+
+// ------------------------------------------------------------------------------------------
+// What the agent writes, the request as curl, and incremental against buffered on the same input
+
+const agentText = $('agent-text');
+
+function showRequest(request) {
+  // curl needs an absolute URL: this page's origin when the gateway is.
+  $('curl').textContent = curlCommand({ ...request, baseUrl: request.baseUrl || location.origin });
+  $('request').hidden = false;
+}
+
+$('copy-curl').addEventListener('click', async () => {
+  const button = $('copy-curl');
+  try {
+    await navigator.clipboard.writeText($('curl').textContent);
+    button.textContent = 'Copied';
+  } catch {
+    // No clipboard (an insecure origin, a refused permission): select the text for a manual copy.
+    getSelection().selectAllChildren($('curl'));
+    button.textContent = 'Selected: copy it with the keyboard';
+  }
+  setTimeout(() => {
+    button.textContent = 'Copy';
+  }, 2000);
+});
+
+async function compare() {
+  const line = $('comparison');
+  line.hidden = false;
+  line.textContent = 'Comparing: incremental first, then buffered…';
+  const heardAt = {};
+  for (const release of ['incremental', 'buffered']) {
+    const record = await start({ release, comparing: true });
+    if (!record || record.outcome === 'error' || record.outcome === 'stopped') {
+      line.textContent = 'The comparison stopped before both were heard.';
+      return;
+    }
+    const { marks } = record;
+    heardAt[release] = marks.audibleStart === null ? null : marks.audibleStart - marks.requestSent;
+  }
+  const { incremental, buffered } = heardAt;
+  line.textContent =
+    incremental === null || buffered === null
+      ? 'One of the two was never heard.'
+      : `First heard after ${seconds(incremental)} incremental, ${seconds(buffered)} buffered: ${seconds(buffered - incremental)} sooner (${(buffered / incremental).toFixed(1)}×).`;
+}
+
+$('compare').addEventListener('click', compare);
 
 /**
  * Adds a question and its answer to the conversation: what was heard when it was stopped, the whole
@@ -268,6 +338,8 @@ function scheduleRender() {
     renderTimeline(timeline, records, { now });
     const last = records.at(-1);
     if (last) showFigures(last);
+    // The voice's level, while something plays (decorative: the captions say what is heard).
+    $('level-bar').style.width = `${Math.min(100, player.level() * 400).toFixed(0)}%`;
     const playing = records.some((r) => r.outcome === 'running' || (r.outcome !== 'stopped' && r.marks.audibleEnd > now));
     if (playing) setTimeout(scheduleRender, REDRAW_WHILE_PLAYING_MS);
   });

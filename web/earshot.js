@@ -56,6 +56,32 @@ export function interrupt() {
 
 const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', messages: 'messages', backend: 'backend', voice: 'voice', release: 'release', format: 'format', conversationId: 'conversation_id' };
 
+/** The JSON body of `POST /v1/speak` for `speak()`'s options: the fields that are set, by their wire names. */
+export function requestBody(options) {
+  const body = {};
+  for (const [option, field] of Object.entries(REQUEST_FIELDS)) {
+    const value = options[option];
+    if (value !== undefined && value !== null && value !== '' && !(Array.isArray(value) && value.length === 0)) body[field] = value;
+  }
+  return body;
+}
+
+/**
+ * The same request as a shell command (curl), to run it again outside the browser. The token is never
+ * written out: `$EARSHOT_TOKEN` stands in for it. `baseUrl` must be absolute (the page passes its origin).
+ */
+export function curlCommand(options) {
+  const body = requestBody({ ...options, format: options.format ?? 'sse' });
+  const quote = (s) => `'${String(s).replaceAll("'", `'\\''`)}'`;
+  const base = (options.baseUrl ?? '').replace(/\/+$/, '');
+  const lines = [`curl -N -X POST ${quote(`${base}/v1/speak`)}`, `-H 'content-type: application/json'`];
+  lines.push(`-H ${quote(`accept: ${body.format === 'binary' ? BINARY_CONTENT_TYPE : SSE_CONTENT_TYPE}`)}`);
+  if (options.token) lines.push(`-H "authorization: Bearer $EARSHOT_TOKEN"`);
+  lines.push(`--data ${quote(JSON.stringify(body))}`);
+  if (body.format === 'binary') lines.push('--output answer.earshot');
+  return lines.join(' \\\n  ');
+}
+
 /**
  * Speaks a prompt's answer, or a text as given.
  *
@@ -208,11 +234,7 @@ export class Conversation {
   }
 
   send() {
-    const body = {};
-    for (const [option, field] of Object.entries(REQUEST_FIELDS)) {
-      const value = this.options[option];
-      if (value !== undefined && value !== null && value !== '' && !(Array.isArray(value) && value.length === 0)) body[field] = value;
-    }
+    const body = requestBody(this.options);
     body.format = this.record.format;
     const base = (this.options.baseUrl ?? '').replace(/\/+$/, '');
     this.record.marks.requestSent = performance.now();

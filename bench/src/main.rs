@@ -10,7 +10,8 @@
 //! overhead on each backend path), `load` (many conversations, synthetic voice), `overload`, `polly`
 //! (Polly's session designs, this build against an earlier one), `interrupt` (how fast an interrupt
 //! stops the model, in process and through DynamoDB), `agents` (time to first audio through each agent
-//! source at the same token pace), `container` (the
+//! source at the same token pace), `pacing` (the container's piece plan, paced against fixed, idle and
+//! beside a CPU-bound process: stalls inside sentences), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
 
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ mod load;
 mod machine;
 mod overhead;
 mod overload;
+mod pacing;
 mod polly;
 mod release;
 mod report;
@@ -43,7 +45,7 @@ struct Args {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Suites to run.
-    #[arg(long, value_delimiter = ',', default_value = "release,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter")]
+    #[arg(long, value_delimiter = ',', default_value = "release,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter")]
     suites: Vec<String>,
     /// Trials per cell.
     #[arg(long, default_value_t = 20)]
@@ -101,6 +103,8 @@ pub struct Results {
     pub interrupt: Option<Vec<interrupt::Trial>>,
     #[serde(default)]
     pub agents: Option<Vec<agents::Trial>>,
+    #[serde(default)]
+    pub pacing: Option<Vec<pacing::Trial>>,
     pub container: Option<Vec<container::Trial>>,
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
@@ -168,7 +172,8 @@ async fn run(args: Args) -> Result<(), String> {
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
     if let Some(unknown) = args.suites.iter().find(|s| {
-        !["release", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter"].contains(&s.as_str())
+        !["release", "pacing", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter"]
+            .contains(&s.as_str())
     }) {
         return Err(format!("unknown suite `{unknown}`"));
     }
@@ -226,6 +231,12 @@ async fn run(args: Args) -> Result<(), String> {
     if wants("agents") {
         eprintln!("bench: agent sources: time to first audio through each at {} tokens/s", agents::TOKENS_PER_SECOND);
         results.agents = Some(agents::run(&paths, if args.quick { 1 } else { trials.min(10) }).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("pacing") {
+        eprintln!("bench: piece plan: paced against fixed, idle and beside CPU-bound processes, shapes {shapes:?}");
+        results.pacing = Some(pacing::run(&paths, if args.quick { 1 } else { trials.min(4) }, &shapes, args.quick).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

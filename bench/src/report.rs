@@ -91,7 +91,76 @@ pub fn markdown(r: &Results) -> String {
     if let Some(trials) = &r.agents {
         agents(o, trials);
     }
+    if let Some(trials) = &r.pacing {
+        pacing(o, trials);
+    }
     out
+}
+
+fn pacing(o: &mut String, trials: &[crate::pacing::Trial]) {
+    let _ = writeln!(o, "## 13. Piece plan: stalls inside sentences, idle and beside CPU-bound processes\n");
+    let _ = writeln!(
+        o,
+        "The Kokoro container renders a piece whole before it sends any of it. *fixed* is the earlier plan (a short first clause, then runs of up to 150 phonemes); *paced* (the default) sizes each piece by the audio queued ahead of the listener and the engine's measured speed, and holds a sentence's audio when even that cannot keep up. Each answer at {} tokens/s, incremental release, the real model; a CPU-bound process is `while :; do :; done`, running for the whole cell (this machine has {} cores). The client plays each chunk on arrival: a silence over {} ms inside a sentence is a stall; *silence per answer* adds every silence it hears after the first audio (before sentences and inside them). Median / p90 / p99 (n), ms.\n",
+        crate::pacing::TOKENS_PER_SECOND,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        crate::trial::CLIENT_GAP_THRESHOLD_MS
+    );
+    let _ = writeln!(o, "| load | shape | plan | client time to first audio | answers with a stall | stalls inside sentences | silence per answer | audio per answer |\n|---|---|---|---|---|---|---|---|");
+    let cell = |load: &str, shape: &str, plan: &str| -> Vec<&crate::pacing::Trial> {
+        trials.iter().filter(|t| t.load == load && t.shape == shape && t.plan == plan).collect()
+    };
+    let mut shapes: Vec<&str> = Vec::new();
+    for t in trials {
+        if !shapes.contains(&t.shape.as_str()) {
+            shapes.push(&t.shape);
+        }
+    }
+    // `+ 0.0`: an empty f64 sum is -0.0.
+    let silence = |c: &[&crate::pacing::Trial]| c.iter().map(|t| t.measured.client_gaps_ms.iter().sum::<f64>() + 0.0).collect::<Vec<_>>();
+    let ttfa = |c: &[&crate::pacing::Trial]| c.iter().filter_map(|t| t.measured.client_ttfa_ms).collect::<Vec<_>>();
+    let (mut paced_stalls, mut silence_ok, mut ttfa_idle_delta) = (0usize, true, Vec::new());
+    for (load, _) in crate::pacing::LOADS {
+        for shape in &shapes {
+            for plan in crate::pacing::PLANS {
+                let c = cell(load, shape, plan);
+                if c.is_empty() {
+                    continue;
+                }
+                let stalls: Vec<f64> = c.iter().flat_map(|t| t.measured.client_stalls_ms.iter().copied()).collect();
+                if plan == "paced" {
+                    paced_stalls += stalls.len();
+                }
+                let _ = writeln!(
+                    o,
+                    "| {load} | {shape} | {plan} | {} | {} of {} | {} | {} | {:.1} s |",
+                    spread(&ttfa(&c)),
+                    c.iter().filter(|t| !t.measured.client_stalls_ms.is_empty()).count(),
+                    c.len(),
+                    if stalls.is_empty() { "none".to_string() } else { format!("{}: {}", stalls.len(), spread(&stalls)) },
+                    spread(&silence(&c)),
+                    median(&c.iter().map(|t| t.measured.audio_ms).collect::<Vec<_>>()) / 1000.0,
+                );
+            }
+            let (fixed, paced) = (cell(load, shape, "fixed"), cell(load, shape, "paced"));
+            if !fixed.is_empty() && !paced.is_empty() {
+                silence_ok &= median(&silence(&paced)) <= median(&silence(&fixed)) + crate::trial::CLIENT_GAP_THRESHOLD_MS;
+                if load == "idle" {
+                    ttfa_idle_delta.push(median(&ttfa(&paced)) - median(&ttfa(&fixed)));
+                }
+            }
+        }
+    }
+    let worst = ttfa_idle_delta.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let _ = writeln!(o, "\n| goal (paced) | result | |\n|---|---|---|");
+    let _ = writeln!(o, "| no stall inside a sentence, every load and shape | {paced_stalls} stalls | {} |", met(paced_stalls == 0));
+    let _ = writeln!(
+        o,
+        "| silence per answer no higher than fixed (median, each load and shape, within the {} ms a listener cannot hear) | | {} |",
+        crate::trial::CLIENT_GAP_THRESHOLD_MS,
+        met(silence_ok)
+    );
+    let _ = writeln!(o, "| idle time to first audio at most 50 ms above fixed (median, worst shape) | {} ms | {} |\n", ms(worst), met(worst <= 50.0));
 }
 
 fn agents(o: &mut String, trials: &[crate::agents::Trial]) {

@@ -4,9 +4,7 @@
 use std::time::Duration;
 
 use earshot_client::{speak, CallOptions, Received, SpeakBody};
-use earshot_core::playback;
 use earshot_core::protocol::{Delivery, ServerEvent};
-use earshot_core::timeline::{SentenceMarks, Timeline, UNDERRUN_TOLERANCE_MS};
 use serde::{Deserialize, Serialize};
 
 /// What one conversation measured. Times are milliseconds: `server_*` from the request's arrival
@@ -86,7 +84,7 @@ pub fn measure(r: &Received) -> Measured {
         m.overhead_ms = d.orchestration_overhead_ms;
         m.gaps_ms = d.gaps_ms;
         m.underruns = d.underruns;
-        m.underrun_causes = causes(t);
+        m.underrun_causes = d.underrun_causes;
         m.first_agent_token_ms = t.first_agent_token_ms;
         m.sentences = t.sentences.len();
         if let Some(&(index, _)) = sentences.iter().find(|(_, text)| text.split_whitespace().count() >= SUBSTANTIVE_WORDS) {
@@ -96,83 +94,5 @@ pub fn measure(r: &Received) -> Measured {
     m
 }
 
-/// Why each underrun happened. A sentence's audio is late when it is not there as the sentence
-/// before it ends at real-time playback. It is *text-limited* when its text was not even complete
-/// by then (the agent was still writing it: no gateway could have done better); *backend-limited*
-/// when the text was complete in time but the backend's own latency for it, counted from its
-/// release, would have made it late even if released the moment it was complete; *release-limited*
-/// otherwise: the gateway held it (buffered release, the in-flight cap) or delivered it late.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Causes {
-    pub text: usize,
-    pub backend: usize,
-    pub release: usize,
-}
-
-pub fn causes(t: &Timeline) -> Causes {
-    let mut c = Causes::default();
-    let heard: Vec<&SentenceMarks> = t.sentences.iter().filter(|s| s.first_audio_sent_ms.is_some()).collect();
-    let played = playback::play(heard.iter().map(|s| (s.first_audio_sent_ms.unwrap_or_default(), s.audio_ms)));
-    for (s, p) in heard.iter().zip(&played) {
-        let Some(gap) = p.gap_ms.filter(|gap| *gap > UNDERRUN_TOLERANCE_MS) else { continue };
-        // When the sentence before it finished playing.
-        let end = p.ready_ms - gap;
-        let latency = match (s.tts_first_audio_ms, s.released_ms) {
-            (Some(first), Some(released)) => first - released,
-            _ => 0.0,
-        };
-        if s.complete_ms >= end {
-            c.text += 1;
-        } else if s.complete_ms + latency >= end {
-            c.backend += 1;
-        } else {
-            c.release += 1;
-        }
-    }
-    c
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use earshot_core::timeline::SentenceMarks;
-
-    fn sentence(index: u32, complete: f64, released: f64, tts_first: f64, sent: f64, audio: f64) -> SentenceMarks {
-        SentenceMarks {
-            index,
-            chars: 10,
-            complete_ms: complete,
-            released_ms: Some(released),
-            tts_first_audio_ms: Some(tts_first),
-            first_audio_sent_ms: Some(sent),
-            tts_done_ms: None,
-            audio_ms: audio,
-            audio_chunks: 1,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn underruns_are_put_down_to_the_text_the_backend_or_the_release() {
-        let t = Timeline {
-            sentences: vec![
-                // Plays 100..400.
-                sentence(0, 0.0, 0.0, 100.0, 100.0, 300.0),
-                // Text complete at 500, after 400: text-limited. Plays 700..800.
-                sentence(1, 500.0, 500.0, 700.0, 700.0, 100.0),
-                // Complete at 600, released at once, but 300 ms of backend latency: backend-limited.
-                // Plays 900..1000.
-                sentence(2, 600.0, 600.0, 900.0, 900.0, 100.0),
-                // Complete at 650, backend takes 100 ms, but held until 1000: release-limited.
-                sentence(3, 650.0, 1000.0, 1100.0, 1100.0, 100.0),
-                // Ready 2 ms after sentence 3 ends at 1200: jitter, not an underrun. Plays 1202..1302.
-                sentence(4, 700.0, 700.0, 1202.0, 1202.0, 100.0),
-                // In time: plays right after.
-                sentence(5, 800.0, 800.0, 900.0, 900.0, 100.0),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(causes(&t), Causes { text: 1, backend: 1, release: 1 });
-        assert_eq!(t.derive().underruns, 3);
-    }
-}
+/// The underruns by cause, as the timeline puts them down (text, backend, release).
+pub use earshot_core::timeline::UnderrunCauses as Causes;

@@ -239,6 +239,8 @@ pub fn earshot_bin() -> PathBuf {
 pub struct EarshotProcess {
     pub url: String,
     pub port: u16,
+    /// Where its standard output goes: the metric lines (EMF) it logs.
+    pub stdout: PathBuf,
     child: Child,
 }
 
@@ -248,6 +250,8 @@ impl EarshotProcess {
         let port = free_port();
         let log = std::env::temp_dir().join(format!("earshot-e2e-serve-{port}.log"));
         let log_file = std::fs::File::create(&log).expect("a log file");
+        let stdout = std::env::temp_dir().join(format!("earshot-e2e-serve-{port}.out"));
+        let stdout_file = std::fs::File::create(&stdout).expect("a file for standard output");
         let child = Command::new("setpriv")
             .arg("--pdeathsig")
             .arg("KILL")
@@ -255,14 +259,14 @@ impl EarshotProcess {
             .args(["serve", "--port", &port.to_string(), "--web-dir", ""])
             .args(args)
             .env("EARSHOT_LOG", "info")
-            .stdout(Stdio::null())
+            .stdout(stdout_file)
             .stderr(log_file)
             .spawn()
             .expect("earshot serve starts");
         let url = format!("http://127.0.0.1:{port}");
         for _ in 0..500 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                return EarshotProcess { url, port, child };
+                return EarshotProcess { url, port, stdout, child };
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -283,6 +287,12 @@ impl EarshotProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("earshot at {} did not become healthy", self.url);
+    }
+
+    /// The metric lines (CloudWatch EMF, one JSON object a line) it has written so far.
+    pub fn metric_lines(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(&self.stdout).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v.get("_aws").is_some()).collect()
     }
 
     /// Sends a signal (`TERM`, `INT`, …) to the process.

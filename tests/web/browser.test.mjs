@@ -396,6 +396,52 @@ test('the page says the local agent is scripted, and checks the input length as 
   assert.equal(await page.textContent('#counter'), '');
 });
 
+test('while it speaks the page shows the agent\'s text as written and the voice\'s level', { skip, timeout: 90_000 }, async () => {
+  await page.goto(`${EARSHOT_URL}/`);
+  await page.click('#agent-text-box summary');
+  await speakOnPage({ input: 'prompt', value: 'brief' });
+  // The agent's text grows as its tokens arrive, before the answer is over.
+  await page.waitForFunction(() => document.getElementById('agent-text').textContent.length > 0, null, { timeout: 30_000 });
+  const early = await page.evaluate(() => ({ text: document.getElementById('agent-text').textContent, running: window.earshotLast.outcome === 'running' }));
+  assert.ok(early.running, 'text shown while the agent was still writing');
+  // The level meter moves while the voice plays.
+  await page.waitForFunction(() => parseFloat(document.getElementById('level-bar').style.width) > 5, null, { timeout: 30_000, polling: 20 });
+  const record = await untilHeardToTheEnd();
+  const written = await page.textContent('#agent-text');
+  assert.ok(written.length > early.text.length && written.startsWith(early.text), 'the text grew as it was written');
+  for (const sentence of record.sentences) assert.ok(written.includes(sentence.text.split(' ')[0]), `${sentence.text} is in what the agent wrote`);
+});
+
+test('the last request, copied as curl, runs in a shell and speaks the same answer', { skip, timeout: 90_000 }, async () => {
+  await speakOnPage({ input: 'text', value: "It's a fine day. Isn't it?" });
+  await untilHeardToTheEnd();
+  assert.equal(await page.isVisible('#request summary'), true);
+  const command = await page.textContent('#curl');
+  assert.doesNotMatch(command, /Bearer [A-Za-z0-9]/, 'no token written out');
+  // The real curl, through a real shell: the quoting must survive the apostrophes in the text.
+  const { execFileSync } = await import('node:child_process');
+  const out = execFileSync('bash', ['-c', command], { encoding: 'utf8', timeout: 60_000 });
+  assert.match(out, /^event: session$/m);
+  assert.match(out, /"text":"It's a fine day\."/);
+  assert.match(out, /^event: done$/m);
+});
+
+test('Compare releases speaks the input both ways and says how much sooner incremental was heard', { skip, timeout: 180_000 }, async () => {
+  await page.check('input[name=input][value=prompt]');
+  await page.fill('#prompt', 'brief');
+  const before = await page.evaluate(() => window.earshot.records.length);
+  await page.click('#compare');
+  await page.waitForFunction(() => /^First heard after/.test(document.getElementById('comparison').textContent), null, { timeout: 150_000 });
+  const runs = await page.evaluate((n) => window.earshot.records.slice(n).map((r) => ({ release: r.release, outcome: r.outcome, messages: r.input.messages })), before);
+  assert.deepEqual(runs, [
+    { release: 'incremental', outcome: 'done', messages: 0 },
+    { release: 'buffered', outcome: 'done', messages: 0 },
+  ]);
+  const line = await page.textContent('#comparison');
+  const [, incremental, buffered] = line.match(/after ([\d.]+) s incremental, ([\d.]+) s buffered/).map(Number);
+  assert.ok(incremental < buffered, line);
+});
+
 test('axe-core finds nothing serious on the page, idle and after an answer', { skip, timeout: 90_000 }, async () => {
   const axeSource = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
   const check = async (when) => {

@@ -121,9 +121,25 @@ pub struct Derived {
     pub stalls: usize,
     #[serde(default)]
     pub stall_ms: f64,
+    /// The underruns by cause: see [`UnderrunCauses`].
+    #[serde(default)]
+    pub underrun_causes: UnderrunCauses,
     /// Time to first audio minus the time the first sentence could have been released and the
     /// backend's own first-audio latency: what earshot itself added.
     pub orchestration_overhead_ms: Option<f64>,
+}
+
+/// Why each underrun happened. A sentence's audio is late when it is not there as the sentence before
+/// it ends at real-time playback. It is *text-limited* when its text was not even complete by then
+/// (the agent was still writing it: no gateway could have done better); *backend-limited* when the
+/// text was complete in time but the backend's own latency for it, counted from its release, would
+/// have made it late even if released the moment it was complete; *release-limited* otherwise: the
+/// gateway held it (buffered release, the in-flight cap) or delivered it late.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnderrunCauses {
+    pub text: usize,
+    pub backend: usize,
+    pub release: usize,
 }
 
 impl Timeline {
@@ -142,12 +158,29 @@ impl Timeline {
         }
         // Simulated real-time playback: each sentence starts when its audio is there and the one
         // before it has finished playing.
-        let sentences = self.sentences.iter().filter_map(|s| Some((s.first_audio_sent_ms?, s.audio_ms)));
-        for gap in crate::playback::play(sentences).iter().filter_map(|p| p.gap_ms) {
+        let heard: Vec<&SentenceMarks> = self.sentences.iter().filter(|s| s.first_audio_sent_ms.is_some()).collect();
+        let played = crate::playback::play(heard.iter().map(|s| (s.first_audio_sent_ms.unwrap_or_default(), s.audio_ms)));
+        for (s, p) in heard.iter().zip(&played) {
+            let Some(gap) = p.gap_ms else { continue };
             d.gaps_ms.push(gap);
-            if gap > UNDERRUN_TOLERANCE_MS {
-                d.underruns += 1;
+            if gap <= UNDERRUN_TOLERANCE_MS {
+                continue;
             }
+            d.underruns += 1;
+            // When the sentence before it finished playing.
+            let end = p.ready_ms - gap;
+            let latency = match (s.tts_first_audio_ms, s.released_ms) {
+                (Some(first), Some(released)) => first - released,
+                _ => 0.0,
+            };
+            let cause = if s.complete_ms >= end {
+                &mut d.underrun_causes.text
+            } else if s.complete_ms + latency >= end {
+                &mut d.underrun_causes.backend
+            } else {
+                &mut d.underrun_causes.release
+            };
+            *cause += 1;
         }
         if let Some(first) = self.sentences.first() {
             if let (Some(sent), Some(tts_first), Some(released)) = (first.first_audio_sent_ms, first.tts_first_audio_ms, first.released_ms) {
@@ -199,5 +232,30 @@ mod tests {
         assert_eq!(d.gaps_ms, vec![0.0, 200.0, 3.0]);
         assert_eq!(d.underruns, 1);
         assert_eq!(d.orchestration_overhead_ms, Some(1.5));
+    }
+
+    #[test]
+    fn underruns_are_put_down_to_the_text_the_backend_or_the_release() {
+        let t = Timeline {
+            sentences: vec![
+                // Plays 100..400.
+                sentence(0, 0.0, 0.0, 100.0, 100.0, 300.0),
+                // Text complete at 500, after 400: text-limited. Plays 700..800.
+                sentence(1, 500.0, 500.0, 700.0, 700.0, 100.0),
+                // Complete at 600, released at once, but 300 ms of backend latency: backend-limited.
+                // Plays 900..1000.
+                sentence(2, 600.0, 600.0, 900.0, 900.0, 100.0),
+                // Complete at 650, backend takes 100 ms, but held until 1000: release-limited.
+                sentence(3, 650.0, 1000.0, 1100.0, 1100.0, 100.0),
+                // Ready 2 ms after sentence 3 ends at 1200: jitter, not an underrun. Plays 1202..1302.
+                sentence(4, 700.0, 700.0, 1202.0, 1202.0, 100.0),
+                // In time: plays right after.
+                sentence(5, 800.0, 800.0, 900.0, 900.0, 100.0),
+            ],
+            ..Default::default()
+        };
+        let d = t.derive();
+        assert_eq!(d.underrun_causes, UnderrunCauses { text: 1, backend: 1, release: 1 });
+        assert_eq!(d.underruns, 3);
     }
 }

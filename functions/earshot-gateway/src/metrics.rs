@@ -26,6 +26,11 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         ("SynthesisLatency", "Milliseconds"),
         ("InterSentenceGap", "Milliseconds"),
         ("Underruns", "Count"),
+        ("UnderrunsText", "Count"),
+        ("UnderrunsBackend", "Count"),
+        ("UnderrunsRelease", "Count"),
+        ("Stalls", "Count"),
+        ("StallTime", "Milliseconds"),
         ("OrchestrationOverhead", "Milliseconds"),
         ("Sentences", "Count"),
         ("Overflows", "Count"),
@@ -47,6 +52,13 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         "SynthesisLatency": d.synthesis_latency_ms,
         "InterSentenceGap": d.gaps_ms,
         "Underruns": d.underruns,
+        // Each gap before a sentence put down to its cause (the text, the backend, the release) ...
+        "UnderrunsText": d.underrun_causes.text,
+        "UnderrunsBackend": d.underrun_causes.backend,
+        "UnderrunsRelease": d.underrun_causes.release,
+        // ... and the silences inside sentences apart from them: the voice stopping mid-sentence.
+        "Stalls": d.stalls,
+        "StallTime": d.stall_ms,
         "Sentences": timeline.sentences.len(),
         // 1 when the conversation spilled here because its first backend was full: summed per arm,
         // it counts the overflows the A/B switch absorbed.

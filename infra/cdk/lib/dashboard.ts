@@ -72,6 +72,20 @@ export class EarshotDashboard extends Construct {
         graph('Gap between sentences p90 (ms)', perArm('InterSentenceGap', 'p90'), 'ms'),
       ],
       [
+        // Every silence a listener hears, told apart: the voice stopping inside a sentence (the worst), and
+        // the gaps before sentences by what caused them.
+        graph('Stalls inside sentences (sum)', perArm('Stalls', 'Sum'), 'count'),
+        graph('Gaps before sentences by cause (sum)', ['UnderrunsText', 'UnderrunsBackend', 'UnderrunsRelease'].flatMap((cause) =>
+          backends.map((backend) => new cw.Metric({
+            namespace,
+            metricName: cause,
+            dimensionsMap: { Backend: backend, Release: 'incremental' },
+            statistic: 'Sum',
+            period: PERIOD,
+            label: `${backend} ${cause.replace('Underruns', '').toLowerCase()}`,
+          }))), 'count'),
+      ],
+      [
         graph('Orchestration overhead p99 (ms)', perArm('OrchestrationOverhead', 'p99'), 'ms'),
         graph('Sentences spoken (sum)', perArm('Sentences', 'Sum'), 'count'),
       ],
@@ -85,6 +99,10 @@ export class EarshotDashboard extends Construct {
         [
           graph('A/B arms: gap between sentences p90 (ms)', byArm('InterSentenceGap', 'p90'), 'ms'),
           graph('A/B arms: underruns, failures and overflows (sum)', [...byArm('Underruns', 'Sum'), ...byArm('Failures', 'Sum'), ...byArm('Overflows', 'Sum')], 'count'),
+        ],
+        [
+          graph('A/B arms: stalls inside sentences (sum)', byArm('Stalls', 'Sum'), 'count'),
+          graph('A/B arms: time stalled inside sentences p90 (ms)', byArm('StallTime', 'p90'), 'ms'),
         ],
       );
     }

@@ -56,6 +56,24 @@ describe('dashboard', () => {
     assert.equal(lines(byTitle(ws, /^Audio underruns/)).filter((l) => / Underruns .* Sum$/.test(l)).length, 4);
   });
 
+  it('tells stalls inside sentences apart from gaps before them, and the gaps by cause', () => {
+    assert.deepEqual(lines(byTitle(ws, /^Stalls inside sentences/)).sort(), [
+      'earshot Stalls Backend=kokoro Release=buffered Sum',
+      'earshot Stalls Backend=kokoro Release=incremental Sum',
+      'earshot Stalls Backend=polly Release=buffered Sum',
+      'earshot Stalls Backend=polly Release=incremental Sum',
+    ]);
+    const causes = lines(byTitle(ws, /^Gaps before sentences by cause/));
+    for (const cause of ['UnderrunsText', 'UnderrunsBackend', 'UnderrunsRelease']) {
+      assert.deepEqual(causes.filter((l) => l.includes(` ${cause} `)).sort(), [
+        `earshot ${cause} Backend=kokoro Release=incremental Sum`,
+        `earshot ${cause} Backend=polly Release=incremental Sum`,
+      ]);
+    }
+    assert.deepEqual(lines(byTitle(ws, /^A\/B arms: stalls inside sentences/)).sort(), ['earshot Stalls Arm=kokoro Sum', 'earshot Stalls Arm=polly Sum']);
+    assert.deepEqual(lines(byTitle(ws, /^A\/B arms: time stalled/)).sort(), ['earshot StallTime Arm=kokoro p90', 'earshot StallTime Arm=polly p90']);
+  });
+
   it('uses the configured metrics namespace', () => {
     const other = widgets(synth({ metricsNamespace: 'earshot-staging' }).gatewayTemplate);
     assert.ok(lines(byTitle(other, /^Time to first audio p50/)).every((l) => l.startsWith('earshot-staging TimeToFirstAudio ')));

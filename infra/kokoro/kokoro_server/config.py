@@ -16,6 +16,7 @@ from pathlib import Path
 APP_ROOT = Path(__file__).resolve().parent.parent
 
 ENGINES = ("onnx", "torch")
+PIECE_PLANS = ("paced", "fixed")
 
 
 class ConfigError(ValueError):
@@ -43,6 +44,11 @@ class Settings:
     max_frame_samples: int = 24000
     piece_phonemes: int = 150
     first_piece_phonemes: int = 60
+    # How pieces are cut: ``paced`` against the listener's clock, or ``fixed`` by length alone (pacing.py).
+    piece_plan: str = "paced"
+    # Renders take this many times as long as the engine needs (the thread waits out the rest): a slower
+    # machine, for trying the piece plan. 1 in production.
+    slowdown: float = 1.0
     sentence_pause: float = 0.25
     clause_pause: float = 0.1
     load_delay: float = 0.0
@@ -92,6 +98,8 @@ class Settings:
             max_frame_samples=r.integer("KOKORO_MAX_FRAME_SAMPLES", 24000, 240, 24000 * 60),
             piece_phonemes=r.integer("KOKORO_PIECE_PHONEMES", 150, 20, 510),
             first_piece_phonemes=r.integer("KOKORO_FIRST_PIECE_PHONEMES", 60, 0, 510),
+            piece_plan=r.choice("KOKORO_PIECE_PLAN", "paced", PIECE_PLANS),
+            slowdown=r.number("KOKORO_SLOWDOWN", 1.0, 1.0, 100.0),
             sentence_pause=r.number("KOKORO_SENTENCE_PAUSE", 0.25, 0.0, 5.0),
             clause_pause=r.number("KOKORO_CLAUSE_PAUSE", 0.1, 0.0, 5.0),
             load_delay=r.number("KOKORO_LOAD_DELAY", 0.0, 0.0, 3600.0),

@@ -176,6 +176,9 @@ def end_message(
     synthesis_seconds: float,
     first_audio_seconds: float,
     chunks: int,
+    stalls: int = 0,
+    stall_seconds: float = 0.0,
+    held_seconds: float = 0.0,
 ) -> str:
     return _dump(
         "end",
@@ -185,6 +188,9 @@ def end_message(
         synthesis_seconds=round(synthesis_seconds, 6),
         first_audio_seconds=round(first_audio_seconds, 6),
         chunks=chunks,
+        stalls=stalls,
+        stall_seconds=round(stall_seconds, 6),
+        held_seconds=round(held_seconds, 6),
     )
 
 

@@ -18,10 +18,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from . import audio, protocol
 from .engines import Stop, Stopped
+from .pacing import Playout
 from .protocol import Cancel, Close, ProtocolError, Synthesize
 from .synthesis import Request, Synthesizer
 
 log = logging.getLogger(__name__)
+
+# A silence inside a sentence shorter than this is the jitter of sending, not a stall (as the gateway counts).
+STALL_TOLERANCE = 0.005
 
 
 class Disconnected(Exception):
@@ -38,6 +42,23 @@ class Job:
         return self.stop.is_set()
 
 
+@dataclass
+class _Output:
+    """What one request has sent so far."""
+
+    request_id: str
+    sample_rate: int
+    started: float
+    sequence: int = 0
+    samples: int = 0
+    first_audio: float | None = None
+    # Whether audio of the sentence being spoken has been sent (a silence before the next piece is a stall).
+    sentence_sent: bool = False
+    stalls: int = 0
+    stall_seconds: float = 0.0
+    held_seconds: float = 0.0
+
+
 class Session:
     def __init__(self, websocket: WebSocket, synthesizer: Synthesizer) -> None:
         self._ws = websocket
@@ -48,6 +69,7 @@ class Session:
         self._wakeup = asyncio.Event()
         self._closing = False
         self._send_lock = asyncio.Lock()
+        self._playout = Playout()
 
     async def run(self) -> None:
         await self._ws.accept()
@@ -152,12 +174,16 @@ class Session:
                 self._current = None
 
     async def _synthesize(self, job: Job) -> str:
-        """Synthesizes one request; says how it ended: ``completed``, ``cancelled`` or ``failed``."""
+        """Synthesizes one request; says how it ended: ``completed``, ``cancelled`` or ``failed``.
+
+        Pieces come from the request's plan, each sized by the audio queued ahead of the listener; a rendered
+        piece is sent at once unless the rest of its sentence is predicted not to keep up, in which case it
+        is held (with any held before it) until the rest will play through, or the sentence is complete."""
         request, loop = job.request, asyncio.get_running_loop()
         rid = request.request_id
         started = loop.time()
         try:
-            pieces = await self._synth.plan(request)
+            plan = await self._synth.piece_plan(request)
         except ProtocolError as exc:
             await self._send_text(protocol.error_message(exc.code, exc.message, rid))
             return "failed"
@@ -170,45 +196,88 @@ class Session:
             return "cancelled"
         rate = self._synth.sample_rate
         await self._send_text(protocol.start_message(rid, sample_rate=rate, voice=request.voice))
-        sequence = samples = 0
-        first_audio: float | None = None
-        for piece in pieces:
-            if job.cancelled:
-                break
+        out = _Output(rid, rate, started)
+        held: list[bytes] = []
+        held_since: float | None = None
+        pieces = 0
+        while not plan.done() and not job.cancelled:
+            queued = self._playout.lead(loop.time()) + sum(len(p) for p in held) / audio.SAMPLE_WIDTH / rate
+            planned = plan.next_piece(queued)
             try:
-                pcm = await self._synth.render(request, piece, job.stop)
+                pcm = await self._synth.render(request, planned.piece, job.stop)
             except Stopped:
                 break
             except Exception:
                 log.exception("rendering request %r failed", rid)
                 await self._send_text(protocol.error_message("synthesis_failed", "the model failed on this text", rid))
                 return "failed"
-            for frame in audio.frames(pcm, self._settings.max_frame_samples):
-                if job.cancelled:
+            pieces += 1
+            log.debug(
+                "request %r: piece %d of %d phonemes with %.2f s queued ahead (%s)",
+                rid,
+                pieces,
+                len(planned.piece.phonemes),
+                queued,
+                "starts a sentence" if planned.starts_sentence else "inside a sentence",
+            )
+            held.append(pcm)
+            now = loop.time()
+            held_seconds = sum(len(p) for p in held) / audio.SAMPLE_WIDTH / rate
+            if not planned.ends_sentence and not plan.keeps_up(self._playout.lead(now) + held_seconds, request.speed):
+                held_since = now if held_since is None else held_since
+                continue  # the rest of the sentence would not keep up: hold what is rendered
+            if held_since is not None:
+                out.held_seconds += now - held_since
+                held_since = None
+            for piece_pcm in held:
+                if not await self._send_piece(job, out, piece_pcm):
                     break
-                await self._send_bytes(protocol.encode_audio_frame(rid, sequence, frame))
-                sequence += 1
-                samples += len(frame) // audio.SAMPLE_WIDTH
-                if first_audio is None:
-                    first_audio = loop.time() - started
+            held = []
+            if planned.ends_sentence:
+                out.sentence_sent = False
         if job.cancelled:
             await self._send_text(protocol.cancelled_message(rid))
             return "cancelled"
         elapsed = loop.time() - started
-        log.debug("request %r: %d pieces, %.2f s of audio in %.2f s", rid, len(pieces), samples / rate, elapsed)
+        log.debug("request %r: %d pieces, %.2f s of audio in %.2f s", rid, pieces, out.samples / rate, elapsed)
         await self._send_text(
             protocol.end_message(
                 rid,
-                samples=samples,
+                samples=out.samples,
                 sample_rate=rate,
                 synthesis_seconds=elapsed,
-                first_audio_seconds=elapsed if first_audio is None else first_audio,
-                chunks=sequence,
+                first_audio_seconds=elapsed if out.first_audio is None else out.first_audio,
+                chunks=out.sequence,
+                stalls=out.stalls,
+                stall_seconds=out.stall_seconds,
+                held_seconds=out.held_seconds,
             )
         )
         return "completed"
 
     # ------------------------------------------------------------ sending
+
+    async def _send_piece(self, job: Job, out: _Output, pcm: bytes) -> bool:
+        """Sends one piece's frames, keeping the listener's clock; a piece that is not its sentence's first
+        and comes after the audio before it has played out is a stall. False if the request was cancelled."""
+        loop = asyncio.get_running_loop()
+        if out.sentence_sent:
+            silence = self._playout.silence_before(loop.time())
+            if silence > STALL_TOLERANCE:
+                out.stalls += 1
+                out.stall_seconds += silence
+        for frame in audio.frames(pcm, self._settings.max_frame_samples):
+            if job.cancelled:
+                return False
+            await self._send_bytes(protocol.encode_audio_frame(out.request_id, out.sequence, frame))
+            samples = len(frame) // audio.SAMPLE_WIDTH
+            self._playout.sent(samples / out.sample_rate, loop.time())
+            out.sequence += 1
+            out.samples += samples
+            if out.first_audio is None:
+                out.first_audio = loop.time() - out.started
+        out.sentence_sent = True
+        return True
 
     async def _send_text(self, text: str) -> None:
         await self._send(text)

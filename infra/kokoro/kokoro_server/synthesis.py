@@ -2,7 +2,8 @@
 
 One thread pool serves all connections, one piece per job, so a long request never holds the loop (new
 WebSockets and ``/ping`` are answered while inference runs) and requests of different connections take turns
-piece by piece. The model is loaded in the background at start; until then the server is not ready.
+piece by piece. The model is loaded in the background at start; until then the server is not ready. It also learns the engine's
+speed from every piece it renders, which the paced piece plan (``pacing.py``) sizes pieces by.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ from .stats import RequestStats
 from . import audio, scripts
 from .config import ConfigError, Settings
 from .engines import Engine, Piece, Stop
+from .pacing import FixedPlan, PacedPlan, Pacer, Plan, PiecePlan, Speed
 from .protocol import ProtocolError, Synthesize
 
 log = logging.getLogger(__name__)
+
+# A clause of typical length, rendered once at start to measure the engine's speed.
+_SPEED_PROBE = "Your order shipped this morning and should arrive on Thursday."
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Synthesizer:
         self.ready = False
         self.load_error: str | None = None
         self.load_seconds: float | None = None
+        self.speed = Speed()
         self._executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kokoro-infer")
 
     @property
@@ -65,6 +71,7 @@ class Synthesizer:
             log.exception("model load failed")
             raise
         self.load_seconds = time.perf_counter() - started
+        await asyncio.to_thread(self._learn_speed)
         self.ready = True
         log.info("%s engine loaded in %.2f s", self.engine.name, self.load_seconds)
 
@@ -80,15 +87,47 @@ class Synthesizer:
         return Request(rid, text.text, text.language, voice, message.speed)
 
     async def plan(self, request: Request) -> list[Piece]:
+        """The whole text cut up front by length (one-shot requests, which send nothing before the end)."""
         return await self._run(self.engine.plan, request.text, request.language, request.request_id)
 
+    async def piece_plan(self, request: Request) -> PiecePlan:
+        """The plan a streaming request is rendered by (``KOKORO_PIECE_PLAN``)."""
+        phonemes = await self._run(self.engine.phonemes, request.text, request.language, request.request_id)
+        s = self.settings
+        first = s.first_piece_phonemes or s.piece_phonemes
+        if s.piece_plan == "fixed":
+            return FixedPlan(phonemes, s.piece_phonemes, s.first_piece_phonemes, s.sentence_pause, s.clause_pause)
+        return PacedPlan(Plan.of(phonemes, s.sentence_pause, s.clause_pause), Pacer(self.speed, first, s.piece_phonemes))
+
     async def render(self, request: Request, piece: Piece, stop: Stop | None = None) -> bytes:
-        """One piece's audio as PCM s16le, silence trimmed and its pause appended; ``Stopped`` if stopped."""
-        return await self._run(self._render, request, piece, stop)
+        """One piece's audio as PCM s16le, silence trimmed and its pause appended; ``Stopped`` if stopped. The
+        wall time it took, waiting for the shared worker included, teaches the speed estimate."""
+        started = time.perf_counter()
+        pcm = await self._run(self._render, request, piece, stop)
+        spoken = len(pcm) / audio.SAMPLE_WIDTH / self.sample_rate - piece.pause_after
+        self.speed.observe(len(piece.phonemes), time.perf_counter() - started, spoken, request.speed)
+        return pcm
 
     def _render(self, request: Request, piece: Piece, stop: Stop | None) -> bytes:
+        started = time.perf_counter()
         samples = self.engine.infer(piece.phonemes, request.voice, request.speed, stop)
+        if self.settings.slowdown > 1.0:
+            time.sleep((time.perf_counter() - started) * (self.settings.slowdown - 1.0))
         return audio.finish_piece(samples, piece.pause_after, self.sample_rate)
+
+    def _learn_speed(self) -> None:
+        """Times one render of a typical clause so that the first request is planned by a measured speed."""
+        phonemes = self.engine.phonemize(_SPEED_PROBE, "en")
+        voice = self.engine.default_voice("en")
+        started = time.perf_counter()
+        pcm = self._render(Request("speed-probe", _SPEED_PROBE, "en", voice, 1.0), Piece(phonemes, 0.0), None)
+        spoken = len(pcm) / audio.SAMPLE_WIDTH / self.sample_rate
+        self.speed.observe(len(phonemes), time.perf_counter() - started, spoken)
+        log.info(
+            "engine speed: %.1f ms to render and %.0f ms of audio per phoneme",
+            self.speed.render_per_phoneme * 1000,
+            self.speed.audio_per_phoneme * 1000,
+        )
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)

@@ -70,7 +70,15 @@ def test_server_messages_carry_type_and_version() -> None:
     }
     end = json.loads(
         protocol.end_message(
-            "r1", samples=36000, sample_rate=24000, synthesis_seconds=0.7, first_audio_seconds=0.4, chunks=2
+            "r1",
+            samples=36000,
+            sample_rate=24000,
+            synthesis_seconds=0.7,
+            first_audio_seconds=0.4,
+            chunks=2,
+            stalls=1,
+            stall_seconds=0.25,
+            held_seconds=0.5,
         )
     )
     assert end == {
@@ -82,6 +90,9 @@ def test_server_messages_carry_type_and_version() -> None:
         "synthesis_seconds": 0.7,
         "first_audio_seconds": 0.4,
         "chunks": 2,
+        "stalls": 1,
+        "stall_seconds": 0.25,
+        "held_seconds": 0.5,
     }
     assert json.loads(protocol.cancelled_message("r1")) == {"type": "cancelled", "v": 1, "request_id": "r1"}
     assert json.loads(protocol.error_message("queue_full", "full", None)) == {

@@ -110,12 +110,19 @@ class Engine(ABC):
     def phonemize(self, text: str, language: str) -> str:
         return keep_known(self._g2p[language](text), self._vocab)
 
-    def plan(self, text: str, language: str, request_id: str | None = None) -> list[Piece]:
-        """Phonemize a text and cut it into pieces, each with the pause that follows it."""
-        pieces = split_pieces(
-            self.phonemize(text, language), self.settings.piece_phonemes, first_target=self.settings.first_piece_phonemes
-        )
-        if not pieces:
+    def phonemes(self, text: str, language: str, request_id: str | None = None) -> str:
+        """A text's phonemes, or the ``unsupported_script`` error when the model can speak none of them."""
+        phonemes = self.phonemize(text, language)
+        if not phonemes.strip():
             raise ProtocolError("unsupported_script", "text produced no phonemes the model can speak", request_id)
+        return phonemes
+
+    def plan(self, text: str, language: str, request_id: str | None = None) -> list[Piece]:
+        """Phonemize a text and cut it into pieces by length, each with the pause that follows it."""
+        pieces = split_pieces(
+            self.phonemes(text, language, request_id),
+            self.settings.piece_phonemes,
+            first_target=self.settings.first_piece_phonemes,
+        )
         gaps = pauses(pieces, self.settings.sentence_pause, self.settings.clause_pause)
         return [Piece(p, gap) for p, gap in zip(pieces, gaps, strict=True)]
