@@ -236,7 +236,7 @@ async fn run(args: Args) -> Result<(), String> {
     }
     if wants("pacing") {
         eprintln!("bench: piece plan: paced against fixed, idle and beside CPU-bound processes, shapes {shapes:?}");
-        results.pacing = Some(pacing::run(&paths, if args.quick { 1 } else { trials.min(4) }, &shapes, args.quick).await?);
+        results.pacing = Some(pacing::run(&paths, if args.quick { 1 } else { trials.min(10) }, &shapes, args.quick).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }
