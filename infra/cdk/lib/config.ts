@@ -11,8 +11,8 @@ export const RELEASE_MODES = ['incremental', 'buffered'] as const;
 /**
  * The GPU AMIs a SageMaker real-time endpoint can run on (ProductionVariant.InferenceAmiVersion in the SageMaker
  * API reference): gpu-2 and gpu-2-1 carry NVIDIA driver 535 / CUDA 12.2, gpu-3-1 driver 550 / CUDA 12.4. Without
- * one, ml.g5 hosts default to driver 470 / CUDA 11.4, older than the CUDA 12 runtime the torch wheels bring, and
- * torch falls back to the CPU. The neuron AMI is for Inferentia and Trainium, not for this image.
+ * one, ml.g5 hosts default to driver 470 / CUDA 11.4, older than the CUDA 12 runtime the image's ONNX Runtime
+ * (onnxruntime-gpu 1.26, CUDA 12) needs, and the engine would refuse to start. The neuron AMI is for Inferentia and Trainium, not for this image.
  */
 /** Where the deployed gateway's answers come from (the Lambda's EARSHOT_AGENT). */
 export const AGENTS = ['bedrock', 'openai', 'http', 'agentcore'] as const;

@@ -16,7 +16,7 @@ export const KOKORO_DIR = path.resolve(CDK_ROOT, '..', 'kokoro');
 // The build context is what the Dockerfile copies and nothing else (the folder's .dockerignore still applies
 // on top), so that docs, tests and local caches neither enter the image nor change its hash: a new hash
 // means a new model and a new GPU endpoint deployment. A test checks this list against the Dockerfile.
-export const IMAGE_CONTEXT = ['Dockerfile', 'requirements.txt', 'requirements-gpu.txt', 'kokoro_server'];
+export const IMAGE_CONTEXT = ['Dockerfile', 'requirements.txt', 'requirements-cpu.txt', 'requirements-gpu.txt', 'requirements-torch.txt', 'kokoro_server'];
 const IMAGE_EXCLUDES = ['*', ...IMAGE_CONTEXT.flatMap((p) => [`!${p}`, `!${p}/**`]), '**/__pycache__', '**/*.pyc'];
 
 /** How cdk-nag writes a value in a finding's id: itself when known at synth, `<AWS::Region>` when a token. */

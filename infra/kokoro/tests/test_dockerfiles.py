@@ -1,5 +1,6 @@
-"""Both images keep the SageMaker contract (streaming label, port 8080, pinned inputs); the SageMaker image runs
-as root, as SageMaker's container documentation expects, and the local CPU image as an unprivileged user."""
+"""Every image keeps the SageMaker contract (streaming label, port 8080, pinned inputs); the SageMaker images run
+as root, as SageMaker's container documentation expects, and the local CPU image as an unprivileged user. The
+production image runs the onnx engine (the one every test runs) on CUDA, with no torch in it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dockerfile_parse import DockerfileParser
 
 from kokoro_server.config import APP_ROOT
 
-DOCKERFILES = ["Dockerfile", "Dockerfile.cpu"]
+DOCKERFILES = ["Dockerfile", "Dockerfile.cpu", "Dockerfile.torch"]
 
 
 def parsed(name: str) -> DockerfileParser:
@@ -25,7 +26,7 @@ def test_image_declares_bidirectional_streaming(name: str) -> None:
     assert parsed(name).labels["com.amazonaws.sagemaker.capabilities.bidirectional-streaming"] == "true"
 
 
-@pytest.mark.parametrize(("name", "root"), [("Dockerfile", True), ("Dockerfile.cpu", False)])
+@pytest.mark.parametrize(("name", "root"), [("Dockerfile", True), ("Dockerfile.cpu", False), ("Dockerfile.torch", True)])
 def test_image_exposes_8080_and_runs_as_its_platform_expects(name: str, root: bool) -> None:
     instructions = parsed(name).structure
     exposed = [i["value"].split() for i in instructions if i["instruction"] == "EXPOSE"]
@@ -43,24 +44,25 @@ def test_image_exposes_8080_and_runs_as_its_platform_expects(name: str, root: bo
 
 
 @pytest.mark.parametrize(
-    ("name", "engine", "requirements"),
+    ("name", "engine", "gpu", "requirements"),
     [
-        ("Dockerfile", "torch", ["requirements.txt", "requirements-gpu.txt"]),
-        ("Dockerfile.cpu", "onnx", ["requirements.txt"]),
+        ("Dockerfile", "onnx", True, ["requirements.txt", "requirements-gpu.txt"]),
+        ("Dockerfile.cpu", "onnx", False, ["requirements.txt", "requirements-cpu.txt"]),
+        ("Dockerfile.torch", "torch", True, ["requirements.txt", "requirements-cpu.txt", "requirements-torch.txt"]),
     ],
 )
 def test_image_installs_pinned_requirements_and_bakes_its_model(
-    name: str, engine: str, requirements: list[str]
+    name: str, engine: str, gpu: bool, requirements: list[str]
 ) -> None:
     parser = parsed(name)
     assert parser.envs["KOKORO_ENGINE"] == engine
-    # The GPU image asks for CUDA outright: without a GPU the engine refuses to load and /ping never turns
+    # The GPU images ask for CUDA outright: without a GPU the engine refuses to load and /ping never turns
     # 200 (a silent fall back to the CPU would serve every user late).
-    assert parser.envs.get("KOKORO_DEVICE") == ("cuda" if engine == "torch" else None)
+    assert parser.envs.get("KOKORO_DEVICE") == ("cuda" if gpu else None)
     assert parser.envs["KOKORO_PORT"] == "8080"
-    # The GPU image admits a fixed number of sessions (a starting value not yet measured on a GPU: set
+    # The GPU images admit a fixed number of sessions (a starting value not yet measured on a GPU: set
     # KOKORO_MAX_SESSIONS on the endpoint to change it); the CPU image sizes its cap to the machine's cores.
-    assert parser.envs.get("KOKORO_MAX_SESSIONS") == ("16" if engine == "torch" else None)
+    assert parser.envs.get("KOKORO_MAX_SESSIONS") == ("16" if gpu else None)
     runs = " ".join(i["value"] for i in parser.structure if i["instruction"] == "RUN")
     for req in requirements:
         assert f"-r {req}" in runs
@@ -72,15 +74,37 @@ def test_image_installs_pinned_requirements_and_bakes_its_model(
     assert parser.baseimage.count(":") == 1 and not parser.baseimage.endswith(":latest")
 
 
-def test_gpu_requirements_pin_torch_at_or_above_2_10() -> None:
-    pins = dict(
+def pins(name: str) -> dict[str, str]:
+    return dict(
         line.split("==")
-        for line in (APP_ROOT / "requirements-gpu.txt").read_text().splitlines()
+        for line in (APP_ROOT / name).read_text().splitlines()
         if "==" in line and not line.startswith("#")
     )
-    major, minor = (int(x) for x in pins["torch"].split(".")[:2])
+
+
+def test_torch_requirements_pin_torch_at_or_above_2_10() -> None:
+    major, minor = (int(x) for x in pins("requirements-torch.txt")["torch"].split(".")[:2])
     assert (major, minor) >= (2, 10)
     assert "torch" not in (APP_ROOT / "requirements.txt").read_text()
+
+
+def test_the_production_image_runs_the_onnx_engine_on_cuda_12_without_torch() -> None:
+    gpu = pins("requirements-gpu.txt")
+    # The CUDA 12 build of ONNX Runtime (1.28 and later need CUDA 13, which the endpoint's driver 550 lacks),
+    # with its CUDA 12 libraries; never the CPU build beside it (both install the `onnxruntime` module).
+    major, minor = (int(x) for x in gpu["onnxruntime-gpu"].split(".")[:2])
+    assert (major, minor) <= (1, 26)
+    assert "onnxruntime" not in gpu and "onnxruntime" not in pins("requirements.txt")
+    assert all(name.endswith("-cu12") for name in gpu if name.startswith("nvidia-")), sorted(gpu)
+    assert not {"torch", "triton"} & set(gpu), "torch stays in the export stage"
+    assert {"misaki", "spacy"} <= set(gpu) and "en_core_web_sm" in (APP_ROOT / "requirements-gpu.txt").read_text()
+    parser = parsed("Dockerfile")
+    assert parser.envs["KOKORO_MODEL_DIR"] == "/opt/kokoro/model" and parser.envs["KOKORO_ENGLISH_G2P"] == "misaki"
+    text = (APP_ROOT / "Dockerfile").read_text()
+    assert "python -m kokoro_server.export /opt/kokoro/model" in text
+    assert "COPY --from=export /opt/kokoro/model /opt/kokoro/model" in text
+    # Both lists together are the whole closure: installed without resolving, so nothing unpinned slips in.
+    assert "pip install --no-deps -r requirements.txt -r requirements-gpu.txt" in text
 
 
 def test_hadolint_finds_nothing_in_either_image() -> None:

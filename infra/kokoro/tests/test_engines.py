@@ -45,7 +45,7 @@ def test_bad_settings_name_the_variable(name: str, value: str) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed here")
 def test_torch_engine_without_torch_fails_clearly() -> None:
-    with pytest.raises(EngineUnavailable, match=r"requirements-gpu\.txt"):
+    with pytest.raises(EngineUnavailable, match=r"requirements-torch\.txt"):
         create_engine(Settings(engine="torch"))
     result = start_server({"KOKORO_ENGINE": "torch"})
     assert result.returncode == 2

