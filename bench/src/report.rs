@@ -169,7 +169,8 @@ fn pacing(o: &mut String, trials: &[crate::pacing::Trial]) {
     );
     let _ = writeln!(o, "| idle time to first audio at most 50 ms above fixed (median, worst shape) | {} ms | {} |\n", ms(worst), met(worst <= 50.0));
     if !busier.is_empty() {
-        let _ = writeln!(o, "Beside more CPU-bound processes than cores (not a goal), silence per answer, paced less fixed (medians): {}.\n", busier.join(", "));
+        let _ =
+            writeln!(o, "Beside more CPU-bound processes than cores (not a goal), silence per answer, paced less fixed (medians): {}.\n", busier.join(", "));
     }
 }
 
