@@ -59,6 +59,7 @@ async fn a_container_that_falls_behind_mid_sentence_is_reported_as_a_stall_at_ev
     assert!(heard.metric["StallTime"].as_f64().unwrap() > 300.0, "{}", heard.metric);
     // One sentence: no gap before another sentence to confuse it with.
     assert_eq!(heard.metric["Underruns"], 0);
+    assert_eq!(sentence.backend_held_ms, Some(0.0), "the fixed plan holds nothing back");
     let client = client_stalls(&heard.received);
     assert!(!client.is_empty() && client.iter().sum::<f64>() > 300.0, "the client hears it: {client:?}");
 }
@@ -73,4 +74,9 @@ async fn the_paced_plan_holds_the_sentence_rather_than_stop_inside_it() {
     assert_eq!(heard.metric["StallTime"], 0.0, "{}", heard.metric);
     assert_eq!(client_stalls(&heard.received), Vec::<f64>::new(), "no stall at the client");
     assert!(sentence.audio_ms > 5000.0, "the whole sentence was spoken: {sentence:?}");
+    // What it cost instead: the container says how long it held the sentence back, and the metric line
+    // carries it (a busy endpoint's first sign).
+    let held = sentence.backend_held_ms.expect("the container says what it held");
+    assert!(held > 100.0, "the sentence was held back: {sentence:?}");
+    assert_eq!(heard.metric["BackendHeldTime"], held, "{}", heard.metric);
 }

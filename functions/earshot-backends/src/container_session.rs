@@ -138,8 +138,8 @@ impl<T: ContainerTransport> Session<T> {
                     Next::Abandon
                 }
                 Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
-                Ok(ControlMessage::End { request_id }) => match self.live.remove(&request_id) {
-                    Some(index) => self.emit(SpeechEvent::Finished { index }).await,
+                Ok(ControlMessage::End { request_id, held_seconds }) => match self.live.remove(&request_id) {
+                    Some(index) => self.emit(SpeechEvent::Finished { index, held_ms: held_seconds.map(|s| s * 1000.0) }).await,
                     None => Next::Go,
                 },
                 Ok(ControlMessage::Cancelled { request_id }) => {

@@ -33,6 +33,10 @@ pub enum ControlMessage {
     },
     End {
         request_id: String,
+        /// Seconds the container held the request's audio back so that it would play through (absent
+        /// from containers older than the paced piece plan).
+        #[serde(default)]
+        held_seconds: Option<f64>,
     },
     Cancelled {
         request_id: String,
@@ -102,7 +106,14 @@ mod tests {
 
     #[test]
     fn reads_control_messages() {
-        assert_eq!(parse_control(r#"{"type":"end","v":1,"request_id":"s0","samples":3}"#).unwrap(), ControlMessage::End { request_id: "s0".into() });
+        assert_eq!(
+            parse_control(r#"{"type":"end","v":1,"request_id":"s0","samples":3}"#).unwrap(),
+            ControlMessage::End { request_id: "s0".into(), held_seconds: None }
+        );
+        assert_eq!(
+            parse_control(r#"{"type":"end","v":1,"request_id":"s1","samples":3,"stalls":0,"held_seconds":0.25}"#).unwrap(),
+            ControlMessage::End { request_id: "s1".into(), held_seconds: Some(0.25) }
+        );
         assert_eq!(parse_control(r#"{"type":"later","v":2}"#).unwrap(), ControlMessage::Unknown);
         assert!(parse_control("{").is_err());
     }

@@ -417,13 +417,14 @@ impl Scheduler<'_> {
                 self.timeline.audio_bytes_sent += bytes;
                 Flow::Continue
             }
-            Some(SpeechEvent::Finished { index }) => {
+            Some(SpeechEvent::Finished { index, held_ms }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.sent.retain(|(i, _)| *i != index);
                 let now = self.clock.now_ms();
                 let audio_ms = match self.timeline.sentence_mut(index) {
                     Some(marks) => {
                         marks.tts_done_ms = Some(now);
+                        marks.backend_held_ms = held_ms;
                         marks.audio_ms
                     }
                     None => 0.0,

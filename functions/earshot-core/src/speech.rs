@@ -39,6 +39,10 @@ pub enum SpeechEvent {
     },
     Finished {
         index: u32,
+        /// How long the backend held the sentence's rendered audio back so that it would play through
+        /// without a stop (the Kokoro container's paced plan, on a machine slower than real time); `None`
+        /// when the backend does not say.
+        held_ms: Option<f64>,
     },
     Failed(SpeechError),
     /// The session closed after `Finish`, with what the backend billed, if it says.

@@ -50,6 +50,11 @@ pub struct SentenceMarks {
     pub stalls: u32,
     #[serde(default)]
     pub stall_ms: f64,
+    /// How long the backend held the sentence's audio back so that it would play through rather than stop
+    /// inside it (the Kokoro container's paced plan, when the machine is slower than real time); a busy
+    /// endpoint's first sign. `None` when the backend does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_held_ms: Option<f64>,
     /// When the audio sent so far would have finished playing (bookkeeping for `stalls`).
     #[serde(skip)]
     pub playable_until_ms: Option<f64>,
@@ -124,6 +129,10 @@ pub struct Derived {
     /// The underruns by cause: see [`UnderrunCauses`].
     #[serde(default)]
     pub underrun_causes: UnderrunCauses,
+    /// What the backend held back so that sentences would play through (see
+    /// [`SentenceMarks::backend_held_ms`]), summed; `None` when the backend says nothing of it.
+    #[serde(default)]
+    pub backend_held_ms: Option<f64>,
     /// Time to first audio minus the time the first sentence could have been released and the
     /// backend's own first-audio latency: what earshot itself added.
     pub orchestration_overhead_ms: Option<f64>,
@@ -151,6 +160,7 @@ impl Timeline {
         let mut d = Derived { ttfa_ms: self.first_audio_sent_ms, ..Default::default() };
         d.stalls = self.sentences.iter().map(|s| s.stalls as usize).sum();
         d.stall_ms = self.sentences.iter().map(|s| s.stall_ms).sum();
+        d.backend_held_ms = self.sentences.iter().filter_map(|s| s.backend_held_ms).reduce(|a, b| a + b);
         for s in &self.sentences {
             if let (Some(first), Some(released)) = (s.tts_first_audio_ms, s.released_ms) {
                 d.synthesis_latency_ms.push(first - released);

@@ -8,6 +8,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+#[cfg(test)]
+use earshot_core::timeline::SentenceMarks;
 use earshot_core::timeline::Timeline;
 use serde_json::{json, Value};
 
@@ -72,16 +74,25 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
     if let Some(overhead) = d.orchestration_overhead_ms {
         line["OrchestrationOverhead"] = json!(overhead);
     }
+    // Figures that depend on the backend alone have a dimension set of their own: what a pacing backend held
+    // back (Kokoro says it), and what a billing one billed (Polly says it).
+    if let Some(held) = d.backend_held_ms {
+        per_backend(&mut line, namespace, "BackendHeldTime", "Milliseconds", json!(held));
+    }
     if let Some(billed) = timeline.billed_characters {
-        // Billing depends on the backend alone, so it has a dimension set of its own.
-        line["BilledCharacters"] = json!(billed);
-        line["_aws"]["CloudWatchMetrics"].as_array_mut().expect("metric directives").push(json!({
-            "Namespace": namespace,
-            "Dimensions": [["Backend"]],
-            "Metrics": [{"Name": "BilledCharacters", "Unit": "Count"}],
-        }));
+        per_backend(&mut line, namespace, "BilledCharacters", "Count", json!(billed));
     }
     line
+}
+
+/// Adds `name` to `line` with the Backend dimension alone.
+fn per_backend(line: &mut Value, namespace: &str, name: &str, unit: &str, value: Value) {
+    line[name] = value;
+    line["_aws"]["CloudWatchMetrics"].as_array_mut().expect("metric directives").push(json!({
+        "Namespace": namespace,
+        "Dimensions": [["Backend"]],
+        "Metrics": [{"Name": name, "Unit": unit}],
+    }));
 }
 
 /// The line for a conversation a full backend refused before it started (`503 backend_busy`).
@@ -157,6 +168,12 @@ mod tests {
             ..Default::default()
         };
         let mut emitted = declared(&conversation_line(&full, "earshot", Some("b"), false, 1));
+        // A Kokoro conversation whose container held a sentence back.
+        let held = SentenceMarks { backend_held_ms: Some(250.0), ..Default::default() };
+        let kokoro = Timeline { backend: "kokoro".into(), release: "incremental".into(), sentences: vec![held], ..Default::default() };
+        let line = conversation_line(&kokoro, "earshot", None, false, 1);
+        assert_eq!(line["BackendHeldTime"], 250.0);
+        emitted.extend(declared(&line));
         emitted.extend(declared(&refusal_line("kokoro", "earshot", 1)));
 
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.json");

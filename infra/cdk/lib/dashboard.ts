@@ -125,6 +125,12 @@ export class EarshotDashboard extends Construct {
         new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'ConcurrentRequestsPerModel', dimensionsMap: dims, statistic: 'Maximum', period: PERIOD, label: 'concurrent streams (what autoscaling tracks)' }),
         new cw.Metric({ namespace: '/aws/sagemaker/Endpoints', metricName: 'GPUUtilization', dimensionsMap: dims, statistic: 'Average', period: PERIOD, label: 'GPU utilization (%)' }),
       ]));
+      // The container holds a sentence back when it renders slower than real time: more of this is the
+      // endpoint running out of speed before it runs out of sessions.
+      lastRow.push(graph('Kokoro: audio held back so sentences play through (ms)', [
+        new cw.Metric({ namespace, metricName: 'BackendHeldTime', dimensionsMap: { Backend: 'kokoro' }, statistic: 'p90', period: PERIOD, label: 'p90 per conversation' }),
+        new cw.Metric({ namespace, metricName: 'BackendHeldTime', dimensionsMap: { Backend: 'kokoro' }, statistic: 'Sum', period: PERIOD, label: 'sum' }),
+      ], 'ms'));
     }
     if (lastRow.length) widgets.push(lastRow);
 

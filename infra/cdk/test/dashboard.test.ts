@@ -74,6 +74,10 @@ describe('dashboard', () => {
     assert.deepEqual(lines(byTitle(ws, /^A\/B arms: time stalled/)).sort(), ['earshot StallTime Arm=kokoro p90', 'earshot StallTime Arm=polly p90']);
   });
 
+  it('charts the audio the Kokoro container held back, the endpoint running short of speed', () => {
+    assert.deepEqual(lines(byTitle(ws, /^Kokoro: audio held back/)).sort(), ['earshot BackendHeldTime Backend=kokoro Sum', 'earshot BackendHeldTime Backend=kokoro p90']);
+  });
+
   it('uses the configured metrics namespace', () => {
     const other = widgets(synth({ metricsNamespace: 'earshot-staging' }).gatewayTemplate);
     assert.ok(lines(byTitle(other, /^Time to first audio p50/)).every((l) => l.startsWith('earshot-staging TimeToFirstAudio ')));
@@ -86,6 +90,7 @@ describe('dashboard', () => {
       'earshot TimeToFirstAudio Backend=polly Release=incremental p90',
     ]);
     assert.equal(polly.filter((w) => /Kokoro endpoint/.test(w.properties.title ?? '')).length, 0);
+    assert.equal(polly.filter((w) => /^Kokoro: audio held back/.test(w.properties.title ?? '')).length, 0);
   });
 
   it('charts only metrics the gateway emits, on the dimensions it emits them with (docs/metrics.json)', () => {
