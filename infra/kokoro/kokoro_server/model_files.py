@@ -124,6 +124,8 @@ class ExportedModel:
     voices: Path
     voice_names: tuple[str, ...]
     source: str
+    #: Every file the export wrote, with its SHA-256.
+    files: dict[str, str]
 
 
 def has_export(root: Path | None) -> bool:
@@ -157,6 +159,7 @@ def read_export(root: Path) -> ExportedModel:
             voices=root / manifest["voices"],
             voice_names=tuple(manifest["voice_names"]),
             source=manifest["source"],
+            files=dict(manifest["files"]),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelFileError(f"{root / EXPORT_MANIFEST} cannot be read: {exc}") from None
@@ -165,6 +168,5 @@ def read_export(root: Path) -> ExportedModel:
 def verify_export(root: Path) -> ExportedModel:
     """The production model folder at ``root``, every file checked against its manifest."""
     exported = read_export(root)
-    manifest = json.loads((root / EXPORT_MANIFEST).read_text(encoding="utf-8"))
-    verify_files(root, manifest["files"])
+    verify_files(root, exported.files)
     return exported

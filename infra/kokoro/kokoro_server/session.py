@@ -198,10 +198,11 @@ class Session:
         await self._send_text(protocol.start_message(rid, sample_rate=rate, voice=request.voice))
         out = _Output(rid, rate, started)
         held: list[bytes] = []
+        held_seconds = 0.0
         held_since: float | None = None
         pieces = 0
         while not plan.done() and not job.cancelled:
-            queued = self._playout.lead(loop.time()) + sum(len(p) for p in held) / audio.SAMPLE_WIDTH / rate
+            queued = self._playout.lead(loop.time()) + held_seconds
             planned = plan.next_piece(queued)
             try:
                 pcm = await self._synth.render(request, planned.piece, job.stop)
@@ -221,8 +222,8 @@ class Session:
                 "starts a sentence" if planned.starts_sentence else "inside a sentence",
             )
             held.append(pcm)
+            held_seconds += len(pcm) / audio.SAMPLE_WIDTH / rate
             now = loop.time()
-            held_seconds = sum(len(p) for p in held) / audio.SAMPLE_WIDTH / rate
             if not planned.ends_sentence and not plan.keeps_up(self._playout.lead(now) + held_seconds, request.speed):
                 held_since = now if held_since is None else held_since
                 continue  # the rest of the sentence would not keep up: hold what is rendered
@@ -232,7 +233,7 @@ class Session:
             for piece_pcm in held:
                 if not await self._send_piece(job, out, piece_pcm):
                     break
-            held = []
+            held, held_seconds = [], 0.0
             if planned.ends_sentence:
                 out.sentence_sent = False
         if job.cancelled:

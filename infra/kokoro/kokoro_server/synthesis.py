@@ -104,9 +104,13 @@ class Synthesizer:
         wall time it took, waiting for the shared worker included, teaches the speed estimate."""
         started = time.perf_counter()
         pcm = await self._run(self._render, request, piece, stop)
-        spoken = len(pcm) / audio.SAMPLE_WIDTH / self.sample_rate - piece.pause_after
-        self.speed.observe(len(piece.phonemes), time.perf_counter() - started, spoken, request.speed)
+        self._observe(request, piece, pcm, time.perf_counter() - started)
         return pcm
+
+    def _observe(self, request: Request, piece: Piece, pcm: bytes, seconds: float) -> None:
+        """Teaches the speed estimate one rendered piece (its audio without the appended pause)."""
+        spoken = len(pcm) / audio.SAMPLE_WIDTH / self.sample_rate - piece.pause_after
+        self.speed.observe(len(piece.phonemes), seconds, spoken, request.speed)
 
     def _render(self, request: Request, piece: Piece, stop: Stop | None) -> bytes:
         started = time.perf_counter()
@@ -117,12 +121,11 @@ class Synthesizer:
 
     def _learn_speed(self) -> None:
         """Times one render of a typical clause so that the first request is planned by a measured speed."""
-        phonemes = self.engine.phonemize(_SPEED_PROBE, "en")
-        voice = self.engine.default_voice("en")
+        request = Request("speed-probe", _SPEED_PROBE, "en", self.engine.default_voice("en"), 1.0)
+        piece = Piece(self.engine.phonemize(_SPEED_PROBE, "en"), 0.0)
         started = time.perf_counter()
-        pcm = self._render(Request("speed-probe", _SPEED_PROBE, "en", voice, 1.0), Piece(phonemes, 0.0), None)
-        spoken = len(pcm) / audio.SAMPLE_WIDTH / self.sample_rate
-        self.speed.observe(len(phonemes), time.perf_counter() - started, spoken)
+        pcm = self._render(request, piece, None)
+        self._observe(request, piece, pcm, time.perf_counter() - started)
         log.info(
             "engine speed: %.1f ms to render and %.0f ms of audio per phoneme",
             self.speed.render_per_phoneme * 1000,
