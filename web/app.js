@@ -7,7 +7,7 @@
 // For automated checks it exposes `window.earshot` (the player, every conversation's record) and
 // `window.earshotLast` (the latest record).
 
-import { speak, interrupt, unlock, player, curlCommand } from './earshot.js';
+import { speak, interrupt, unlock, player, curlCommand, heardText } from './earshot.js';
 import { Captions } from './captions.js';
 import { renderTimeline } from './timeline-chart.js';
 
@@ -38,6 +38,8 @@ function newConversationId() {
   return `page-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 }
 let voicesByBackend = new Map();
+// The code of the error on show, if any.
+let shownError = null;
 
 window.earshot = { player, records, interrupt, turns: () => turns.slice() };
 window.earshotLast = null;
@@ -97,7 +99,8 @@ function start(overrides = {}) {
   const request = {
     baseUrl: api,
     [input]: value,
-    ...(keep ? { messages: turns.slice() } : {}),
+    // The wire's turns are role and content alone (the page's own mark of an interrupted turn stays here).
+    ...(keep ? { messages: turns.map(({ role, content }) => ({ role, content })) } : {}),
     // Always an id of the page's own, so that a token bound to `page-*` conversations may speak and stop it.
     conversationId: keep ? conversationId : newConversationId(),
     token: token || undefined,
@@ -222,14 +225,17 @@ async function compare() {
 $('compare').addEventListener('click', compare);
 
 /**
- * Adds a question and its answer to the conversation: what was heard when it was stopped, the whole
- * answer otherwise. A question that got no answer is left out, so that the turns keep alternating.
+ * Adds a question and its answer to the conversation: the whole answer when it finished; after Stop, only
+ * what was heard (the sentences whose audio started before Stop, the last cut where playback reached, with
+ * "…" to tell the agent it was cut), marked as interrupted. A question that got no answer is left out, so
+ * that the turns keep alternating.
  */
 function remember(question, record) {
-  const answered = record.sentences.filter((s) => record.outcome === 'done' || s.scheduledStart !== null);
-  const answer = answered.map((s) => s.text).join(' ').trim();
+  const heard = heardText(record);
+  const answer = heard.text.trim();
   if (!answer) return;
-  turns.push({ role: 'user', content: question }, { role: 'assistant', content: answer });
+  const content = heard.cut !== null && heard.cut.chars < (record.sentences.find((s) => s.index === heard.cut.index)?.text.length ?? 0) ? `${answer}…` : answer;
+  turns.push({ role: 'user', content: question }, { role: 'assistant', content, ...(heard.interrupted ? { interrupted: true } : {}) });
   if (turns.length > MAX_TURNS) turns = turns.slice(turns.length - MAX_TURNS);
   renderTurns();
 }
@@ -241,6 +247,10 @@ function renderTurns() {
       const li = document.createElement('li');
       li.dataset.role = t.role;
       li.textContent = t.content;
+      if (t.interrupted) {
+        li.dataset.interrupted = 'true';
+        li.title = 'Interrupted: only what was heard is kept';
+      }
       return li;
     }),
   );
@@ -300,6 +310,7 @@ function showFigures(record) {
 // Errors and the autoplay policy
 
 function showError(error) {
+  shownError = error.code;
   $('error-title').textContent = ERROR_TITLES[error.code] ?? 'Something went wrong';
   const parts = [error.message];
   if (error.retryable) parts.push('Trying again may work.');
@@ -308,6 +319,7 @@ function showError(error) {
 }
 
 function hideError() {
+  shownError = null;
   $('error').hidden = true;
 }
 
@@ -448,5 +460,11 @@ function updateCounter() {
   $('speak').disabled = over;
 }
 
-promptBox.addEventListener('input', updateCounter);
+// An error about the input (nothing to speak, too long) no longer holds once the input changes: the
+// counter says what is wrong with the new one.
+const INPUT_ERRORS = new Set(['empty_input', 'missing_input', 'input_too_long', 'body_too_large']);
+promptBox.addEventListener('input', () => {
+  if (shownError !== null && INPUT_ERRORS.has(shownError)) hideError();
+  updateCounter();
+});
 form.addEventListener('change', updateCounter);

@@ -225,7 +225,7 @@ export class Conversation {
         throw new EarshotError('stream_ended', 'the stream ended before the conversation was done', { retryable: true });
       }
     } catch (e) {
-      if (this.record.outcome === 'running') this.fail(asEarshotError(e));
+      if (this.record.outcome === 'running') this.fail(asEarshotError(e, this.options.baseUrl));
     } finally {
       this.record.fetch.readerEnded = true;
       this.changed();
@@ -454,6 +454,48 @@ export class Conversation {
   }
 }
 
+/**
+ * What the listener heard of an answer, to build the next turn's `messages` from after a barge-in
+ * (docs/protocol.md, "After Stop"). A finished answer was heard whole. A stopped one was heard up to
+ * the stop: the sentences whose audio started before it, the last of them cut where playback reached,
+ * as time (`cut.heardMs` of `cut.audioMs`) and as an estimated character offset (`cut.chars`: in
+ * proportion to the audio heard, moved back to the start of the word it falls in). A failed answer was
+ * heard as far as its audio was scheduled (what was scheduled plays out).
+ *
+ * Returns `{ text, interrupted, sentences: [{ index, text }], cut }`, `text` being what was heard (the
+ * cut sentence up to `cut.chars`) and `cut` null when no sentence was cut.
+ */
+export function heardText(record) {
+  const stoppedAt = record.outcome === 'stopped' ? record.marks.stopped : null;
+  const sentences = [];
+  let cut = null;
+  for (const s of record.sentences) {
+    const started = s.scheduledStart !== null && (stoppedAt === null || s.scheduledStart < stoppedAt);
+    if (record.outcome !== 'done' && !started) break;
+    sentences.push({ index: s.index, text: s.text });
+    if (stoppedAt === null) continue;
+    // Cut by the stop: its audio went on after it, or had not all arrived.
+    const lastSound = s.scheduledEnd ?? stoppedAt;
+    if (lastSound > stoppedAt || !s.complete) {
+      const heardMs = Math.max(0, stoppedAt - s.scheduledStart - (s.stalls ?? []).filter((x) => x.start < stoppedAt).reduce((n, x) => n + x.ms, 0));
+      const audioMs = s.audioMs ?? Math.max(heardMs, lastSound - s.scheduledStart);
+      cut = { index: s.index, heardMs, audioMs, chars: wordStart(s.text, Math.round(s.text.length * Math.min(1, audioMs > 0 ? heardMs / audioMs : 0))) };
+      break;
+    }
+  }
+  const words = sentences.map((s) => (cut !== null && s.index === cut.index ? s.text.slice(0, cut.chars).trimEnd() : s.text)).filter((t) => t);
+  return { text: words.join(' '), interrupted: stoppedAt !== null, sentences, cut };
+}
+
+/** `offset`, moved back to the start of the word it falls in (kept where a word has just ended). */
+function wordStart(text, offset) {
+  if (offset >= text.length) return text.length;
+  if (/\s/.test(text[offset])) return offset;
+  let i = offset;
+  while (i > 0 && !/\s/.test(text[i - 1])) i--;
+  return i;
+}
+
 async function httpError(response) {
   let detail = null;
   try {
@@ -470,10 +512,13 @@ async function httpError(response) {
   });
 }
 
-function asEarshotError(e) {
+function asEarshotError(e, baseUrl) {
   if (e instanceof EarshotError) return e;
   if (e instanceof ProtocolError) return new EarshotError(e.code, e.message);
   if (e?.name === 'AbortError') return new EarshotError('aborted', 'the request was aborted');
-  if (e instanceof TypeError) return new EarshotError('network_error', `the gateway could not be reached (${e.message})`, { retryable: true });
+  if (e instanceof TypeError) {
+    const where = baseUrl ? `at ${baseUrl}` : 'at this page\'s address';
+    return new EarshotError('network_error', `Nothing answered ${where}: check the gateway's address and that it is running (the browser said: ${e.message}).`, { retryable: true });
+  }
   return new EarshotError('client_error', String(e?.message ?? e));
 }

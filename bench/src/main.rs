@@ -11,7 +11,9 @@
 //! (Polly's session designs, this build against an earlier one), `interrupt` (how fast an interrupt
 //! stops the model, in process and through DynamoDB), `agents` (time to first audio through each agent
 //! source at the same token pace), `pacing` (the container's piece plan, paced against fixed, idle and
-//! beside a CPU-bound process: stalls inside sentences), `container` (the
+//! beside a CPU-bound process: stalls inside sentences), `firstaudio` (first audio as a distribution:
+//! what the transport adds to each sentence, each answer's distance from its floor, this build against
+//! an earlier one, a second mode flagged), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
 
 use std::path::PathBuf;
@@ -23,6 +25,7 @@ use serde::{Deserialize, Serialize};
 mod agents;
 mod coldstart;
 mod container;
+mod firstaudio;
 mod inprocess;
 mod interrupt;
 mod load;
@@ -45,7 +48,11 @@ struct Args {
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
     /// Suites to run.
-    #[arg(long, value_delimiter = ',', default_value = "release,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter"
+    )]
     suites: Vec<String>,
     /// Trials per cell.
     #[arg(long, default_value_t = 20)]
@@ -62,7 +69,10 @@ struct Args {
     /// The earshot binary (default: beside this one).
     #[arg(long)]
     earshot: Option<PathBuf>,
-    /// An earlier earshot binary whose Polly backend the `polly` suite compares with this build's.
+    /// Trials per cell of the `firstaudio` suite (a distribution needs more than the others).
+    #[arg(long, default_value_t = 50)]
+    first_audio_trials: usize,
+    /// An earlier earshot binary that the `polly` and `firstaudio` suites compare with this build.
     #[arg(long)]
     earshot_baseline: Option<PathBuf>,
     /// moto's server (DynamoDB) for the interrupt suite.
@@ -105,6 +115,8 @@ pub struct Results {
     pub agents: Option<Vec<agents::Trial>>,
     #[serde(default)]
     pub pacing: Option<Vec<pacing::Trial>>,
+    #[serde(default)]
+    pub firstaudio: Option<firstaudio::Results>,
     pub container: Option<Vec<container::Trial>>,
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
@@ -172,7 +184,7 @@ async fn run(args: Args) -> Result<(), String> {
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
     if let Some(unknown) = args.suites.iter().find(|s| {
-        !["release", "pacing", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter"]
+        !["release", "firstaudio", "pacing", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter"]
             .contains(&s.as_str())
     }) {
         return Err(format!("unknown suite `{unknown}`"));
@@ -237,6 +249,16 @@ async fn run(args: Args) -> Result<(), String> {
     if wants("pacing") {
         eprintln!("bench: piece plan: paced against fixed, idle and beside CPU-bound processes, shapes {shapes:?}");
         results.pacing = Some(pacing::run(&paths, if args.quick { 1 } else { trials.min(10) }, &shapes, args.quick).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("firstaudio") {
+        let n = if args.quick { 1 } else { args.first_audio_trials.max(1) };
+        eprintln!(
+            "bench: first audio: {n} trials per cell, shapes {shapes:?}{}",
+            if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
+        );
+        results.firstaudio = Some(firstaudio::run(&paths, n, &shapes, args.earshot_baseline.as_deref()).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

@@ -94,7 +94,91 @@ pub fn markdown(r: &Results) -> String {
     if let Some(trials) = &r.pacing {
         pacing(o, trials);
     }
+    if let Some(f) = &r.firstaudio {
+        firstaudio(o, f);
+    }
     out
+}
+
+/// "p50 / p90 / max (n)", and whether the values fall in two modes.
+fn distribution(values: &[f64]) -> (String, String) {
+    let spread = match Summary::of(values) {
+        Some(s) => format!("{} / {} / {} ({})", ms(s.median), ms(s.p90), ms(s.max), s.n),
+        None => "n/a".into(),
+    };
+    let modes = match crate::firstaudio::second_mode(values) {
+        Some((step, below)) => format!("**bimodal**: a {} ms step above {:.0}% of trials", ms(step), below * 100.0),
+        None if values.len() >= 10 => "one mode".into(),
+        None => "too few trials".into(),
+    };
+    (spread, modes)
+}
+
+fn firstaudio(o: &mut String, f: &crate::firstaudio::Results) {
+    use crate::firstaudio::Cell;
+    let _ = writeln!(
+        o,
+        "## First audio as a distribution
+"
+    );
+    let _ = writeln!(
+        o,
+        "Each answer shape's first sentence spoken as `text`, then the shape itself through the scripted agent ({} tokens/s after {} ms), {} against one container, in an order shuffled per round. Figures are `p50 / p90 / max (trials)`: the slowest trial is the one a user remembers. A second mode is a step of at least {} ms between consecutive sorted trials with a tenth of them on each side.\n",
+        crate::firstaudio::TOKENS_PER_SECOND,
+        crate::firstaudio::FIRST_TOKEN_MS,
+        if f.baseline { "this build and the baseline" } else { "this build" },
+        crate::firstaudio::STEP_MS
+    );
+    let builds: Vec<&str> = if f.baseline { vec!["this", "baseline"] } else { vec!["this"] };
+    let mut shapes: Vec<&str> = Vec::new();
+    for t in &f.trials {
+        if !shapes.contains(&t.shape.as_str()) {
+            shapes.push(&t.shape);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "### What the transport adds to a sentence's first audio
+"
+    );
+    let _ = writeln!(o, "The gateway's release of the sentence to the backend's first audio, less the container's own time for it (from reading the request to sending its first audio, as the container reports it in `GET /stats`).\n");
+    let _ = writeln!(
+        o,
+        "| shape | build | release → first audio | container's own | transport added | modes of release → first audio |\n|---|---|---|---|---|---|"
+    );
+    for shape in &shapes {
+        for build in &builds {
+            let cell: Vec<&crate::firstaudio::Trial> = f.trials.iter().filter(|t| t.shape == *shape && t.build == *build && t.cell == Cell::Sentence).collect();
+            let released: Vec<f64> = cell.iter().filter_map(|t| t.release_to_first_audio_ms).collect();
+            let own: Vec<f64> = cell.iter().filter_map(|t| t.container_own_ms).collect();
+            let added: Vec<f64> = cell.iter().filter_map(|t| t.transport_ms()).collect();
+            let (r, modes) = distribution(&released);
+            let _ = writeln!(o, "| {shape} | {build} | {r} | {} | {} | {modes} |", distribution(&own).0, distribution(&added).0);
+        }
+    }
+    let _ = writeln!(o, "\n### Each answer's distance from its floor\n");
+    let _ = writeln!(o, "The floor is the first sentence's text complete (the agent's configured first-token delay plus its pace) plus the container's own median time for that sentence; distance is the client's time to first audio less the floor.\n");
+    let _ = writeln!(
+        o,
+        "| shape | first sentence | floor | build | client time to first audio | distance from the floor | modes |\n|---|---|---:|---|---|---|---|"
+    );
+    for floor in &f.floors {
+        for build in &builds {
+            let ttfa: Vec<f64> =
+                f.trials.iter().filter(|t| t.shape == floor.shape && t.build == *build && t.cell == Cell::Answer).filter_map(|t| t.client_ttfa_ms).collect();
+            let distance: Vec<f64> = ttfa.iter().map(|t| t - floor.floor_ms).collect();
+            let (d, modes) = distribution(&distance);
+            let _ = writeln!(
+                o,
+                "| {} | \"{}\" | {} | {build} | {} | {d} | {modes} |",
+                floor.shape,
+                floor.first_sentence,
+                ms(floor.floor_ms),
+                distribution(&ttfa).0
+            );
+        }
+    }
+    let _ = writeln!(o);
 }
 
 fn pacing(o: &mut String, trials: &[crate::pacing::Trial]) {

@@ -149,6 +149,10 @@ async fn every_kind_of_malformed_body_gets_its_own_code() {
         (r#"{"text":"Hi.","colour":"red"}"#, 400, "invalid_request"),
         (r#"{"text":5}"#, 400, "invalid_request"),
         (r#"{"text":"Hi.","voice":null,"release":7}"#, 400, "invalid_request"),
+        // A key given twice is refused, never read as its last value, at the top or inside `messages`.
+        (r#"{"text":"Hi.","text":"Bye."}"#, 400, "invalid_request"),
+        (r#"{"prompt":"brief","prompt":"long"}"#, 400, "invalid_request"),
+        (r#"{"prompt":"hi","messages":[{"role":"user","role":"assistant","content":"a"}]}"#, 400, "invalid_request"),
         (r#"{"prompt":"a","text":"b"}"#, 400, "conflicting_input"),
         ("{}", 400, "missing_input"),
         (r#"{"text":"Hi.","release":"later"}"#, 400, "invalid_release"),
@@ -181,6 +185,44 @@ async fn a_body_over_the_limit_is_refused_whether_declared_or_streamed() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 413);
+}
+
+#[tokio::test]
+async fn headers_over_the_caps_are_431_with_the_json_error() {
+    let (_, earshot) = gateway(&[]).await;
+    let send = |headers: Vec<(String, String)>| {
+        let url = earshot.url.clone();
+        async move {
+            let mut request = reqwest::Client::new().post(format!("{url}/v1/speak")).header("content-type", "application/json").body(r#"{"text":"Hi."}"#);
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            let r = request.send().await.expect("a response");
+            let status = r.status().as_u16();
+            (status, r.json::<serde_json::Value>().await.unwrap_or_default())
+        }
+    };
+    // Within the caps (16 KiB, 100 fields): spoken as usual.
+    assert_eq!(send(vec![("x-fine".into(), "a".repeat(8 * 1024))]).await.0, 200);
+    // 20 KiB in one header, and 120 small fields: refused with the API's error, before any stream.
+    for (what, headers) in [
+        ("one large header", vec![("x-big".to_string(), "a".repeat(20 * 1024))]),
+        ("many fields", (0..120).map(|i| (format!("x-h{i}"), "1".to_string())).collect()),
+    ] {
+        let (status, json) = send(headers).await;
+        assert_eq!((status, json["error"]["code"].as_str()), (431, Some("headers_too_large")), "{what}: {json}");
+    }
+    // Far over (100 KB, then 1 MB): hyper stops reading at its buffer's limit and answers 431 itself.
+    // The rest of the request is unread when it closes, so the kernel may reset the connection before
+    // the reply is read: what is asserted is that the request is never served and the connection ends.
+    for size in [100 * 1024, 1024 * 1024] {
+        let head = format!("POST /v1/speak HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\n{{}}", "a".repeat(size));
+        let port = earshot.port;
+        let (reply, closed) =
+            tokio::task::spawn_blocking(move || raw_exchange(port, &[(head.as_bytes(), Duration::ZERO)], Duration::from_secs(5))).await.unwrap();
+        assert!(closed.is_some(), "{size} bytes of header: the connection stayed open");
+        assert!(reply.is_empty() || reply.starts_with("HTTP/1.1 431"), "{size} bytes of header: {reply:.80}");
+    }
 }
 
 // ---------------------------------------------------------------- slow and vanishing clients

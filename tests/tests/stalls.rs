@@ -42,9 +42,14 @@ async fn speak_through(plan: &str) -> Heard {
     Heard { received, metric: lines.remove(0) }
 }
 
-fn client_stalls(r: &Received) -> Vec<f64> {
+/// PCM bytes a millisecond in the stream's announced format.
+fn bytes_per_ms(r: &Received) -> f64 {
     let format = r.format().expect("format");
-    let bytes_per_ms = format.sample_rate as f64 * format.channels as f64 * 2.0 / 1000.0;
+    format.sample_rate as f64 * format.channels as f64 * 2.0 / 1000.0
+}
+
+fn client_stalls(r: &Received) -> Vec<f64> {
+    let bytes_per_ms = bytes_per_ms(r);
     r.marks.playback_silences(bytes_per_ms, THRESHOLD_MS).inside_sentences
 }
 
@@ -79,4 +84,61 @@ async fn the_paced_plan_holds_the_sentence_rather_than_stop_inside_it() {
     let held = sentence.backend_held_ms.expect("the container says what it held");
     assert!(held > 100.0, "the sentence was held back: {sentence:?}");
     assert_eq!(heard.metric["BackendHeldTime"], held, "{}", heard.metric);
+}
+
+/// Silences inside sentences as the client's player hears them, at the timeline's own tolerance.
+fn client_stalls_at_tolerance(r: &Received) -> Vec<f64> {
+    let bytes_per_ms = bytes_per_ms(r);
+    r.marks.playback_silences(bytes_per_ms, earshot_core::timeline::UNDERRUN_TOLERANCE_MS).inside_sentences
+}
+
+/// The same chunks counted by the rule the timeline once had: a clock per sentence, started at that
+/// sentence's own first audio, blind to earlier audio still queued ahead of the listener.
+fn stalls_by_a_clock_per_sentence(r: &Received) -> Vec<f64> {
+    let bytes_per_ms = bytes_per_ms(r);
+    let mut stalls = Vec::new();
+    let mut clock: Option<(u32, f64)> = None;
+    for (&(at, bytes), &sentence) in r.marks.audio_chunks.iter().zip(&r.marks.audio_chunk_sentences) {
+        let duration = bytes as f64 / bytes_per_ms;
+        let start = match clock {
+            Some((same, until)) if same == sentence => {
+                if at - until > earshot_core::timeline::UNDERRUN_TOLERANCE_MS {
+                    stalls.push(at - until);
+                }
+                at.max(until)
+            }
+            _ => at,
+        };
+        clock = Some((sentence, start + duration));
+    }
+    stalls
+}
+
+#[tokio::test]
+async fn the_timeline_and_the_client_count_the_same_stalls_on_a_slow_machine() {
+    // Twice slower than it can, the earlier fixed plan, the long answer: the voice stops inside sentences,
+    // and a later sentence's pieces often come late for that sentence's own first audio while earlier
+    // audio is still queued ahead of the listener. The gateway's timeline follows the same listener as the
+    // client (one clock from the answer's first audio, audio queued ahead counted), so the two agree.
+    let kokoro = Kokoro::start_with(None, &[("KOKORO_PIECE_PLAN", "fixed"), ("KOKORO_SLOWDOWN", "2")]);
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    earshot.healthy().await;
+    let options = CallOptions { timeout: Duration::from_secs(240), ..Default::default() };
+    let received = speak(&earshot.url, &earshot_e2e::prompt("long"), &options).await.expect("the conversation runs");
+    assert!(check_conversation(&received).len() > 5);
+    let timeline = received.timeline.as_ref().expect("done carries the timeline");
+    let server_count: u32 = timeline.sentences.iter().map(|s| s.stalls).sum();
+    let server_ms: f64 = timeline.sentences.iter().map(|s| s.stall_ms).sum();
+    let client = client_stalls_at_tolerance(&received);
+    let client_ms: f64 = client.iter().sum();
+    assert!(server_count >= 1, "the slow container makes the voice stop inside a sentence: {:?}", timeline.sentences);
+    // The client decodes each chunk a fraction of a millisecond after the gateway sends it: a silence
+    // right at the tolerance may fall on either side of it, nothing more.
+    assert!(server_count.abs_diff(client.len() as u32) <= 1, "stalls: timeline {server_count}, client {client:?}");
+    assert!((server_ms - client_ms).abs() <= 50.0, "stall time: timeline {server_ms:.0} ms, client {client_ms:.0} ms ({client:?})");
+    // The case is one where the rule matters: a clock per sentence would have counted more silence than
+    // the listener heard.
+    let per_sentence: f64 = stalls_by_a_clock_per_sentence(&received).iter().sum();
+    assert!(per_sentence > client_ms + 200.0, "a clock per sentence counts {per_sentence:.0} ms, the listener heard {client_ms:.0} ms");
 }

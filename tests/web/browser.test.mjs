@@ -327,6 +327,54 @@ test('the page keeps a spoken conversation: each question goes with the turns be
   assert.equal(speakBodies.at(-1).messages, undefined, 'text to read aloud carries no conversation');
 });
 
+test('after Stop, the next question carries only what was heard, marked as interrupted', { skip, timeout: 120_000 }, async () => {
+  await page.click('#new-conversation').catch(() => {}); // hidden while there are no turns
+  await speakOnPage({ input: 'prompt', value: 'long', release: 'incremental', format: 'binary' });
+  // Stop while a sentence plays and a later one is already scheduled behind it, not yet heard.
+  await page.waitForFunction(
+    () => {
+      const r = window.earshotLast;
+      return r.playedOrder.length >= 1 && r.sentences.filter((s) => s.scheduledStart !== null && s.scheduledStart > performance.now() + 200).length >= 1;
+    },
+    null,
+    { timeout: 60_000, polling: 20 },
+  );
+  await page.click('#stop');
+  const record = await untilHeardToTheEnd();
+  assert.equal(record.outcome, 'stopped');
+  const started = record.sentences.filter((s) => s.scheduledStart !== null && s.scheduledStart < record.marks.stopped);
+  const unheard = record.sentences.filter((s) => !started.includes(s));
+  assert.ok(started.length >= 1 && record.sentences.some((s) => s.scheduledStart !== null && s.scheduledStart >= record.marks.stopped), 'a sentence was scheduled and never heard');
+  await page.waitForFunction(() => document.querySelectorAll('#turns li').length === 2);
+  assert.equal(await page.$eval('#turns li[data-role=assistant]', (li) => li.dataset.interrupted), 'true', 'the turn is marked as interrupted');
+
+  await speakOnPage({ input: 'prompt', value: 'brief' });
+  const body = speakBodies.at(-1);
+  assert.deepEqual(body.messages.map((m) => Object.keys(m).sort()), [['content', 'role'], ['content', 'role']], 'turns on the wire are role and content alone');
+  const said = body.messages[1].content;
+  for (const s of started.slice(0, -1)) assert.ok(said.includes(s.text), `heard whole: ${s.text} in ${said}`);
+  // The sentence Stop cut is kept as far as it was heard (a prefix of it, "…" when cut short).
+  const last = started.at(-1).text;
+  const kept = said.slice(started.slice(0, -1).map((s) => s.text).join(' ').length).trim().replace(/…$/, '');
+  assert.ok(last.startsWith(kept), `the cut sentence's heard part: "${kept}" of "${last}"`);
+  for (const s of unheard) assert.ok(!said.includes(s.text), `never heard, never remembered: ${s.text}`);
+  await untilHeardToTheEnd();
+  await page.click('#new-conversation');
+});
+
+test('an error about the input is cleared once the input changes', { skip }, async () => {
+  await page.goto(`${EARSHOT_URL}/`);
+  await page.check('input[name=input][value=prompt]');
+  await page.fill('#prompt', '');
+  await page.click('#speak');
+  assert.equal(await page.isVisible('#error'), true);
+  assert.equal(await page.textContent('#error-title'), 'There is nothing to speak');
+  await page.fill('#prompt', 'x'.repeat(5000));
+  assert.equal(await page.isVisible('#error'), false, 'no stale "nothing to speak" beside the counter');
+  assert.match(await page.textContent('#counter'), /5,000 of 4,000 characters: too long for a prompt/);
+  await page.fill('#prompt', 'brief');
+});
+
 test('the page drives a gateway in token mode with a token, and says clearly when it has none', { skip: skip || !process.env.EARSHOT_TOKEN_URL, timeout: 120_000 }, async () => {
   const tokenUrl = process.env.EARSHOT_TOKEN_URL;
   // Minted as an app's backend would, here by `earshot token` with the gateway's keys.

@@ -7,7 +7,7 @@ import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { speak, interrupt, PcmPlayer } from '../../web/earshot.js';
+import { speak, interrupt, PcmPlayer, heardText } from '../../web/earshot.js';
 import { seededRandom, randomChunks, concat } from './chunking.mjs';
 import { FakeAudioContext, fakeFetch, until } from './fakes.mjs';
 import { encoderFor, CONTENT_TYPES, session, tone } from './encode.mjs';
@@ -270,13 +270,39 @@ test('HTTP errors are reported with their code, message and status', async () =>
   }
 });
 
-test('an unreachable gateway is a network error', async () => {
+test('an unreachable gateway is a network error that says where it looked, once', async () => {
   globalThis.fetch = async () => {
     throw new TypeError('Failed to fetch');
   };
-  const record = await speak({ prompt: 'brief', player: newPlayer() }).finished;
+  const record = await speak({ prompt: 'brief', baseUrl: 'http://nowhere.test', player: newPlayer() }).finished;
   assert.equal(record.error.code, 'network_error');
   assert.equal(record.error.retryable, true);
+  assert.equal(record.error.message, "Nothing answered at http://nowhere.test: check the gateway's address and that it is running (the browser said: Failed to fetch).");
+});
+
+test('heardText keeps what the listener heard: all of a finished answer, up to the stop of a stopped one', () => {
+  const sentence = (index, text, scheduledStart, scheduledEnd, audioMs, extra = {}) => ({ index, text, scheduledStart, scheduledEnd, audioMs, complete: audioMs !== null, stalls: [], ...extra });
+  const answer = (outcome, stopped, sentences) => ({ outcome, marks: { stopped }, sentences });
+  const three = [sentence(0, 'One two.', 0, 1000, 1000), sentence(1, 'Three four five six.', 1000, 3000, 2000), sentence(2, 'Seven.', 3000, 3500, 500)];
+  // Finished: everything, even what is still to play.
+  assert.deepEqual(heardText(answer('done', null, three)), { text: 'One two. Three four five six. Seven.', interrupted: false, sentences: three.map(({ index, text }) => ({ index, text })), cut: null });
+  // Stopped half-way into sentence 1: sentence 2 was scheduled but never heard; sentence 1 is cut where
+  // half its characters end ("Three four five six." is 20 characters; the first 10 end with "four").
+  const stopped = heardText(answer('stopped', 2000, three));
+  assert.equal(stopped.text, 'One two. Three four');
+  assert.equal(stopped.interrupted, true);
+  assert.deepEqual(stopped.sentences.map((s) => s.index), [0, 1]);
+  assert.deepEqual(stopped.cut, { index: 1, heardMs: 1000, audioMs: 2000, chars: 10 });
+  // Stopped between sentences: nothing cut.
+  const between = heardText(answer('stopped', 1000, [sentence(0, 'One two.', 0, 1000, 1000), sentence(1, 'Three.', 1500, 2000, 500)]));
+  assert.deepEqual([between.text, between.cut], ['One two.', null]);
+  // Stopped before anything was heard: nothing.
+  assert.equal(heardText(answer('stopped', 500, [sentence(0, 'One.', 600, 900, 300)])).text, '');
+  // A stall before the stop is silence, not speech: 400 ms heard of 1000, with 600 ms of stall.
+  const stalled = heardText(answer('stopped', 1000, [sentence(0, 'Aaaa bbbb cccc dddd eeee.', 0, 1600, 1000, { stalls: [{ start: 200, ms: 600 }] })]));
+  assert.deepEqual([stalled.cut.heardMs, stalled.text], [400, 'Aaaa bbbb']);
+  // An answer whose stream failed: what was scheduled plays out and is heard.
+  assert.equal(heardText(answer('error', null, [sentence(0, 'One.', 0, 300, 300), sentence(1, 'Two.', null, null, null)])).text, 'One.');
 });
 
 test('interrupt() silences every scheduled sound at once, asks the gateway to stop, then cancels the request', async () => {

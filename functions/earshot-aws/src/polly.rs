@@ -556,7 +556,7 @@ impl Session {
             if done.carry.is_some() {
                 tracing::warn!("Polly's audio for sentence {} ended inside a sample; its last byte is dropped", done.index);
             }
-            if let Next::End = self.emit(SpeechEvent::Finished { index: done.index, held_ms: None }).await {
+            if let Next::End = self.emit(SpeechEvent::Finished { index: done.index, report: Default::default() }).await {
                 return Next::End;
             }
             if let Some(next) = self.live.front_mut() {

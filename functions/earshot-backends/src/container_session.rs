@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use earshot_core::protocol::AudioFormat;
-use earshot_core::speech::{SessionOptions, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use earshot_core::speech::{FinishReport, SessionOptions, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -138,8 +138,12 @@ impl<T: ContainerTransport> Session<T> {
                     Next::Abandon
                 }
                 Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
-                Ok(ControlMessage::End { request_id, held_seconds }) => match self.live.remove(&request_id) {
-                    Some(index) => self.emit(SpeechEvent::Finished { index, held_ms: held_seconds.map(|s| s * 1000.0) }).await,
+                Ok(ControlMessage::End { request_id, held_seconds, first_audio_seconds, queued_seconds }) => match self.live.remove(&request_id) {
+                    Some(index) => {
+                        let own_first_audio_ms = first_audio_seconds.map(|first| (first + queued_seconds.unwrap_or(0.0)) * 1000.0);
+                        let report = FinishReport { held_ms: held_seconds.map(|s| s * 1000.0), own_first_audio_ms };
+                        self.emit(SpeechEvent::Finished { index, report }).await
+                    }
                     None => Next::Go,
                 },
                 Ok(ControlMessage::Cancelled { request_id }) => {

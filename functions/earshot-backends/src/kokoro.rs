@@ -2,6 +2,7 @@
 //! conversation carries every sentence. The conversation itself is [`crate::container_session`].
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -63,6 +64,9 @@ pub struct KokoroBackend {
     cfg: KokoroConfig,
     http: reqwest::Client,
     catalogue: RwLock<Option<Catalogue>>,
+    /// Whether the last look found something answering at the URL (a container loading its model)
+    /// rather than nothing at all: the two call for different words to a new user.
+    answered: AtomicBool,
 }
 
 impl KokoroBackend {
@@ -70,7 +74,7 @@ impl KokoroBackend {
     pub fn new(cfg: KokoroConfig) -> Result<Self, SpeechError> {
         let http = reqwest::Client::builder().timeout(cfg.connect_timeout).build().map_err(|e| SpeechError::new("backend_config", e.to_string(), false))?;
         let url = cfg.url.trim_end_matches('/').to_string();
-        Ok(KokoroBackend { cfg: KokoroConfig { url, ..cfg }, http, catalogue: RwLock::new(None) })
+        Ok(KokoroBackend { cfg: KokoroConfig { url, ..cfg }, http, catalogue: RwLock::new(None), answered: AtomicBool::new(false) })
     }
 
     /// Connects to the container and reads its voices, waiting up to `wait` for it to be ready.
@@ -102,8 +106,9 @@ impl KokoroBackend {
     async fn try_load(&self) -> Result<(), SpeechError> {
         let base = &self.cfg.url;
         let not_yet = || SpeechError::new("backend_unreachable", format!("the Kokoro container at {base} is not ready"), true);
-        let ready = self.http.get(format!("{base}/ping")).send().await.map(|r| r.status().is_success()).unwrap_or(false);
-        if !ready {
+        let ping = self.http.get(format!("{base}/ping")).send().await;
+        self.answered.store(ping.is_ok(), Ordering::Relaxed);
+        if !ping.is_ok_and(|r| r.status().is_success()) {
             return Err(not_yet());
         }
         let list: VoiceList = match self.http.get(format!("{base}/voices")).send().await {
@@ -178,14 +183,24 @@ impl SpeechBackend for KokoroBackend {
         // On every request: look, without cloning the voice list.
         match self.catalogue.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
             Some(_) => Ok(()),
-            None => Err(SpeechError::new(codes::NOT_READY, format!("the Kokoro container at {} is still loading its model", self.cfg.url), true)),
+            None if self.answered.load(Ordering::Relaxed) => {
+                Err(SpeechError::new(codes::NOT_READY, format!("the Kokoro container at {} is still loading its model", self.cfg.url), true))
+            }
+            None => Err(SpeechError::new(
+                codes::NOT_READY,
+                format!("nothing answers at the Kokoro container's address {} yet: start the container, or check --kokoro-url", self.cfg.url),
+                true,
+            )),
         }
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         self.readiness()?;
         let url = self.ws_url();
-        let connect = tokio_tungstenite::connect_async(url.as_str());
+        // Nagle's algorithm off: a `synthesize` is a small write, and with Nagle on it waits for the ACK
+        // of the write before it, which the container's kernel may delay by 40 ms (delayed ACK). That
+        // was a bimodal ~48 ms step between a sentence's release and its first audio.
+        let connect = tokio_tungstenite::connect_async_with_config(url.as_str(), None, true);
         let ws = match tokio::time::timeout(self.cfg.connect_timeout, connect).await {
             Ok(Ok((ws, _))) => ws,
             // The container refuses a session over its cap at the handshake (503, `busy`).
@@ -239,5 +254,23 @@ impl ContainerTransport for WsTransport {
 
     async fn close(&mut self) {
         let _ = self.ws.close(None).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn nothing_listening_is_told_apart_from_a_model_still_loading() {
+        // A port that was free a moment ago: nothing answers there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let cfg = KokoroConfig { url: format!("http://127.0.0.1:{port}"), connect_timeout: Duration::from_millis(200), ..Default::default() };
+        let backend = KokoroBackend::new(cfg).unwrap();
+        assert!(backend.wait_ready(Duration::from_millis(300)).await.is_err());
+        let e = backend.readiness().unwrap_err();
+        assert_eq!(e.code, codes::NOT_READY);
+        assert!(e.message.starts_with("nothing answers at the Kokoro container's address"), "{}", e.message);
+        assert!(!e.message.contains("loading"), "{}", e.message);
     }
 }

@@ -37,6 +37,12 @@ pub enum ControlMessage {
         /// from containers older than the paced piece plan).
         #[serde(default)]
         held_seconds: Option<f64>,
+        /// The container's time from the request leaving its queue to the first audio frame, and the
+        /// time it waited in the queue before that (absent from older containers).
+        #[serde(default)]
+        first_audio_seconds: Option<f64>,
+        #[serde(default)]
+        queued_seconds: Option<f64>,
     },
     Cancelled {
         request_id: String,
@@ -108,11 +114,14 @@ mod tests {
     fn reads_control_messages() {
         assert_eq!(
             parse_control(r#"{"type":"end","v":1,"request_id":"s0","samples":3}"#).unwrap(),
-            ControlMessage::End { request_id: "s0".into(), held_seconds: None }
+            ControlMessage::End { request_id: "s0".into(), held_seconds: None, first_audio_seconds: None, queued_seconds: None }
         );
         assert_eq!(
-            parse_control(r#"{"type":"end","v":1,"request_id":"s1","samples":3,"stalls":0,"held_seconds":0.25}"#).unwrap(),
-            ControlMessage::End { request_id: "s1".into(), held_seconds: Some(0.25) }
+            parse_control(
+                r#"{"type":"end","v":1,"request_id":"s1","samples":3,"stalls":0,"held_seconds":0.25,"first_audio_seconds":0.2,"queued_seconds":0.5}"#
+            )
+            .unwrap(),
+            ControlMessage::End { request_id: "s1".into(), held_seconds: Some(0.25), first_audio_seconds: Some(0.2), queued_seconds: Some(0.5) }
         );
         assert_eq!(parse_control(r#"{"type":"later","v":2}"#).unwrap(), ControlMessage::Unknown);
         assert!(parse_control("{").is_err());

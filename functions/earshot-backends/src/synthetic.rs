@@ -159,7 +159,7 @@ async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>
                 }
                 if c.samples_left == 0 {
                     current = None;
-                    if events.send(SpeechEvent::Finished { index, held_ms: None }).await.is_err() {
+                    if events.send(SpeechEvent::Finished { index, report: Default::default() }).await.is_err() {
                         return;
                     }
                 }

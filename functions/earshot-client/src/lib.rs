@@ -76,6 +76,42 @@ impl ClientMarks {
     }
 }
 
+/// What a listener heard of an answer: to build the next turn's `messages` from after a barge-in
+/// (docs/protocol.md, "After Stop"). The same rule as the browser client's `heardText`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Heard {
+    /// What was heard: the sentences whose audio started, the last one cut at [`Cut::chars`].
+    pub text: String,
+    /// The sentences whose audio started, in order: index and whole text.
+    pub sentences: Vec<(u32, String)>,
+    /// The sentence the stop cut, if it cut one.
+    pub cut: Option<Cut>,
+}
+
+/// Where a stop cut a sentence: as time into its audio, and as an estimated character offset (in
+/// proportion to the audio heard, moved back to the start of the word it falls in).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    pub index: u32,
+    pub heard_ms: f64,
+    pub audio_ms: f64,
+    /// Characters (not bytes) of the sentence heard.
+    pub chars: usize,
+}
+
+/// `offset` characters into `text`, moved back to the start of the word it falls in (kept where a word
+/// has just ended).
+fn word_start(text: &[char], offset: usize) -> usize {
+    if offset >= text.len() || text[offset].is_whitespace() {
+        return offset.min(text.len());
+    }
+    let mut i = offset;
+    while i > 0 && !text[i - 1].is_whitespace() {
+        i -= 1;
+    }
+    i
+}
+
 /// Silences a player would leave, by where they fall, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Silences {
@@ -104,6 +140,45 @@ impl Received {
 
     pub fn format(&self) -> Option<&AudioFormat> {
         self.session.as_ref().map(|s| &s.audio)
+    }
+
+    /// What a listener heard who played `played_ms` of the answer's audio, in order, then stopped
+    /// (`None`: all of it). Each sentence lasts as long as the audio received for it.
+    pub fn heard(&self, played_ms: Option<f64>) -> Heard {
+        let bytes_per_ms = self.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * 2.0 / 1000.0);
+        let mut heard = Heard::default();
+        let mut before = 0.0;
+        for event in &self.events {
+            let ServerEvent::Sentence(sentence) = event else { continue };
+            let bytes: usize =
+                self.marks.audio_chunks.iter().zip(&self.marks.audio_chunk_sentences).filter(|(_, s)| **s == sentence.index).map(|((_, b), _)| *b).sum();
+            let audio_ms = bytes as f64 / bytes_per_ms;
+            if bytes == 0 || played_ms.is_some_and(|played| played <= before) {
+                break;
+            }
+            heard.sentences.push((sentence.index, sentence.text.clone()));
+            match played_ms {
+                Some(played) if played < before + audio_ms => {
+                    let chars: Vec<char> = sentence.text.chars().collect();
+                    let heard_ms = played - before;
+                    let offset = word_start(&chars, (chars.len() as f64 * heard_ms / audio_ms).round() as usize);
+                    heard.cut = Some(Cut { index: sentence.index, heard_ms, audio_ms, chars: offset });
+                    break;
+                }
+                _ => before += audio_ms,
+            }
+        }
+        let parts: Vec<String> = heard
+            .sentences
+            .iter()
+            .map(|(index, text)| match &heard.cut {
+                Some(cut) if cut.index == *index => text.chars().take(cut.chars).collect::<String>().trim_end().to_string(),
+                _ => text.clone(),
+            })
+            .filter(|t| !t.is_empty())
+            .collect();
+        heard.text = parts.join(" ");
+        heard
     }
 
     /// Writes the audio as a WAV file.
@@ -285,6 +360,33 @@ mod tests {
         // (at 200); the fourth 3 ms after the third ended (at 330).
         assert_eq!(marks.playback_gaps(1.0, 0.0), vec![30.0, 3.0]);
         assert_eq!(marks.playback_gaps(1.0, 5.0), vec![30.0]);
+    }
+
+    #[test]
+    fn heard_keeps_the_sentences_whose_audio_started_and_cuts_the_last_at_a_word() {
+        let sentence = |index: u32, text: &str| ServerEvent::Sentence(earshot_core::protocol::SentenceText { index, text: text.into() });
+        // With no `session` the format is taken as 24 kHz mono: 48 000 bytes are one second. Sentence 0
+        // lasts one second, sentence 1 two.
+        let received = Received {
+            events: vec![sentence(0, "One two."), sentence(1, "Three four five six."), sentence(2, "Seven.")],
+            marks: ClientMarks {
+                audio_chunks: vec![(0.0, 48_000), (10.0, 48_000), (20.0, 48_000)],
+                audio_chunk_sentences: vec![0, 1, 1],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        // All of it: sentence 2 has no audio, so it was never heard.
+        let all = received.heard(None);
+        assert_eq!((all.text.as_str(), all.sentences.len(), all.cut.clone()), ("One two. Three four five six.", 2, None));
+        // 2 s: half into sentence 1, which is cut after "four" (10 of its 20 characters).
+        let half = received.heard(Some(2000.0));
+        assert_eq!(half.text, "One two. Three four");
+        assert_eq!(half.cut, Some(Cut { index: 1, heard_ms: 1000.0, audio_ms: 2000.0, chars: 10 }));
+        // Exactly at a sentence's end: nothing cut; before any audio: nothing heard.
+        assert_eq!(received.heard(Some(1000.0)).text, "One two.");
+        assert_eq!(received.heard(Some(1000.0)).cut, None);
+        assert_eq!(received.heard(Some(0.0)), Heard::default());
     }
 
     #[test]

@@ -410,21 +410,22 @@ impl Scheduler<'_> {
                 let sent = self.clock.now_ms();
                 if let Some(marks) = self.timeline.sentence_mut(index) {
                     marks.first_audio_sent_ms.get_or_insert(sent);
-                    marks.note_audio_sent(sent, duration_ms);
                 }
+                self.timeline.note_audio_sent(index, sent, duration_ms);
                 self.timeline.first_audio_sent_ms.get_or_insert(sent);
                 self.timeline.audio_chunks_sent += 1;
                 self.timeline.audio_bytes_sent += bytes;
                 Flow::Continue
             }
-            Some(SpeechEvent::Finished { index, held_ms }) => {
+            Some(SpeechEvent::Finished { index, report }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.sent.retain(|(i, _)| *i != index);
                 let now = self.clock.now_ms();
                 let audio_ms = match self.timeline.sentence_mut(index) {
                     Some(marks) => {
                         marks.tts_done_ms = Some(now);
-                        marks.backend_held_ms = held_ms;
+                        marks.backend_held_ms = report.held_ms;
+                        marks.backend_own_first_audio_ms = report.own_first_audio_ms;
                         marks.audio_ms
                     }
                     None => 0.0,

@@ -39,16 +39,27 @@ pub enum SpeechEvent {
     },
     Finished {
         index: u32,
-        /// How long the backend held the sentence's rendered audio back so that it would play through
-        /// without a stop (the Kokoro container's paced plan, on a machine slower than real time); `None`
-        /// when the backend does not say.
-        held_ms: Option<f64>,
+        /// What the backend says of the sentence, where it says anything.
+        report: FinishReport,
     },
     Failed(SpeechError),
     /// The session closed after `Finish`, with what the backend billed, if it says.
     Closed {
         billed_characters: Option<u64>,
     },
+}
+
+/// What a backend says of a sentence it finished, measured on its side.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FinishReport {
+    /// How long the backend held the sentence's rendered audio back so that it would play through
+    /// without a stop (the Kokoro container's paced plan, on a machine slower than real time); `None`
+    /// when the backend does not say.
+    pub held_ms: Option<f64>,
+    /// The backend's own time to the sentence's first audio, from reading the request to sending the
+    /// first audio (the Kokoro container's `queued_seconds + first_audio_seconds`). What the gateway
+    /// measures from release to first audio, less this, is what the transport between them added.
+    pub own_first_audio_ms: Option<f64>,
 }
 
 /// Codes a backend gives when it cannot take a conversation now; the gateway answers each before any

@@ -43,9 +43,10 @@ pub struct SentenceMarks {
     /// Milliseconds of audio the sentence produced.
     pub audio_ms: f64,
     pub audio_chunks: u32,
-    /// Silences inside the sentence at real-time playback from its first audio sent: a chunk handed to
-    /// the client after the audio before it would have played out (by more than
-    /// [`UNDERRUN_TOLERANCE_MS`]). The worst silence a listener hears: the voice stops mid-sentence.
+    /// Silences inside the sentence for the conversation's listener (see [`Timeline::note_audio_sent`]):
+    /// a chunk handed to the client after the audio queued before it, earlier sentences' included, would
+    /// have played out (by more than [`UNDERRUN_TOLERANCE_MS`]). The worst silence a listener hears: the
+    /// voice stops mid-sentence.
     #[serde(default)]
     pub stalls: u32,
     #[serde(default)]
@@ -55,29 +56,22 @@ pub struct SentenceMarks {
     /// endpoint's first sign. `None` when the backend does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_held_ms: Option<f64>,
-    /// When the audio sent so far would have finished playing (bookkeeping for `stalls`).
-    #[serde(skip)]
-    pub playable_until_ms: Option<f64>,
+    /// The backend's own time to the sentence's first audio, from reading the request (see
+    /// [`crate::speech::FinishReport::own_first_audio_ms`]); `None` when the backend does not say.
+    /// `tts_first_audio_ms - released_ms` less this is what the transport added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_own_first_audio_ms: Option<f64>,
 }
 
-impl SentenceMarks {
-    /// Notes a chunk of `duration_ms` handed to the client at `sent_ms`, counting a stall when it came
-    /// after the audio before it would have played out.
-    pub fn note_audio_sent(&mut self, sent_ms: f64, duration_ms: f64) {
-        let start = match self.playable_until_ms {
-            None => sent_ms,
-            Some(until) => {
-                if sent_ms - until > UNDERRUN_TOLERANCE_MS {
-                    self.stalls += 1;
-                    self.stall_ms += sent_ms - until;
-                }
-                sent_ms.max(until)
-            }
-        };
-        self.playable_until_ms = Some(start + duration_ms);
-    }
+/// The conversation's listener, as the clients play: one clock from the answer's first audio, each chunk
+/// starting when it arrives or when the audio queued before it (of any sentence) ends, whichever is later.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Listener {
+    /// When the audio sent so far would have finished playing.
+    pub until_ms: Option<f64>,
+    /// The sentence of the last chunk sent.
+    pub last_sentence: Option<u32>,
 }
-
 /// The timeline of one conversation. All times are milliseconds since the request was received.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
@@ -102,6 +96,9 @@ pub struct Timeline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overflow_from: Option<String>,
     pub sentences: Vec<SentenceMarks>,
+    /// Bookkeeping for the sentences' `stalls`.
+    #[serde(skip)]
+    pub listener: Listener,
 }
 
 /// A sentence starting this much after the previous one ended is not an underrun: that is the
@@ -156,6 +153,30 @@ impl Timeline {
         self.sentences.iter_mut().find(|s| s.index == index)
     }
 
+    /// Notes a chunk of sentence `index`, `duration_ms` long, handed to the client at `sent_ms`. The same
+    /// listener as the clients' (the demo page's player and `earshot_client`'s `playback_silences`): a
+    /// chunk that comes after everything queued before it has played out leaves a silence; inside a
+    /// sentence (the chunk before it was the same sentence's) that silence is a stall of the sentence,
+    /// before a sentence it is a gap ([`Derived::gaps_ms`]). Audio of earlier sentences still queued
+    /// ahead counts: a chunk that is late for its own sentence's start may be on time for the listener.
+    pub fn note_audio_sent(&mut self, index: u32, sent_ms: f64, duration_ms: f64) {
+        let inside = self.listener.last_sentence == Some(index);
+        let start = match self.listener.until_ms {
+            None => sent_ms,
+            Some(until) => {
+                let silence = sent_ms - until;
+                if inside && silence > UNDERRUN_TOLERANCE_MS {
+                    if let Some(marks) = self.sentence_mut(index) {
+                        marks.stalls += 1;
+                        marks.stall_ms += silence;
+                    }
+                }
+                sent_ms.max(until)
+            }
+        };
+        self.listener = Listener { until_ms: Some(start + duration_ms), last_sentence: Some(index) };
+    }
+
     pub fn derive(&self) -> Derived {
         let mut d = Derived { ttfa_ms: self.first_audio_sent_ms, ..Default::default() };
         d.stalls = self.sentences.iter().map(|s| s.stalls as usize).sum();
@@ -167,9 +188,9 @@ impl Timeline {
             }
         }
         // Simulated real-time playback: each sentence starts when its audio is there and the one
-        // before it has finished playing.
+        // before it has finished playing, and plays for its audio and the stalls inside it.
         let heard: Vec<&SentenceMarks> = self.sentences.iter().filter(|s| s.first_audio_sent_ms.is_some()).collect();
-        let played = crate::playback::play(heard.iter().map(|s| (s.first_audio_sent_ms.unwrap_or_default(), s.audio_ms)));
+        let played = crate::playback::play(heard.iter().map(|s| (s.first_audio_sent_ms.unwrap_or_default(), s.audio_ms + s.stall_ms)));
         for (s, p) in heard.iter().zip(&played) {
             let Some(gap) = p.gap_ms else { continue };
             d.gaps_ms.push(gap);
@@ -242,6 +263,31 @@ mod tests {
         assert_eq!(d.gaps_ms, vec![0.0, 200.0, 3.0]);
         assert_eq!(d.underruns, 1);
         assert_eq!(d.orchestration_overhead_ms, Some(1.5));
+    }
+
+    #[test]
+    fn stalls_are_counted_by_one_listener_with_earlier_audio_queued_ahead() {
+        let mut t = Timeline { sentences: vec![sentence(0, 0.0, 0.0, 0.0, 0.0, 0.0), sentence(1, 0.0, 0.0, 100.0, 100.0, 0.0)], ..Default::default() };
+        // Sentence 0 plays 0..1000. Sentence 1's first chunk arrives at 100 and waits; it plays 1000..1500.
+        t.note_audio_sent(0, 0.0, 1000.0);
+        t.note_audio_sent(1, 100.0, 500.0);
+        // Its second chunk arrives at 1200: late for a clock started at the sentence's own first audio
+        // (100 + 500), on time for the listener, who is still hearing it until 1500.
+        t.note_audio_sent(1, 1200.0, 200.0);
+        assert_eq!((t.sentences[1].stalls, t.sentences[1].stall_ms), (0, 0.0));
+        // Its third arrives at 1800, 100 ms after the listener ran out at 1700: a stall.
+        t.note_audio_sent(1, 1800.0, 100.0);
+        assert_eq!((t.sentences[1].stalls, t.sentences[1].stall_ms), (1, 100.0));
+        // A late first chunk of a sentence is a gap before it, never a stall inside it.
+        t.sentences.push(sentence(2, 0.0, 0.0, 2500.0, 2500.0, 0.0));
+        t.note_audio_sent(2, 2500.0, 100.0);
+        assert_eq!(t.sentences[2].stalls, 0);
+        t.sentences[0].audio_ms = 1000.0;
+        t.sentences[1].audio_ms = 800.0;
+        t.sentences[1].stall_ms = 100.0;
+        t.sentences[2].audio_ms = 100.0;
+        // Sentence 1 plays 1000..1900 (800 ms of audio and 100 of stall); sentence 2 comes 600 ms after.
+        assert_eq!(t.derive().gaps_ms, vec![0.0, 600.0]);
     }
 
     #[test]

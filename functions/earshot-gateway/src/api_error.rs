@@ -47,6 +47,11 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message, false)
     }
 
+    /// 431: the request's headers are over the server's caps (`earshot serve`).
+    pub fn headers_too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", message, false)
+    }
+
     pub fn timeout(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::REQUEST_TIMEOUT, code, message, true)
     }

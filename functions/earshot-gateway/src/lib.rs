@@ -17,6 +17,7 @@ pub mod request;
 pub mod router;
 pub mod routing;
 pub mod server;
+pub mod strict_json;
 
 pub use config::{Gateway, Limits};
 pub use interrupts::{ConversationStore, Interrupts};

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::api_error::ApiError;
 use crate::config::Limits;
+use crate::strict_json::StrictError;
 
 /// The JSON body, as sent.
 #[derive(Debug, Deserialize)]
@@ -64,9 +65,12 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
     if body.len() > limits.max_body_bytes {
         return Err(ApiError::too_large("body_too_large", format!("the body is larger than {} bytes", limits.max_body_bytes)));
     }
-    // Read as a JSON value first: serde would take a top-level array as the fields in order.
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+    // Read as a JSON value first: serde would take a top-level array as the fields in order, and a
+    // key given twice as its last value.
+    let value = crate::strict_json::from_slice(body).map_err(|e| match e {
+        StrictError::Syntax(e) => ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")),
+        StrictError::DuplicateKey(key) => ApiError::bad_request("invalid_request", format!("`{key}` is given twice; give each field once")),
+    })?;
     if !value.is_object() {
         return Err(ApiError::bad_request("invalid_request", "the body must be one JSON object, such as {\"text\": \"Hello.\"}"));
     }
@@ -248,6 +252,10 @@ mod tests {
         assert_eq!(code(r#"[null,"Hello there."]"#), "invalid_request");
         assert_eq!(code(r#""Hello there.""#), "invalid_request");
         assert_eq!(code("null"), "invalid_request");
+        assert_eq!(code(r#"{"text":"Hi.","text":"Bye."}"#), "invalid_request");
+        assert_eq!(code(r#"{"prompt":"brief","prompt":"long"}"#), "invalid_request");
+        let nested = parse_str(r#"{"prompt":"hi","messages":[{"role":"user","content":"a","content":"b"},{"role":"assistant","content":"c"}]}"#);
+        assert!(nested.unwrap_err().error.message.contains("`messages[0].content` is given twice"));
         assert_eq!(code(r#"{"prompt":"hi","release":"later"}"#), "invalid_release");
         assert_eq!(code(r#"{"prompt":"hi","format":"xml"}"#), "invalid_format");
         assert_eq!(code(r#"{"prompt":"hi","conversation_id":"a b"}"#), "invalid_conversation_id");

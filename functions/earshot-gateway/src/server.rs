@@ -1,6 +1,7 @@
 //! Serving the router on a socket of its own (`earshot serve`), with what a server facing real
-//! clients needs and `axum::serve` leaves out: a time limit on request headers, a cap on connections,
-//! and a shutdown that drains live conversations for a bounded time.
+//! clients needs and `axum::serve` leaves out: a time limit on request headers, caps on the size and
+//! count of request headers and on connections, and a shutdown that drains live conversations for a
+//! bounded time.
 //!
 //! Written on hyper-util's connection builder and graceful-shutdown watcher (the pieces `axum::serve`
 //! is made of), because axum's own server offers no header timeout and no connection cap. The body's
@@ -35,6 +36,12 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// Connections open at once; any more are answered 503 and closed.
     pub max_connections: usize,
+    /// The most bytes of request headers (names and values) a request may carry, and the most header
+    /// fields; over either it is answered 431 with the API's JSON error. Common servers cap headers
+    /// at 8 to 16 KiB. Far over the cap (see [`HARD_HEADER_BYTES`]) hyper stops reading and answers a
+    /// bare 431 itself.
+    pub max_header_bytes: usize,
+    pub max_headers: usize,
     /// On shutdown, how long live conversations may go on before they are ended.
     pub drain: Duration,
     /// After the drain, how long the server waits for the ended streams to reach their clients.
@@ -43,8 +50,33 @@ pub struct ServerLimits {
 
 impl Default for ServerLimits {
     fn default() -> Self {
-        ServerLimits { header_timeout: Duration::from_secs(5), max_connections: 512, drain: Duration::from_secs(5), grace: Duration::from_secs(2) }
+        ServerLimits {
+            header_timeout: Duration::from_secs(5),
+            max_connections: 512,
+            max_header_bytes: 16 * 1024,
+            max_headers: 100,
+            drain: Duration::from_secs(5),
+            grace: Duration::from_secs(2),
+        }
     }
+}
+
+/// How much of a request's head hyper buffers at most: beyond it no byte more is read. Four times the
+/// default cap, so that a request a little over the cap still gets the JSON answer.
+pub const HARD_HEADER_BYTES: usize = 64 * 1024;
+
+/// The 431 answer for a request whose headers are over the caps, or `None` when they are within them.
+fn oversized_headers(headers: &hyper::HeaderMap, limits: &ServerLimits) -> Option<axum::response::Response> {
+    let count = headers.len();
+    let bytes: usize = headers.iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+    let message = if count > limits.max_headers {
+        format!("the request has {count} header fields; the limit is {}", limits.max_headers)
+    } else if bytes > limits.max_header_bytes {
+        format!("the request's headers are {bytes} bytes; the limit is {} bytes", limits.max_header_bytes)
+    } else {
+        return None;
+    };
+    Some(axum::response::IntoResponse::into_response(crate::api_error::ApiError::headers_too_large(message)))
 }
 
 /// What over-the-cap connections get before they are closed.
@@ -61,7 +93,13 @@ fn busy_response() -> Vec<u8> {
 /// `conversations` is fired when the drain time is over (the gateway's `shutdown` token).
 pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, signal: impl Future<Output = ()>, conversations: CancellationToken) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(HARD_HEADER_BYTES)
+        .max_headers(limits.max_headers.saturating_mul(2).max(100));
+    builder.http2().max_header_list_size(HARD_HEADER_BYTES as u32);
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -79,12 +117,27 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
             },
             _ = &mut signal => break,
         };
+        // Audio goes out in small writes the moment it exists: none may wait on the ACK of the one
+        // before (Nagle's algorithm against the client's delayed ACK is up to 40 ms a write).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tokio::spawn(refuse(stream));
             continue;
         };
         let router = router.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| router.clone().call(request.map(Body::new)));
+        let header_limits = limits.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let refused = oversized_headers(request.headers(), &header_limits);
+            let mut router = router.clone();
+            async move {
+                match refused {
+                    Some(response) => Ok(response),
+                    None => router.call(request.map(Body::new)).await,
+                }
+            }
+        });
         let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
@@ -142,7 +195,24 @@ pub async fn stop_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::busy_response;
+    use super::{busy_response, oversized_headers, ServerLimits};
+    use hyper::header::{HeaderName, HeaderValue};
+
+    #[test]
+    fn headers_over_either_cap_are_431_with_the_json_error() {
+        let limits = ServerLimits { max_header_bytes: 100, max_headers: 3, ..ServerLimits::default() };
+        let mut headers = hyper::HeaderMap::new();
+        headers.insert("x-a", HeaderValue::from_static("1"));
+        assert!(oversized_headers(&headers, &limits).is_none());
+        headers.insert("x-big", HeaderValue::from_str(&"b".repeat(95)).unwrap());
+        let response = oversized_headers(&headers, &limits).expect("over the byte cap");
+        assert_eq!(response.status().as_u16(), 431);
+        let mut many = hyper::HeaderMap::new();
+        for i in 0..4 {
+            many.insert(HeaderName::from_bytes(format!("x-{i}").as_bytes()).unwrap(), HeaderValue::from_static("1"));
+        }
+        assert_eq!(oversized_headers(&many, &limits).map(|r| r.status().as_u16()), Some(431));
+    }
 
     #[test]
     fn the_busy_response_declares_its_length() {

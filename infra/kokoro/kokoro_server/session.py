@@ -36,6 +36,8 @@ class Disconnected(Exception):
 class Job:
     request: Request
     stop: Stop = field(default_factory=Stop)
+    # The event loop's time when the request arrived (queued_seconds in ``end`` counts from it).
+    received: float = 0.0
 
     @property
     def cancelled(self) -> bool:
@@ -129,7 +131,7 @@ class Session:
         request = self._synth.resolve(message)
         if len(self._queue) >= self._settings.queue_size:
             raise ProtocolError("queue_full", f"{len(self._queue)} requests are already queued", rid)
-        job = Job(request)
+        job = Job(request, received=asyncio.get_running_loop().time())
         self._queue.append(job)
         self._synth.stats.begin(job)
         self._wakeup.set()
@@ -240,6 +242,8 @@ class Session:
             await self._send_text(protocol.cancelled_message(rid))
             return "cancelled"
         elapsed = loop.time() - started
+        queued = max(0.0, started - job.received)
+        self._synth.stats.last_first_audio_seconds = queued + (elapsed if out.first_audio is None else out.first_audio)
         log.debug("request %r: %d pieces, %.2f s of audio in %.2f s", rid, pieces, out.samples / rate, elapsed)
         await self._send_text(
             protocol.end_message(
@@ -248,6 +252,7 @@ class Session:
                 sample_rate=rate,
                 synthesis_seconds=elapsed,
                 first_audio_seconds=elapsed if out.first_audio is None else out.first_audio,
+                queued_seconds=queued,
                 chunks=out.sequence,
                 stalls=out.stalls,
                 stall_seconds=out.stall_seconds,

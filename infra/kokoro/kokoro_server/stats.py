@@ -20,6 +20,10 @@ class RequestStats:
     completed_requests: int = 0
     cancelled_requests: int = 0
     failed_requests: int = 0
+    # The last completed request's own time to first audio, from reading its ``synthesize`` to sending its
+    # first audio frame (its ``end``'s ``queued_seconds + first_audio_seconds``): what a client compares
+    # with its own measure to see what the transport added, whether or not it reads ``end``'s fields.
+    last_first_audio_seconds: float | None = None
     # Live requests by identity. The objects are held, not just their ids, so that an id cannot be
     # reused by a new request while the old one is counted.
     _live: dict[int, object] = field(default_factory=dict)
@@ -49,4 +53,5 @@ class RequestStats:
             "completed_requests": self.completed_requests,
             "cancelled_requests": self.cancelled_requests,
             "failed_requests": self.failed_requests,
+            "last_first_audio_seconds": self.last_first_audio_seconds,
         }

@@ -49,6 +49,7 @@ def assert_complete(outcome: Outcome) -> None:
     assert end["audio_seconds"] == pytest.approx(samples / 24000, abs=1e-5)
     assert end["chunks"] == len(outcome.frames)
     assert 0 < end["first_audio_seconds"] <= end["synthesis_seconds"]
+    assert end["queued_seconds"] >= 0
     assert rms(outcome.pcm) > SPEECH_RMS
 
 

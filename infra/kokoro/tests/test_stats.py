@@ -31,14 +31,18 @@ def wait_idle(server: Server) -> dict:
 def test_requests_are_counted_by_how_they_end(server: Server) -> None:
     before = wait_idle(server)
 
-    async def complete_one() -> None:
+    async def complete_one() -> dict:
         async with websockets.connect(server.ws_url) as ws:
             outcomes = await send_requests(ws, [("done", "Hello.", {})])
             await collect(ws, outcomes)
+            return outcomes["done"].messages[-1]
 
-    run(complete_one())
+    end = run(complete_one())
     after = wait_idle(server)
     assert after["completed_requests"] == before["completed_requests"] + 1
+    # The last completed request's own time to first audio, as its `end` says it.
+    own = end["queued_seconds"] + end["first_audio_seconds"]
+    assert abs(after["last_first_audio_seconds"] - own) < 1e-5, (after, end)
 
     async def leave_mid_request() -> None:
         async with websockets.connect(server.ws_url) as ws:

@@ -44,7 +44,7 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
         return error(StatusCode::BAD_REQUEST, "ValidationException", "VoiceId is required");
     }
     let rate: u32 = header("x-amzn-samplerate").parse().unwrap_or(16_000);
-    let ws = match tokio_tungstenite::connect_async(state.kokoro_ws_url()).await {
+    let ws = match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
         Ok((ws, _)) => ws,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "ServiceFailureException", &format!("the voice is unavailable: {e}")),
     };

@@ -26,7 +26,7 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
     let requested = req.headers().get("x-amzn-sagemaker-target-variant").and_then(|v| v.to_str().ok()).map(str::to_string);
     *state.stats.last_target_variant.lock().expect("stats lock") = requested.clone();
     let variant = requested.unwrap_or_else(|| "AllTraffic".into());
-    let ws = match tokio_tungstenite::connect_async(state.kokoro_ws_url()).await {
+    let ws = match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
         Ok((ws, _)) => ws,
         Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableError", &format!("the model container is unavailable: {e}")),
     };

@@ -32,6 +32,12 @@ pub struct ServeArgs {
     /// Connections open at once; more are answered 503 and closed.
     #[arg(long, default_value_t = 512)]
     max_connections: usize,
+    /// The most bytes of headers (names and values) one request may carry; over it, 431. At most 65536.
+    #[arg(long, default_value_t = 16 * 1024)]
+    max_header_bytes: usize,
+    /// The most header fields one request may carry; over it, 431.
+    #[arg(long, default_value_t = 100)]
+    max_headers: usize,
     /// On SIGTERM or SIGINT, seconds live conversations may go on before they end with `shutting_down`.
     #[arg(long, default_value_t = 5.0)]
     drain: f64,
@@ -61,6 +67,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let limits = earshot_gateway::ServerLimits {
         header_timeout: seconds(args.header_timeout, "--header-timeout")?,
         max_connections: args.max_connections.max(1),
+        max_header_bytes: within(args.max_header_bytes, 1024, earshot_gateway::server::HARD_HEADER_BYTES, "--max-header-bytes")?,
+        max_headers: within(args.max_headers, 8, 1000, "--max-headers")?,
         drain: seconds(args.drain, "--drain")?,
         ..Default::default()
     };
@@ -93,6 +101,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     match reason_rx.await {
         Ok(Some(message)) => Err(message),
         _ => Ok(()),
+    }
+}
+
+/// `value` when it lies in `min..=max`; a flag outside it is refused at start, with the range.
+fn within(value: usize, min: usize, max: usize, flag: &str) -> Result<usize, String> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{flag} must be between {min} and {max}, not {value}"))
     }
 }
 

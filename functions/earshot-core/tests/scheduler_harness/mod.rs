@@ -252,7 +252,7 @@ pub fn backend_with_capacity(plan: impl Fn(u32) -> Plan + Send + 'static, origin
                         }
                         ok = send(SpeechEvent::Audio { index, pcm: Bytes::from(vec![0u8; CHUNK_BYTES]) }).await;
                     }
-                    ok && send(SpeechEvent::Finished { index, held_ms: None }).await
+                    ok && send(SpeechEvent::Finished { index, report: Default::default() }).await
                 }
                 Plan::Fail { after, code } => step(after).await && send(SpeechEvent::Failed(SpeechError::new(code, "the backend failed", true))).await,
                 Plan::FailAfterAudio { code } => {

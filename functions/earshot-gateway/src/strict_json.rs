@@ -1,0 +1,159 @@
+//! Reading a request body as JSON without ambiguity: a key given twice in one object is refused, at any
+//! depth, rather than the last one silently winning (serde_json's `Value` keeps the last; RFC 8259 says
+//! names "SHOULD be unique" and leaves duplicates to the reader, and a gateway that speaks `"Bye."` for
+//! `{"text":"Hi.","text":"Bye."}` has guessed).
+//!
+//! Written by hand because serde_json has no option for it: a `Deserialize` that builds the same
+//! `serde_json::Value` while keeping, per object, the keys it has seen. It reads the input once.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// Why a body is not strict JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrictError {
+    /// Not JSON at all (serde_json's message, with line and column).
+    Syntax(String),
+    /// The JSON path of the object and the key it repeats, as `messages[1].role`.
+    DuplicateKey(String),
+}
+
+/// Parses `body` as one JSON value, refusing duplicate keys in any object.
+pub fn from_slice(body: &[u8]) -> Result<Value, StrictError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = StrictValue::deserialize(&mut de).map_err(classify)?;
+    de.end().map_err(|e| StrictError::Syntax(e.to_string()))?;
+    Ok(value.0)
+}
+
+/// A duplicate is reported through serde's custom error, tagged so that it can be told from syntax.
+const DUPLICATE_TAG: &str = "\u{0}duplicate:";
+
+fn classify(e: serde_json::Error) -> StrictError {
+    let text = e.to_string();
+    match text.strip_prefix(DUPLICATE_TAG) {
+        // serde_json appends " at line L column C" to custom errors: the key is what comes before it.
+        Some(rest) => StrictError::DuplicateKey(rest.rsplit_once(" at line ").map_or(rest, |(key, _)| key).to_string()),
+        None => StrictError::Syntax(text),
+    }
+}
+
+/// A value read with a path, so that a duplicate deep inside says where it is.
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor { path: String::new() }).map(StrictValue)
+    }
+}
+
+struct ValueVisitor {
+    path: String,
+}
+
+/// A nested value, visited with the path to it.
+struct Nested<'a> {
+    path: &'a str,
+}
+
+impl<'de> de::DeserializeSeed<'de> for Nested<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(ValueVisitor { path: self.path.to_string() })
+    }
+}
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            let path = format!("{}[{}]", self.path, items.len());
+            match seq.next_element_seed(Nested { path: &path })? {
+                Some(item) => items.push(item),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut seen = HashSet::new();
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!("{DUPLICATE_TAG}{path}")));
+            }
+            let value = map.next_value_seed(Nested { path: &path })?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_given_twice_is_named_at_any_depth() {
+        assert_eq!(from_slice(br#"{"text":"Hi.","text":"Bye."}"#), Err(StrictError::DuplicateKey("text".into())));
+        let nested = br#"{"prompt":"x","messages":[{"role":"user","content":"a"},{"role":"user","role":"assistant","content":"b"}]}"#;
+        assert_eq!(from_slice(nested), Err(StrictError::DuplicateKey("messages[1].role".into())));
+        assert_eq!(from_slice(br#"{"a":{"b":{"c":1,"c":2}}}"#), Err(StrictError::DuplicateKey("a.b.c".into())));
+    }
+
+    #[test]
+    fn the_same_key_in_different_objects_is_no_duplicate() {
+        let body = br#"{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"prompt":"c"}"#;
+        let value = from_slice(body).unwrap();
+        assert_eq!(value, serde_json::from_slice::<Value>(body).unwrap());
+    }
+
+    #[test]
+    fn every_kind_of_value_reads_as_serde_json_reads_it() {
+        let body = br#"[1, -2, 3.5, true, null, "s\u00e9", {"k": [ ]}, 18446744073709551615]"#;
+        assert_eq!(from_slice(body).unwrap(), serde_json::from_slice::<Value>(body).unwrap());
+    }
+
+    #[test]
+    fn syntax_errors_and_trailing_bytes_are_syntax_errors() {
+        assert!(matches!(from_slice(b"{\"text\": "), Err(StrictError::Syntax(_))));
+        assert!(matches!(from_slice(b"{} {}"), Err(StrictError::Syntax(_))));
+        // A key that merely contains the tag's text is an ordinary key.
+        assert!(from_slice(b"{\"duplicate:x\": 1}").is_ok());
+    }
+}
