@@ -13,6 +13,9 @@
 //!   agent's configured first-token delay and pace, plus the container's own median time for that
 //!   sentence) is what earshot adds to a whole answer.
 //!
+//! A third build, `this-fixed`, is this build against a second container on the earlier fixed piece plan,
+//! so that the paced plan's cost at first audio (if any) is measured with as many runs as the rest.
+//!
 //! Every distribution is checked for two modes: a step between consecutive sorted trials of at least
 //! [`STEP_MS`] with at least a tenth of the trials on each side (a timer, a poll or a delayed ACK that
 //! some runs wait on and others do not) is reported as bimodal. Builds and shapes run in an order
@@ -43,7 +46,7 @@ pub enum Cell {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
-    /// `this` or `baseline`.
+    /// `this`, `this-fixed` (this build, the container on the fixed piece plan) or `baseline`.
     pub build: String,
     pub shape: String,
     pub cell: Cell,
@@ -98,14 +101,20 @@ pub fn second_mode(values: &[f64]) -> Option<(f64, f64)> {
 
 pub async fn run(paths: &Paths, trials: usize, shapes: &[String], baseline: Option<&std::path::Path>) -> Result<Results, String> {
     let kokoro = stack::kokoro(paths).await?;
-    let args: Vec<String> =
+    let fixed = stack::kokoro_with(paths, &[("KOKORO_PIECE_PLAN", "fixed".to_string())]).await?;
+    let args = |kokoro: &Running| -> Vec<String> {
         ["--kokoro-url", kokoro.url.as_str(), "--tokens-per-second", &TOKENS_PER_SECOND.to_string(), "--first-token-ms", &FIRST_TOKEN_MS.to_string()]
             .map(String::from)
-            .to_vec();
-    let mut builds: Vec<(&str, Running)> = vec![("this", stack::gateway(paths, "gateway-firstaudio-this", &args, &[]).await?)];
+            .to_vec()
+    };
+    // Each build with the container it speaks to.
+    let mut builds: Vec<(&str, Running, &Running)> = vec![
+        ("this", stack::gateway(paths, "gateway-firstaudio-this", &args(&kokoro), &[]).await?, &kokoro),
+        ("this-fixed", stack::gateway(paths, "gateway-firstaudio-this-fixed", &args(&fixed), &[]).await?, &fixed),
+    ];
     if let Some(binary) = baseline {
         let earlier = Paths { earshot: binary.to_path_buf(), ..paths.clone() };
-        builds.push(("baseline", stack::gateway(&earlier, "gateway-firstaudio-baseline", &args, &[]).await?));
+        builds.push(("baseline", stack::gateway(&earlier, "gateway-firstaudio-baseline", &args(&kokoro), &[]).await?, &kokoro));
     }
     let shapes: Vec<Sample> =
         shapes.iter().map(|s| Sample::from_name(s).ok_or(format!("unknown shape `{s}` (brief, long, pause)"))).collect::<Result<_, _>>()?;
@@ -113,7 +122,7 @@ pub async fn run(paths: &Paths, trials: usize, shapes: &[String], baseline: Opti
     let mut first_sentences = Vec::new();
     for &shape in &shapes {
         let mut first = String::new();
-        for (i, (_, gateway)) in builds.iter().enumerate() {
+        for (i, (_, gateway, _)) in builds.iter().enumerate() {
             let m = trial::run(&gateway.url, &trial::body(Some(shape.name()), None, "incremental", None), false).await?;
             if i == 0 {
                 first = m.first_sentence;
@@ -128,18 +137,18 @@ pub async fn run(paths: &Paths, trials: usize, shapes: &[String], baseline: Opti
             (0..shapes.len()).flat_map(|s| (0..builds.len()).flat_map(move |b| [(s, b, Cell::Sentence), (s, b, Cell::Answer)])).collect();
         rng.shuffle(&mut order);
         for (s, b, cell) in order {
-            stack::kokoro_idle(&kokoro.url).await?;
-            let (build, gateway) = &builds[b];
+            let (build, gateway, container) = &builds[b];
+            stack::kokoro_idle(&container.url).await?;
             let shape = shapes[s].name();
             let trial = match cell {
-                Cell::Sentence => sentence(&gateway.url, &kokoro.url, &first_sentences[s]).await,
+                Cell::Sentence => sentence(&gateway.url, &container.url, &first_sentences[s]).await,
                 Cell::Answer => answer(&gateway.url, shape).await,
             }
             .map_err(|e| format!("first audio, {build} build, {shape} {cell:?}: {e}"))?;
             out.push(Trial { build: build.to_string(), shape: shape.into(), cell, round, ..trial });
             if cell == Cell::Answer {
                 // The container is cancelling the rest of the answer.
-                stack::kokoro_idle(&kokoro.url).await?;
+                stack::kokoro_idle(&container.url).await?;
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
         }
@@ -164,7 +173,7 @@ pub async fn run(paths: &Paths, trials: usize, shapes: &[String], baseline: Opti
             });
         }
     }
-    Ok(Results { trials: out, floors, baseline: builds.len() > 1 })
+    Ok(Results { trials: out, floors, baseline: baseline.is_some() })
 }
 
 /// One sentence as `text`, spoken whole; the marks of its first audio on both sides.

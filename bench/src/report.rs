@@ -123,13 +123,13 @@ fn firstaudio(o: &mut String, f: &crate::firstaudio::Results) {
     );
     let _ = writeln!(
         o,
-        "Each answer shape's first sentence spoken as `text`, then the shape itself through the scripted agent ({} tokens/s after {} ms), {} against one container, in an order shuffled per round. Figures are `p50 / p90 / max (trials)`: the slowest trial is the one a user remembers. A second mode is a step of at least {} ms between consecutive sorted trials with a tenth of them on each side.\n",
+        "Each answer shape's first sentence spoken as `text`, then the shape itself through the scripted agent ({} tokens/s after {} ms), {}, and this build against a second container on the earlier fixed piece plan (`this-fixed`), in an order shuffled per round. Figures are `p50 / p90 / max (trials)`: the slowest trial is the one a user remembers. A second mode is a step of at least {} ms between consecutive sorted trials with a tenth of them on each side.\n",
         crate::firstaudio::TOKENS_PER_SECOND,
         crate::firstaudio::FIRST_TOKEN_MS,
-        if f.baseline { "this build and the baseline" } else { "this build" },
+        if f.baseline { "this build and the baseline against one container" } else { "this build" },
         crate::firstaudio::STEP_MS
     );
-    let builds: Vec<&str> = if f.baseline { vec!["this", "baseline"] } else { vec!["this"] };
+    let builds: Vec<&str> = if f.baseline { vec!["this", "baseline", "this-fixed"] } else { vec!["this", "this-fixed"] };
     let mut shapes: Vec<&str> = Vec::new();
     for t in &f.trials {
         if !shapes.contains(&t.shape.as_str()) {
