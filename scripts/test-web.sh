@@ -133,6 +133,20 @@ else
   wait_for "http://127.0.0.1:$token_port/healthz" "earshot (token mode)" 60 "${groups[-1]}"
   export EARSHOT_TOKEN_URL="http://127.0.0.1:$token_port"
   export EARSHOT_BIN_FOR_TOKENS="$earshot"
+
+  # A slow machine: a second container rendering twice slower than it can, on the earlier fixed piece plan,
+  # so that the voice stops inside sentences; the page's count of those stalls is checked against the
+  # server's timeline.
+  slow_kokoro_port=$(free_port)
+  say "starting a slow Kokoro (KOKORO_SLOWDOWN=2, fixed piece plan) on port $slow_kokoro_port (log: $logs/kokoro-slow.log)"
+  KOKORO_PORT=$slow_kokoro_port KOKORO_SLOWDOWN=2 KOKORO_PIECE_PLAN=fixed setsid make --no-print-directory -C infra/kokoro serve >"$logs/kokoro-slow.log" 2>&1 &
+  groups+=($!)
+  wait_for "http://127.0.0.1:$slow_kokoro_port/ping" "the slow Kokoro" 180 "${groups[-1]}"
+  slow_port=$(free_port)
+  setsid "$earshot" serve --port "$slow_port" --kokoro-url "http://127.0.0.1:$slow_kokoro_port" --web-dir web >"$logs/earshot-slow.log" 2>&1 &
+  groups+=($!)
+  wait_for "http://127.0.0.1:$slow_port/healthz" "earshot (slow Kokoro)" 60 "${groups[-1]}"
+  export EARSHOT_SLOW_URL="http://127.0.0.1:$slow_port"
 fi
 
 # --- the tests -----------------------------------------------------------------------------------

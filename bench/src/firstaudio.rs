@@ -17,8 +17,9 @@
 //! so that the paced plan's cost at first audio (if any) is measured with as many runs as the rest.
 //!
 //! Every distribution is checked for two modes: a step between consecutive sorted trials of at least
-//! [`STEP_MS`] with at least a tenth of the trials on each side (a timer, a poll or a delayed ACK that
-//! some runs wait on and others do not) is reported as bimodal. Builds and shapes run in an order
+//! [`STEP_MS`], and at least a quarter of the interquartile range (a spread distribution has gaps of its
+//! own), with at least a fifth of the trials on each side (a timer, a poll or a delayed ACK that
+//! some runs wait on and others do not) is reported as bimodal; a step with fewer above it is a tail. Builds and shapes run in an order
 //! shuffled per round from a fixed seed, against one container, so that drift touches all alike.
 
 use std::time::Duration;
@@ -91,10 +92,11 @@ pub fn second_mode(values: &[f64]) -> Option<(f64, f64)> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let least = v.len().div_ceil(10);
+    let least = v.len().div_ceil(5);
+    let threshold = STEP_MS.max((v[v.len() * 3 / 4] - v[v.len() / 4]) / 4.0);
     (least..=v.len() - least)
         .map(|i| (v[i] - v[i - 1], i))
-        .filter(|(step, _)| *step >= STEP_MS)
+        .filter(|(step, _)| *step >= threshold)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(step, i)| (step, i as f64 / v.len() as f64))
 }
@@ -239,11 +241,14 @@ mod tests {
         let (step, below) = second_mode(&values).expect("bimodal");
         assert!((43.0..=49.0).contains(&step), "{step}");
         assert!((below - 0.5).abs() < 1e-9);
-        // One slow outlier in fifty is a tail, not a mode; a spread without a step is one mode.
-        let mut tail: Vec<f64> = (0..49).map(|i| 190.0 + (i % 9) as f64).collect();
-        tail.push(260.0);
+        // The slowest few in fifty (a tenth) are a tail, not a mode; a spread without a step is one mode.
+        let mut tail: Vec<f64> = (0..45).map(|i| 190.0 + (i % 9) as f64).collect();
+        tail.extend([260.0, 262.0, 265.0, 270.0, 280.0]);
         assert_eq!(second_mode(&tail), None);
         assert_eq!(second_mode(&(0..50).map(|i| 180.0 + i as f64).collect::<Vec<_>>()), None);
+        // A wide spread (the model's own, hundreds of milliseconds) has gaps of 20 ms by chance: one mode.
+        let wide: Vec<f64> = (0..50).map(|i| 1000.0 + (i * 10) as f64 + if i > 30 { 20.0 } else { 0.0 }).collect();
+        assert_eq!(second_mode(&wide), None);
         assert_eq!(second_mode(&[1.0, 100.0]), None);
     }
 }

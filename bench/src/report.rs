@@ -123,7 +123,7 @@ fn firstaudio(o: &mut String, f: &crate::firstaudio::Results) {
     );
     let _ = writeln!(
         o,
-        "Each answer shape's first sentence spoken as `text`, then the shape itself through the scripted agent ({} tokens/s after {} ms), {}, and this build against a second container on the earlier fixed piece plan (`this-fixed`), in an order shuffled per round. Figures are `p50 / p90 / max (trials)`: the slowest trial is the one a user remembers. A second mode is a step of at least {} ms between consecutive sorted trials with a tenth of them on each side.\n",
+        "Each answer shape's first sentence spoken as `text`, then the shape itself through the scripted agent ({} tokens/s after {} ms), {}, and this build against a second container on the earlier fixed piece plan (`this-fixed`), in an order shuffled per round. Figures are `p50 / p90 / max (trials)`: the slowest trial is the one a user remembers. A second mode is a step of at least {} ms (and a quarter of the interquartile range) between consecutive sorted trials with a fifth of them on each side (fewer above it are a tail).\n",
         crate::firstaudio::TOKENS_PER_SECOND,
         crate::firstaudio::FIRST_TOKEN_MS,
         if f.baseline { "this build and the baseline against one container" } else { "this build" },

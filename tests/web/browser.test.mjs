@@ -375,6 +375,30 @@ test('an error about the input is cleared once the input changes', { skip }, asy
   await page.fill('#prompt', 'brief');
 });
 
+test('on a slow machine the page counts the same stalls inside sentences as the server', { skip: skip || !process.env.EARSHOT_SLOW_URL, timeout: 240_000 }, async () => {
+  // The gateway in front of a container twice slower than it can, on the fixed piece plan: the voice stops
+  // inside sentences. The page's player and the server's timeline follow one listener (a clock from the
+  // answer's first audio, audio queued ahead counted), so they agree on where the voice stopped.
+  await page.goto(`${process.env.EARSHOT_SLOW_URL}/`);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state === 'ok', null, { timeout: 30_000 });
+  await speakOnPage({ input: 'prompt', value: 'long', release: 'incremental', format: 'binary' });
+  const record = await untilHeardToTheEnd(200_000);
+  assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+  // The page counts any underrun; the server only those over its 5 ms tolerance: compare the same.
+  const pageStalls = record.sentences.flatMap((s) => s.stalls.map((x) => x.ms)).filter((ms) => ms > 5);
+  const pageMs = pageStalls.reduce((n, ms) => n + ms, 0);
+  const serverCount = record.server.sentences.reduce((n, s) => n + (s.stalls ?? 0), 0);
+  const serverMs = record.server.sentences.reduce((n, s) => n + (s.stall_ms ?? 0), 0);
+  assert.ok(serverCount >= 1, `the slow container makes the voice stop inside a sentence: ${JSON.stringify(record.server.sentences)}`);
+  assert.ok(Math.abs(pageStalls.length - serverCount) <= 1, `stalls: page ${JSON.stringify(pageStalls)}, server ${serverCount}`);
+  // The page hears each chunk a little after the server sends it (the network, decoding, the audio clock).
+  assert.ok(Math.abs(pageMs - serverMs) <= Math.max(150, 0.05 * serverMs), `stall time: page ${pageMs.toFixed(0)} ms, server ${serverMs.toFixed(0)} ms`);
+  // And the page shows them.
+  const shown = record.sentences.reduce((n, s) => n + s.stalls.length, 0);
+  await page.waitForFunction((n) => document.getElementById('fig-stalls').textContent.startsWith(`${n} in `), shown, { timeout: 5000 });
+  await page.goto(`${EARSHOT_URL}/`);
+});
+
 test('the page drives a gateway in token mode with a token, and says clearly when it has none', { skip: skip || !process.env.EARSHOT_TOKEN_URL, timeout: 120_000 }, async () => {
   const tokenUrl = process.env.EARSHOT_TOKEN_URL;
   // Minted as an app's backend would, here by `earshot token` with the gateway's keys.

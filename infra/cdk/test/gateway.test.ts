@@ -64,11 +64,21 @@ describe('gateway IAM', () => {
   const all = statements(t);
   const withAction = (action: string) => all.filter((s) => actionsOf(s).includes(action));
 
-  it('may invoke exactly the Kokoro endpoint, by its ARN', () => {
-    const found = withAction('sagemaker:InvokeEndpoint');
+  it('may invoke exactly the Kokoro endpoint, by its ARN, over the bidirectional stream too', () => {
+    const found = withAction('sagemaker:InvokeEndpointWithBidirectionalStream');
     assert.equal(found.length, 1);
-    assert.deepEqual(actionsOf(found[0]), ['sagemaker:InvokeEndpoint']);
+    assert.deepEqual(actionsOf(found[0]).sort(), ['sagemaker:InvokeEndpoint', 'sagemaker:InvokeEndpointWithBidirectionalStream']);
     assert.deepEqual(resourcesOf(found[0]), [ENDPOINT_ARN]);
+  });
+
+  it('suppresses cfn-lint\'s unknown-action warning on that statement\'s policy alone', () => {
+    const policies = Object.values(t.findResources('AWS::IAM::Policy'));
+    const suppressing = policies.filter((p) => p.Metadata?.['cfn-lint']?.config?.ignore_checks?.includes('W3037'));
+    assert.equal(suppressing.length, 1, 'one policy suppresses W3037');
+    const inside = suppressing[0].Properties.PolicyDocument.Statement;
+    assert.deepEqual(inside.flatMap(actionsOf).sort(), ['sagemaker:InvokeEndpoint', 'sagemaker:InvokeEndpointWithBidirectionalStream'], 'and holds nothing else');
+    assert.match(suppressing[0].Metadata.reason, /W3037/);
+    assert.deepEqual(suppressing[0].Properties.Roles.length, 1, 'attached to the function\'s role');
   });
 
   it('may describe exactly that endpoint, for the health probe', () => {
@@ -80,7 +90,7 @@ describe('gateway IAM', () => {
 
   it('grants no SageMaker action beyond those two, and none on a wildcard', () => {
     const sagemaker = all.filter((s) => actionsOf(s).some((a) => a.startsWith('sagemaker:')));
-    assert.deepEqual(sagemaker.flatMap(actionsOf).sort(), ['sagemaker:DescribeEndpoint', 'sagemaker:InvokeEndpoint']);
+    assert.deepEqual(sagemaker.flatMap(actionsOf).sort(), ['sagemaker:DescribeEndpoint', 'sagemaker:InvokeEndpoint', 'sagemaker:InvokeEndpointWithBidirectionalStream']);
     for (const s of sagemaker) for (const r of resourcesOf(s)) assert.ok(!r.includes('*'), `SageMaker resource ${r}`);
   });
 
