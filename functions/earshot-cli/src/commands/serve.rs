@@ -63,9 +63,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         tracing::warn!("no index.html in {}: the demo page is not served", web_dir.display());
     }
 
-    gateway.limits.body_timeout = seconds(args.body_timeout, "--body-timeout")?;
+    gateway.limits.body_timeout = time_limit(args.body_timeout, "--body-timeout")?;
     let limits = earshot_gateway::ServerLimits {
-        header_timeout: seconds(args.header_timeout, "--header-timeout")?,
+        header_timeout: time_limit(args.header_timeout, "--header-timeout")?,
         max_connections: args.max_connections.max(1),
         max_header_bytes: within(args.max_header_bytes, 1024, earshot_gateway::server::HARD_HEADER_BYTES, "--max-header-bytes")?,
         max_headers: within(args.max_headers, 8, 1000, "--max-headers")?,
@@ -115,4 +115,28 @@ fn within(value: usize, min: usize, max: usize, flag: &str) -> Result<usize, Str
 
 fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value).map_err(|_| format!("{flag} must be a number of seconds, not {value}"))
+}
+
+/// A client's time limit: zero would time out every request, and more than an hour holds a connection
+/// slot for a client that sends nothing; either is refused at start.
+fn time_limit(value: f64, flag: &str) -> Result<Duration, String> {
+    if !(0.1..=3600.0).contains(&value) {
+        return Err(format!("{flag} must be between 0.1 and 3600 seconds, not {value}"));
+    }
+    seconds(value, flag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{time_limit, within};
+
+    #[test]
+    fn zero_or_absurd_limits_are_refused_at_start() {
+        assert!(time_limit(0.0, "--body-timeout").unwrap_err().contains("between 0.1 and 3600"));
+        assert!(time_limit(f64::NAN, "--body-timeout").is_err());
+        assert!(time_limit(1e9, "--header-timeout").is_err());
+        assert_eq!(time_limit(10.0, "--body-timeout"), Ok(std::time::Duration::from_secs(10)));
+        assert!(within(0, 1024, 65536, "--max-header-bytes").unwrap_err().contains("between 1024 and 65536"));
+        assert_eq!(within(16384, 1024, 65536, "--max-header-bytes"), Ok(16384));
+    }
 }
