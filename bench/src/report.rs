@@ -116,11 +116,7 @@ fn distribution(values: &[f64]) -> (String, String) {
 
 fn firstaudio(o: &mut String, f: &crate::firstaudio::Results) {
     use crate::firstaudio::Cell;
-    let _ = writeln!(
-        o,
-        "## First audio as a distribution
-"
-    );
+    let _ = writeln!(o, "## 14. First audio as a distribution\n");
     let _ = writeln!(
         o,
         "Each answer shape's first sentence spoken as `text`, then the shape itself through the scripted agent ({} tokens/s after {} ms), {}, and this build against a second container on the earlier fixed piece plan (`this-fixed`), in an order shuffled per round. Figures are `p50 / p90 / max (trials)`: the slowest trial is the one a user remembers. A second mode is a step of at least {} ms (and a quarter of the interquartile range) between consecutive sorted trials with a fifth of them on each side (fewer above it are a tail).\n",
@@ -136,11 +132,7 @@ fn firstaudio(o: &mut String, f: &crate::firstaudio::Results) {
             shapes.push(&t.shape);
         }
     }
-    let _ = writeln!(
-        o,
-        "### What the transport adds to a sentence's first audio
-"
-    );
+    let _ = writeln!(o, "### What the transport adds to a sentence's first audio\n");
     let _ = writeln!(o, "The gateway's release of the sentence to the backend's first audio, less the container's own time for it (from reading the request to sending its first audio, as the container reports it in `GET /stats`).\n");
     let _ = writeln!(
         o,

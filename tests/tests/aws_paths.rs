@@ -176,12 +176,15 @@ async fn a_polly_stream_survives_a_long_agent_pause() {
 
 #[tokio::test]
 async fn a_conversation_outlives_pollys_stream_time_limit() {
-    // Polly ends a stream after 10 minutes; here the stand-in ends one after 2 s, and the backend
-    // replaces its waiting stream after 1 s. The agent thinks for 5 s before its first sentence.
-    let s = standins(StandInsConfig { polly_max_duration: Duration::from_secs(2), ..Default::default() }).await;
+    // Polly ends a stream after 10 minutes; here the stand-in ends one after 5 s, and the backend
+    // replaces its waiting stream after 2 s. The agent thinks for 7 s before its first sentence. A stream
+    // taken for a sentence is then at most 2 s old and has 3 s left to voice it: enough on a busy 2-core
+    // machine (with 2 s and 1 s, a sentence queued behind another in the one container could meet the
+    // limit before its audio, and the test failed now and then for that reason alone).
+    let s = standins(StandInsConfig { polly_max_duration: Duration::from_secs(5), ..Default::default() }).await;
     let config = sdk(&s).await;
-    let settings = PollySettings { max_stream_age: Duration::from_secs(1), ..Default::default() };
-    let scripted = agent(100.0).with_script("slow", "{wait:5000}Here is the answer. It shipped.");
+    let settings = PollySettings { max_stream_age: Duration::from_secs(2), ..Default::default() };
+    let scripted = agent(100.0).with_script("slow", "{wait:7000}Here is the answer. It shipped.");
     let url = gateway(vec![polly(&config, settings)], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("slow"), &CallOptions::default()).await.unwrap();
     assert_eq!(check_conversation(&r).len(), 2);

@@ -6,7 +6,9 @@
 //! - **SSE** (`text/event-stream`): each `data:` is text, or, with a JSON pointer configured, a JSON
 //!   object whose text is at that pointer (`/delta/text`); `data: [DONE]` or the body's end completes
 //!   the answer; an event named `pause` is a pause (say what you have while a tool runs), one named
-//!   `error` a failure with its data as the message.
+//!   `error` a failure with its data as the message. Only `message` events (the default name, when an
+//!   event has no `event:` line) are text: any other name (`ping`, `keepalive`, …) is skipped, never
+//!   spoken. Invalid UTF-8 becomes U+FFFD and the answer goes on, as in the other two shapes.
 //! - **NDJSON** (`application/x-ndjson`, `application/jsonl`): one JSON object per line, text at the
 //!   pointer (`/text` unless configured); a line `{"type": "pause"}` is a pause.
 //! - **Plain text** (anything else): every byte is the answer's, as it comes.
@@ -212,10 +214,10 @@ fn json_text(json: &serde_json::Value, text: &TextAt) -> Option<String> {
 
 async fn read_sse<S, E>(body: S, text: TextAt, tx: Tx, cancel: CancellationToken)
 where
-    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin,
-    E: std::fmt::Display,
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display + Send + 'static,
 {
-    let mut events = body.eventsource();
+    let mut events = http_stream::lossy_utf8(body).eventsource();
     loop {
         let event = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -229,6 +231,8 @@ where
                 Err(AgentError::new("agent_stream_error", format!("{WHO} failed mid-answer: {}", http_stream::body_message(&e.data)), true))
             }
             Some(Ok(e)) if e.data.trim() == "[DONE]" => Ok(AgentEvent::Done),
+            // Events of other names (`ping`, keep-alives) are not the answer's text.
+            Some(Ok(e)) if e.event != "message" => continue,
             Some(Ok(e)) => match event_text(&e.data, &text) {
                 Ok(Some(t)) => Ok(AgentEvent::Delta(t)),
                 Ok(None) => continue,
@@ -316,5 +320,33 @@ where
         if !send(&tx, &cancel, item).await {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events of an SSE answer read from `body`.
+    async fn events_of(body: &'static [u8]) -> Vec<AgentEvent> {
+        let chunks: Vec<Result<bytes::Bytes, std::convert::Infallible>> = vec![Ok(bytes::Bytes::from_static(body))];
+        let mut stream = read_answer(futures_util::stream::iter(chunks), AnswerFormat::Sse, TextAt::Raw, CancellationToken::new());
+        let mut out = Vec::new();
+        while let Some(event) = stream.recv().await {
+            out.push(event.expect("no error"));
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn only_message_events_are_spoken() {
+        let events = events_of(b"event: ping\ndata: keepalive\n\ndata: Hello.\n\nevent: message\ndata: Bye.\n\ndata: [DONE]\n\n").await;
+        assert_eq!(events, vec![AgentEvent::Delta("Hello.".into()), AgentEvent::Delta("Bye.".into()), AgentEvent::Done]);
+    }
+
+    #[tokio::test]
+    async fn an_invalid_byte_is_replaced_and_the_answer_goes_on() {
+        let events = events_of(b"data: caf\xe9\n\ndata: more\n\ndata: [DONE]\n\n").await;
+        assert_eq!(events, vec![AgentEvent::Delta("caf\u{fffd}".into()), AgentEvent::Delta("more".into()), AgentEvent::Done]);
     }
 }

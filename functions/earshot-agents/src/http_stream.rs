@@ -67,6 +67,33 @@ impl Utf8Carry {
     }
 }
 
+/// A byte stream made valid UTF-8 as it goes: each invalid sequence becomes U+FFFD and everything after
+/// it flows on, and a character split across chunks is held until complete ([`Utf8Carry`]). An SSE
+/// reader needs it in front: `eventsource-stream` keeps an invalid byte at the head of its buffer and
+/// withholds every event after it until the body ends. The NDJSON and text readers decode the same way,
+/// so every agent format treats invalid UTF-8 alike: replaced, and the answer goes on.
+pub fn lossy_utf8<S, E>(body: S) -> impl futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    use futures_util::StreamExt;
+    let state = (Box::pin(body), Utf8Carry::default(), false);
+    Box::pin(futures_util::stream::unfold(state, |(mut body, mut carry, ended)| async move {
+        if ended {
+            return None;
+        }
+        match body.next().await {
+            Some(Ok(bytes)) => Some((Ok(bytes::Bytes::from(carry.push(&bytes))), (body, carry, false))),
+            Some(Err(e)) => Some((Err(e), (body, carry, true))),
+            None => {
+                let rest = carry.finish();
+                (!rest.is_empty()).then(|| (Ok(bytes::Bytes::from(rest)), (body, carry, true)))
+            }
+        }
+    }))
+}
+
 /// Sends to the scheduler unless the conversation was cancelled; `false` when the answer should stop.
 pub async fn send(tx: &mpsc::Sender<Result<AgentEvent, AgentError>>, cancel: &CancellationToken, item: Result<AgentEvent, AgentError>) -> bool {
     let last = !matches!(item, Ok(AgentEvent::Delta(_) | AgentEvent::Pause));
@@ -94,6 +121,25 @@ mod tests {
         assert_eq!(carry.push(&[0xe6, 0x9d]), "");
         assert_eq!(carry.finish(), "\u{fffd}");
         assert_eq!(Utf8Carry::default().push(&[b'a', 0xff, b'b']), "a\u{fffd}b");
+    }
+
+    #[tokio::test]
+    async fn an_invalid_byte_in_an_sse_stream_is_replaced_and_the_events_after_it_flow_at_once() {
+        use eventsource_stream::Eventsource;
+        use futures_util::StreamExt;
+        // The body never ends: every event must come out of what has arrived, not wait for the end.
+        let chunks: Vec<Result<bytes::Bytes, std::convert::Infallible>> = vec![Ok(bytes::Bytes::from_static(b"data: caf\xe9\n\ndata: more\n\n"))];
+        let body = futures_util::stream::iter(chunks).chain(futures_util::stream::pending());
+        let mut events = lossy_utf8(body).eventsource();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(1), events.next()).await.expect("not withheld").unwrap().unwrap();
+        assert_eq!(first.data, "caf\u{fffd}");
+        let second = tokio::time::timeout(std::time::Duration::from_secs(1), events.next()).await.expect("not withheld").unwrap().unwrap();
+        assert_eq!(second.data, "more");
+        // A character split across chunks is joined; one cut by the body's end is U+FFFD.
+        let split: Vec<Result<bytes::Bytes, std::convert::Infallible>> =
+            vec![Ok(bytes::Bytes::from_static(&[b'a', 0xe6])), Ok(bytes::Bytes::from_static(&[0x9d, 0xb1, 0xe4]))];
+        let joined: Vec<bytes::Bytes> = lossy_utf8(futures_util::stream::iter(split)).map(Result::unwrap).collect().await;
+        assert_eq!(joined.concat(), "a東\u{fffd}".as_bytes());
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl AgentSource for OpenAiAgent {
             let body = response.text().await.unwrap_or_default();
             return Err(http_stream::status_error(WHO, status, &body));
         }
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = http_stream::lossy_utf8(response.bytes_stream()).eventsource();
         tokio::spawn(async move {
             // An answer whose last chunk gave its finish_reason is complete even if the server then
             // closes without `[DONE]` (some compatible servers do); one that stops before is broken.
