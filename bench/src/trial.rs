@@ -65,7 +65,7 @@ pub async fn run(url: &str, body: &SpeakBody, ttfa_only: bool) -> Result<Measure
 }
 
 pub fn measure(r: &Received) -> Measured {
-    let bytes_per_ms = r.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * 2.0 / 1000.0);
+    let bytes_per_ms = r.bytes_per_ms();
     let mut m = Measured {
         client_ttfa_ms: r.marks.first_audio_decoded_ms,
         client_total_ms: r.marks.done_ms,

@@ -42,14 +42,8 @@ async fn speak_through(plan: &str) -> Heard {
     Heard { received, metric: lines.remove(0) }
 }
 
-/// PCM bytes a millisecond in the stream's announced format.
-fn bytes_per_ms(r: &Received) -> f64 {
-    let format = r.format().expect("format");
-    format.sample_rate as f64 * format.channels as f64 * 2.0 / 1000.0
-}
-
 fn client_stalls(r: &Received) -> Vec<f64> {
-    let bytes_per_ms = bytes_per_ms(r);
+    let bytes_per_ms = r.bytes_per_ms();
     r.marks.playback_silences(bytes_per_ms, THRESHOLD_MS).inside_sentences
 }
 
@@ -88,14 +82,14 @@ async fn the_paced_plan_holds_the_sentence_rather_than_stop_inside_it() {
 
 /// Silences inside sentences as the client's player hears them, at the timeline's own tolerance.
 fn client_stalls_at_tolerance(r: &Received) -> Vec<f64> {
-    let bytes_per_ms = bytes_per_ms(r);
+    let bytes_per_ms = r.bytes_per_ms();
     r.marks.playback_silences(bytes_per_ms, earshot_core::timeline::UNDERRUN_TOLERANCE_MS).inside_sentences
 }
 
 /// The same chunks counted by the rule the timeline once had: a clock per sentence, started at that
 /// sentence's own first audio, blind to earlier audio still queued ahead of the listener.
 fn stalls_by_a_clock_per_sentence(r: &Received) -> Vec<f64> {
-    let bytes_per_ms = bytes_per_ms(r);
+    let bytes_per_ms = r.bytes_per_ms();
     let mut stalls = Vec::new();
     let mut clock: Option<(u32, f64)> = None;
     for (&(at, bytes), &sentence) in r.marks.audio_chunks.iter().zip(&r.marks.audio_chunk_sentences) {

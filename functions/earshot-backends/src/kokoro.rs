@@ -197,9 +197,8 @@ impl SpeechBackend for KokoroBackend {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         self.readiness()?;
         let url = self.ws_url();
-        // Nagle's algorithm off: a `synthesize` is a small write, and with Nagle on it waits for the ACK
-        // of the write before it, which the container's kernel may delay by 40 ms (delayed ACK). That
-        // was a bimodal ~48 ms step between a sentence's release and its first audio.
+        // Nagle's algorithm off: a `synthesize` is a small write, and with Nagle on it may wait for the
+        // ACK of the write before it, which the container's kernel may delay by up to 40 ms (delayed ACK).
         let connect = tokio_tungstenite::connect_async_with_config(url.as_str(), None, true);
         let ws = match tokio::time::timeout(self.cfg.connect_timeout, connect).await {
             Ok(Ok((ws, _))) => ws,

@@ -142,10 +142,15 @@ impl Received {
         self.session.as_ref().map(|s| &s.audio)
     }
 
+    /// PCM bytes a millisecond in the announced format (24 kHz mono when no `session` came).
+    pub fn bytes_per_ms(&self) -> f64 {
+        self.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * 2.0 / 1000.0)
+    }
+
     /// What a listener heard who played `played_ms` of the answer's audio, in order, then stopped
     /// (`None`: all of it). Each sentence lasts as long as the audio received for it.
     pub fn heard(&self, played_ms: Option<f64>) -> Heard {
-        let bytes_per_ms = self.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * 2.0 / 1000.0);
+        let bytes_per_ms = self.bytes_per_ms();
         let mut heard = Heard::default();
         let mut before = 0.0;
         for event in &self.events {

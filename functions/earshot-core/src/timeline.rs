@@ -72,6 +72,7 @@ pub struct Listener {
     /// The sentence of the last chunk sent.
     pub last_sentence: Option<u32>,
 }
+
 /// The timeline of one conversation. All times are milliseconds since the request was received.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
