@@ -84,6 +84,8 @@ pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, 
             SpeechEvent::Finished { .. } => whole = Some(ms()),
             SpeechEvent::Failed(e) => return Err(e.to_string()),
             SpeechEvent::Closed { .. } => break,
+            // One backend, opened directly: no failover to switch to.
+            SpeechEvent::Switched(_) => return Err("an unexpected switch of backend".into()),
         }
     }
     match (first, whole) {

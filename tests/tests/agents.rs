@@ -14,7 +14,7 @@ use earshot_client::{speak, CallOptions, ClientError, SpeakBody, Turn};
 use earshot_core::agent::{AgentEvent, AgentInput, AgentSource};
 use earshot_e2e::moto::Moto;
 use earshot_e2e::{check_conversation, prompt, serve, EarshotProcess, Kokoro};
-use earshot_gateway::Gateway;
+use earshot_gateway::{Gateway, GatewaySettings};
 use earshot_standins::{start_agents, AgentStandIns};
 use tokio_util::sync::CancellationToken;
 
@@ -150,8 +150,11 @@ fn failure(result: Result<earshot_client::Received, ClientError>) -> (u16, Strin
 
 /// A gateway with the synthetic voice (speech-paced tone) and `agent`.
 async fn gateway(agent: Arc<dyn AgentSource>) -> String {
-    let mut gw = Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent);
-    gw.metrics_namespace = None;
+    let gw = Gateway::new(
+        vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))],
+        agent,
+        GatewaySettings { metrics_namespace: None, ..Default::default() },
+    );
     serve(gw).await.url
 }
 
@@ -294,7 +297,7 @@ async fn the_agents_key_comes_from_secrets_manager_once_at_start() {
     std::env::set_var("AWS_SECRET_ACCESS_KEY", "secret");
     std::env::set_var("AWS_REGION", "us-east-1");
     let built = earshot_wiring::build(&settings, earshot_wiring::Place::Serve).await.unwrap();
-    let url = serve(built.gateway).await.url;
+    let url = serve(built.gateway().0).await.url;
     check_conversation(&speak(&url, &prompt("brief"), &CallOptions::default()).await.unwrap());
     assert_eq!(stand.seen.lock().unwrap().last().unwrap().authorization.as_deref(), Some("Bearer sk-from-secret"));
 }

@@ -9,7 +9,7 @@ use earshot_aws::{PollyBackend, PollySettings, SageMakerBackend, SageMakerSettin
 use earshot_core::speech::SpeechBackend;
 use earshot_e2e::moto::Moto;
 use earshot_e2e::{agent, serve};
-use earshot_gateway::Gateway;
+use earshot_gateway::{Gateway, GatewaySettings};
 
 fn sagemaker(config: &earshot_aws::SdkConfig, endpoint: &str) -> Arc<dyn SpeechBackend> {
     let settings = SageMakerSettings {
@@ -44,8 +44,11 @@ async fn healthz_is_ok_when_aws_says_the_endpoint_is_in_service_and_polly_answer
     let config = moto.sdk().await;
     create_endpoint(&moto, "earshot-kokoro");
     let polly = Arc::new(PollyBackend::new(&config, PollySettings::default()).unwrap());
-    let mut gw = Gateway::new(vec![sagemaker(&config, "earshot-kokoro"), polly], Arc::new(agent(100.0)));
-    gw.metrics_namespace = None;
+    let gw = Gateway::new(
+        vec![sagemaker(&config, "earshot-kokoro"), polly],
+        Arc::new(agent(100.0)),
+        GatewaySettings { metrics_namespace: None, ..Default::default() },
+    );
     let served = serve(gw).await;
     let (status, report) = healthz(&served.url).await;
     assert_eq!(status, 200, "{report}");
@@ -57,8 +60,8 @@ async fn healthz_is_ok_when_aws_says_the_endpoint_is_in_service_and_polly_answer
 async fn healthz_fails_for_an_endpoint_sagemaker_does_not_know_and_says_so() {
     let moto = Moto::start().await;
     let config = moto.sdk().await;
-    let mut gw = Gateway::new(vec![sagemaker(&config, "no-such-endpoint")], Arc::new(agent(100.0)));
-    gw.metrics_namespace = None;
+    let gw =
+        Gateway::new(vec![sagemaker(&config, "no-such-endpoint")], Arc::new(agent(100.0)), GatewaySettings { metrics_namespace: None, ..Default::default() });
     let served = serve(gw).await;
     let (status, report) = healthz(&served.url).await;
     assert_eq!(status, 503, "{report}");

@@ -11,7 +11,7 @@ use earshot_core::agent::AgentSource;
 use earshot_core::protocol::ServerEvent;
 use earshot_core::speech::SpeechBackend;
 use earshot_e2e::{agent, check_conversation, prompt, serve, text, Kokoro};
-use earshot_gateway::{Gateway, Routing};
+use earshot_gateway::{Gateway, GatewaySettings, Routing};
 use earshot_standins::server::Stats;
 use earshot_standins::{PollyDelivery, StandIns, StandInsConfig};
 
@@ -50,9 +50,7 @@ fn polly(config: &earshot_aws::SdkConfig, settings: PollySettings) -> Arc<dyn Sp
 }
 
 async fn gateway(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, routing: Routing) -> String {
-    let mut gw = Gateway::new(backends, agent);
-    gw.metrics_namespace = None;
-    gw.routing = routing;
+    let gw = Gateway::new(backends, agent, GatewaySettings { metrics_namespace: None, routing, ..Default::default() });
     serve(gw).await.url
 }
 

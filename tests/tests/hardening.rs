@@ -119,8 +119,11 @@ async fn an_answer_that_turns_out_empty_ends_with_its_own_error() {
     let kokoro = Kokoro::shared();
     let backend = earshot_e2e::kokoro_backend(kokoro).await;
     let agent = earshot_e2e::agent(200.0).with_script("code", "```bash\nmake run\n```\n");
-    let mut gateway = earshot_gateway::Gateway::new(vec![backend], std::sync::Arc::new(agent));
-    gateway.metrics_namespace = None;
+    let gateway = earshot_gateway::Gateway::new(
+        vec![backend],
+        std::sync::Arc::new(agent),
+        earshot_gateway::GatewaySettings { metrics_namespace: None, ..Default::default() },
+    );
     let served = earshot_e2e::serve(gateway).await;
     let r = speak(&served.url, &earshot_e2e::prompt("code"), &CallOptions::default()).await.expect("a stream");
     assert_eq!(event_kinds(&r).first(), Some(&"session"));

@@ -13,7 +13,7 @@ use earshot_aws::DynamoStore;
 use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
 use earshot_e2e::moto::Moto;
 use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
-use earshot_gateway::{ConversationStore, Gateway, Interrupts};
+use earshot_gateway::{ConversationStore, Gateway, GatewaySettings, Interrupts};
 
 async fn sdk(moto: &Moto) -> earshot_aws::SdkConfig {
     moto.sdk().await
@@ -83,13 +83,17 @@ async fn an_interrupt_taken_by_another_instance_stops_the_speaking_one() {
     let shared = || Interrupts::Shared { store: Arc::new(DynamoStore::new(&config, "interrupts")), poll };
 
     // The speaking instance: the real container. The other instance shares only the table.
-    let mut speaking = Gateway::new(vec![kokoro_backend(kokoro).await], Arc::new(agent(200.0)));
-    speaking.interrupts = shared();
-    speaking.metrics_namespace = None;
+    let speaking = Gateway::new(
+        vec![kokoro_backend(kokoro).await],
+        Arc::new(agent(200.0)),
+        GatewaySettings { interrupts: shared(), metrics_namespace: None, ..Default::default() },
+    );
     let speaking = serve(speaking).await.url;
-    let mut other = Gateway::new(vec![kokoro_backend(kokoro).await], Arc::new(agent(200.0)));
-    other.interrupts = shared();
-    other.metrics_namespace = None;
+    let other = Gateway::new(
+        vec![kokoro_backend(kokoro).await],
+        Arc::new(agent(200.0)),
+        GatewaySettings { interrupts: shared(), metrics_namespace: None, ..Default::default() },
+    );
     let other = serve(other).await.url;
 
     let body = SpeakBody {

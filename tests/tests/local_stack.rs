@@ -8,16 +8,16 @@ use earshot_client::{speak, CallOptions, SpeakBody};
 use earshot_core::protocol::{Delivery, ServerEvent};
 use earshot_core::speech::SpeechBackend;
 use earshot_e2e::{agent, check_conversation, kokoro_backend, prompt, serve, text, Kokoro};
-use earshot_gateway::Gateway;
+use earshot_gateway::{Gateway, GatewaySettings};
 
-async fn stack(tokens_per_second: f64, tweak: impl FnOnce(&mut Gateway)) -> (String, Arc<dyn SpeechBackend>) {
+async fn stack(tokens_per_second: f64, tweak: impl FnOnce(&mut GatewaySettings)) -> (String, Arc<dyn SpeechBackend>) {
     let backend = kokoro_backend(Kokoro::shared()).await;
     let agent = agent(tokens_per_second)
         .with_script("quiet", "Let me check that for you.{wait:2500} It shipped today.")
         .with_script("three", "One two three. Four five six. Seven eight nine.");
-    let mut gateway = Gateway::new(vec![backend.clone()], Arc::new(agent));
-    gateway.metrics_namespace = None;
-    tweak(&mut gateway);
+    let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
+    tweak(&mut settings);
+    let gateway = Gateway::new(vec![backend.clone()], Arc::new(agent), settings);
     (serve(gateway).await.url, backend)
 }
 
@@ -162,8 +162,7 @@ async fn a_client_that_goes_away_cancels_the_work_upstream() {
 async fn a_container_that_stops_mid_answer_ends_the_stream_with_an_error() {
     let own = Kokoro::start();
     let backend = kokoro_backend(&own).await;
-    let mut gateway = Gateway::new(vec![backend], Arc::new(agent(50.0)));
-    gateway.metrics_namespace = None;
+    let gateway = Gateway::new(vec![backend], Arc::new(agent(50.0)), GatewaySettings { metrics_namespace: None, ..Default::default() });
     let url = serve(gateway).await.url;
 
     let (long, options) = (prompt("long"), CallOptions::default());

@@ -1,5 +1,5 @@
 //! The interrupt store on DynamoDB: one item per live conversation, so that an interrupt received by one
-//! Lambda invocation reaches the invocation that speaks (see `earshot_gateway::interrupts`).
+//! Lambda invocation reaches the invocation that speaks (see `earshot_gateway::interrupts`; the trait is `earshot_core::store`).
 //!
 //! The table (created by the CDK app, on-demand capacity) has the partition key `conversation_id` (a
 //! string) and time to live on `expires_at` (epoch seconds), so a record whose conversation never ended
@@ -20,7 +20,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use earshot_core::error::Error;
-use earshot_gateway::ConversationStore;
+use earshot_core::store::ConversationStore;
 
 pub struct DynamoStore {
     client: Client,

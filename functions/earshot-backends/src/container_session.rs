@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::kokoro_wire::{self, ControlMessage};
+use earshot_core::error::codes as error_codes;
 
 /// Kokoro renders 24 kHz mono PCM.
 pub const KOKORO_SAMPLE_RATE: u32 = 24_000;
@@ -134,7 +135,7 @@ impl<T: ContainerTransport> Session<T> {
         match frame {
             Some(Ok(Frame::Text(text))) => match kokoro_wire::parse_control(&text) {
                 Ok(ControlMessage::Start { sample_rate, .. }) if sample_rate != KOKORO_SAMPLE_RATE => {
-                    self.report("backend_protocol", format!("the container speaks at {sample_rate} Hz, not {KOKORO_SAMPLE_RATE}"), false).await;
+                    self.report(error_codes::BACKEND_PROTOCOL, format!("the container speaks at {sample_rate} Hz, not {KOKORO_SAMPLE_RATE}"), false).await;
                     Next::Abandon
                 }
                 Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
@@ -163,7 +164,7 @@ impl<T: ContainerTransport> Session<T> {
                     Next::Stop
                 }
                 Err(e) => {
-                    self.report("backend_protocol", e, false).await;
+                    self.report(error_codes::BACKEND_PROTOCOL, e, false).await;
                     Next::Abandon
                 }
             },
@@ -174,12 +175,12 @@ impl<T: ContainerTransport> Session<T> {
                 },
                 Ok(None) => Next::Go,
                 Err(e) => {
-                    self.report("backend_protocol", e, false).await;
+                    self.report(error_codes::BACKEND_PROTOCOL, e, false).await;
                     Next::Abandon
                 }
             },
             None => {
-                self.report("backend_gone", "the Kokoro container closed the connection".into(), true).await;
+                self.report(error_codes::BACKEND_GONE, "the Kokoro container closed the connection".into(), true).await;
                 Next::Stop
             }
             Some(Err(e)) => {

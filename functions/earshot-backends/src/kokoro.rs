@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::container_session::{self, ContainerTransport, Frame, TransportError};
+use earshot_core::error::codes as error_codes;
 
 pub use crate::container_session::KOKORO_SAMPLE_RATE;
 /// Where the container is and how to speak.
@@ -113,7 +114,7 @@ impl KokoroBackend {
         }
         let list: VoiceList = match self.http.get(format!("{base}/voices")).send().await {
             Ok(r) if r.status().is_success() => {
-                r.json().await.map_err(|e| SpeechError::new("backend_protocol", format!("unreadable voice list from {base}: {e}"), false))?
+                r.json().await.map_err(|e| SpeechError::new(error_codes::BACKEND_PROTOCOL, format!("unreadable voice list from {base}: {e}"), false))?
             }
             _ => return Err(not_yet()),
         };
@@ -236,7 +237,7 @@ impl ContainerTransport for WsTransport {
         self.ws
             .send(Message::Text(text.into()))
             .await
-            .map_err(|e| TransportError::new("backend_gone", format!("the Kokoro container connection failed: {e}"), true))
+            .map_err(|e| TransportError::new(error_codes::BACKEND_GONE, format!("the Kokoro container connection failed: {e}"), true))
     }
 
     async fn recv(&mut self) -> Option<Result<Frame, TransportError>> {
@@ -246,7 +247,7 @@ impl ContainerTransport for WsTransport {
                 Some(Ok(Message::Binary(bytes))) => Some(Ok(Frame::Binary(Bytes::from(bytes.to_vec())))),
                 Some(Ok(Message::Close(_))) | None => None,
                 Some(Ok(_)) => continue,
-                Some(Err(e)) => Some(Err(TransportError::new("backend_gone", format!("the Kokoro container connection failed: {e}"), true))),
+                Some(Err(e)) => Some(Err(TransportError::new(error_codes::BACKEND_GONE, format!("the Kokoro container connection failed: {e}"), true))),
             };
         }
     }

@@ -4,8 +4,9 @@
 //! without being converted field by field. The HTTP errors before a stream add a status to it.
 //!
 //! The code is a string, not an enum: backends and agents relay codes from outside (the Kokoro
-//! container's own `error` codes, AWS exception names mapped at the edge), so the set is open; the
-//! codes earshot itself gives are documented in `docs/protocol.md`.
+//! container's own `error` codes, AWS exception names mapped at the edge), so the set is open. The
+//! codes earshot itself makes in more than one place are the constants of [`codes`]; every code is
+//! documented in `docs/protocol.md` (a test scans the sources for them, formatted ones included).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,4 +24,29 @@ impl Error {
     pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
         Error { code: code.into(), message: message.into(), retryable }
     }
+}
+
+/// Codes earshot itself gives, shared by the parts that give them (the backends' refusals are
+/// [`crate::speech::codes`]).
+pub mod codes {
+    /// The agent's stream stopped without finishing its answer.
+    pub const AGENT_ENDED: &str = "agent_ended";
+    /// A speech session ended unexpectedly.
+    pub const BACKEND_GONE: &str = "backend_gone";
+    /// A speech session closed before the answer was spoken.
+    pub const BACKEND_CLOSED: &str = "backend_closed";
+    /// A backend sent something the protocol does not allow.
+    pub const BACKEND_PROTOCOL: &str = "backend_protocol";
+    /// The whole answer had nothing to speak.
+    pub const EMPTY_ANSWER: &str = "empty_answer";
+    /// A buffered answer over its cap.
+    pub const ANSWER_TOO_LONG: &str = "answer_too_long";
+    /// The client asked to stop the conversation.
+    pub const INTERRUPTED: &str = "interrupted";
+    /// The conversation ran past its maximum length.
+    pub const CONVERSATION_TOO_LONG: &str = "conversation_too_long";
+    /// earshot failed inside a conversation (a panic).
+    pub const INTERNAL: &str = "internal";
+    /// The server is stopping.
+    pub const SHUTTING_DOWN: &str = "shutting_down";
 }

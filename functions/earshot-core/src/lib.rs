@@ -7,15 +7,19 @@
 //!   cancellation.
 //! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends; [`error`]: the one
 //!   failure shape they, the transport and the protocol share.
+//! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait.
+//! - [`failover`]: several backends in order as one, the only place a conversation changes backend.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
 //!   simulated listener whose silences they count.
 
 pub mod agent;
 pub mod error;
+pub mod failover;
 pub mod playback;
 pub mod protocol;
 pub mod scheduler;
 pub mod speech;
+pub mod store;
 pub mod text;
 pub mod timeline;

@@ -21,10 +21,12 @@
 //! The scheduler owns time: when the agent has been silent for the idle window and the pending text
 //! would be a complete sentence, it is released without waiting for the character that would confirm
 //! it. A pause signalled by the agent (a tool call) releases pending text at once.
+//!
+//! The scheduler speaks through one session and knows nothing of failover: a session made of several
+//! backends ([`crate::failover`]) re-sends what it must itself and says when another backend has taken
+//! over ([`SpeechEvent::Switched`]); the scheduler then tells the client, in a second `session`.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -32,7 +34,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentEvent, AgentStream};
-use crate::protocol::{AudioChunk, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta};
+use crate::error::codes as error_codes;
+use crate::protocol::{AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta};
 use crate::speech::{SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
 use crate::timeline::{Clock, SentenceMarks, Timeline};
@@ -66,16 +69,15 @@ impl std::str::FromStr for Release {
     }
 }
 
-/// How a conversation is scheduled.
+/// How conversations are scheduled: the gateway's settings, the same for every conversation.
 #[derive(Debug, Clone)]
 pub struct SchedulerConfig {
-    pub release: Release,
     /// Release pending text that would be a complete sentence after this much agent silence.
     pub idle_release: Option<Duration>,
     pub segmenter: SegmenterConfig,
     /// Make Markdown speakable before segmenting.
     pub normalise_markdown: bool,
-    /// Sentences at the backend and not finished.
+    /// Sentences at the backend and not finished (at least one: [`SchedulerConfig::in_flight_bound`]).
     pub max_in_flight: usize,
     /// The longest answer accepted, in characters.
     pub max_answer_chars: usize,
@@ -84,7 +86,6 @@ pub struct SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            release: Release::Incremental,
             idle_release: Some(Duration::from_millis(150)),
             segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
             normalise_markdown: true,
@@ -94,9 +95,28 @@ impl Default for SchedulerConfig {
     }
 }
 
-/// Another backend to hand the conversation to when the first fails before any audio: a future that
-/// opens its session (lazily, only if it is needed), or gives `None` if it cannot.
-pub type Fallback = Pin<Box<dyn Future<Output = Option<(SpeechSession, SessionInfo)>> + Send>>;
+impl SchedulerConfig {
+    /// The in-flight bound as applied: a bound of zero would never send anything, so it is one.
+    pub fn in_flight_bound(&self) -> usize {
+        self.max_in_flight.max(1)
+    }
+}
+
+/// One conversation for the scheduler: what it reads, what it speaks through, and what it says first.
+pub struct Conversation {
+    pub agent: AgentStream,
+    pub session: SpeechSession,
+    /// The `session` message, sent first; a switch of backend sends it again, naming the new one.
+    pub info: SessionInfo,
+    /// This conversation's release policy.
+    pub release: Release,
+    /// Every mark is milliseconds from this clock's start.
+    pub clock: Clock,
+    /// Marks made before the scheduler started (the session's open, an overflow); it adds the rest.
+    pub timeline: Timeline,
+    /// Cancelled when the conversation must end (the client left, an interrupt, shutdown).
+    pub cancel: CancellationToken,
+}
 
 /// How a conversation ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,17 +132,18 @@ pub enum Outcome {
 
 struct Scheduler<'a> {
     cfg: &'a SchedulerConfig,
+    release: Release,
     clock: Clock,
     timeline: Timeline,
     out: mpsc::Sender<ServerEvent>,
     commands: mpsc::Sender<SpeechCommand>,
+    /// The session's audio format (a switch of backend may change it).
+    format: AudioFormat,
+    /// The last `session` message sent, the template of the next.
+    info: SessionInfo,
     normaliser: Normaliser,
     segmenter: Segmenter,
     queue: VecDeque<(u32, String)>,
-    /// Sentences at the backend and not finished, kept to hand them to a fallback.
-    sent: VecDeque<(u32, String)>,
-    /// Sentences announced to the client (a sentence handed to a fallback is not announced again).
-    announced: u32,
     next_index: u32,
     in_flight: usize,
     agent_done: bool,
@@ -134,36 +155,28 @@ struct Scheduler<'a> {
 enum Flow {
     Continue,
     End(Outcome),
-    /// The backend failed before any audio: hand over to the fallback, or fail with this error.
-    Failover(ErrorInfo),
 }
 
-/// Runs one conversation to its end. The caller has already sent the `session` message; this sends
-/// everything after it, ending with `done` or `error` (unless the client is gone or the conversation
-/// was cancelled). Returns how it ended and the timeline.
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
-    mut agent: AgentStream,
-    session: SpeechSession,
-    out: mpsc::Sender<ServerEvent>,
-    cfg: &SchedulerConfig,
-    clock: Clock,
-    timeline: Timeline,
-    cancel: CancellationToken,
-    mut fallback: Option<Fallback>,
-) -> (Outcome, Timeline) {
-    let SpeechSession { commands, mut events, mut format, .. } = session;
+/// Runs one conversation to its end: sends its `session` message, then everything after it, ending
+/// with `done` or `error` (unless the client is gone or the conversation was cancelled). Returns how
+/// it ended and the timeline.
+pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::Sender<ServerEvent>) -> (Outcome, Timeline) {
+    let Conversation { mut agent, session, info, release, clock, mut timeline, cancel } = conversation;
+    let SpeechSession { commands, mut events, format, .. } = session;
+    timeline.backend = info.backend.clone();
+    timeline.release = release.as_str().to_string();
     let mut s = Scheduler {
         cfg,
+        release,
         clock,
         timeline,
         out,
         commands,
+        format,
+        info,
         normaliser: Normaliser::new(),
         segmenter: Segmenter::new(cfg.segmenter.clone()),
         queue: VecDeque::new(),
-        sent: VecDeque::new(),
-        announced: 0,
         next_index: 0,
         in_flight: 0,
         agent_done: false,
@@ -178,9 +191,12 @@ pub async fn run(
     let mut listening_since = Instant::now();
     let mut was_pulling = true;
 
+    if let Flow::End(outcome) = s.send(ServerEvent::Session(s.info.clone())).await {
+        return (outcome, s.timeline);
+    }
     let outcome = loop {
         let can_pull = !s.agent_done
-            && match cfg.release {
+            && match release {
                 Release::Incremental => s.queue.is_empty(),
                 Release::Buffered => true,
             };
@@ -195,7 +211,7 @@ pub async fn run(
         let flow = tokio::select! {
             biased;
             _ = cancel.cancelled() => Flow::End(Outcome::Cancelled),
-            event = events.recv() => s.on_speech(event, &format, fallback.is_some()).await,
+            event = events.recv() => s.on_speech(event).await,
             event = agent.recv(), if can_pull => {
                 if matches!(event, Some(Ok(AgentEvent::Delta(_)))) {
                     last_text = Instant::now();
@@ -213,33 +229,8 @@ pub async fn run(
                 }
             }
         };
-        match flow {
-            Flow::End(outcome) => break outcome,
-            Flow::Failover(error) => {
-                // Opening the fallback may hang; a conversation cancelled meanwhile ends at once.
-                let opened = match fallback.take() {
-                    Some(open) => tokio::select! {
-                        biased;
-                        _ = cancel.cancelled() => break Outcome::Cancelled,
-                        opened = open => opened,
-                    },
-                    None => None,
-                };
-                let Some((session, info)) = opened else {
-                    break s.fail(error).await;
-                };
-                tracing::warn!("{}: {}; continuing on {}", error.code, error.message, info.backend);
-                s.commands = session.commands;
-                events = session.events;
-                format = session.format;
-                s.timeline.backend = info.backend.clone();
-                s.timeline.failover_from = Some(error.code.clone());
-                if let Flow::End(outcome) = s.send(ServerEvent::Session(info)).await {
-                    break outcome;
-                }
-                s.requeue_sent();
-            }
-            Flow::Continue => {}
+        if let Flow::End(outcome) = flow {
+            break outcome;
         }
         if let Flow::End(outcome) = s.pump().await {
             break outcome;
@@ -284,7 +275,7 @@ impl Scheduler<'_> {
                 self.answer_chars += text.chars().count();
                 if self.answer_chars > self.cfg.max_answer_chars {
                     let message = format!("the answer is longer than {} characters", self.cfg.max_answer_chars);
-                    return Flow::End(self.fail(ErrorInfo { code: "answer_too_long".into(), message, retryable: false }).await);
+                    return Flow::End(self.fail(ErrorInfo { code: error_codes::ANSWER_TOO_LONG.into(), message, retryable: false }).await);
                 }
                 if let Flow::End(o) = self.send(ServerEvent::Text(TextDelta { text: text.clone() })).await {
                     return Flow::End(o);
@@ -305,7 +296,8 @@ impl Scheduler<'_> {
             }
             Some(Err(e)) => Flow::End(self.fail(e).await),
             None => {
-                let info = ErrorInfo { code: "agent_ended".into(), message: "the agent stopped without finishing its answer".into(), retryable: true };
+                let info =
+                    ErrorInfo { code: error_codes::AGENT_ENDED.into(), message: "the agent stopped without finishing its answer".into(), retryable: true };
                 Flow::End(self.fail(info).await)
             }
         }
@@ -337,24 +329,20 @@ impl Scheduler<'_> {
 
     /// Sends queued sentences to the backend while the policy and the in-flight bound allow.
     async fn pump(&mut self) -> Flow {
-        if self.cfg.release == Release::Buffered && !self.agent_done {
+        if self.release == Release::Buffered && !self.agent_done {
             return Flow::Continue;
         }
-        while self.in_flight < self.cfg.max_in_flight.max(1) {
+        while self.in_flight < self.cfg.in_flight_bound() {
             let Some((index, text)) = self.queue.pop_front() else { break };
             let now = self.clock.now_ms();
             if let Some(marks) = self.timeline.sentence_mut(index) {
                 marks.released_ms = Some(now);
             }
-            if index >= self.announced {
-                self.announced = index + 1;
-                if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
-                    return Flow::End(o);
-                }
+            if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
+                return Flow::End(o);
             }
-            self.sent.push_back((index, text.clone()));
             if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text })).await.is_err() {
-                let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 return Flow::End(self.fail(info).await);
             }
             self.in_flight += 1;
@@ -367,41 +355,31 @@ impl Scheduler<'_> {
         if self.agent_done && self.next_index == 0 {
             // Nothing in the whole answer could be spoken: say so rather than end with a silent `done`.
             let message = "the answer has nothing to speak (no letters or digits once formatting is set aside)".into();
-            return Flow::End(self.fail(ErrorInfo { code: "empty_answer".into(), message, retryable: false }).await);
+            return Flow::End(self.fail(ErrorInfo { code: error_codes::EMPTY_ANSWER.into(), message, retryable: false }).await);
         }
         if self.agent_done && self.queue.is_empty() && !self.finish_sent {
             self.finish_sent = true;
             if self.commands.send(SpeechCommand::Finish).await.is_err() {
-                let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 return Flow::End(self.fail(info).await);
             }
         }
         Flow::Continue
     }
 
-    /// Puts the sentences the failed backend had not finished back at the head of the queue.
-    fn requeue_sent(&mut self) {
-        while let Some(sentence) = self.sent.pop_back() {
-            self.queue.push_front(sentence);
-        }
-        self.in_flight = 0;
-        self.finish_sent = false;
-    }
-
-    async fn on_speech(&mut self, event: Option<SpeechEvent>, format: &crate::protocol::AudioFormat, can_fail_over: bool) -> Flow {
-        let before_audio = self.timeline.first_audio_sent_ms.is_none();
-        let failure = |code: &str, message: &str, retryable: bool| ErrorInfo { code: code.into(), message: message.into(), retryable };
+    async fn on_speech(&mut self, event: Option<SpeechEvent>) -> Flow {
         match event {
             Some(SpeechEvent::Audio { index, pcm }) => {
                 let now = self.clock.now_ms();
                 let Some(marks) = self.timeline.sentence_mut(index) else {
-                    let info = ErrorInfo { code: "backend_protocol".into(), message: format!("audio for unknown sentence {index}"), retryable: false };
+                    let info =
+                        ErrorInfo { code: error_codes::BACKEND_PROTOCOL.into(), message: format!("audio for unknown sentence {index}"), retryable: false };
                     return Flow::End(self.fail(info).await);
                 };
                 marks.tts_first_audio_ms.get_or_insert(now);
                 let seq = marks.audio_chunks;
                 marks.audio_chunks += 1;
-                let duration_ms = format.duration_ms(pcm.len());
+                let duration_ms = self.format.duration_ms(pcm.len());
                 marks.audio_ms += duration_ms;
                 let bytes = pcm.len() as u64;
                 if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm })).await {
@@ -419,7 +397,6 @@ impl Scheduler<'_> {
             }
             Some(SpeechEvent::Finished { index, report }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
-                self.sent.retain(|(i, _)| *i != index);
                 let now = self.clock.now_ms();
                 let audio_ms = match self.timeline.sentence_mut(index) {
                     Some(marks) => {
@@ -432,7 +409,21 @@ impl Scheduler<'_> {
                 };
                 self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms })).await
             }
-            Some(SpeechEvent::Failed(e)) if before_audio && can_fail_over => Flow::Failover(e),
+            Some(SpeechEvent::Switched(switch)) => {
+                // The sentences in flight stay in flight: the new session speaks them again.
+                self.format = switch.format.clone();
+                self.timeline.backend = switch.backend.clone();
+                self.timeline.failover_from = Some(switch.cause.code.clone());
+                self.info = SessionInfo {
+                    backend: switch.backend,
+                    backend_reason: BackendReason::Failover,
+                    arm: None,
+                    voice: switch.voice,
+                    audio: switch.format,
+                    ..self.info.clone()
+                };
+                self.send(ServerEvent::Session(self.info.clone())).await
+            }
             Some(SpeechEvent::Failed(e)) => Flow::End(self.fail(e).await),
             Some(SpeechEvent::Closed { billed_characters }) => {
                 self.timeline.billed_characters = billed_characters;
@@ -444,14 +435,16 @@ impl Scheduler<'_> {
                         end => end,
                     }
                 } else {
-                    let info =
-                        ErrorInfo { code: "backend_closed".into(), message: "the speech session closed before the answer was spoken".into(), retryable: true };
+                    let info = ErrorInfo {
+                        code: error_codes::BACKEND_CLOSED.into(),
+                        message: "the speech session closed before the answer was spoken".into(),
+                        retryable: true,
+                    };
                     Flow::End(self.fail(info).await)
                 }
             }
-            None if before_audio && can_fail_over => Flow::Failover(failure("backend_gone", "the speech session ended unexpectedly", true)),
             None => {
-                let info = ErrorInfo { code: "backend_gone".into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 Flow::End(self.fail(info).await)
             }
         }

@@ -47,6 +47,9 @@ pub enum SpeechEvent {
     Closed {
         billed_characters: Option<u64>,
     },
+    /// Another backend now speaks the conversation (a [`crate::failover::Failover`] before any audio):
+    /// the sentences not yet finished will be spoken again by it, and its audio follows.
+    Switched(crate::failover::Switch),
 }
 
 /// What a backend says of a sentence it finished, measured on its side.

@@ -1,6 +1,8 @@
 //! Every error code the Rust code can give a client is documented in `docs/protocol.md`. The codes
 //! are found in the sources themselves, as string literals shaped like a code (a known prefix, snake
-//! case), so a new code fails here until the protocol names it.
+//! case), so a new code fails here until the protocol names it. A code made by formatting (a prefix
+//! before a code from outside, `"tts_{code}"`) is found too, and its prefix must be documented as
+//! `` `tts_…` ``.
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +52,29 @@ fn codes(source: &str) -> Vec<String> {
         .collect()
 }
 
+/// Prefixes of codes made by formatting: literals such as `tts_{code}` (snake case, then one
+/// placeholder and nothing after it).
+fn formatted_prefixes(source: &str) -> Vec<String> {
+    source
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|s| {
+            let (prefix, rest) = s.split_once('{')?;
+            let placeholder = rest.strip_suffix('}')?;
+            let snake = |t: &str| t.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+            (prefix.ends_with('_') && prefix.len() > 1 && snake(prefix) && snake(placeholder)).then(|| prefix.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_scan_sees_literal_and_formatted_codes() {
+    let source = r#"report("backend_gone", x); report(&format!("tts_{code}"), y); log("the {name}"); f("{}_{}")"#;
+    assert_eq!(codes(source), vec!["backend_gone"]);
+    assert_eq!(formatted_prefixes(source), vec!["tts_"]);
+}
+
 #[test]
 fn every_code_the_gateway_can_send_is_documented() {
     let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -62,9 +87,15 @@ fn every_code_the_gateway_can_send_is_documented() {
     }
     let protocol = std::fs::read_to_string(functions.join("../docs/protocol.md")).expect("docs/protocol.md");
     let mut found = std::collections::BTreeSet::new();
+    let mut prefixes = std::collections::BTreeSet::new();
     for file in &files {
-        found.extend(codes(&std::fs::read_to_string(file).expect("a source file")));
+        let source = std::fs::read_to_string(file).expect("a source file");
+        found.extend(codes(&source));
+        prefixes.extend(formatted_prefixes(&source));
     }
+    assert!(prefixes.contains("tts_"), "the scan found the formatted codes: {prefixes:?}");
+    let undocumented: Vec<&String> = prefixes.iter().filter(|p| !protocol.contains(&format!("`{p}…`"))).collect();
+    assert!(undocumented.is_empty(), "code prefixes missing from docs/protocol.md (as `prefix…`): {undocumented:?}");
     assert!(found.len() > 30, "the scan found the codes: {found:?}");
     let undocumented: Vec<&String> = found.iter().filter(|code| !protocol.contains(&format!("`{code}`"))).collect();
     assert!(undocumented.is_empty(), "codes missing from docs/protocol.md: {undocumented:?}");

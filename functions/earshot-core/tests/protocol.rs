@@ -15,7 +15,7 @@ fn conversation() -> Vec<ServerEvent> {
             conversation_id: "c-1".into(),
             request_id: "r-1".into(),
             backend: "kokoro".into(),
-            backend_reason: "default".into(),
+            backend_reason: earshot_core::protocol::BackendReason::Default,
             arm: None,
             release: "incremental".into(),
             voice: "jf_alpha".into(),

@@ -1,17 +1,21 @@
 //! The scheduler under random agents, random backends and random departures, in virtual time: whatever
 //! happens, the stream keeps the protocol's ordering rules, ends with at most one `done` or `error`
 //! (exactly one unless the conversation was cancelled or the client left), speaks every word of a
-//! completed answer in order, and lets go of the agent and the backend when it ends.
+//! completed answer in order, holds no more sentences at a backend than its bound, releases nothing
+//! of a buffered answer before the agent is done, and lets go of the agent and every backend session
+//! (through the failover relay, when there is a second backend) when it ends.
 
 mod scheduler_harness;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use earshot_core::failover::{Arm, Failover};
 use earshot_core::scheduler::{Outcome, Release, SchedulerConfig};
 use proptest::prelude::*;
 use scheduler_harness::*;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 const WORDS: &[&str] =
     &["the", "order", "shipped", "today", "and", "it", "arrives", "on", "Friday", "we", "checked", "your", "account", "twice", "price", "is", "lower", "now"];
@@ -126,22 +130,33 @@ fn check(case: Case) -> Result<(), TestCaseError> {
         });
         let (agent, agent_probe) = agent(steps, origin);
         let (session, backend_probe) = backend(planner(case.plans.clone()), origin);
-        let fallback_probe = case.fallback.clone().map(|plans| backend(planner(plans), origin));
-        let (fallback, fallback_probe) = match fallback_probe {
-            Some((session, probe)) => (Some(fallback(session, Duration::from_millis(20), Arc::new(Mutex::new(false)))), Some(probe)),
-            None => (None, None),
+        let cancel = CancellationToken::new();
+        // With a second backend the scheduler speaks through the failover relay, as in production.
+        let (session, fallback_probe) = match case.fallback.clone() {
+            Some(plans) => {
+                let (fallback, probe) = backend(planner(plans), origin);
+                let arms = vec![
+                    Arm { backend: Arc::new(ScriptedBackend::new("primary", session, Duration::ZERO)), voice: "test".into() },
+                    Arm { backend: Arc::new(ScriptedBackend::new("fallback", fallback, Duration::from_millis(20))), voice: "test".into() },
+                ];
+                let opened = Failover::new(arms).open_arms("c", &cancel).await.map_err(|(_, e)| TestCaseError::fail(format!("cannot open: {e}")))?;
+                (opened.session, Some(probe))
+            }
+            None => (session, None),
         };
-        let cfg = SchedulerConfig {
+        let setup = Setup {
+            cfg: SchedulerConfig {
+                idle_release: if case.idle { Some(Duration::from_millis(150)) } else { None },
+                max_in_flight: case.max_in_flight,
+                ..Default::default()
+            },
             release: if case.buffered { Release::Buffered } else { Release::Incremental },
-            idle_release: if case.idle { Some(Duration::from_millis(150)) } else { None },
-            max_in_flight: case.max_in_flight,
-            ..Default::default()
+            cancel_at: case.cancel_at.map(Duration::from_millis),
+            client: Client { leave_after: case.leave_after, ..Default::default() },
         };
-        let client = Client { leave_after: case.leave_after, ..Default::default() };
-        let run =
-            tokio::time::timeout(Duration::from_secs(3600), run(agent, session, cfg, case.cancel_at.map(Duration::from_millis), fallback, client, origin))
-                .await
-                .map_err(|_| TestCaseError::fail("the conversation never ended"))?;
+        let run = tokio::time::timeout(Duration::from_secs(3600), run_cancelled_by(agent, session, setup, cancel, origin))
+            .await
+            .map_err(|_| TestCaseError::fail("the conversation never ended"))?;
         check_protocol(&run).map_err(|broken| TestCaseError::fail(format!("{broken}; events {:?}", run.kinds())))?;
         match &run.outcome {
             Outcome::Completed if !run.client_left => {
@@ -152,7 +167,23 @@ fn check(case: Case) -> Result<(), TestCaseError> {
             Outcome::ClientGone => prop_assert!(case.leave_after.is_some()),
             Outcome::Completed | Outcome::Failed(_) => {}
         }
-        // Whatever the end, both sides are let go.
+        // The bounds: never more sentences at a backend than the in-flight bound (a fallback is sent
+        // again only what was in flight), and nothing of a buffered answer before the agent is done.
+        let bound = case.max_in_flight.max(1);
+        for probe in std::iter::once(&backend_probe).chain(fallback_probe.as_ref()) {
+            let log = probe.log();
+            prop_assert!(log.max_outstanding <= bound, "{} sentences at a backend at once, bound {}", log.max_outstanding, bound);
+            if case.buffered {
+                let done = run.timeline.agent_done_ms;
+                prop_assert!(
+                    log.spoken.iter().all(|(_, _, at)| done.is_some_and(|d| *at as f64 + 0.5 >= d)),
+                    "buffered, spoken before the agent was done ({:?}): {:?}",
+                    done,
+                    log.spoken
+                );
+            }
+        }
+        // Whatever the end, both sides are let go: the agent, and every backend session the relay held.
         tokio::time::sleep(Duration::from_millis(1)).await;
         prop_assert!(agent_probe.log().stopped_ms.is_some(), "the agent outlived the conversation");
         prop_assert!(backend_probe.log().dropped_ms.is_some(), "the backend session outlived the conversation");

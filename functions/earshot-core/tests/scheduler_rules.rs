@@ -5,12 +5,11 @@
 
 mod scheduler_harness;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use earshot_core::agent::AGENT_CHANNEL;
 use earshot_core::protocol::ServerEvent;
-use earshot_core::scheduler::{Fallback, Outcome, Release, SchedulerConfig};
+use earshot_core::scheduler::{Outcome, Release, SchedulerConfig};
 use scheduler_harness::*;
 use tokio::time::Instant;
 
@@ -71,8 +70,8 @@ async fn a_backend_that_stalls_mid_sentence_is_reported_as_stalls_inside_the_sen
 #[tokio::test(start_paused = true)]
 async fn buffered_holds_every_sentence_until_the_agent_is_done() {
     let steps = vec![say("The order shipped today. It"), wait_ms(2000), say(" arrives on Friday."), Step::Done];
-    let cfg = SchedulerConfig { release: Release::Buffered, ..Default::default() };
-    let (run, _, backend) = converse(steps, |_| speak_ms(200, 1, 0), cfg).await;
+    let setup = Setup { release: Release::Buffered, ..Default::default() };
+    let (run, _, backend) = converse(steps, |_| speak_ms(200, 1, 0), setup).await;
     assert_eq!(run.outcome, Outcome::Completed);
     assert_protocol(&run);
     assert_eq!(run.first_ms(is_sentence), Some(2000));
@@ -87,8 +86,8 @@ async fn buffered_holds_every_sentence_until_the_agent_is_done() {
 async fn a_buffered_answer_longer_than_the_cap_fails_and_stops_the_agent() {
     let long = "word ".repeat(30);
     let steps = vec![say(&long), wait_ms(100), say(&long), wait_ms(10_000), Step::Done];
-    let cfg = SchedulerConfig { release: Release::Buffered, max_answer_chars: 200, ..Default::default() };
-    let (run, agent, backend) = converse(steps, plain(10), cfg).await;
+    let setup = Setup { release: Release::Buffered, cfg: SchedulerConfig { max_answer_chars: 200, ..Default::default() }, ..Default::default() };
+    let (run, agent, backend) = converse(steps, plain(10), setup).await;
     assert_protocol(&run);
     assert_eq!(run.last_error_code().as_deref(), Some("answer_too_long"));
     assert!(backend.log().spoken.is_empty(), "nothing of a refused answer is spoken");
@@ -215,7 +214,7 @@ async fn a_stalled_client_stops_the_backend_through_the_bounded_queues() {
         tokio::time::sleep(Duration::from_secs(9)).await;
         probe.log().chunks_sent
     });
-    let run = run(agent, session, SchedulerConfig::default(), None, None, client, origin).await;
+    let run = run(agent, session, Setup { client, ..Default::default() }, origin).await;
     let held = sampled.await.unwrap();
     assert!(held <= 8 + 4 + 2, "the backend produced {held} chunks for a client that read none");
     assert_eq!(run.outcome, Outcome::Completed);
@@ -239,7 +238,7 @@ async fn cancellation_at_every_stage_stops_both_sides_at_once() {
         let origin = Instant::now();
         let (agent, agent_probe) = agent(steps, origin);
         let (session, backend_probe) = backend(|_| speak_ms(200, 20, 50), origin);
-        let run = run(agent, session, SchedulerConfig::default(), Some(Duration::from_millis(cancel_ms)), None, Client::default(), origin).await;
+        let run = run(agent, session, Setup { cancel_at: Some(Duration::from_millis(cancel_ms)), ..Default::default() }, origin).await;
         let at = run.ended_ms;
         assert_eq!(run.outcome, Outcome::Cancelled, "{stage}");
         assert_protocol(&run);
@@ -259,76 +258,12 @@ async fn a_client_that_stops_reading_ends_the_conversation() {
     let (agent, agent_probe) = agent(vec![say("Hello there. And more text here."), wait_ms(10_000), Step::Done], origin);
     let (session, backend_probe) = backend(|_| speak_ms(100, 50, 20), origin);
     let client = Client { leave_after: Some(5), ..Default::default() };
-    let run = run(agent, session, SchedulerConfig::default(), None, None, client, origin).await;
+    let run = run(agent, session, Setup { client, ..Default::default() }, origin).await;
     assert_eq!(run.outcome, Outcome::ClientGone);
     tokio::time::sleep(Duration::from_millis(1)).await;
     let left = run.events.last().unwrap().0;
     assert!(backend_probe.log().dropped_ms.unwrap() <= left + 20, "the backend kept going after the client left");
     assert!(agent_probe.log().stopped_ms.unwrap() <= left + 20);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_client_that_leaves_during_a_hanging_failover_is_noticed() {
-    // The first backend fails before any audio; the fallback's session never opens. Cancelling the
-    // conversation must end it at once, not when (if ever) the fallback answers.
-    let origin = Instant::now();
-    let (agent, _) = agent(vec![say("Hello there."), Step::Done], origin);
-    let (session, _) = backend(|_| Plan::Fail { after: Duration::ZERO, code: "backend_gone" }, origin);
-    let hanging: Fallback = Box::pin(std::future::pending());
-    let run = run(agent, session, SchedulerConfig::default(), Some(Duration::from_secs(1)), Some(hanging), Client::default(), origin).await;
-    assert_eq!(run.outcome, Outcome::Cancelled);
-    assert_eq!(run.ended_ms, 1000);
-}
-
-// --- Failover --------------------------------------------------------------------------------------
-
-#[tokio::test(start_paused = true)]
-async fn failover_before_audio_moves_every_unfinished_sentence_without_announcing_it_again() {
-    let origin = Instant::now();
-    let (agent, _) = agent(vec![say("One is here. Two is here. Three"), wait_ms(500), say(" is here."), Step::Done], origin);
-    let (primary, primary_probe) = backend(|_| Plan::Fail { after: Duration::from_millis(100), code: "backend_unavailable" }, origin);
-    let (secondary, secondary_probe) = backend(|_| speak_ms(50, 2, 10), origin);
-    let asked = Arc::new(Mutex::new(false));
-    let cfg = SchedulerConfig { max_in_flight: 2, ..Default::default() };
-    let run = run(agent, primary, cfg, None, Some(fallback(secondary, Duration::from_millis(30), asked.clone())), Client::default(), origin).await;
-    assert_eq!(run.outcome, Outcome::Completed);
-    assert_protocol(&run);
-    assert_eq!(run.sentences(), vec!["One is here.", "Two is here.", "Three is here."], "each sentence announced once");
-    let kinds = run.kinds();
-    let session_at = kinds.iter().position(|k| *k == "session").expect("the fallback's session is announced");
-    assert!(kinds[..session_at].iter().all(|k| *k != "audio"));
-    let spoken: Vec<u32> = secondary_probe.log().spoken.iter().map(|(i, _, _)| *i).collect();
-    assert_eq!(spoken, vec![0, 1, 2], "the fallback speaks what the first backend had not, in order");
-    assert_eq!(secondary_probe.log().spoken[0].2, 130, "handed over when the open finished");
-    assert_eq!(run.timeline.failover_from.as_deref(), Some("backend_unavailable"));
-    assert_eq!(run.timeline.backend, "fallback");
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    assert!(primary_probe.log().dropped_ms.is_some(), "the failed session is let go");
-}
-
-#[tokio::test(start_paused = true)]
-async fn no_failover_once_audio_has_been_heard() {
-    let origin = Instant::now();
-    let (agent, _) = agent(vec![say("One is here. Two is here."), Step::Done], origin);
-    let (primary, _) = backend(|i| if i == 0 { speak_ms(50, 1, 0) } else { Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" } }, origin);
-    let (secondary, secondary_probe) = backend(plain(10), origin);
-    let asked = Arc::new(Mutex::new(false));
-    let run = run(agent, primary, SchedulerConfig::default(), None, Some(fallback(secondary, Duration::ZERO, asked.clone())), Client::default(), origin).await;
-    assert_protocol(&run);
-    assert_eq!(run.last_error_code().as_deref(), Some("backend_unavailable"));
-    assert!(!*asked.lock().unwrap(), "the fallback is not even opened");
-    assert!(secondary_probe.log().spoken.is_empty());
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_fallback_that_cannot_open_fails_with_the_first_backends_error() {
-    let origin = Instant::now();
-    let (agent, _) = agent(vec![say("Hello there."), Step::Done], origin);
-    let (primary, _) = backend(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }, origin);
-    let none: Fallback = Box::pin(async { None });
-    let run = run(agent, primary, SchedulerConfig::default(), None, Some(none), Client::default(), origin).await;
-    assert_protocol(&run);
-    assert_eq!(run.last_error_code().as_deref(), Some("backend_unavailable"));
 }
 
 // --- Errors from each side -------------------------------------------------------------------------
@@ -341,12 +276,7 @@ async fn every_failure_ends_the_stream_with_one_error_naming_its_cause() {
         ("the agent fails", vec![say("Hello there. "), Step::Fail("agent_throttled")], Box::new(plain(10)), "agent_throttled"),
         ("the agent hangs up", vec![say("Hello there. "), Step::Hangup], Box::new(plain(10)), "agent_ended"),
         ("the backend fails mid-sentence", hello(), Box::new(|_| Plan::FailAfterAudio { code: "backend_timeout" }), "backend_timeout"),
-        (
-            "the backend fails before audio, no fallback",
-            hello(),
-            Box::new(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }),
-            "backend_unavailable",
-        ),
+        ("the backend fails before audio", hello(), Box::new(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }), "backend_unavailable"),
         ("the backend's session vanishes", hello(), Box::new(|_| Plan::Vanish), "backend_gone"),
         ("the backend closes before finishing", hello(), Box::new(|_| Plan::CloseEarly), "backend_closed"),
         ("audio for a sentence never sent", hello(), Box::new(|_| Plan::WrongIndex), "backend_protocol"),
@@ -357,9 +287,9 @@ async fn every_failure_ends_the_stream_with_one_error_naming_its_cause() {
         assert!(matches!(run.outcome, Outcome::Failed(_)), "{case}: {:?}", run.outcome);
         assert_protocol(&run);
         assert_eq!(run.last_error_code().as_deref(), Some(code), "{case}");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        assert!(backend.log().dropped_ms.is_some(), "{case}: the backend session outlived the conversation");
-        let _ = agent;
+        // `run` owns the agent's stream and the session and drops both when it returns; that a
+        // session is let go where a task holds it is checked in `failover_rules.rs`.
+        let _ = (agent, backend);
     }
 }
 

@@ -1,4 +1,5 @@
-//! What a gateway serves with: its backends, its agent, its limits and its scheduling defaults.
+//! What a gateway serves with: its backends, its agent, and its settings (limits, scheduling, routing,
+//! interrupts, tokens), built once.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,46 +10,21 @@ use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::TokenAuth;
 use crate::interrupts::{Interrupts, Registry};
+pub use crate::request::Limits;
 use crate::routing::Routing;
 
-/// Input limits, checked before a stream starts.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_body_bytes: usize,
-    pub max_prompt_chars: usize,
-    pub max_text_chars: usize,
-    /// Earlier turns a request may carry in `messages`.
-    pub max_messages: usize,
-    /// Characters in all those turns together.
-    pub max_history_chars: usize,
-    /// The longest a client may take to send a request's body once its headers are in.
-    pub body_timeout: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_body_bytes: 64 * 1024,
-            max_prompt_chars: 4_000,
-            max_text_chars: 20_000,
-            max_messages: 40,
-            max_history_chars: 16_000,
-            body_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// A configured gateway.
-pub struct Gateway {
-    /// The backends, the first being the default.
-    pub backends: Vec<Arc<dyn SpeechBackend>>,
-    pub agent: Arc<dyn AgentSource>,
+/// How a gateway serves, apart from its backends and agent: set once, when it is built.
+#[derive(Clone)]
+pub struct GatewaySettings {
+    /// How every conversation is scheduled (a request's own choices, such as its release policy,
+    /// travel with the conversation, not in here).
     pub scheduler: SchedulerConfig,
     pub limits: Limits,
     /// Idle time after which a keep-alive is sent on a quiet stream.
     pub keep_alive: Duration,
-    /// Messages the client channel holds before the conversation waits for the client.
+    /// Messages the client channel holds before the conversation waits for the client (at least one).
     pub client_buffer: usize,
     /// CloudWatch namespace of the metrics line logged after each conversation (`None`: no line).
     pub metrics_namespace: Option<String>,
@@ -56,25 +32,18 @@ pub struct Gateway {
     pub web_dir: Option<PathBuf>,
     /// Which backend answers: per request, the A/B split, failover.
     pub routing: Routing,
-    /// Fired when the server stops and its drain time is over: every live conversation ends with a
-    /// retryable `shutting_down` error.
-    pub shutdown: CancellationToken,
     /// How an interrupt reaches a conversation (in this process, or through a shared store).
     pub interrupts: Interrupts,
-    /// The conversations live in this process.
-    pub registry: Arc<Registry>,
     /// The longest a conversation may run before it is stopped (`conversation_too_long`).
     pub max_conversation: Option<Duration>,
     /// Token mode: every `/v1/speak` and interrupt must carry a token these keys verify (`None`: open,
     /// as behind IAM or locally).
-    pub auth: Option<Arc<crate::auth::TokenAuth>>,
+    pub auth: Option<Arc<TokenAuth>>,
 }
 
-impl Gateway {
-    pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>) -> Self {
-        Gateway {
-            backends,
-            agent,
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        GatewaySettings {
             scheduler: SchedulerConfig::default(),
             limits: Limits::default(),
             keep_alive: Duration::from_secs(15),
@@ -82,12 +51,42 @@ impl Gateway {
             metrics_namespace: Some("earshot".into()),
             web_dir: None,
             routing: Routing::default(),
-            shutdown: CancellationToken::new(),
             interrupts: Interrupts::Local,
-            registry: Arc::default(),
             max_conversation: None,
             auth: None,
         }
+    }
+}
+
+/// A configured gateway: its backends and agent, its settings, and what it keeps while it runs (the
+/// live conversations, the shutdown every conversation descends from).
+pub struct Gateway {
+    /// The backends, the first being the default.
+    backends: Vec<Arc<dyn SpeechBackend>>,
+    agent: Arc<dyn AgentSource>,
+    settings: GatewaySettings,
+    /// Fired when the server stops and its drain time is over: the root of every conversation's
+    /// cancellation, so each live one ends with a retryable `shutting_down` error.
+    shutdown: CancellationToken,
+    /// The conversations live in this process.
+    registry: Arc<Registry>,
+}
+
+impl Gateway {
+    pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
+        Gateway { backends, agent, settings, shutdown: CancellationToken::new(), registry: Arc::default() }
+    }
+
+    pub fn settings(&self) -> &GatewaySettings {
+        &self.settings
+    }
+
+    pub fn agent(&self) -> &Arc<dyn AgentSource> {
+        &self.agent
+    }
+
+    pub fn backends(&self) -> &[Arc<dyn SpeechBackend>] {
+        &self.backends
     }
 
     pub fn backend(&self, name: &str) -> Option<&Arc<dyn SpeechBackend>> {
@@ -96,5 +95,14 @@ impl Gateway {
 
     pub fn backend_names(&self) -> Vec<String> {
         self.backends.iter().map(|b| b.name().to_string()).collect()
+    }
+
+    /// Cancel it to end every live conversation (the server does, after its drain time).
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
     }
 }

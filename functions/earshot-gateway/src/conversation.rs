@@ -1,29 +1,45 @@
-//! Starting a conversation: choose the backend, open its session and start the agent (any failure
-//! here is an HTTP error, since no stream has started), then run the scheduler in a task of its own
-//! that feeds the response stream.
+//! One conversation, in named steps:
+//!
+//! 1. [`route`]: which backends may answer (the request's choice, the A/B split or the default, then
+//!    the failover order), each with its voice, within what the caller's token allows;
+//! 2. [`open`]: the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
+//!    failover are decided there, not here);
+//! 3. [`start_agent`]: the agent starts. A failure up to here is an HTTP error: no stream has started;
+//! 4. [`track`]: the conversation is findable by an interrupt (this process's registry, and the shared
+//!    store where conversations run in other processes);
+//! 5. [`converse`]: a task runs the scheduler, which feeds the response stream, then logs the metrics;
+//! 6. [`supervise`]: a second task owns every way the conversation ends (its own end, a panic, an
+//!    interrupt, the maximum length, the server's shutdown, the client leaving) and lets go of what
+//!    [`track`] recorded.
+//!
+//! One cancellation tree: the server's shutdown token is the parent of each conversation's token
+//! ([`Stopper`]), whose children the agent and the backend sessions hold.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use earshot_core::protocol::{Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
-use earshot_core::scheduler::{self, Fallback, Outcome};
-use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechSession};
+use earshot_core::failover::{Arm, Failover, Opened};
+use earshot_core::protocol::{BackendReason, Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
+use earshot_core::scheduler::{self, Conversation, Outcome};
+use earshot_core::speech::{codes, SpeechBackend};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api_error::ApiError;
+use crate::auth::Claims;
 use crate::config::Gateway;
-use crate::interrupts::{self, Interrupts, Registered, Stopper};
+use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper};
 use crate::request::SpeakRequest;
-use crate::routing::Reason;
+use crate::routing::Choice;
+use earshot_core::error::codes as error_codes;
 
 /// A conversation whose stream is ready to be sent.
 pub struct Started {
     pub backend: String,
     /// Why the backend was chosen.
-    pub reason: Reason,
+    pub reason: BackendReason,
     pub arm: Option<String>,
     pub conversation_id: String,
     pub request_id: String,
@@ -31,6 +47,99 @@ pub struct Started {
     pub events: mpsc::Receiver<ServerEvent>,
     /// Cancels the whole conversation; the response stream holds it and fires it when dropped.
     pub cancel: CancellationToken,
+}
+
+/// Starts a conversation: steps 1 to 4 here, 5 and 6 in tasks of their own.
+pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, clock: Clock) -> Result<Started, ApiError> {
+    let route = route(&gw, &request, scope.as_ref())?;
+    let stopper = Stopper::child_of(gw.shutdown());
+    let opened = open(&gw, &route, &request.conversation_id, stopper.token()).await?;
+    let session_open_ms = clock.now_ms();
+    let agent = match gw.agent().start(request.input.clone(), stopper.token().child_token()).await {
+        Ok(agent) => agent,
+        Err(e) => {
+            stopper.token().cancel();
+            return Err(ApiError::from_upstream(e));
+        }
+    };
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let (reason, overflow_from) = reason(&route.choice, &opened);
+    let arm = (reason == BackendReason::Ab).then(|| route.choice.arm.clone()).flatten();
+    let info = SessionInfo {
+        v: PROTOCOL_VERSION,
+        conversation_id: request.conversation_id.clone(),
+        request_id: request_id.clone(),
+        backend: opened.backend.clone(),
+        backend_reason: reason,
+        arm: arm.clone(),
+        release: request.release.as_str().to_string(),
+        voice: opened.session.voice.clone(),
+        audio: opened.session.format.clone(),
+    };
+    let conversation = Conversation {
+        agent,
+        session: opened.session,
+        info,
+        release: request.release,
+        clock,
+        timeline: Timeline { session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() },
+        cancel: stopper.token().clone(),
+    };
+    let tracked = track(&gw, &request.conversation_id, &request_id, &stopper).await;
+    let (out, events) = mpsc::channel(gw.settings().client_buffer.max(1));
+    // Metrics count a conversation in the arm the A/B split chose for it, even when it spilled over or
+    // failed over to another backend (its `Backend` dimension says which spoke): an arm's overflows and
+    // failures are the arm's, as an A/B comparison by intent to treat needs.
+    let arm_for_metrics = (route.choice.reason == BackendReason::Ab).then(|| route.choice.arm.clone()).flatten();
+    let task = tokio::spawn(converse(gw.clone(), conversation, out.clone(), arm_for_metrics));
+    let ending = Ending { shutdown: gw.shutdown().clone(), stopper: stopper.clone(), max: gw.settings().max_conversation, tracked };
+    tokio::spawn(supervise(task, out, request_id.clone(), ending));
+    Ok(Started {
+        backend: opened.backend,
+        reason,
+        arm,
+        conversation_id: request.conversation_id,
+        request_id,
+        delivery: request.delivery,
+        events,
+        cancel: stopper.token().clone(),
+    })
+}
+
+/// The backends that may answer, in the order they are tried.
+pub(crate) struct Route {
+    pub choice: Choice,
+    pub arms: Vec<Arm>,
+}
+
+/// Step 1: chooses the backend and its failover order among those the caller's token allows, with
+/// the voice each would speak in. The requested voice is the chosen backend's (checked once it is
+/// ready: a backend still starting does not know its voices); the others speak their default voice,
+/// and one whose default the token does not allow is left out, as the token would refuse it.
+pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>) -> Result<Route, ApiError> {
+    let names: Vec<String> = gw.backend_names().into_iter().filter(|n| scope.is_none_or(|s| s.allows_backend(n))).collect();
+    let routing = &gw.settings().routing;
+    let choice = routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
+    let chosen = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
+    let voice = match chosen.readiness() {
+        Ok(()) => voice_for(&chosen, request.voice.as_ref())?,
+        Err(_) => request.voice.clone().unwrap_or_else(|| chosen.default_voice()),
+    };
+    if chosen.readiness().is_ok() && scope.is_some_and(|s| !s.allows_voice(&voice)) {
+        return Err(ApiError::forbidden(
+            "token_out_of_scope",
+            format!("this token may not use the voice `{voice}` of {}: name an allowed voice", chosen.name()),
+        ));
+    }
+    let mut arms = vec![Arm { backend: chosen, voice }];
+    for name in routing.fallbacks(&choice, &names) {
+        let Some(backend) = gw.backend(&name).cloned() else { continue };
+        let voice = backend.default_voice();
+        if scope.is_none_or(|s| s.allows_voice(&voice)) {
+            arms.push(Arm { backend, voice });
+        }
+    }
+    Ok(Route { choice, arms })
 }
 
 fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>) -> Result<String, ApiError> {
@@ -44,197 +153,95 @@ fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>) -> Re
     }
 }
 
-fn session_info(
-    request: &SpeakRequest,
-    request_id: &str,
-    backend: &str,
-    reason: Reason,
-    arm: Option<String>,
-    voice: String,
-    session: &SpeechSession,
-) -> SessionInfo {
-    SessionInfo {
-        v: PROTOCOL_VERSION,
-        conversation_id: request.conversation_id.clone(),
-        request_id: request_id.to_string(),
-        backend: backend.to_string(),
-        backend_reason: reason.as_str().to_string(),
-        arm,
-        release: request.release.as_str().to_string(),
-        voice,
-        audio: session.format.clone(),
+/// Step 2: opens the first arm that takes the conversation. With none, the client is told before any
+/// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
+pub(crate) async fn open(gw: &Gateway, route: &Route, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
+    match Failover::new(route.arms.clone()).open_arms(conversation_id, cancel).await {
+        Ok(opened) => Ok(opened),
+        Err((backend, e)) => {
+            if e.code == codes::BUSY {
+                if let Some(namespace) = &gw.settings().metrics_namespace {
+                    crate::metrics::log_refusal(&backend, namespace);
+                }
+            }
+            Err(ApiError::from_backend(e))
+        }
     }
 }
 
-pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, clock: Clock) -> Result<Started, ApiError> {
-    // A token may allow only some backends: the choice, and any failover, stay among them.
-    let names: Vec<String> = gw.backend_names().into_iter().filter(|n| request.scope.as_ref().is_none_or(|s| s.allows_backend(n))).collect();
-    let choice = gw.routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
-    let mut fallbacks: Vec<Arc<dyn SpeechBackend>> = gw.routing.fallbacks(&choice, &names).iter().filter_map(|n| gw.backend(n).cloned()).collect();
-    let first = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
-    let cancel = CancellationToken::new();
-    let request_id = uuid::Uuid::new_v4().to_string();
-    let open = |backend: &Arc<dyn SpeechBackend>, voice: String| {
-        let options = SessionOptions { voice, conversation_id: request.conversation_id.clone(), cancel: cancel.child_token() };
-        let backend = backend.clone();
-        async move { backend.open(options).await }
+/// Why the backend that opened speaks: the router's reason, unless arms were passed over (the last
+/// one full: `overflow`, else `failover`). With the first full arm, for the timeline.
+fn reason(choice: &Choice, opened: &Opened) -> (BackendReason, Option<String>) {
+    let overflow_from = opened.handovers.iter().find(|h| h.is_overflow()).map(|h| h.from.clone());
+    let reason = match opened.handovers.last() {
+        None => choice.reason,
+        Some(h) if h.is_overflow() => BackendReason::Overflow,
+        Some(_) => BackendReason::Failover,
     };
+    (reason, overflow_from)
+}
 
-    // Open the chosen backend. With failover, one that is starting or failing hands over to the next
-    // (`failover`), and one that is full spills over to it (`overflow`); without, the client is told
-    // before any stream starts (503 with Retry-After for starting or full).
-    let (mut backend, mut reason, mut requested_voice) = (first, choice.reason, request.voice.clone());
-    let mut overflow_from: Option<String> = None;
-    let (session, voice) = loop {
-        let opened = match backend.readiness() {
-            Err(e) => Err(e),
-            Ok(()) => {
-                let voice = voice_for(&backend, requested_voice.as_ref())?;
-                if request.scope.as_ref().is_some_and(|s| !s.allows_voice(&voice)) {
-                    return Err(ApiError::forbidden(
-                        "token_out_of_scope",
-                        format!("this token may not use the voice `{voice}` of {}: name an allowed voice", backend.name()),
-                    ));
-                }
-                open(&backend, voice.clone()).await.map(|session| (session, voice))
-            }
-        };
-        match opened {
-            Ok(opened) => break opened,
-            Err(e) if !fallbacks.is_empty() => {
-                let full = e.code == codes::BUSY;
-                tracing::warn!(
-                    "{} cannot take the conversation ({}: {}); {}",
-                    backend.name(),
-                    e.code,
-                    e.message,
-                    if full { "spilling over" } else { "failing over" }
-                );
-                if full {
-                    overflow_from.get_or_insert_with(|| backend.name().to_string());
-                    reason = Reason::Overflow;
-                } else {
-                    reason = Reason::Failover;
-                }
-                backend = fallbacks.remove(0);
-                requested_voice = None;
-            }
-            Err(e) => {
-                if e.code == codes::BUSY {
-                    print_refusal(&gw, backend.name());
-                }
-                return Err(ApiError::from_backend(e));
-            }
-        }
-    };
-    let session_open_ms = clock.now_ms();
-    let agent = match gw.agent.start(request.input.clone(), cancel.child_token()).await {
-        Ok(agent) => agent,
-        Err(e) => {
-            cancel.cancel();
-            return Err(ApiError::from_upstream(e));
-        }
-    };
-    let arm = if reason == Reason::Ab { choice.arm.clone() } else { None };
-    let info = session_info(&request, &request_id, backend.name(), reason, arm.clone(), voice, &session);
-    // A backend that fails before any audio mid-stream hands over to the next one.
-    let fallback: Option<Fallback> = fallbacks.first().cloned().map(|next| {
-        let voice = next.default_voice();
-        let opening = open(&next, voice.clone());
-        let (request, request_id) = (request.clone(), request_id.clone());
-        let fut: Fallback = Box::pin(async move {
-            let session = opening.await.ok()?;
-            let info = session_info(&request, &request_id, next.name(), Reason::Failover, None, voice, &session);
-            Some((session, info))
-        });
-        fut
-    });
+/// What [`track`] recorded, let go of when the conversation ends.
+pub(crate) struct Tracked {
+    /// This process's registry entry.
+    pub registered: Registered,
+    /// The shared store's record: the store, the conversation id and this conversation's token.
+    pub store: Option<(Arc<dyn ConversationStore>, String, String)>,
+}
 
-    let (tx, rx) = mpsc::channel(gw.client_buffer.max(1));
-    let task_cancel = cancel.clone();
-    let backend_name = backend.name().to_string();
-    let conversation_id = request.conversation_id.clone();
-    let release = request.release;
-    // Metrics count a conversation in the arm the A/B split chose for it, even when it spilled over or
-    // failed over to another backend (its `Backend` dimension says which spoke): an arm's overflows and
-    // failures are the arm's, as an A/B comparison by intent to treat needs.
-    let arm_for_metrics = if choice.reason == Reason::Ab { choice.arm.clone() } else { None };
-    let (supervisor_out, supervisor_cancel, shutdown) = (tx.clone(), cancel.clone(), gw.shutdown.clone());
-    let max_conversation = gw.max_conversation;
-    // Interrupts: this process's registry always; the shared store too where conversations run in
-    // other processes (Lambda).
-    let stopper = Stopper::default();
-    let registered = gw.registry.register(&request.conversation_id, stopper.clone());
-    let mut store_end = None;
-    if let Interrupts::Shared { store, poll } = &gw.interrupts {
-        let ttl = gw.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
-        if let Err(e) = store.begin(&request.conversation_id, &request_id, ttl).await {
-            tracing::warn!(conversation = %request.conversation_id, "cannot record the conversation in the interrupt store: {e}");
-        }
-        tokio::spawn(interrupts::watch(store.clone(), request.conversation_id.clone(), *poll, stopper.clone()));
-        store_end = Some((store.clone(), request.conversation_id.clone(), request_id.clone()));
+/// Step 4: makes the conversation findable by an interrupt: in this process's registry always, and in
+/// the shared store (with a watcher) where conversations run in other processes too (Lambda).
+pub(crate) async fn track(gw: &Gateway, conversation_id: &str, request_id: &str, stopper: &Stopper) -> Tracked {
+    let registered = gw.registry().register(conversation_id, stopper.clone());
+    let Interrupts::Shared { store, poll } = &gw.settings().interrupts else {
+        return Tracked { registered, store: None };
+    };
+    let ttl = gw.settings().max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
+    if let Err(e) = store.begin(conversation_id, request_id, ttl).await {
+        tracing::warn!(conversation = %conversation_id, "cannot record the conversation in the interrupt store: {e}");
     }
-    let conversation = tokio::spawn(async move {
-        if tx.send(ServerEvent::Session(info)).await.is_err() {
-            task_cancel.cancel();
-            return;
-        }
-        let mut cfg = gw.scheduler.clone();
-        cfg.release = release;
-        let timeline =
-            Timeline { backend: backend_name, release: release.as_str().into(), session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() };
-        let (outcome, timeline) = scheduler::run(agent, session, tx, &cfg, clock, timeline, task_cancel.clone(), fallback).await;
-        match &outcome {
-            Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
-            Outcome::Failed(e) => tracing::warn!(conversation = %conversation_id, code = %e.code, "conversation failed: {}", e.message),
-            Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
-        }
-        if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.metrics_namespace, &outcome) {
-            crate::metrics::log_conversation(&timeline, namespace, arm_for_metrics.as_deref(), matches!(outcome, Outcome::Failed(_)));
-        }
-        // Ends whatever is left of the conversation: the backend session and the agent.
-        task_cancel.cancel();
-    });
-    let ending = Ending { shutdown, stopper, max: max_conversation, registered, store_end };
-    tokio::spawn(supervise(conversation, supervisor_out, request_id.clone(), ending, supervisor_cancel));
-    Ok(Started {
-        backend: backend.name().to_string(),
-        reason,
-        arm,
-        conversation_id: request.conversation_id,
-        request_id,
-        delivery: request.delivery,
-        events: rx,
-        cancel,
-    })
+    tokio::spawn(interrupts::watch(store.clone(), conversation_id.to_string(), *poll, stopper.clone()));
+    Tracked { registered, store: Some((store.clone(), conversation_id.to_string(), request_id.to_string())) }
+}
+
+/// Step 5: runs the scheduler to the conversation's end, then logs how it ended and its metrics line.
+async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sender<ServerEvent>, arm_for_metrics: Option<String>) -> Outcome {
+    let conversation_id = conversation.info.conversation_id.clone();
+    let (outcome, timeline) = scheduler::run(conversation, &gw.settings().scheduler, out).await;
+    match &outcome {
+        Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
+        Outcome::Failed(e) => tracing::warn!(conversation = %conversation_id, code = %e.code, "conversation failed: {}", e.message),
+        Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
+    }
+    if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.settings().metrics_namespace, &outcome) {
+        crate::metrics::log_conversation(&timeline, namespace, arm_for_metrics.as_deref(), matches!(outcome, Outcome::Failed(_)));
+    }
+    outcome
 }
 
 /// What can end a conversation from outside its task, and what to let go of when it ends.
 pub(crate) struct Ending {
-    /// The server stopping (after its drain time).
+    /// The server stopping (after its drain time): the parent of the stopper's token.
     pub shutdown: CancellationToken,
-    /// An interrupt, or the maximum length.
+    /// The conversation's token, with the reason it was stopped.
     pub stopper: Stopper,
     pub max: Option<Duration>,
-    pub registered: Registered,
-    /// The shared store's record of the conversation, forgotten at the end.
-    pub store_end: Option<(Arc<dyn interrupts::ConversationStore>, String, String)>,
+    pub tracked: Tracked,
 }
 
-/// Watches a conversation's task so that its client is never left hanging: if the task panics, the
-/// stream ends with an `internal` error that names the request id (and the panic is logged); if the
-/// server shuts down, the conversation is interrupted or it runs past its maximum length, the task is
-/// stopped and the stream ends with `shutting_down` (retryable), `interrupted` or
-/// `conversation_too_long`. Either way the conversation's token is cancelled, which stops the agent
-/// and the backend session.
-pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending, cancel: CancellationToken) {
-    let Ending { shutdown, stopper, max, registered, store_end } = ending;
+/// Step 6: watches a conversation's task so that its client is never left hanging, and owns every way
+/// the conversation ends. The task ends by itself (`done` or `error` sent), or panics (the stream ends
+/// with an `internal` error that names the request id, and the panic is logged), or is stopped from
+/// outside: the stopper's token is cancelled (an interrupt, the maximum length, the server's shutdown,
+/// the client gone), the task is aborted (it may be waiting on a client that does not read) and the
+/// stream ends with the reason as an `error`: `interrupted`, `conversation_too_long`, `shutting_down`
+/// (retryable), or nothing for a client that is gone. Either way the conversation's token ends up
+/// cancelled, which stops the agent and the backend session, and what [`track`] recorded is let go.
+pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending) {
+    let Ending { shutdown, stopper, max, tracked } = ending;
     let too_long = async {
         match max {
-            Some(max) => {
-                tokio::time::sleep(max).await;
-                max
-            }
+            Some(max) => tokio::time::sleep(max).await,
             None => std::future::pending().await,
         }
     };
@@ -244,24 +251,27 @@ pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<Server
                 let panic = e.into_panic();
                 let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
                 tracing::error!(request_id = %request_id, "a conversation task panicked: {what}");
-                Some(ErrorInfo { code: "internal".into(), message: format!("earshot failed inside this conversation (request id {request_id}); the failure is logged"), retryable: true })
+                Some(ErrorInfo::new(error_codes::INTERNAL, format!("earshot failed inside this conversation (request id {request_id}); the failure is logged"), true))
             }
             _ => None,
         },
-        _ = shutdown.cancelled() => Some(ErrorInfo { code: "shutting_down".into(), message: "the server is shutting down; retry on another instance".into(), retryable: true }),
-        why = stopper.stopped() => Some(why),
-        max = too_long => Some(ErrorInfo::new("conversation_too_long", format!("the conversation ran longer than its limit of {} s", max.as_secs()), false)),
+        _ = stopper.stopped() => stopped_because(&stopper, &shutdown),
+        _ = too_long => {
+            let max = max.unwrap_or_default();
+            stopper.stop(ErrorInfo::new(error_codes::CONVERSATION_TOO_LONG, format!("the conversation ran longer than its limit of {} s", max.as_secs()), false));
+            stopper.why()
+        }
     };
-    if error.is_some() && !task.is_finished() {
+    stopper.token().cancel();
+    if !task.is_finished() {
         task.abort();
         // Wait until the task has stopped, so that nothing it sends can follow the error.
         let _ = (&mut task).await;
     }
-    cancel.cancel();
-    // The conversation is over: an interrupt now finds nothing, and the watcher stops.
+    // The conversation is over: an interrupt now finds nothing, and the watcher has stopped.
+    let Tracked { registered, store } = tracked;
     drop(registered);
-    stopper.stop(interrupts::interrupted());
-    if let Some((store, id, token)) = store_end {
+    if let Some((store, id, token)) = store {
         tokio::spawn(async move {
             if let Err(e) = store.end(&id, &token).await {
                 tracing::warn!(conversation = %id, "cannot clear the conversation from the interrupt store: {e}");
@@ -274,11 +284,12 @@ pub(crate) async fn supervise(mut task: JoinHandle<()>, out: mpsc::Sender<Server
     }
 }
 
-/// A metrics line for a conversation refused because its backend was full and no other could take it.
-fn print_refusal(gw: &Gateway, backend: &str) {
-    if let Some(namespace) = &gw.metrics_namespace {
-        crate::metrics::log_refusal(backend, namespace);
-    }
+/// The error a stopped conversation ends with: the reason given, else the server's shutdown, else
+/// none (the client went away: nobody is left to tell).
+fn stopped_because(stopper: &Stopper, shutdown: &CancellationToken) -> Option<ErrorInfo> {
+    stopper
+        .why()
+        .or_else(|| shutdown.is_cancelled().then(|| ErrorInfo::new(error_codes::SHUTTING_DOWN, "the server is shutting down; retry on another instance", true)))
 }
 
 #[cfg(test)]
@@ -286,9 +297,11 @@ mod tests {
     use super::*;
 
     async fn supervised(task: impl std::future::Future<Output = ()> + Send + 'static, shutdown: &CancellationToken) -> (Vec<ServerEvent>, CancellationToken) {
-        supervised_with(task, shutdown, Stopper::default(), None).await
+        supervised_with(task, shutdown, Stopper::child_of(shutdown), None).await
     }
 
+    /// Runs `task` as a conversation (it sends one `text` first) under the supervisor; returns what
+    /// the client received and the conversation's token.
     async fn supervised_with(
         task: impl std::future::Future<Output = ()> + Send + 'static,
         shutdown: &CancellationToken,
@@ -296,21 +309,23 @@ mod tests {
         max: Option<Duration>,
     ) -> (Vec<ServerEvent>, CancellationToken) {
         let (tx, mut rx) = mpsc::channel(8);
-        let cancel = CancellationToken::new();
         let inner_tx = tx.clone();
         let task = tokio::spawn(async move {
             let _ = inner_tx.send(ServerEvent::Text(earshot_core::protocol::TextDelta { text: "Hi".into() })).await;
             task.await;
+            Outcome::Completed
         });
         let registry: Arc<crate::interrupts::Registry> = Arc::default();
         let registered = registry.register("c-1", stopper.clone());
-        let ending = Ending { shutdown: shutdown.clone(), stopper, max, registered, store_end: None };
-        tokio::spawn(supervise(task, tx, "req-1".into(), ending, cancel.clone()));
+        let token = stopper.token().clone();
+        let ending = Ending { shutdown: shutdown.clone(), stopper, max, tracked: Tracked { registered, store: None } };
+        tokio::spawn(supervise(task, tx, "req-1".into(), ending));
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
             events.push(e);
         }
-        (events, cancel)
+        assert!(!registry.interrupt("c-1"), "the conversation is no longer registered once it ended");
+        (events, token)
     }
 
     #[tokio::test]
@@ -342,6 +357,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_client_that_leaves_ends_the_conversation_without_an_error() {
+        // The response body's drop guard cancels the conversation's token, with no reason given.
+        let shutdown = CancellationToken::new();
+        let stopper = Stopper::child_of(&shutdown);
+        let token = stopper.token().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            token.cancel();
+        });
+        let (events, cancel) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
+        assert_eq!(events.len(), 1, "nothing follows the text: {events:?}");
+        assert!(cancel.is_cancelled());
+        assert!(!shutdown.is_cancelled(), "a conversation's end does not reach the server");
+    }
+
+    #[tokio::test]
     async fn a_task_that_ends_adds_nothing() {
         let (events, cancel) = supervised(async {}, &CancellationToken::new()).await;
         assert_eq!(events.len(), 1);
@@ -350,13 +381,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_interrupt_stops_the_task_and_ends_the_stream_with_interrupted() {
-        let stopper = Stopper::default();
+        let shutdown = CancellationToken::new();
+        let stopper = Stopper::child_of(&shutdown);
         let trigger = stopper.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
             trigger.stop(crate::interrupts::interrupted());
         });
-        let (events, cancel) = supervised_with(std::future::pending(), &CancellationToken::new(), stopper, None).await;
+        let (events, cancel) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
         assert!(matches!(events.last(), Some(ServerEvent::Error(e)) if e.code == "interrupted" && !e.retryable), "{events:?}");
         assert!(cancel.is_cancelled(), "the agent and the backend are stopped too");
     }

@@ -15,24 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
+use earshot_core::error::codes as error_codes;
 use earshot_core::error::Error;
+pub use earshot_core::store::ConversationStore;
 use tokio_util::sync::CancellationToken;
-
-/// The shared record of live conversations and their interrupts (DynamoDB on Lambda).
-#[async_trait]
-pub trait ConversationStore: Send + Sync {
-    /// Records `id` as live for at most `ttl`; `token` names this conversation among any others that
-    /// reuse the id.
-    async fn begin(&self, id: &str, token: &str, ttl: Duration) -> Result<(), Error>;
-    /// Marks a live conversation interrupted: `Ok(false)` when no conversation is live under `id`.
-    async fn interrupt(&self, id: &str) -> Result<bool, Error>;
-    /// Whether the conversation has been interrupted.
-    async fn interrupted(&self, id: &str) -> Result<bool, Error>;
-    /// Forgets the conversation begun with `token` (not a later one under the same id): later
-    /// interrupts find nothing.
-    async fn end(&self, id: &str, token: &str) -> Result<(), Error>;
-}
 
 /// How interrupts reach a conversation.
 #[derive(Clone)]
@@ -48,7 +34,13 @@ pub enum Interrupts {
     Unavailable,
 }
 
-/// Stops one conversation, saying why: the conversation's supervisor ends the stream with `why`.
+/// A conversation's place in the one cancellation tree (server shutdown → conversation → its agent and
+/// backend sessions), with the reason it was stopped, if one was given: the conversation's supervisor
+/// ends the stream with that reason.
+///
+/// Every way a conversation is stopped from outside cancels this token: the server's shutdown (its
+/// parent), an interrupt or the maximum length ([`Stopper::stop`], with a reason), and the client
+/// going away (the response body's drop guard, no reason: nobody is left to tell).
 #[derive(Clone, Default)]
 pub struct Stopper {
     token: CancellationToken,
@@ -56,21 +48,36 @@ pub struct Stopper {
 }
 
 impl Stopper {
+    /// A conversation stopped when `parent` is (the server's shutdown).
+    pub fn child_of(parent: &CancellationToken) -> Self {
+        Stopper { token: parent.child_token(), why: Arc::default() }
+    }
+
+    /// The conversation's token: its agent and backend sessions hold children of it.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
     /// Stops the conversation with `error` (the first reason given wins).
     pub fn stop(&self, error: Error) {
         let _ = self.why.set(error);
         self.token.cancel();
     }
 
-    pub async fn stopped(&self) -> Error {
+    /// Waits until the conversation is stopped, for any reason.
+    pub async fn stopped(&self) {
         self.token.cancelled().await;
-        self.why.get().cloned().unwrap_or_else(interrupted)
+    }
+
+    /// The reason given when it was stopped, if any.
+    pub fn why(&self) -> Option<Error> {
+        self.why.get().cloned()
     }
 }
 
 /// The error a stream ends with when its conversation is interrupted.
 pub fn interrupted() -> Error {
-    Error::new("interrupted", "the conversation was interrupted at the client's request", false)
+    Error::new(error_codes::INTERRUPTED, "the conversation was interrupted at the client's request", false)
 }
 
 /// Conversations live in this process, by conversation id (a client may reuse an id across turns,

@@ -19,8 +19,8 @@ pub mod routing;
 pub mod server;
 pub mod strict_json;
 
-pub use config::{Gateway, Limits};
+pub use config::{Gateway, GatewaySettings, Limits};
 pub use interrupts::{ConversationStore, Interrupts};
 pub use router::router;
-pub use routing::{Reason, Routing};
+pub use routing::Routing;
 pub use server::{serve, stop_signal, ServerLimits};

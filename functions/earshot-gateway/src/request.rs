@@ -1,6 +1,8 @@
 //! `POST /v1/speak` bodies: parsed strictly (unknown fields and wrong types are errors) and checked
 //! before any stream starts.
 
+use std::time::Duration;
+
 use axum::http::HeaderMap;
 use earshot_core::agent::{AgentInput, Role, Turn};
 use earshot_core::protocol::Delivery;
@@ -9,7 +11,6 @@ use earshot_core::text::normalise;
 use serde::Deserialize;
 
 use crate::api_error::ApiError;
-use crate::config::Limits;
 use crate::strict_json::StrictError;
 
 /// The JSON body, as sent.
@@ -35,6 +36,33 @@ pub struct Message {
     pub content: String,
 }
 
+/// Input limits, checked before a stream starts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_prompt_chars: usize,
+    pub max_text_chars: usize,
+    /// Earlier turns a request may carry in `messages`.
+    pub max_messages: usize,
+    /// Characters in all those turns together.
+    pub max_history_chars: usize,
+    /// The longest a client may take to send a request's body once its headers are in.
+    pub body_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 * 1024,
+            max_prompt_chars: 4_000,
+            max_text_chars: 20_000,
+            max_messages: 40,
+            max_history_chars: 16_000,
+            body_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
 /// A request that passed every check that needs no backend.
 #[derive(Debug, Clone)]
 pub struct SpeakRequest {
@@ -47,8 +75,6 @@ pub struct SpeakRequest {
     pub conversation_id: String,
     /// Whether the client chose `conversation_id` (rather than the gateway generating one).
     pub conversation_id_given: bool,
-    /// What the request's token allows (token mode), checked again when the backend and voice are chosen.
-    pub scope: Option<crate::auth::Claims>,
 }
 
 impl SpeakRequest {
@@ -114,7 +140,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
             return Err(ApiError::bad_request("unknown_voice", "`voice` must name a voice of GET /v1/voices"));
         }
     }
-    Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id, conversation_id_given, scope: None })
+    Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id, conversation_id_given })
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be

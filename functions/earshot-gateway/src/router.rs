@@ -29,7 +29,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .route("/v1/conversations/{id}/interrupt", post(interrupt))
         .route("/v1/voices", get(voices))
         .route("/healthz", get(healthz));
-    if let Some(dir) = &gw.web_dir {
+    if let Some(dir) = &gw.settings().web_dir {
         router = router.fallback_service(tower_http::services::ServeDir::new(dir));
     }
     router.layer(DefaultBodyLimit::disable()).with_state(gw)
@@ -38,50 +38,49 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
     let clock = Clock::start();
     // In token mode, nothing happens for a request without a valid token: not even reading its body.
-    let scope = match &gw.auth {
+    let scope = match &gw.settings().auth {
         Some(auth) => match auth.verify_request(&headers, body.uri()) {
             Ok(claims) => Some(claims),
             Err(e) => return e.into_response(),
         },
         None => None,
     };
-    let limit = gw.limits.max_body_bytes;
+    let limit = gw.settings().limits.max_body_bytes;
     let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
     // A declared length over the limit is refused before a byte of the body is read.
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return too_large();
     }
-    let timeout = gw.limits.body_timeout;
+    let timeout = gw.settings().limits.body_timeout;
     let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body.into_body(), limit + 1)).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(e)) if is_length_limit(&e) => return too_large(),
         Ok(Err(_)) => return ApiError::bad_request("incomplete_body", "the body ended before it was complete").into_response(),
         Err(_) => return ApiError::timeout("body_timeout", format!("the body did not arrive within {} s", timeout.as_secs_f64())).into_response(),
     };
-    let mut request = match request::parse(&bytes, &headers, &gw.limits) {
+    let request = match request::parse(&bytes, &headers, &gw.settings().limits) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    if let Some(claims) = scope {
+    if let Some(claims) = &scope {
         if let Err(e) = claims.check_request(&request) {
             return e.into_response();
         }
         tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
-        request.scope = Some(claims);
     }
-    let started = match conversation::start(gw.clone(), request, clock).await {
+    let started = match conversation::start(gw.clone(), request, scope, clock).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    stream_response(started, gw.keep_alive)
+    stream_response(started, gw.settings().keep_alive)
 }
 
 /// `POST /v1/conversations/{id}/interrupt`: stops a live conversation wherever it runs. 202 when an
 /// interrupt was recorded (again or not: it is idempotent), 404 when no conversation is live under
 /// the id, 501 where no shared store is configured and the conversation may run elsewhere.
 async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
-    if let Some(auth) = &gw.auth {
+    if let Some(auth) = &gw.settings().auth {
         if let Err(e) = auth.verify_request(&headers, &uri).and_then(|claims| claims.may_interrupt(&id)) {
             return e.into_response();
         }
@@ -91,8 +90,8 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
     }
     let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
     let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
-    match &gw.interrupts {
-        Interrupts::Local if gw.registry.interrupt(&id) => accepted(),
+    match &gw.settings().interrupts {
+        Interrupts::Local if gw.registry().interrupt(&id) => accepted(),
         Interrupts::Local => unknown(),
         // Every conversation watches the store, this process's own too: one path, the one measured.
         Interrupts::Unavailable => ApiError::not_implemented(
@@ -159,20 +158,19 @@ fn stream_response(started: conversation::Started, keep_alive: Duration) -> Resp
 
 async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
     let backends: Vec<serde_json::Value> =
-        gw.backends.iter().map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()})).collect();
+        gw.backends().iter().map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()})).collect();
     // The agent's name and the input limits, so that a page can say what it is talking to and check lengths
     // as the user types.
-    let limits =
-        serde_json::json!({"max_prompt_chars": gw.limits.max_prompt_chars, "max_text_chars": gw.limits.max_text_chars, "max_messages": gw.limits.max_messages});
+    let limits = serde_json::json!({"max_prompt_chars": gw.settings().limits.max_prompt_chars, "max_text_chars": gw.settings().limits.max_text_chars, "max_messages": gw.settings().limits.max_messages});
     Json(
-        serde_json::json!({"default_backend": gw.backends.first().map(|b| b.name().to_string()), "backends": backends, "agent": gw.agent.name(), "limits": limits}),
+        serde_json::json!({"default_backend": gw.backends().first().map(|b| b.name().to_string()), "backends": backends, "agent": gw.agent().name(), "limits": limits}),
     )
 }
 
 async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
     let mut all_ok = true;
     let mut report = serde_json::Map::new();
-    for b in &gw.backends {
+    for b in gw.backends() {
         // Healthy means a conversation would be taken now: a backend that still learns its voices
         // is not ready, whatever its own health check says.
         let checked = match b.readiness() {

@@ -3,6 +3,8 @@
 //! default. With failover on, a backend that cannot be opened, or fails before any audio, hands the
 //! conversation to the next backend.
 
+use earshot_core::protocol::BackendReason;
+
 use crate::api_error::ApiError;
 
 /// Routing configuration.
@@ -22,34 +24,11 @@ impl Default for Routing {
     }
 }
 
-/// Why a backend was chosen, as the `session` message and the response headers say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    Request,
-    Default,
-    Ab,
-    Failover,
-    /// The chosen backend was full (`busy`), and the conversation spilled to the next.
-    Overflow,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Request => "request",
-            Reason::Default => "default",
-            Reason::Ab => "ab",
-            Reason::Failover => "failover",
-            Reason::Overflow => "overflow",
-        }
-    }
-}
-
 /// The choice for one conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     pub backend: String,
-    pub reason: Reason,
+    pub reason: BackendReason,
     /// The A/B arm, when the split chose.
     pub arm: Option<String>,
 }
@@ -80,7 +59,7 @@ impl Routing {
                     format!("backend `{name}` is not available here (available: {}, or auto)", available.join(", ")),
                 ));
             }
-            return Ok(Choice { backend: name.to_string(), reason: Reason::Request, arm: None });
+            return Ok(Choice { backend: name.to_string(), reason: BackendReason::Request, arm: None });
         }
         let arms: Vec<&(String, u32)> = self.weights.iter().filter(|(name, w)| *w > 0 && available.contains(name)).collect();
         if !arms.is_empty() {
@@ -88,18 +67,18 @@ impl Routing {
             let mut point = fnv1a(conversation_id) % total;
             for (name, weight) in arms {
                 if point < *weight as u64 {
-                    return Ok(Choice { backend: name.clone(), reason: Reason::Ab, arm: Some(name.clone()) });
+                    return Ok(Choice { backend: name.clone(), reason: BackendReason::Ab, arm: Some(name.clone()) });
                 }
                 point -= *weight as u64;
             }
         }
         let first = available.first().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
-        Ok(Choice { backend: first.clone(), reason: Reason::Default, arm: None })
+        Ok(Choice { backend: first.clone(), reason: BackendReason::Default, arm: None })
     }
 
     /// The backends to try, in order, if `chosen` fails before any audio.
     pub fn fallbacks(&self, chosen: &Choice, available: &[String]) -> Vec<String> {
-        if !self.failover || chosen.reason == Reason::Request {
+        if !self.failover || chosen.reason == BackendReason::Request {
             return Vec::new();
         }
         available.iter().filter(|b| **b != chosen.backend).cloned().collect()
@@ -132,7 +111,7 @@ mod tests {
             for i in 0..1000 {
                 let id = format!("conversation-{i}");
                 let choice = routing.choose(None, &id, &names()).unwrap();
-                assert_eq!(choice.reason, Reason::Ab);
+                assert_eq!(choice.reason, BackendReason::Ab);
                 assert_eq!(choice.arm.as_deref(), Some(choice.backend.as_str()));
                 assert_eq!(routing.choose(None, &id, &names()).unwrap(), choice, "the same id gets the same arm");
                 if choice.backend == "kokoro" {
@@ -147,11 +126,11 @@ mod tests {
     #[test]
     fn overrides_follow_the_policy() {
         let open = Routing::default();
-        assert_eq!(open.choose(Some("polly"), "x", &names()).unwrap().reason, Reason::Request);
+        assert_eq!(open.choose(Some("polly"), "x", &names()).unwrap().reason, BackendReason::Request);
         assert_eq!(open.choose(Some("espeak"), "x", &names()).unwrap_err().error.code, "unknown_backend");
         let closed = Routing { allow_override: false, ..Default::default() };
         assert_eq!(closed.choose(Some("polly"), "x", &names()).unwrap_err().error.code, "backend_choice_forbidden");
-        assert_eq!(closed.choose(None, "x", &names()).unwrap(), Choice { backend: "kokoro".into(), reason: Reason::Default, arm: None });
+        assert_eq!(closed.choose(None, "x", &names()).unwrap(), Choice { backend: "kokoro".into(), reason: BackendReason::Default, arm: None });
     }
 
     #[test]

@@ -13,7 +13,7 @@ use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{speak, CallOptions, SpeakBody};
 use earshot_core::protocol::ServerEvent;
-use earshot_gateway::Gateway;
+use earshot_gateway::{Gateway, GatewaySettings};
 
 fn agent(tokens_per_second: f64) -> ScriptedAgent {
     ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO })
@@ -24,9 +24,15 @@ async fn a_slow_voice_throttles_a_fast_agent() {
     let sentence = "This sentence is about forty characters. ";
     let answer = sentence.repeat(40);
     let voice = SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(20), chars_per_second: 400.0, ..Default::default() });
-    let mut gateway = Gateway::new(vec![Arc::new(voice)], Arc::new(agent(2000.0)));
-    gateway.scheduler.max_in_flight = 2;
-    gateway.metrics_namespace = None;
+    let gateway = Gateway::new(
+        vec![Arc::new(voice)],
+        Arc::new(agent(2000.0)),
+        GatewaySettings {
+            scheduler: earshot_core::scheduler::SchedulerConfig { max_in_flight: 2, ..Default::default() },
+            metrics_namespace: None,
+            ..Default::default()
+        },
+    );
     let url = serve(gateway).await;
 
     let r = speak(&url, &SpeakBody { text: Some(answer.clone()), ..Default::default() }, &CallOptions::default()).await.unwrap();
@@ -54,13 +60,26 @@ async fn a_slow_voice_throttles_a_fast_agent() {
 #[tokio::test]
 async fn a_client_that_goes_away_ends_the_backend_session() {
     let voice = Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(10), chars_per_second: 50.0, ..Default::default() }));
-    let mut gateway = Gateway::new(vec![voice.clone()], Arc::new(agent(1000.0)));
-    gateway.metrics_namespace = None;
+    let gateway = Gateway::new(vec![voice.clone()], Arc::new(agent(1000.0)), GatewaySettings { metrics_namespace: None, ..Default::default() });
     let url = serve(gateway).await;
     let options = CallOptions { stop_after_audio_chunks: Some(2), ..Default::default() };
     let body = SpeakBody { text: Some("A sentence to speak. ".repeat(50)), ..Default::default() };
+    // Watch the backend while the client reads: the check below means something only if the
+    // session was live.
+    let most_live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sampler = tokio::spawn({
+        let (voice, most_live) = (voice.clone(), most_live.clone());
+        async move {
+            loop {
+                most_live.fetch_max(voice.live_sessions(), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
     let r = speak(&url, &body, &options).await.unwrap();
+    sampler.abort();
     assert!(r.timeline.is_none(), "the client left early");
+    assert_eq!(most_live.load(std::sync::atomic::Ordering::Relaxed), 1, "the session was open while the client read");
     // Fifty sentences at this pace would take twenty seconds; the session ends as soon as the
     // server notices the client is gone.
     let mut live = voice.live_sessions();

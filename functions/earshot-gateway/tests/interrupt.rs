@@ -11,17 +11,19 @@ use common::serve;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
-use earshot_gateway::{Gateway, Interrupts};
+use earshot_gateway::{Gateway, GatewaySettings, Interrupts};
 
 fn slow_voice() -> Arc<SyntheticBackend> {
     Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(10), chars_per_second: 50.0, ..Default::default() }))
 }
 
 fn gateway(voice: Arc<SyntheticBackend>) -> Gateway {
+    gateway_with(voice, GatewaySettings { metrics_namespace: None, ..Default::default() })
+}
+
+fn gateway_with(voice: Arc<SyntheticBackend>, settings: GatewaySettings) -> Gateway {
     let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO });
-    let mut gateway = Gateway::new(vec![voice], Arc::new(agent));
-    gateway.metrics_namespace = None;
-    gateway
+    Gateway::new(vec![voice], Arc::new(agent), settings)
 }
 
 fn refused(result: Result<(), ClientError>) -> (u16, String) {
@@ -72,8 +74,7 @@ async fn interrupts_that_cannot_be_honoured_are_told_why() {
     assert_eq!(refused(interrupt(&url, &"x".repeat(129)).await), (400, "invalid_conversation_id".into()));
 
     // A gateway whose conversations may run in other processes, with no store to reach them.
-    let mut elsewhere = gateway(slow_voice());
-    elsewhere.interrupts = Interrupts::Unavailable;
+    let elsewhere = gateway_with(slow_voice(), GatewaySettings { interrupts: Interrupts::Unavailable, metrics_namespace: None, ..Default::default() });
     let url = serve(elsewhere).await;
     assert_eq!(refused(interrupt(&url, "call-1").await), (501, "interrupt_unavailable".into()));
 }
@@ -81,8 +82,7 @@ async fn interrupts_that_cannot_be_honoured_are_told_why() {
 #[tokio::test]
 async fn a_conversation_longer_than_its_limit_is_stopped() {
     let voice = slow_voice();
-    let mut gw = gateway(voice.clone());
-    gw.max_conversation = Some(Duration::from_millis(500));
+    let gw = gateway_with(voice.clone(), GatewaySettings { max_conversation: Some(Duration::from_millis(500)), metrics_namespace: None, ..Default::default() });
     let url = serve(gw).await;
     let body = SpeakBody { text: Some("A sentence to speak. ".repeat(50)), ..Default::default() };
     let r = speak(&url, &body, &CallOptions::default()).await.unwrap();

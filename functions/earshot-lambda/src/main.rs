@@ -17,7 +17,8 @@ async fn main() -> Result<(), Error> {
     let settings = Settings::from_vars(|name| std::env::var(name).ok(), Place::Lambda).map_err(|e| format!("bad configuration: {e}"))?;
     // Kokoro on Lambda is a SageMaker endpoint: there is no container to watch come up.
     let built = earshot_wiring::build(&settings, Place::Lambda).await?;
-    let router = earshot_gateway::router(Arc::new(built.gateway));
+    let (gateway, _watches) = built.gateway();
+    let router = earshot_gateway::router(Arc::new(gateway));
     // The runtime loop ends with an error when its connection to the runtime API breaks (seen when a
     // client leaves mid-stream under cargo lambda's emulator): the process would exit and the next
     // invocation pay a cold start. Start the loop again instead; the gateway is already built.

@@ -15,7 +15,7 @@ use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticC
 use earshot_core::agent::AgentSource;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
-use earshot_gateway::{Gateway, Interrupts, Routing};
+use earshot_gateway::{Gateway, GatewaySettings, Interrupts, Routing};
 use tokio::task::JoinSet;
 
 pub use settings::{AgentKind, AuthMode, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
@@ -24,11 +24,22 @@ pub use settings::{AgentKind, AuthMode, BackendKind, Place, Settings, DEFAULT_BE
 /// known without asking it).
 const SAGEMAKER_DEFAULT_VOICE: &str = "af_heart";
 
-/// A gateway, and the background tasks that watch its backends come up: one ends with an error when
-/// a backend can never be used (a default voice the container lacks), and the server should stop.
+/// What a gateway is made of, and the background tasks that watch its backends come up: one ends
+/// with an error when a backend can never be used (a default voice the container lacks), and the
+/// server should stop. The binary may add its own settings (`earshot serve`: the demo page, body
+/// timeout) before [`Built::gateway`] makes the gateway.
 pub struct Built {
-    pub gateway: Gateway,
+    pub backends: Vec<Arc<dyn SpeechBackend>>,
+    pub agent: Arc<dyn AgentSource>,
+    pub settings: GatewaySettings,
     pub watches: JoinSet<Result<(), SpeechError>>,
+}
+
+impl Built {
+    /// The gateway, and the watches to keep an eye on.
+    pub fn gateway(self) -> (Gateway, JoinSet<Result<(), SpeechError>>) {
+        (Gateway::new(self.backends, self.agent, self.settings), self.watches)
+    }
 }
 
 /// Builds the gateway the settings describe. Must run inside a tokio runtime.
@@ -127,7 +138,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
         }
     };
 
-    let mut gateway = Gateway::new(backends, agent);
+    let mut gateway = GatewaySettings::default();
     if settings.auth == AuthMode::Token {
         let keys = match (&settings.token_keys_secret, &settings.token_keys) {
             (Some(id), _) => {
@@ -149,7 +160,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.limits.max_text_chars = settings.max_text_chars;
     gateway.scheduler.idle_release = (settings.idle_release_ms > 0).then(|| Duration::from_millis(settings.idle_release_ms));
     gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
-    gateway.scheduler.max_in_flight = settings.max_in_flight.max(1);
+    gateway.scheduler.max_in_flight = settings.max_in_flight;
     gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
     gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
     gateway.interrupts = match (&settings.interrupt_table, place) {
@@ -165,7 +176,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
         (None, Place::Lambda) => Interrupts::Unavailable,
         (None, Place::Serve) => Interrupts::Local,
     };
-    Ok(Built { gateway, watches })
+    Ok(Built { backends, agent, settings: gateway, watches })
 }
 
 /// The OpenAI-compatible or HTTP agent. `earshot serve` honours the ecosystem's `OPENAI_BASE_URL` and

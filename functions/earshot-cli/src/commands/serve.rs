@@ -55,15 +55,15 @@ pub fn init_logging() {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
-    let earshot_wiring::Built { mut gateway, mut watches } = earshot_wiring::build(&args.settings, Place::Serve).await?;
+    let mut built = earshot_wiring::build(&args.settings, Place::Serve).await?;
     let web_dir = std::path::PathBuf::from(&args.web_dir);
     if web_dir.join("index.html").is_file() {
-        gateway.web_dir = Some(web_dir);
+        built.settings.web_dir = Some(web_dir);
     } else if !args.web_dir.is_empty() {
         tracing::warn!("no index.html in {}: the demo page is not served", web_dir.display());
     }
 
-    gateway.limits.body_timeout = time_limit(args.body_timeout, "--body-timeout")?;
+    built.settings.limits.body_timeout = time_limit(args.body_timeout, "--body-timeout")?;
     let limits = earshot_gateway::ServerLimits {
         header_timeout: time_limit(args.header_timeout, "--header-timeout")?,
         max_connections: args.max_connections.max(1),
@@ -73,6 +73,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         ..Default::default()
     };
 
+    let (gateway, mut watches) = built.gateway();
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|e| format!("bad address: {e}"))?;
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!("earshot is listening on http://{addr}");
@@ -86,7 +87,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         std::future::pending().await
     };
     let gateway = Arc::new(gateway);
-    let conversations = gateway.shutdown.clone();
+    let conversations = gateway.shutdown().clone();
     // The server stops on SIGTERM or SIGINT, or when a backend can never be used; the reason is kept
     // to say how the process ends.
     let (reason_tx, reason_rx) = tokio::sync::oneshot::channel::<Option<String>>();

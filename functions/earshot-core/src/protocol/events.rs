@@ -28,6 +28,44 @@ impl AudioFormat {
     }
 }
 
+/// Why a backend speaks a conversation, as the `session` message and the response headers say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendReason {
+    /// The request named it.
+    Request,
+    /// The gateway's default backend.
+    Default,
+    /// The A/B split chose it.
+    Ab,
+    /// The backend chosen first could not open, or failed before any audio.
+    Failover,
+    /// The backend chosen first was full (`busy`), and the conversation spilled over to this one.
+    Overflow,
+    /// A reason this client does not know (a newer server's).
+    #[serde(other)]
+    Unknown,
+}
+
+impl BackendReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendReason::Request => "request",
+            BackendReason::Default => "default",
+            BackendReason::Ab => "ab",
+            BackendReason::Failover => "failover",
+            BackendReason::Overflow => "overflow",
+            BackendReason::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The first message: who answers, how, and in what audio format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
@@ -35,8 +73,8 @@ pub struct SessionInfo {
     pub conversation_id: String,
     pub request_id: String,
     pub backend: String,
-    /// Why this backend: `request`, `default`, `ab` (the A/B split) or `failover`.
-    pub backend_reason: String,
+    /// Why this backend.
+    pub backend_reason: BackendReason,
     /// The A/B arm, when the split chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arm: Option<String>,

@@ -5,13 +5,15 @@
 //! base64: [`sse`]) or as length-prefixed binary frames (JSON for control, raw PCM for audio:
 //! [`binary`]). Both have an encoder, used by the gateway, and an incremental decoder that accepts
 //! any chunking, used by `earshot say`, the tests and the benchmarks as a client. `docs/protocol.md`
-//! documents the format with examples.
+//! documents the format with examples; [`order`] checks a stream against its ordering rules.
 
 pub mod binary;
 pub mod events;
+pub mod order;
 pub mod sse;
 
-pub use events::{AudioChunk, AudioFormat, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta, PROTOCOL_VERSION};
+pub use events::{AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta, PROTOCOL_VERSION};
+pub use order::check_order;
 
 /// How a response is delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -11,11 +11,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use earshot_core::agent::{AgentError, AgentEvent, AgentStream, AGENT_CHANNEL};
-use earshot_core::protocol::{AudioFormat, ServerEvent, SessionInfo};
-use earshot_core::scheduler::{self, Fallback, Outcome, SchedulerConfig};
-use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use earshot_core::protocol::{AudioFormat, BackendReason, ServerEvent, SessionInfo};
+use earshot_core::scheduler::{self, Conversation, Outcome, Release, SchedulerConfig};
+use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -272,28 +273,81 @@ pub fn backend_with_capacity(plan: impl Fn(u32) -> Plan + Send + 'static, origin
     (SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(24_000), voice: "test".into() }, probe)
 }
 
-/// The `session` message a fallback announces.
-pub fn fallback_info() -> SessionInfo {
+/// The `session` message a conversation starts with.
+pub fn first_info() -> SessionInfo {
     SessionInfo {
         v: 1,
         conversation_id: "c".into(),
         request_id: "r".into(),
-        backend: "fallback".into(),
-        backend_reason: "failover".into(),
+        backend: "primary".into(),
+        backend_reason: BackendReason::Default,
         arm: None,
         release: "incremental".into(),
         voice: "test".into(),
-        audio: AudioFormat::pcm_s16le(16_000),
+        audio: AudioFormat::pcm_s16le(24_000),
     }
 }
 
-/// A fallback that opens `session` after `delay`, and records that it was asked.
-pub fn fallback(session: SpeechSession, delay: Duration, asked: Arc<Mutex<bool>>) -> Fallback {
-    Box::pin(async move {
-        *asked.lock().unwrap() = true;
-        tokio::time::sleep(delay).await;
-        Some((session, fallback_info()))
-    })
+/// A backend whose one session is an in-memory one ([`backend`]), opened after `delay`; or that
+/// refuses with `refuse` (before any session: `backend_busy`, `backend_not_ready`, a failure). It
+/// records each time it was asked to open.
+pub struct ScriptedBackend {
+    pub name: String,
+    pub delay: Duration,
+    pub session: Mutex<Option<SpeechSession>>,
+    pub refuse: Option<&'static str>,
+    /// Not ready (`readiness`), without a network call.
+    pub starting: bool,
+    pub asked: Arc<Mutex<u32>>,
+}
+
+impl ScriptedBackend {
+    pub fn new(name: &str, session: SpeechSession, delay: Duration) -> Self {
+        ScriptedBackend { name: name.into(), delay, session: Mutex::new(Some(session)), refuse: None, starting: false, asked: Arc::default() }
+    }
+
+    pub fn refusing(name: &str, code: &'static str) -> Self {
+        ScriptedBackend { name: name.into(), delay: Duration::ZERO, session: Mutex::new(None), refuse: Some(code), starting: false, asked: Arc::default() }
+    }
+
+    /// Never opens: the open waits for ever.
+    pub fn hanging(name: &str) -> Self {
+        ScriptedBackend { name: name.into(), delay: Duration::MAX, session: Mutex::new(None), refuse: None, starting: false, asked: Arc::default() }
+    }
+}
+
+#[async_trait]
+impl SpeechBackend for ScriptedBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn voices(&self) -> Vec<Voice> {
+        vec![Voice { id: "test".into(), language: "en".into(), description: "a test voice".into() }]
+    }
+    fn default_voice(&self) -> String {
+        "test".into()
+    }
+    async fn open(&self, _options: SessionOptions) -> Result<SpeechSession, SpeechError> {
+        *self.asked.lock().unwrap() += 1;
+        if self.delay == Duration::MAX {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(self.delay).await;
+        if let Some(code) = self.refuse {
+            return Err(SpeechError::new(code, "the backend refused", true));
+        }
+        self.session.lock().unwrap().take().ok_or_else(|| SpeechError::new("backend_unavailable", "opened once already", true))
+    }
+    async fn health(&self) -> Result<(), SpeechError> {
+        Ok(())
+    }
+    fn readiness(&self) -> Result<(), SpeechError> {
+        if self.starting {
+            Err(SpeechError::new(earshot_core::speech::codes::NOT_READY, "still loading", true))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -349,17 +403,36 @@ impl Default for Client {
     }
 }
 
-/// Runs one conversation to its end. `cancel_at` cancels its token at that virtual time.
-pub async fn run(
-    agent: AgentStream,
-    session: SpeechSession,
-    cfg: SchedulerConfig,
-    cancel_at: Option<Duration>,
-    fallback: Option<Fallback>,
-    client: Client,
-    origin: Instant,
-) -> Run {
-    let cancel = CancellationToken::new();
+/// How one conversation is run: the gateway's scheduler settings and the request's own choices.
+#[derive(Clone)]
+pub struct Setup {
+    pub cfg: SchedulerConfig,
+    pub release: Release,
+    /// Cancel the conversation's token at this virtual time.
+    pub cancel_at: Option<Duration>,
+    pub client: Client,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup { cfg: SchedulerConfig::default(), release: Release::Incremental, cancel_at: None, client: Client::default() }
+    }
+}
+
+impl From<SchedulerConfig> for Setup {
+    fn from(cfg: SchedulerConfig) -> Self {
+        Setup { cfg, ..Default::default() }
+    }
+}
+
+/// Runs one conversation to its end.
+pub async fn run(agent: AgentStream, session: SpeechSession, setup: impl Into<Setup>, origin: Instant) -> Run {
+    run_cancelled_by(agent, session, setup, CancellationToken::new(), origin).await
+}
+
+/// Runs one conversation to its end under `cancel` (shared with the sessions a test opened with it).
+pub async fn run_cancelled_by(agent: AgentStream, session: SpeechSession, setup: impl Into<Setup>, cancel: CancellationToken, origin: Instant) -> Run {
+    let Setup { cfg, release, cancel_at, client } = setup.into();
     if let Some(at) = cancel_at {
         let trigger = cancel.clone();
         tokio::spawn(async move {
@@ -369,7 +442,9 @@ pub async fn run(
     }
     let (out, mut rx) = mpsc::channel(client.capacity);
     let task = tokio::spawn(async move {
-        let (outcome, timeline) = scheduler::run(agent, session, out, &cfg, Clock::start(), Timeline::default(), cancel, fallback).await;
+        let info = SessionInfo { audio: session.format.clone(), ..first_info() };
+        let conversation = Conversation { agent, session, info, release, clock: Clock::start(), timeline: Timeline::default(), cancel };
+        let (outcome, timeline) = scheduler::run(conversation, &cfg, out).await;
         (outcome, timeline, ms_since(origin))
     });
     tokio::time::sleep(client.stall).await;
@@ -387,92 +462,29 @@ pub async fn run(
     Run { outcome, events, timeline, ended_ms, client_left }
 }
 
-/// The common case: default client, no cancellation, no fallback.
-pub async fn converse(steps: Vec<Step>, plan: impl Fn(u32) -> Plan + Send + 'static, cfg: SchedulerConfig) -> (Run, AgentProbe, BackendProbe) {
+/// The common case: one backend, no failover.
+pub async fn converse(steps: Vec<Step>, plan: impl Fn(u32) -> Plan + Send + 'static, setup: impl Into<Setup>) -> (Run, AgentProbe, BackendProbe) {
     let origin = Instant::now();
     let (agent, agent_probe) = agent(steps, origin);
     let (session, backend_probe) = backend(plan, origin);
-    let run = run(agent, session, cfg, None, None, Client::default(), origin).await;
+    let run = run(agent, session, setup, origin).await;
     (run, agent_probe, backend_probe)
 }
 
 // ---------------------------------------------------------------------------------------------------
 // The protocol's ordering rules (docs/protocol.md, "Messages")
 
-/// Checks the events after the first `session` against the ordering the protocol promises, and, when
-/// the client read the stream to its end, that the outcome agrees with how the stream ended. Returns
-/// the first rule broken.
+/// Checks the events against the ordering the protocol promises (the one checker,
+/// [`earshot_core::protocol::check_order`]), and, when the client read the stream to its end, that
+/// the outcome agrees with how the stream ended. Returns the first rule broken.
 pub fn check_protocol(run: &Run) -> Result<(), String> {
     let events: Vec<ServerEvent> = run.events.iter().map(|(_, e)| e.clone()).collect();
-    let events = events.as_slice();
-    let outcome = &run.outcome;
-    let mut announced: Vec<u32> = Vec::new();
-    let mut ended: Vec<u32> = Vec::new();
-    let mut next_seq: std::collections::HashMap<u32, u32> = Default::default();
-    let mut audio_seen = false;
-    let mut last_audio_index: Option<u32> = None;
-    for (i, event) in events.iter().enumerate() {
-        let last = i + 1 == events.len();
-        match event {
-            ServerEvent::Session(_) if audio_seen => return Err(format!("event {i}: a second `session` after audio")),
-            ServerEvent::Session(_) | ServerEvent::Text(_) => {}
-            ServerEvent::Sentence(s) => {
-                let expected = announced.len() as u32;
-                if s.index != expected {
-                    return Err(format!("event {i}: sentence {} announced, expected {expected}", s.index));
-                }
-                announced.push(s.index);
-            }
-            ServerEvent::Audio(a) => {
-                audio_seen = true;
-                if !announced.contains(&a.index) {
-                    return Err(format!("event {i}: audio for sentence {} before its `sentence`", a.index));
-                }
-                if ended.contains(&a.index) {
-                    return Err(format!("event {i}: audio for sentence {} after its `sentence_end`", a.index));
-                }
-                if let Some(previous) = last_audio_index {
-                    if a.index < previous {
-                        return Err(format!("event {i}: audio for sentence {} after audio of {previous}", a.index));
-                    }
-                }
-                if (0..a.index).any(|k| !ended.contains(&k)) {
-                    return Err(format!("event {i}: audio for sentence {} before an earlier sentence ended", a.index));
-                }
-                let seq = next_seq.entry(a.index).or_insert(0);
-                if a.seq != *seq {
-                    return Err(format!("event {i}: audio seq {} of sentence {}, expected {}", a.seq, a.index, seq));
-                }
-                *seq += 1;
-                if a.pcm.len() % 2 != 0 {
-                    return Err(format!("event {i}: audio of odd length"));
-                }
-                last_audio_index = Some(a.index);
-            }
-            ServerEvent::SentenceEnd(e) => {
-                if !announced.contains(&e.index) || ended.contains(&e.index) {
-                    return Err(format!("event {i}: sentence_end {} unannounced or repeated", e.index));
-                }
-                if ended.len() as u32 != e.index {
-                    return Err(format!("event {i}: sentence_end {} out of order", e.index));
-                }
-                ended.push(e.index);
-            }
-            ServerEvent::Done(_) | ServerEvent::Error(_) if !last => return Err(format!("event {i}: `{}` is not the last event", event.kind())),
-            ServerEvent::Done(_) => {
-                if ended.len() != announced.len() {
-                    return Err(format!("`done` with {} of {} sentences ended", ended.len(), announced.len()));
-                }
-            }
-            ServerEvent::Error(_) => {}
-        }
-    }
-    let last = events.last();
+    earshot_core::protocol::check_order(&events)?;
     if run.client_left {
         // What was read is a prefix; the scheduler may have finished into the channel meanwhile.
         return Ok(());
     }
-    match (outcome, last) {
+    match (&run.outcome, events.last()) {
         (Outcome::Completed, Some(ServerEvent::Done(_))) => Ok(()),
         (Outcome::Failed(info), Some(ServerEvent::Error(e))) if e == info => Ok(()),
         (Outcome::Cancelled | Outcome::ClientGone, last) if !matches!(last, Some(ServerEvent::Done(_) | ServerEvent::Error(_))) => Ok(()),

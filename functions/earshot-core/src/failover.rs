@@ -1,0 +1,305 @@
+//! Failover as a backend: several backends in order, opened as one session.
+//!
+//! The scheduler speaks to one [`SpeechSession`] and knows nothing of arms. Everything about handing a
+//! conversation from one backend to another lives here, in one place:
+//!
+//! - **Opening** ([`Failover::open_arms`]): the arms are tried in order. One that is still starting
+//!   (`readiness`) or fails to open hands over to the next (a *failover*); one that is full
+//!   ([`codes::BUSY`]) spills over to it (an *overflow*). What was passed over, and why, comes back
+//!   with the session ([`Opened::handovers`]), since no stream exists yet to announce it on. With
+//!   every arm refused, the last one's error is the answer.
+//! - **Before the first audio** (a relay task between the scheduler and the live session): a session
+//!   that fails, or vanishes, before any of its audio has been passed on is replaced by the next arm
+//!   that opens. Every sentence sent and not finished is sent again to the new session, in order (and
+//!   `Finish`, if it had been said), and the switch is announced as [`SpeechEvent::Switched`] before
+//!   any of the new session's audio, so the scheduler tells the client which backend now speaks. Once
+//!   audio has been heard a failure is the conversation's, as a voice that changes mid-answer would be
+//!   worse than an error.
+//!
+//! With one arm there is nothing to fail over to, and [`Failover::open_arms`] hands back that arm's
+//! own session: no relay, no extra hop.
+//!
+//! The relay never waits on one side while the other could be waiting on it: it holds at most one
+//! event for the scheduler and the commands not yet taken by the session, and selects on both, so the
+//! bounded channels on each side keep their backpressure and no cycle of full channels can form.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::codes as error_codes;
+use crate::protocol::AudioFormat;
+use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
+
+/// The composite session's channels: small, since each side's own channel already buffers.
+const RELAY_CHANNEL: usize = 8;
+
+/// One backend in the order, with the voice it speaks this conversation in.
+#[derive(Clone)]
+pub struct Arm {
+    pub backend: Arc<dyn SpeechBackend>,
+    pub voice: String,
+}
+
+/// An arm passed over when the conversation opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handover {
+    /// The arm's backend name.
+    pub from: String,
+    pub cause: SpeechError,
+}
+
+impl Handover {
+    /// The arm was full: the conversation spilled over rather than failed over.
+    pub fn is_overflow(&self) -> bool {
+        self.cause.code == codes::BUSY
+    }
+}
+
+/// A session opened on one of the arms.
+pub struct Opened {
+    pub session: SpeechSession,
+    /// The backend that took the conversation.
+    pub backend: String,
+    /// The arms before it that could not, in order.
+    pub handovers: Vec<Handover>,
+}
+
+/// The session a conversation now speaks through, after a failover before any audio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Switch {
+    pub backend: String,
+    pub voice: String,
+    pub format: AudioFormat,
+    /// Why the previous session was given up.
+    pub cause: SpeechError,
+}
+
+/// Backends in order: the first that can take the conversation speaks it.
+#[derive(Clone)]
+pub struct Failover {
+    arms: Vec<Arm>,
+}
+
+impl Failover {
+    /// `arms` in the order they are tried; at least one.
+    pub fn new(arms: Vec<Arm>) -> Self {
+        assert!(!arms.is_empty(), "a failover needs at least one arm");
+        Failover { arms }
+    }
+
+    /// The arms in order.
+    pub fn arms(&self) -> &[Arm] {
+        &self.arms
+    }
+
+    /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
+    /// of the last arm tried beside its error.
+    pub async fn open_arms(&self, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, (String, SpeechError)> {
+        let mut rest: VecDeque<Arm> = self.arms.iter().cloned().collect();
+        let mut handovers = Vec::new();
+        while let Some(arm) = rest.pop_front() {
+            let name = arm.backend.name().to_string();
+            match open_arm(&arm, conversation_id, cancel).await {
+                Ok(session) if rest.is_empty() => return Ok(Opened { session, backend: name, handovers }),
+                Ok(session) => {
+                    let (commands, from_scheduler) = mpsc::channel(RELAY_CHANNEL);
+                    let (to_scheduler, events) = mpsc::channel(RELAY_CHANNEL);
+                    let (format, voice) = (session.format.clone(), session.voice.clone());
+                    let relay = Relay {
+                        current: session,
+                        rest,
+                        conversation_id: conversation_id.to_string(),
+                        cancel: cancel.clone(),
+                        unfinished: VecDeque::new(),
+                        finishing: false,
+                        heard: false,
+                    };
+                    tokio::spawn(relay.run(from_scheduler, to_scheduler));
+                    return Ok(Opened { session: SpeechSession { commands, events, format, voice }, backend: name, handovers });
+                }
+                Err(cause) if rest.is_empty() => return Err((name, cause)),
+                Err(cause) => {
+                    tracing::warn!(
+                        "{name} cannot take the conversation ({}: {}); {}",
+                        cause.code,
+                        cause.message,
+                        if cause.code == codes::BUSY { "spilling over" } else { "failing over" }
+                    );
+                    handovers.push(Handover { from: name, cause });
+                }
+            }
+        }
+        unreachable!("the loop returns on its last arm")
+    }
+}
+
+/// Opens one arm, if it is ready.
+async fn open_arm(arm: &Arm, conversation_id: &str, cancel: &CancellationToken) -> Result<SpeechSession, SpeechError> {
+    arm.backend.readiness()?;
+    let options = SessionOptions { voice: arm.voice.clone(), conversation_id: conversation_id.to_string(), cancel: cancel.child_token() };
+    arm.backend.open(options).await
+}
+
+/// Failover is a backend like any other: named after its first arm, with that arm's voices; the voice
+/// a session is opened with is the first arm's (the others keep theirs).
+#[async_trait]
+impl SpeechBackend for Failover {
+    fn name(&self) -> &str {
+        self.arms[0].backend.name()
+    }
+
+    fn voices(&self) -> Vec<Voice> {
+        self.arms[0].backend.voices()
+    }
+
+    fn default_voice(&self) -> String {
+        self.arms[0].voice.clone()
+    }
+
+    async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
+        let mut arms = self.arms.clone();
+        arms[0].voice = options.voice;
+        Failover { arms }.open_arms(&options.conversation_id, &options.cancel).await.map(|o| o.session).map_err(|(_, e)| e)
+    }
+
+    /// Healthy while any arm answers.
+    async fn health(&self) -> Result<(), SpeechError> {
+        let mut last = None;
+        for arm in &self.arms {
+            match arm.backend.health().await {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("at least one arm"))
+    }
+
+    /// Ready while any arm is.
+    fn readiness(&self) -> Result<(), SpeechError> {
+        let mut last = None;
+        for arm in &self.arms {
+            match arm.backend.readiness() {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("at least one arm"))
+    }
+}
+
+/// Sits between the scheduler and the live session until the first audio; see the module docs.
+struct Relay {
+    current: SpeechSession,
+    /// Arms not yet tried.
+    rest: VecDeque<Arm>,
+    conversation_id: String,
+    cancel: CancellationToken,
+    /// Sentences sent and not finished: what a new session must speak again.
+    unfinished: VecDeque<SpeechRequest>,
+    /// The scheduler has said `Finish`.
+    finishing: bool,
+    /// Audio has been passed on: no more failover.
+    heard: bool,
+}
+
+impl Relay {
+    async fn run(mut self, mut from_scheduler: mpsc::Receiver<SpeechCommand>, to_scheduler: mpsc::Sender<SpeechEvent>) {
+        let mut to_session: VecDeque<SpeechCommand> = VecDeque::new();
+        let mut to_send: Option<SpeechEvent> = None;
+        let mut failure: Option<SpeechError> = None;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return,
+                // The scheduler has ended: whatever the session is doing, let it go.
+                _ = to_scheduler.closed() => return,
+                permit = to_scheduler.reserve(), if to_send.is_some() => {
+                    let Ok(permit) = permit else { return };
+                    let event = to_send.take().expect("an event to send");
+                    let closed = matches!(event, SpeechEvent::Closed { .. });
+                    permit.send(event);
+                    if closed {
+                        return;
+                    }
+                }
+                permit = self.current.commands.reserve(), if !to_session.is_empty() => {
+                    // A session that is gone says so on its event channel; its commands are dropped.
+                    if let Ok(permit) = permit {
+                        permit.send(to_session.pop_front().expect("a command to send"));
+                    } else {
+                        to_session.clear();
+                    }
+                }
+                command = from_scheduler.recv(), if to_session.is_empty() => {
+                    // The scheduler let go: dropping the session cancels it.
+                    let Some(command) = command else { return };
+                    match &command {
+                        SpeechCommand::Speak(request) => self.unfinished.push_back(request.clone()),
+                        SpeechCommand::Finish => self.finishing = true,
+                    }
+                    to_session.push_back(command);
+                }
+                event = self.current.events.recv(), if to_send.is_none() => {
+                    let cause = match event {
+                        Some(SpeechEvent::Failed(e)) if !self.heard && !self.rest.is_empty() => e,
+                        None if !self.heard && !self.rest.is_empty() => SpeechError::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true),
+                        // Dropping the scheduler's event channel tells it the session is gone.
+                        None => return,
+                        Some(event) => {
+                            match &event {
+                                SpeechEvent::Audio { .. } => self.heard = true,
+                                SpeechEvent::Finished { index, .. } => self.unfinished.retain(|r| r.index != *index),
+                                _ => {}
+                            }
+                            to_send = Some(event);
+                            continue;
+                        }
+                    };
+                    failure = Some(cause);
+                }
+            }
+            // Outside the select: its branches borrow the relay.
+            if let Some(cause) = failure.take() {
+                let Some(switch) = self.hand_over(&cause).await else {
+                    // Cancelled while opening, or no arm left that opens: the first failure is the answer.
+                    if !self.cancel.is_cancelled() {
+                        let _ = to_scheduler.send(SpeechEvent::Failed(cause)).await;
+                    }
+                    return;
+                };
+                to_session = self.unfinished.iter().cloned().map(SpeechCommand::Speak).collect();
+                if self.finishing {
+                    to_session.push_back(SpeechCommand::Finish);
+                }
+                to_send = Some(SpeechEvent::Switched(switch));
+            }
+        }
+    }
+
+    /// Opens the next arm that takes the conversation, in place of the current session.
+    async fn hand_over(&mut self, cause: &SpeechError) -> Option<Switch> {
+        while let Some(arm) = self.rest.pop_front() {
+            let opened = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return None,
+                opened = open_arm(&arm, &self.conversation_id, &self.cancel) => opened,
+            };
+            match opened {
+                Ok(session) => {
+                    tracing::warn!("{}: {}; continuing on {}", cause.code, cause.message, arm.backend.name());
+                    let switch =
+                        Switch { backend: arm.backend.name().to_string(), voice: session.voice.clone(), format: session.format.clone(), cause: cause.clone() };
+                    // The old session is dropped here, which cancels it.
+                    self.current = session;
+                    return Some(switch);
+                }
+                Err(e) => tracing::warn!("{} cannot take over ({}: {})", arm.backend.name(), e.code, e.message),
+            }
+        }
+        None
+    }
+}

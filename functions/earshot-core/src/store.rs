@@ -1,0 +1,26 @@
+//! The shared record of live conversations and their interrupts, for gateways whose conversations run
+//! in more than one process (Lambda: the invocation that speaks is not the one that interrupts).
+//!
+//! The trait lives in the core so that the HTTP gateway (which reads it) and the AWS adapter (which
+//! implements it on DynamoDB) depend on it without depending on each other.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Error;
+
+/// The shared record of live conversations and their interrupts (DynamoDB on Lambda).
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Records `id` as live for at most `ttl`; `token` names this conversation among any others that
+    /// reuse the id.
+    async fn begin(&self, id: &str, token: &str, ttl: Duration) -> Result<(), Error>;
+    /// Marks a live conversation interrupted: `Ok(false)` when no conversation is live under `id`.
+    async fn interrupt(&self, id: &str) -> Result<bool, Error>;
+    /// Whether the conversation has been interrupted.
+    async fn interrupted(&self, id: &str) -> Result<bool, Error>;
+    /// Forgets the conversation begun with `token` (not a later one under the same id): later
+    /// interrupts find nothing.
+    async fn end(&self, id: &str, token: &str) -> Result<(), Error>;
+}

@@ -1,0 +1,207 @@
+//! Failover's rules in virtual time: several backends in order as one session
+//! ([`earshot_core::failover`]), driven by the scheduler as in production. Each test names one rule
+//! from the module's docs; every run is also checked against the protocol's ordering rules.
+
+mod scheduler_harness;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use earshot_core::failover::{Arm, Failover, Handover};
+use earshot_core::protocol::{BackendReason, ServerEvent};
+use earshot_core::scheduler::{Outcome, SchedulerConfig};
+use earshot_core::speech::{codes, SpeechBackend};
+use scheduler_harness::*;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+fn assert_protocol(run: &Run) {
+    if let Err(broken) = check_protocol(run) {
+        panic!("{broken}\nevents: {:?}", run.kinds());
+    }
+}
+
+fn arm(backend: ScriptedBackend) -> Arm {
+    Arm { backend: Arc::new(backend), voice: "test".into() }
+}
+
+fn sessions(run: &Run) -> Vec<(String, BackendReason)> {
+    run.events.iter().filter_map(|(_, e)| if let ServerEvent::Session(s) = e { Some((s.backend.clone(), s.backend_reason)) } else { None }).collect()
+}
+
+// --- Opening ----------------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_full_arm_spills_over_and_a_starting_or_failing_one_fails_over() {
+    let origin = Instant::now();
+    let cancel = CancellationToken::new();
+    let (session, _) = backend(|_| speak_ms(10, 1, 0), origin);
+    let starting = ScriptedBackend { starting: true, ..ScriptedBackend::refusing("starting", "unused") };
+    let arms = vec![
+        arm(ScriptedBackend::refusing("full", codes::BUSY)),
+        arm(starting),
+        arm(ScriptedBackend::refusing("failing", "backend_unavailable")),
+        arm(ScriptedBackend::new("last", session, Duration::from_millis(5))),
+    ];
+    let opened = Failover::new(arms).open_arms("c", &cancel).await.unwrap_or_else(|(_, e)| panic!("{e}"));
+    assert_eq!(opened.backend, "last");
+    let passed: Vec<(&str, bool)> = opened.handovers.iter().map(|h: &Handover| (h.from.as_str(), h.is_overflow())).collect();
+    assert_eq!(passed, vec![("full", true), ("starting", false), ("failing", false)]);
+    assert_eq!(opened.handovers[1].cause.code, codes::NOT_READY);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_every_arm_refusing_the_last_arms_error_is_the_answer() {
+    let cancel = CancellationToken::new();
+    let first = ScriptedBackend::refusing("first", "backend_unavailable");
+    let asked = first.asked.clone();
+    let arms = vec![arm(first), arm(ScriptedBackend::refusing("second", codes::BUSY))];
+    let (name, error) = Failover::new(arms).open_arms("c", &cancel).await.err().expect("no arm opens");
+    assert_eq!((name.as_str(), error.code.as_str()), ("second", codes::BUSY));
+    assert_eq!(*asked.lock().unwrap(), 1, "each arm is asked once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_arm_is_its_own_session_with_nothing_between() {
+    let origin = Instant::now();
+    let (session, probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let commands = session.commands.clone();
+    let opened = Failover::new(vec![arm(ScriptedBackend::new("only", session, Duration::ZERO))]).open_arms("c", &CancellationToken::new()).await.ok().unwrap();
+    assert!(opened.session.commands.same_channel(&commands), "no relay for a single arm");
+    drop((opened, commands));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(probe.log().dropped_ms.is_some());
+}
+
+// --- Before the first audio ------------------------------------------------------------------------
+
+/// Opens `arms` as the production gateway does, then runs the conversation through them.
+async fn converse_through(arms: Vec<Arm>, steps: Vec<Step>, setup: Setup, origin: Instant) -> Run {
+    let cancel = CancellationToken::new();
+    let (agent, _) = agent(steps, origin);
+    let opened = Failover::new(arms).open_arms("c", &cancel).await.expect("the first arm opens");
+    run_cancelled_by(agent, opened.session, setup, cancel, origin).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn failover_before_audio_moves_every_unfinished_sentence_without_announcing_it_again() {
+    let origin = Instant::now();
+    let (primary, primary_probe) = backend(|_| Plan::Fail { after: Duration::from_millis(100), code: "backend_unavailable" }, origin);
+    let (secondary, secondary_probe) = backend(|_| speak_ms(50, 2, 10), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::new("fallback", secondary, Duration::from_millis(30)))];
+    let steps = vec![say("One is here. Two is here. Three"), wait_ms(500), say(" is here."), Step::Done];
+    let setup = Setup { cfg: SchedulerConfig { max_in_flight: 2, ..Default::default() }, ..Default::default() };
+    let run = converse_through(arms, steps, setup, origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["One is here.", "Two is here.", "Three is here."], "each sentence announced once");
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Default), ("fallback".into(), BackendReason::Failover)]);
+    let kinds = run.kinds();
+    let switched_at = kinds.iter().rposition(|k| *k == "session").unwrap();
+    assert!(kinds[..switched_at].iter().all(|k| *k != "audio"), "the switch comes before any audio");
+    let spoken: Vec<u32> = secondary_probe.log().spoken.iter().map(|(i, _, _)| *i).collect();
+    assert_eq!(spoken, vec![0, 1, 2], "the fallback speaks what the first backend had not, in order");
+    assert_eq!(secondary_probe.log().spoken[0].2, 130, "handed over when the open finished");
+    assert_eq!(run.timeline.failover_from.as_deref(), Some("backend_unavailable"));
+    assert_eq!(run.timeline.backend, "fallback");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(primary_probe.log().dropped_ms, Some(130), "the failed session is let go when the next one takes over");
+    assert!(secondary_probe.log().dropped_ms.is_some(), "the fallback is let go when the conversation ends");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finish_already_said_is_said_again_to_the_new_session() {
+    let origin = Instant::now();
+    let (primary, _) = backend(|_| Plan::Fail { after: Duration::from_millis(100), code: "backend_unavailable" }, origin);
+    let (secondary, secondary_probe) = backend(|_| speak_ms(50, 1, 0), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::new("fallback", secondary, Duration::ZERO))];
+    // The whole answer is in, and `Finish` sent, before the first backend fails.
+    let run = converse_through(arms, vec![say("Only this."), Step::Done], Setup::default(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(secondary_probe.log().finish_ms, Some(100));
+    assert_eq!(run.first_ms(|e| matches!(e, ServerEvent::Done(_))), Some(150));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_that_vanishes_before_audio_fails_over_too() {
+    let origin = Instant::now();
+    let (primary, _) = backend(|_| Plan::Vanish, origin);
+    let (secondary, _) = backend(|_| speak_ms(50, 1, 0), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::new("fallback", secondary, Duration::ZERO))];
+    let run = converse_through(arms, vec![say("Hello there."), Step::Done], Setup::default(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(run.timeline.failover_from.as_deref(), Some("backend_gone"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_failover_once_audio_has_been_heard() {
+    let origin = Instant::now();
+    let (primary, _) = backend(|i| if i == 0 { speak_ms(50, 1, 0) } else { Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" } }, origin);
+    let (secondary, secondary_probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let fallback = ScriptedBackend::new("fallback", secondary, Duration::ZERO);
+    let asked = fallback.asked.clone();
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(fallback)];
+    let run = converse_through(arms, vec![say("One is here. Two is here."), Step::Done], Setup::default(), origin).await;
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("backend_unavailable"));
+    assert_eq!(*asked.lock().unwrap(), 0, "the fallback is not even opened");
+    assert!(secondary_probe.log().spoken.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fallback_that_cannot_open_fails_with_the_first_backends_error() {
+    let origin = Instant::now();
+    let (primary, primary_probe) = backend(|_| Plan::Fail { after: Duration::ZERO, code: "backend_unavailable" }, origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::refusing("fallback", codes::BUSY))];
+    let run = converse_through(arms, vec![say("Hello there."), Step::Done], Setup::default(), origin).await;
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("backend_unavailable"));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(primary_probe.log().dropped_ms.is_some(), "the failed session is let go");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_leaves_during_a_hanging_failover_is_noticed() {
+    // The first backend fails before any audio; the fallback's session never opens. Cancelling the
+    // conversation must end it at once, not when (if ever) the fallback answers.
+    let origin = Instant::now();
+    let (primary, primary_probe) = backend(|_| Plan::Fail { after: Duration::ZERO, code: "backend_gone" }, origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::hanging("fallback"))];
+    let setup = Setup { cancel_at: Some(Duration::from_secs(1)), ..Default::default() };
+    let run = converse_through(arms, vec![say("Hello there."), Step::Done], setup, origin).await;
+    assert_eq!(run.outcome, Outcome::Cancelled);
+    assert_eq!(run.ended_ms, 1000);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(primary_probe.log().dropped_ms.is_some_and(|at| at <= 1000), "nothing of the conversation is left");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_relay_lets_go_of_a_live_session_when_the_scheduler_ends() {
+    // The client leaves mid-answer: the scheduler returns, and the session the relay holds must
+    // close then, not when the backend next speaks.
+    let origin = Instant::now();
+    let (primary, primary_probe) = backend(|_| speak_ms(100, 50, 100), origin);
+    let (secondary, _) = backend(|_| speak_ms(10, 1, 0), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::new("fallback", secondary, Duration::ZERO))];
+    let setup = Setup { client: Client { leave_after: Some(6), ..Default::default() }, ..Default::default() };
+    let run = converse_through(arms, vec![say("A long sentence here."), Step::Done], setup, origin).await;
+    assert_eq!(run.outcome, Outcome::ClientGone);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let dropped = primary_probe.log().dropped_ms.expect("the session is let go");
+    assert!(dropped <= run.ended_ms + 1, "let go at {dropped} ms, the conversation ended at {} ms", run.ended_ms);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failover_is_a_backend_like_any_other() {
+    // Through the trait alone: opened with a voice, ready while any arm is.
+    let origin = Instant::now();
+    let (session, _) = backend(|_| speak_ms(10, 1, 0), origin);
+    let starting = ScriptedBackend { starting: true, ..ScriptedBackend::refusing("starting", "unused") };
+    let composite: Arc<dyn SpeechBackend> = Arc::new(Failover::new(vec![arm(starting), arm(ScriptedBackend::new("ready", session, Duration::ZERO))]));
+    assert_eq!(composite.name(), "starting");
+    assert!(composite.readiness().is_ok(), "ready while one arm is");
+    let options = earshot_core::speech::SessionOptions { voice: "test".into(), conversation_id: "c".into(), cancel: CancellationToken::new() };
+    assert!(composite.open(options).await.is_ok(), "opens on the arm that is ready");
+}
