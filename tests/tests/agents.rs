@@ -193,7 +193,9 @@ async fn an_http_agent_speaks_in_each_of_its_formats_with_its_pause() {
         assert!(timeline.sentences[1].complete_ms - released > 1500.0, "{shape}: the first sentence waited for the pause's end");
         let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
         let id = r.header("x-earshot-conversation-id").expect("the conversation's id");
-        assert_eq!(seen.body, serde_json::json!({"prompt": "pause", "messages": [], "conversation_id": id}), "{shape}");
+        // The agent sees the conversation's key (its owner and id), never the client's id alone.
+        let key = earshot_gateway::Owner::local().key(id);
+        assert_eq!(seen.body, serde_json::json!({"prompt": "pause", "messages": [], "conversation_id": key}), "{shape}");
         assert!(seen.headers.contains(&("x-tenant".into(), "voice".into())), "{shape}: the configured header");
     }
 }
@@ -332,10 +334,11 @@ async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_p
     check_conversation(&speak(&url, &second, &CallOptions::default()).await.unwrap());
     let calls = standins.stats.agentcore_calls.lock().unwrap().clone();
     assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].0, earshot_aws::agentcore::runtime_session_id(Some("c-42")));
+    let key = earshot_gateway::Owner::local().key("c-42");
+    assert_eq!(calls[0].0, earshot_aws::agentcore::runtime_session_id(Some(&key)));
     assert_eq!(calls[0].0, calls[1].0, "one runtime session for the conversation");
     assert_eq!(calls[1].1["prompt"], "brief");
-    assert_eq!(calls[1].1["conversation_id"], "c-42");
+    assert_eq!(calls[1].1["conversation_id"], key.as_str());
     assert_eq!(calls[1].1["messages"][1], serde_json::json!({"role": "assistant", "content": "Let me check that for you."}));
     // The service's errors, as the SDK reads them.
     assert_eq!(failure(speak(&url, &prompt("[[ThrottlingException]] brief"), &CallOptions::default()).await), (502, "agent_throttled".into()));

@@ -133,3 +133,60 @@ async fn a_token_cannot_interrupt_another_bearers_conversation() {
     let r = speaking.await.unwrap().unwrap();
     assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
 }
+
+#[tokio::test]
+async fn a_conversation_id_belongs_to_its_owner_not_to_whoever_names_it() {
+    // Both tokens may use the same ids: the id is a name, the conversation is the owner's.
+    let earshot = gateway().await;
+    let alice = token(&["--sub", "alice", "--conversation", "call-*"]);
+    let bob = token(&["--sub", "bob", "--conversation", "call-*"]);
+    let body = SpeakBody { conversation_id: Some("call-1".into()), ..prompt("long") };
+    let url = earshot.url.clone();
+    let speaking = tokio::spawn({
+        let alice = alice.clone();
+        async move { speak(&url, &body, &with(&alice)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Another owner's live conversation is as unknown as one never started.
+    let bob_tries = interrupt_as(&earshot.url, "call-1", Some(&bob)).await.unwrap_err();
+    assert!(matches!(&bob_tries, ClientError::Refused { status: 404, code, .. } if code == "unknown_conversation"), "{bob_tries}");
+    // Speaking under the same id is a conversation of bob's own, which begins and ends without touching alice's.
+    let r = speak(&earshot.url, &SpeakBody { conversation_id: Some("call-1".into()), ..text("Hello there.") }, &with(&bob)).await.unwrap();
+    assert!(r.error.is_none() && r.status == 200, "{:?}", r.error);
+    // Tokens without `sub` are owners of their own, and never meet either.
+    let anonymous = token(&["--conversation", "call-*"]);
+    let also_anonymous = token(&["--conversation", "call-*", "--ttl", "200"]);
+    assert_ne!(anonymous, also_anonymous);
+    let tries = interrupt_as(&earshot.url, "call-1", Some(&anonymous)).await.unwrap_err();
+    assert!(matches!(&tries, ClientError::Refused { status: 404, .. }), "{tries}");
+    // Alice's conversation is still hers to stop, and bob's end did not forget it.
+    interrupt_as(&earshot.url, "call-1", Some(&alice)).await.expect("the owner interrupts its own conversation");
+    let r = speaking.await.unwrap().unwrap();
+    assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
+}
+
+#[tokio::test]
+async fn token_edge_cases_each_have_their_code_and_a_challenge() {
+    let earshot = gateway().await;
+    let short = text("Hello there.");
+    let key = b"0123456789abcdef0123456789abcdef";
+    let base = Claims { aud: "earshot".into(), exp: now() + 60, sub: Some("u".into()), ..Default::default() };
+    let ten_years = mint("k2026", key, &Claims { exp: now() + 10 * 365 * 86_400, ..base.clone() }).unwrap();
+    assert_eq!(refused(speak(&earshot.url, &short, &with(&ten_years)).await), (401, "token_lifetime_too_long".into()));
+    let later = mint("k2026", key, &Claims { nbf: Some(now() + 600), ..base.clone() }).unwrap();
+    assert_eq!(refused(speak(&earshot.url, &short, &with(&later)).await), (401, "token_not_yet_valid".into()));
+    let many = mint("k2026", key, &Claims { aud: earshot_gateway::auth::Audience::Many(vec!["web".into(), "earshot".into()]), ..base.clone() }).unwrap();
+    assert_eq!(speak(&earshot.url, &short, &with(&many)).await.unwrap().status, 200, "an audience array that holds ours");
+    let unknown_kid = mint("k1999", key, &base).unwrap();
+    assert_eq!(refused(speak(&earshot.url, &short, &with(&unknown_kid)).await), (401, "token_bad_signature".into()));
+    // Every 401 says how to authenticate (RFC 6750).
+    let response = reqwest::Client::new().post(format!("{}/v1/speak", earshot.url)).json(&serde_json::json!({"text": "Hi."})).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], r#"Bearer realm="earshot""#);
+    // Open endpoints say healthy or not, and nothing of what the gateway talks to.
+    let health: serde_json::Value = reqwest::get(format!("{}/healthz", earshot.url)).await.unwrap().json().await.unwrap();
+    assert_eq!(health["backends"]["kokoro"], serde_json::json!({"ok": false}), "{health}");
+    assert!(!health.to_string().contains("127.0.0.1"), "{health}");
+    let voices: serde_json::Value = reqwest::get(format!("{}/v1/voices", earshot.url)).await.unwrap().json().await.unwrap();
+    assert!(voices.get("agent").is_none(), "{voices}");
+}

@@ -38,7 +38,8 @@ impl AgentCoreAgent {
     }
 }
 
-/// AgentCore requires session ids of 33 to 256 characters; a conversation's id (1 to 128 characters)
+/// AgentCore requires session ids of 33 to 256 characters; a conversation's key (from the gateway: 64
+/// hex characters, a digest of the conversation's owner and id, so that callers never share a session)
 /// is made one the same way every turn, so that the turns of a conversation share the runtime's session.
 pub fn runtime_session_id(conversation_id: Option<&str>) -> String {
     match conversation_id {

@@ -13,7 +13,8 @@ pub enum AgentInput {
     /// A prompt the agent answers, after the conversation so far (oldest turn first; empty for a
     /// conversation's first question). The history starts with a user turn and alternates, so the
     /// prompt follows an assistant turn: every source can pass it on as it is. `conversation_id` is
-    /// the client's (agents that keep sessions of their own key them by it).
+    /// the conversation's key (agents that keep sessions of their own key them by it): the gateway
+    /// derives it from the conversation's owner and the client's id, so that callers never share one.
     Prompt { prompt: String, history: Vec<Turn>, conversation_id: Option<String> },
     /// Text to speak as given (streamed as an agent would, so that it takes the same path).
     Text(String),
@@ -23,6 +24,14 @@ impl AgentInput {
     /// A first question, with no history.
     pub fn prompt(prompt: impl Into<String>) -> Self {
         AgentInput::Prompt { prompt: prompt.into(), history: Vec::new(), conversation_id: None }
+    }
+
+    /// The same input, for the conversation `key` (text to speak has no agent session to key).
+    pub fn for_conversation(self, key: &str) -> Self {
+        match self {
+            AgentInput::Prompt { prompt, history, .. } => AgentInput::Prompt { prompt, history, conversation_id: Some(key.to_string()) },
+            text => text,
+        }
     }
 }
 

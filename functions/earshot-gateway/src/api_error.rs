@@ -88,6 +88,25 @@ impl IntoResponse for ApiError {
         if let Some(seconds) = self.retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if self.status == StatusCode::UNAUTHORIZED {
+            // RFC 6750: a missing token gets the scheme alone; a token that fails, `invalid_token`.
+            let challenge = if self.error.code == "token_missing" { r#"Bearer realm="earshot""# } else { r#"Bearer realm="earshot", error="invalid_token""# };
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+        }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_401_names_its_scheme_and_a_failed_token_says_so() {
+        let missing = ApiError::unauthorized("token_missing", "no token").into_response();
+        assert_eq!(missing.headers()[header::WWW_AUTHENTICATE], r#"Bearer realm="earshot""#);
+        let expired = ApiError::unauthorized("token_expired", "old").into_response();
+        assert_eq!(expired.headers()[header::WWW_AUTHENTICATE], r#"Bearer realm="earshot", error="invalid_token""#);
+        assert!(ApiError::forbidden("token_out_of_scope", "no").into_response().headers().get(header::WWW_AUTHENTICATE).is_none());
     }
 }

@@ -6,14 +6,16 @@
 //!
 //! | claim | meaning |
 //! | --- | --- |
-//! | `exp`, `aud` | required: the expiry, and this gateway's audience |
-//! | `sub` | who the token is for (logged) |
+//! | `exp`, `aud` | required: the expiry (at most the gateway's maximum lifetime away, one hour by default), and this gateway's audience (a string, or an array holding it) |
+//! | `nbf` | optional: not valid before (with the same leeway as `exp`) |
+//! | `sub` | who the token is for: the owner of the conversations it starts (see `owner.rs`); a token without one owns only its own |
 //! | `backends`, `voices`, `releases` | the backends, voices and release modes the bearer may use |
 //! | `max_chars` | the most characters a request may send (prompt, earlier turns, or text) |
 //! | `conversations` | the conversation ids the bearer may speak under and interrupt (`id`, or `prefix*`) |
 //!
 //! A claim left out allows anything, except `conversations`: without it the bearer may interrupt nothing.
-//! Each failure has its own code (401: `token_missing`, `token_malformed`, `token_expired`,
+//! Each failure has its own code (401, with `WWW-Authenticate: Bearer`: `token_missing`,
+//! `token_malformed`, `token_expired`, `token_not_yet_valid`, `token_lifetime_too_long`,
 //! `token_bad_signature`, `token_wrong_audience`; 403: `token_out_of_scope`).
 //! Verification and minting are `jsonwebtoken`'s; the scopes are this module's.
 
@@ -25,6 +27,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::api_error::ApiError;
+use crate::owner::Owner;
 use crate::request::SpeakRequest;
 
 /// The query parameter for clients that cannot set an `Authorization` header.
@@ -32,19 +35,59 @@ pub const QUERY_PARAMETER: &str = "access_token";
 /// Seconds of clock difference tolerated between the minting backend and the gateway.
 const LEEWAY_SECONDS: u64 = 5;
 
+/// The longest a token may be valid for, by default: a token is handed to a browser, so it should not
+/// outlive a session by much.
+pub const DEFAULT_MAX_LIFETIME_SECONDS: u64 = 3600;
+
 /// The keys and the audience tokens are checked against.
 pub struct TokenAuth {
     keys: HashMap<String, DecodingKey>,
     audience: String,
+    max_lifetime: u64,
+}
+
+/// A verified token: what it allows, and whose conversations it speaks in.
+#[derive(Debug, Clone)]
+pub struct Bearer {
+    pub claims: Claims,
+    pub owner: Owner,
+}
+
+/// A token's audience: one, or several (RFC 7519 allows both).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Default for Audience {
+    fn default() -> Self {
+        Audience::One(String::new())
+    }
+}
+
+impl From<&str> for Audience {
+    fn from(aud: &str) -> Self {
+        Audience::One(aud.to_string())
+    }
+}
+
+impl From<String> for Audience {
+    fn from(aud: String) -> Self {
+        Audience::One(aud)
+    }
 }
 
 /// What a token's claims allow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
-    pub aud: String,
+    pub aud: Audience,
     pub exp: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iat: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,7 +116,13 @@ impl TokenAuth {
             let key = DecodingKey::from_secret(&secret).map_err(|e| format!("key `{kid}`: {e}"))?;
             map.insert(kid, key);
         }
-        Ok(TokenAuth { keys: map, audience: audience.into() })
+        Ok(TokenAuth { keys: map, audience: audience.into(), max_lifetime: DEFAULT_MAX_LIFETIME_SECONDS })
+    }
+
+    /// Refuses tokens valid for longer than `seconds` from now (`token_lifetime_too_long`).
+    pub fn with_max_lifetime(mut self, seconds: u64) -> Self {
+        self.max_lifetime = seconds;
+        self
     }
 
     /// Parses `kid=secret,kid2=secret2` (local runs, tests) or a JSON object `{"kid": "secret", …}` (the
@@ -95,8 +144,9 @@ impl TokenAuth {
             .collect()
     }
 
-    /// The token of a request (`Authorization: Bearer …`, else `?access_token=`), verified.
-    pub fn verify_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Claims, ApiError> {
+    /// The token of a request (`Authorization: Bearer …`, else `?access_token=`), verified, with the
+    /// owner of the conversations it speaks in.
+    pub fn verify_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Bearer, ApiError> {
         let from_header = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::trim);
         let token = match from_header {
             Some(value) => match value.split_once(' ') {
@@ -113,7 +163,12 @@ impl TokenAuth {
                 }
             },
         };
-        self.verify(&token)
+        let claims = self.verify(&token)?;
+        let owner = match &claims.sub {
+            Some(sub) if !sub.is_empty() => Owner::subject(sub),
+            _ => Owner::bearer(&token),
+        };
+        Ok(Bearer { claims, owner })
     }
 
     /// A token's claims, if its signature, expiry and audience hold.
@@ -133,9 +188,11 @@ impl TokenAuth {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "aud"]);
+        validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECONDS;
         let data = jsonwebtoken::decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
             ErrorKind::ExpiredSignature => ApiError::unauthorized("token_expired", "the token has expired: get a new one"),
+            ErrorKind::ImmatureSignature => ApiError::unauthorized("token_not_yet_valid", "the token is not valid yet (`nbf`)"),
             ErrorKind::InvalidSignature => ApiError::unauthorized("token_bad_signature", "the token's signature does not match"),
             ErrorKind::InvalidAudience => {
                 ApiError::unauthorized("token_wrong_audience", format!("the token is not for this gateway (audience `{}`)", self.audience))
@@ -143,6 +200,13 @@ impl TokenAuth {
             ErrorKind::MissingRequiredClaim(claim) => ApiError::unauthorized("token_malformed", format!("the token has no `{claim}` claim")),
             _ => ApiError::unauthorized("token_malformed", format!("the token cannot be read: {e}")),
         })?;
+        let lifetime = data.claims.exp.saturating_sub(now());
+        if lifetime > self.max_lifetime + LEEWAY_SECONDS {
+            return Err(ApiError::unauthorized(
+                "token_lifetime_too_long",
+                format!("the token is valid for {lifetime} s; this gateway accepts tokens valid for at most {} s", self.max_lifetime),
+            ));
+        }
         Ok(data.claims)
     }
 }
@@ -246,7 +310,7 @@ mod tests {
         Claims { aud: "earshot".into(), exp: now() + 300, ..Default::default() }
     }
 
-    fn code(result: Result<Claims, ApiError>) -> (u16, String) {
+    fn code<T: std::fmt::Debug>(result: Result<T, ApiError>) -> (u16, String) {
         let e = result.unwrap_err();
         (e.status.as_u16(), e.error.code)
     }
@@ -265,11 +329,58 @@ mod tests {
         assert_eq!(code(a.verify(&mint("k9", KEY, &claims()).unwrap())), (401, "token_bad_signature".into()));
         assert_eq!(code(a.verify(&mint("k2", KEY, &Claims { exp: now() - 60, ..claims() }).unwrap())), (401, "token_expired".into()));
         assert_eq!(code(a.verify(&mint("k2", KEY, &Claims { aud: "another".into(), ..claims() }).unwrap())), (401, "token_wrong_audience".into()));
+        assert_eq!(code(a.verify(&mint("k2", KEY, &Claims { nbf: Some(now() + 120), ..claims() }).unwrap())), (401, "token_not_yet_valid".into()));
+        assert!(a.verify(&mint("k2", KEY, &Claims { nbf: Some(now() + 2), ..claims() }).unwrap()).is_ok(), "within the leeway");
+        let ten_years = Claims { exp: now() + 10 * 365 * 86_400, ..claims() };
+        assert_eq!(code(a.verify(&mint("k2", KEY, &ten_years).unwrap())), (401, "token_lifetime_too_long".into()));
+        assert!(auth().with_max_lifetime(20 * 365 * 86_400).verify(&mint("k2", KEY, &ten_years).unwrap()).is_ok(), "the maximum is a setting");
+        let no_exp = serde_json::json!({"aud": "earshot", "sub": "u"});
+        let no_exp =
+            jsonwebtoken::encode(&Header { kid: Some("k2".into()), ..Header::new(Algorithm::HS256) }, &no_exp, &EncodingKey::from_secret(KEY).unwrap())
+                .unwrap();
+        assert_eq!(code(a.verify(&no_exp)), (401, "token_malformed".into()));
+        for alg in [Algorithm::HS512, Algorithm::HS384] {
+            let other =
+                jsonwebtoken::encode(&Header { kid: Some("k2".into()), ..Header::new(alg) }, &claims(), &EncodingKey::from_secret(KEY).unwrap()).unwrap();
+            assert_eq!(code(a.verify(&other)), (401, "token_malformed".into()), "{alg:?}");
+        }
+        // `alg: none`, unsigned: the header alone says so.
+        let none = format!("{}.{}.", b64(r#"{"alg":"none","typ":"JWT"}"#), b64(&serde_json::to_string(&claims()).unwrap()));
+        assert_eq!(code(a.verify(&none)), (401, "token_malformed".into()));
+        let rs256 = format!("{}.{}.c2ln", b64(r#"{"alg":"RS256","typ":"JWT","kid":"k2"}"#), b64(&serde_json::to_string(&claims()).unwrap()));
+        assert_eq!(code(a.verify(&rs256)), (401, "token_malformed".into()));
         let missing = a.verify_request(&HeaderMap::new(), &"/v1/speak".parse().unwrap()).unwrap_err();
         assert_eq!((missing.status.as_u16(), missing.error.code.as_str()), (401, "token_missing"));
         let mut basic = HeaderMap::new();
         basic.insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
         assert_eq!(a.verify_request(&basic, &"/v1/speak".parse().unwrap()).unwrap_err().error.code, "token_malformed");
+    }
+
+    fn b64(text: &str) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+    }
+
+    #[test]
+    fn an_audience_may_be_an_array_that_holds_this_gateways() {
+        let many = Claims { aud: Audience::Many(vec!["another".into(), "earshot".into()]), ..claims() };
+        assert!(auth().verify(&mint("k2", KEY, &many).unwrap()).is_ok());
+        let none_of_ours = Claims { aud: Audience::Many(vec!["another".into()]), ..claims() };
+        assert_eq!(code(auth().verify(&mint("k2", KEY, &none_of_ours).unwrap())), (401, "token_wrong_audience".into()));
+    }
+
+    #[test]
+    fn a_token_owns_by_its_subject_or_else_by_itself() {
+        let bearer = |claims: &Claims| {
+            let mut headers = HeaderMap::new();
+            headers.insert("authorization", format!("Bearer {}", mint("k2", KEY, claims).unwrap()).parse().unwrap());
+            auth().verify_request(&headers, &"/v1/speak".parse().unwrap()).unwrap().owner
+        };
+        let alice = Claims { sub: Some("alice".into()), ..claims() };
+        assert_eq!(bearer(&alice), Owner::subject("alice"));
+        assert_eq!(bearer(&alice), bearer(&Claims { exp: now() + 200, ..alice.clone() }), "a refreshed token keeps its owner");
+        let anonymous = claims();
+        assert_ne!(bearer(&anonymous), bearer(&Claims { exp: now() + 200, ..claims() }), "without `sub`, each token is its own owner");
     }
 
     #[test]

@@ -31,6 +31,7 @@ use crate::api_error::ApiError;
 use crate::auth::Claims;
 use crate::config::Gateway;
 use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper};
+use crate::owner::Owner;
 use crate::request::SpeakRequest;
 use crate::routing::Choice;
 use earshot_core::error::codes as error_codes;
@@ -49,13 +50,17 @@ pub struct Started {
     pub cancel: CancellationToken,
 }
 
-/// Starts a conversation: steps 1 to 4 here, 5 and 6 in tasks of their own.
-pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, clock: Clock) -> Result<Started, ApiError> {
+/// Starts `owner`'s conversation: steps 1 to 4 here, 5 and 6 in tasks of their own. Everything kept
+/// or sent upstream under the conversation is keyed by its owner and id together ([`Owner::key`]).
+pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, owner: Owner, clock: Clock) -> Result<Started, ApiError> {
     let route = route(&gw, &request, scope.as_ref())?;
+    let key = owner.key(&request.conversation_id);
     let stopper = Stopper::child_of(gw.shutdown());
     let opened = open(&gw, &route, &request.conversation_id, stopper.token()).await?;
     let session_open_ms = clock.now_ms();
-    let agent = match gw.agent().start(request.input.clone(), stopper.token().child_token()).await {
+    // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
+    let input = request.input.clone().for_conversation(&key);
+    let agent = match gw.agent().start(input, stopper.token().child_token()).await {
         Ok(agent) => agent,
         Err(e) => {
             stopper.token().cancel();
@@ -85,7 +90,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         timeline: Timeline { session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() },
         cancel: stopper.token().clone(),
     };
-    let tracked = track(&gw, &request.conversation_id, &request_id, &stopper).await;
+    let tracked = track(&gw, &key, &request_id, &stopper).await;
     let (out, events) = mpsc::channel(gw.settings().client_buffer.max(1));
     // Metrics count a conversation in the arm the A/B split chose for it, even when it spilled over or
     // failed over to another backend (its `Backend` dimension says which spoke): an arm's overflows and
@@ -189,9 +194,11 @@ pub(crate) struct Tracked {
     pub store: Option<(Arc<dyn ConversationStore>, String, String)>,
 }
 
-/// Step 4: makes the conversation findable by an interrupt: in this process's registry always, and in
-/// the shared store (with a watcher) where conversations run in other processes too (Lambda).
-pub(crate) async fn track(gw: &Gateway, conversation_id: &str, request_id: &str, stopper: &Stopper) -> Tracked {
+/// Step 4: makes the conversation findable by an interrupt from its owner: in this process's registry
+/// always, and in the shared store (with a watcher) where conversations run in other processes too
+/// (Lambda). `key` is the owner's conversation ([`Owner::key`]), so no other owner can reach it.
+pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &Stopper) -> Tracked {
+    let conversation_id = key;
     let registered = gw.registry().register(conversation_id, stopper.clone());
     let Interrupts::Shared { store, poll } = &gw.settings().interrupts else {
         return Tracked { registered, store: None };
@@ -245,7 +252,9 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
             None => std::future::pending().await,
         }
     };
+    // Biased: when the task has ended, its outcome is what happened, whatever else is ready.
     let error = tokio::select! {
+        biased;
         joined = &mut task => match joined {
             Err(e) if e.is_panic() => {
                 let panic = e.into_panic();
@@ -253,6 +262,9 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
                 tracing::error!(request_id = %request_id, "a conversation task panicked: {what}");
                 Some(ErrorInfo::new(error_codes::INTERNAL, format!("earshot failed inside this conversation (request id {request_id}); the failure is logged"), true))
             }
+            // The task saw the conversation's token first (it is the scheduler's too): the stop's
+            // reason still has to be told.
+            Ok(Outcome::Cancelled) => stopped_because(&stopper, &shutdown),
             _ => None,
         },
         _ = stopper.stopped() => stopped_because(&stopper, &shutdown),
@@ -295,6 +307,108 @@ fn stopped_because(stopper: &Stopper, shutdown: &CancellationToken) -> Option<Er
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::GatewaySettings;
+    use crate::routing::Routing;
+    use async_trait::async_trait;
+    use earshot_core::speech::{SessionOptions, SpeechError, SpeechSession, Voice};
+
+    /// A backend known by its name, voices and readiness alone (`route` opens nothing).
+    struct Named {
+        name: &'static str,
+        voices: Vec<&'static str>,
+        ready: bool,
+    }
+
+    #[async_trait]
+    impl SpeechBackend for Named {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn voices(&self) -> Vec<Voice> {
+            self.voices.iter().map(|v| Voice { id: v.to_string(), language: "en".into(), description: String::new() }).collect()
+        }
+        fn default_voice(&self) -> String {
+            self.voices[0].to_string()
+        }
+        async fn open(&self, _: SessionOptions) -> Result<SpeechSession, SpeechError> {
+            Err(SpeechError::new("backend_unreachable", "not opened in these tests", true))
+        }
+        async fn health(&self) -> Result<(), SpeechError> {
+            Ok(())
+        }
+        fn readiness(&self) -> Result<(), SpeechError> {
+            if self.ready {
+                Ok(())
+            } else {
+                Err(SpeechError::new(codes::NOT_READY, "loading", true))
+            }
+        }
+    }
+
+    fn gateway(kokoro_ready: bool, failover: bool) -> Gateway {
+        let kokoro = Arc::new(Named { name: "kokoro", voices: vec!["af_heart", "am_adam"], ready: kokoro_ready });
+        let polly = Arc::new(Named { name: "polly", voices: vec!["Joanna"], ready: true });
+        let agent =
+            Arc::new(earshot_agents::ScriptedAgent::new(earshot_agents::ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO }));
+        let settings = GatewaySettings { routing: Routing { failover, ..Default::default() }, metrics_namespace: None, ..Default::default() };
+        Gateway::new(vec![kokoro, polly], agent, settings)
+    }
+
+    fn request(body: &str) -> SpeakRequest {
+        crate::request::parse(body.as_bytes(), &axum::http::HeaderMap::new(), &Default::default()).expect("a valid request")
+    }
+
+    fn scope(voices: &[&str]) -> Claims {
+        Claims {
+            aud: "earshot".into(),
+            exp: u64::MAX,
+            iat: None,
+            nbf: None,
+            sub: Some("user-1".into()),
+            backends: None,
+            voices: Some(voices.iter().map(|v| v.to_string()).collect()),
+            releases: None,
+            max_chars: None,
+            conversations: None,
+        }
+    }
+
+    fn arms(route: &Route) -> Vec<(String, String)> {
+        route.arms.iter().map(|a| (a.backend.name().to_string(), a.voice.clone())).collect()
+    }
+
+    #[test]
+    fn the_failover_order_follows_the_chosen_backend_with_each_fallbacks_default_voice() {
+        let gw = gateway(true, true);
+        let route = route(&gw, &request(r#"{"text":"Hi","voice":"am_adam"}"#), None).unwrap();
+        assert_eq!(arms(&route), vec![("kokoro".into(), "am_adam".into()), ("polly".into(), "Joanna".into())]);
+        let off = gateway(true, false);
+        assert_eq!(route_len(&off), 1, "no failover: one arm");
+    }
+
+    fn route_len(gw: &Gateway) -> usize {
+        route(gw, &request(r#"{"text":"Hi"}"#), None).unwrap().arms.len()
+    }
+
+    #[test]
+    fn a_fallback_whose_voice_the_token_does_not_allow_is_left_out() {
+        // A spill to it would be refused by the token; leaving it out makes a full backend a 503, not a 403.
+        let gw = gateway(true, true);
+        let route = route(&gw, &request(r#"{"text":"Hi"}"#), Some(&scope(&["af_heart"]))).unwrap();
+        assert_eq!(arms(&route), vec![("kokoro".into(), "af_heart".into())]);
+    }
+
+    #[test]
+    fn the_requested_voice_is_checked_once_its_backend_is_ready() {
+        let ready = gateway(true, true);
+        assert_eq!(route(&ready, &request(r#"{"text":"Hi","voice":"nobody"}"#), None).err().unwrap().error.code, "unknown_voice");
+        let out_of_scope = route(&ready, &request(r#"{"text":"Hi","voice":"am_adam"}"#), Some(&scope(&["af_heart", "Joanna"]))).err().unwrap();
+        assert_eq!((out_of_scope.status.as_u16(), out_of_scope.error.code.as_str()), (403, "token_out_of_scope"));
+        // Still loading, its voices unknown: the conversation may fail over rather than be refused.
+        let loading = gateway(false, true);
+        let route = route(&loading, &request(r#"{"text":"Hi","voice":"nobody"}"#), None).unwrap();
+        assert_eq!(arms(&route), vec![("kokoro".into(), "nobody".into()), ("polly".into(), "Joanna".into())]);
+    }
 
     async fn supervised(task: impl std::future::Future<Output = ()> + Send + 'static, shutdown: &CancellationToken) -> (Vec<ServerEvent>, CancellationToken) {
         supervised_with(task, shutdown, Stopper::child_of(shutdown), None).await
@@ -370,6 +484,37 @@ mod tests {
         assert_eq!(events.len(), 1, "nothing follows the text: {events:?}");
         assert!(cancel.is_cancelled());
         assert!(!shutdown.is_cancelled(), "a conversation's end does not reach the server");
+    }
+
+    #[tokio::test]
+    async fn a_task_that_sees_the_stop_first_still_ends_the_stream_with_its_reason() {
+        // The scheduler holds the conversation's token and may return `Cancelled` before the
+        // supervisor notices the stop: the client must hear why all the same.
+        for (by_shutdown, code) in [(true, "shutting_down"), (false, "interrupted")] {
+            let shutdown = CancellationToken::new();
+            let stopper = Stopper::child_of(&shutdown);
+            let (tx, mut rx) = mpsc::channel(8);
+            let token = stopper.token().clone();
+            let task = tokio::spawn(async move {
+                token.cancelled().await;
+                Outcome::Cancelled
+            });
+            let registry: Arc<crate::interrupts::Registry> = Arc::default();
+            let registered = registry.register("c-1", stopper.clone());
+            let ending = Ending { shutdown: shutdown.clone(), stopper: stopper.clone(), max: None, tracked: Tracked { registered, store: None } };
+            // The task is already over when the supervisor starts.
+            if by_shutdown {
+                shutdown.cancel();
+            } else {
+                stopper.stop(crate::interrupts::interrupted());
+            }
+            while !task.is_finished() {
+                tokio::task::yield_now().await;
+            }
+            tokio::spawn(supervise(task, tx, "req-1".into(), ending));
+            let event = rx.recv().await;
+            assert!(matches!(&event, Some(ServerEvent::Error(e)) if e.code == code), "{code}: {event:?}");
+        }
     }
 
     #[tokio::test]

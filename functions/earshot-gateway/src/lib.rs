@@ -13,6 +13,7 @@ pub mod config;
 pub mod conversation;
 pub mod interrupts;
 pub mod metrics;
+pub mod owner;
 pub mod request;
 pub mod router;
 pub mod routing;
@@ -21,6 +22,7 @@ pub mod strict_json;
 
 pub use config::{Gateway, GatewaySettings, Limits};
 pub use interrupts::{ConversationStore, Interrupts};
+pub use owner::{IamCaller, Owner};
 pub use router::router;
 pub use routing::Routing;
 pub use server::{serve, stop_signal, ServerLimits};

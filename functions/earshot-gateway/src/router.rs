@@ -21,6 +21,7 @@ use crate::api_error::ApiError;
 use crate::config::Gateway;
 use crate::conversation;
 use crate::interrupts::Interrupts;
+use crate::owner::Owner;
 use crate::request;
 
 pub fn router(gw: Arc<Gateway>) -> Router {
@@ -38,12 +39,12 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
     let clock = Clock::start();
     // In token mode, nothing happens for a request without a valid token: not even reading its body.
-    let scope = match &gw.settings().auth {
+    let (scope, owner) = match &gw.settings().auth {
         Some(auth) => match auth.verify_request(&headers, body.uri()) {
-            Ok(claims) => Some(claims),
+            Ok(bearer) => (Some(bearer.claims), bearer.owner),
             Err(e) => return e.into_response(),
         },
-        None => None,
+        None => (None, Owner::of_request(body.extensions())),
     };
     let limit = gw.settings().limits.max_body_bytes;
     let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
@@ -69,7 +70,7 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         }
         tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
     }
-    let started = match conversation::start(gw.clone(), request, scope, clock).await {
+    let started = match conversation::start(gw.clone(), request, scope, owner, clock).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -79,19 +80,23 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
 /// `POST /v1/conversations/{id}/interrupt`: stops a live conversation wherever it runs. 202 when an
 /// interrupt was recorded (again or not: it is idempotent), 404 when no conversation is live under
 /// the id, 501 where no shared store is configured and the conversation may run elsewhere.
-async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
-    if let Some(auth) = &gw.settings().auth {
-        if let Err(e) = auth.verify_request(&headers, &uri).and_then(|claims| claims.may_interrupt(&id)) {
-            return e.into_response();
-        }
-    }
+async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, request: Request) -> Response {
+    let owner = match &gw.settings().auth {
+        Some(auth) => match auth.verify_request(&headers, request.uri()).and_then(|bearer| bearer.claims.may_interrupt(&id).map(|()| bearer.owner)) {
+            Ok(owner) => owner,
+            Err(e) => return e.into_response(),
+        },
+        None => Owner::of_request(request.extensions()),
+    };
     if let Err(e) = request::check_conversation_id(&id) {
         return e.into_response();
     }
+    // Only the caller's own conversation under this id: another owner's is as unknown as one never used.
+    let key = owner.key(&id);
     let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
     let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
     match &gw.settings().interrupts {
-        Interrupts::Local if gw.registry().interrupt(&id) => accepted(),
+        Interrupts::Local if gw.registry().interrupt(&key) => accepted(),
         Interrupts::Local => unknown(),
         // Every conversation watches the store, this process's own too: one path, the one measured.
         Interrupts::Unavailable => ApiError::not_implemented(
@@ -99,7 +104,7 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
             "this gateway has no interrupt store: set EARSHOT_INTERRUPT_TABLE (the CDK app does) so that an interrupt reaches the invocation that speaks",
         )
         .into_response(),
-        Interrupts::Shared { store, .. } => match store.interrupt(&id).await {
+        Interrupts::Shared { store, .. } => match store.interrupt(&key).await {
             Ok(true) => accepted(),
             Ok(false) => unknown(),
             Err(e) => {
@@ -162,9 +167,12 @@ async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
     // The agent's name and the input limits, so that a page can say what it is talking to and check lengths
     // as the user types.
     let limits = serde_json::json!({"max_prompt_chars": gw.settings().limits.max_prompt_chars, "max_text_chars": gw.settings().limits.max_text_chars, "max_messages": gw.settings().limits.max_messages});
-    Json(
-        serde_json::json!({"default_backend": gw.backends().first().map(|b| b.name().to_string()), "backends": backends, "agent": gw.agent().name(), "limits": limits}),
-    )
+    let mut listing = serde_json::json!({"default_backend": gw.backends().first().map(|b| b.name().to_string()), "backends": backends, "limits": limits});
+    // Open to anyone in token mode: voices and limits, not what the gateway talks to.
+    if gw.settings().auth.is_none() {
+        listing["agent"] = serde_json::json!(gw.agent().name());
+    }
+    Json(listing)
 }
 
 async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
@@ -179,6 +187,13 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
         };
         let status = match checked {
             Ok(Ok(())) => serde_json::json!({"ok": true}),
+            // In token mode `/healthz` is open to anyone: healthy or not, with no message (it may name
+            // the container's address or the endpoint); the logs have it.
+            Ok(Err(e)) if gw.settings().auth.is_some() => {
+                all_ok = false;
+                tracing::warn!(backend = b.name(), code = %e.code, "health check failed: {}", e.message);
+                serde_json::json!({"ok": false})
+            }
             Ok(Err(e)) => {
                 all_ok = false;
                 serde_json::json!({"ok": false, "code": e.code, "error": e.message})

@@ -27,8 +27,12 @@ async fn main() -> Result<(), Error> {
         let served = lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
             let router = router.clone();
             async move {
+                let caller = iam_caller(&request);
                 let (parts, body) = request.into_parts();
-                let request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
+                let mut request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
+                if let Some(caller) = caller {
+                    request.extensions_mut().insert(caller);
+                }
                 let response = router.oneshot(request).await?;
                 Ok::<_, Error>(response)
             }
@@ -41,5 +45,21 @@ async fn main() -> Result<(), Error> {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
         }
+    }
+}
+
+/// The caller's IAM principal, where the function URL authenticated it (`AWS_IAM` auth): the owner of
+/// the conversations it starts. Function URLs deliver the API Gateway v2 payload, whose request context
+/// carries `authorizer.iam.userArn` (AWS, "Invoking Lambda function URLs": the request payload).
+fn iam_caller(request: &Request) -> Option<earshot_gateway::IamCaller> {
+    use lambda_http::request::RequestContext;
+    use lambda_http::RequestExt;
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => {
+            let iam = context.authorizer.as_ref()?.iam.as_ref()?;
+            iam.user_arn.clone().or_else(|| iam.caller_id.clone()).filter(|p| !p.is_empty()).map(earshot_gateway::IamCaller)
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
     }
 }

@@ -151,7 +151,9 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             (None, Some(spec)) => TokenAuth::parse_keys(spec).map_err(|e| format!("EARSHOT_TOKEN_KEYS (--token-keys): {e}"))?,
             (None, None) => unreachable!("checked by Settings::check"),
         };
-        let auth = TokenAuth::new(keys, settings.token_audience.clone()).map_err(|e| format!("token keys: {e}"))?;
+        let auth = TokenAuth::new(keys, settings.token_audience.clone())
+            .map_err(|e| format!("token keys: {e}"))?
+            .with_max_lifetime(settings.token_max_lifetime_seconds);
         tracing::info!("token mode: speak and interrupt need a token for audience `{}`", settings.token_audience);
         gateway.auth = Some(Arc::new(auth));
     }

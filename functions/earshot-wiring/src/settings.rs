@@ -149,6 +149,9 @@ pub struct Settings {
     /// The audience (`aud`) tokens must name.
     #[arg(long, env = "EARSHOT_TOKEN_AUDIENCE", default_value = "earshot")]
     pub token_audience: String,
+    /// The longest a token may be valid for, in seconds (`exp` further away is `token_lifetime_too_long`).
+    #[arg(long, env = "EARSHOT_TOKEN_MAX_LIFETIME_SECONDS", default_value_t = earshot_gateway::auth::DEFAULT_MAX_LIFETIME_SECONDS)]
+    pub token_max_lifetime_seconds: u64,
     /// The longest prompt accepted, in characters.
     #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = 4_000)]
     pub max_prompt_chars: usize,

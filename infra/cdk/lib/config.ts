@@ -70,6 +70,8 @@ export interface EarshotConfig {
   readonly tokenKeysSecret: string;
   /** TOKEN: the audience (`aud`) tokens must name. */
   readonly tokenAudience: string;
+  /** TOKEN: the longest a token may be valid for, in seconds (a browser holds it). */
+  readonly tokenMaxLifetimeSeconds: number;
   /** Simultaneous conversations at most (the function's reserved concurrency); 0 leaves it unreserved. */
   readonly reservedConcurrency: number;
   /** Alarm thresholds: Polly characters billed in an hour, and invocations in an hour (0: no alarm). */
@@ -129,6 +131,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   corsAllowedOrigins: 'list',
   tokenKeysSecret: 'string',
   tokenAudience: 'string',
+  tokenMaxLifetimeSeconds: 'integer',
   reservedConcurrency: 'integer',
   alarmPollyCharactersPerHour: 'integer',
   alarmInvocationsPerHour: 'integer',
@@ -240,6 +243,7 @@ function check(c: EarshotConfig): void {
     fail('tokenKeysSecret', `must be empty (the stack creates one) or a Secrets Manager secret name or ARN, got ${JSON.stringify(c.tokenKeysSecret)}`);
   }
   if (!/^[A-Za-z0-9._:/-]{1,128}$/.test(c.tokenAudience)) fail('tokenAudience', `must be 1 to 128 letters, digits and . _ : / -, got ${JSON.stringify(c.tokenAudience)}`);
+  within('tokenMaxLifetimeSeconds', 60, 86_400);
   within('reservedConcurrency', 0, 10_000);
   within('alarmPollyCharactersPerHour', 0);
   within('alarmInvocationsPerHour', 0);

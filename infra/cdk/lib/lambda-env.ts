@@ -37,6 +37,7 @@ export const ENV_NAMES = [
   'EARSHOT_AUTH',
   'EARSHOT_TOKEN_KEYS_SECRET',
   'EARSHOT_TOKEN_AUDIENCE',
+  'EARSHOT_TOKEN_MAX_LIFETIME_SECONDS',
 ] as const;
 
 /** How often a conversation reads the interrupt table, and how long before the Lambda's timeout a conversation is stopped. */
@@ -82,6 +83,7 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     if (tokenKeysSecret === undefined) throw new Error('token mode needs the token keys secret');
     env.EARSHOT_TOKEN_KEYS_SECRET = tokenKeysSecret;
     env.EARSHOT_TOKEN_AUDIENCE = c.tokenAudience;
+    env.EARSHOT_TOKEN_MAX_LIFETIME_SECONDS = String(c.tokenMaxLifetimeSeconds);
   }
   // Each agent's own settings, only when it is the agent; the key never travels as a variable, only the
   // secret's name (the Lambda reads it once at init).

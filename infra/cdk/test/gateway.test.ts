@@ -313,6 +313,7 @@ describe('token mode and spend guards', () => {
     const env = envOf(s);
     assert.equal(env.EARSHOT_AUTH, 'token');
     assert.equal(env.EARSHOT_TOKEN_AUDIENCE, 'earshot');
+    assert.equal(env.EARSHOT_TOKEN_MAX_LIFETIME_SECONDS, '3600', 'tokens live an hour at most unless configured');
     // The stack's own secret of keys, which the role alone may read.
     const secretId = onlyId(s.gatewayTemplate, 'AWS::SecretsManager::Secret');
     assert.ok(env.EARSHOT_TOKEN_KEYS_SECRET, 'the Lambda is told which secret holds the keys');
@@ -331,6 +332,8 @@ describe('token mode and spend guards', () => {
     assert.deepEqual([env.EARSHOT_TOKEN_KEYS_SECRET, env.EARSHOT_TOKEN_AUDIENCE], ['earshot/token-keys', 'voice.example.com']);
     const read = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
     assert.deepEqual(resourcesOf(read[0]), [`arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:earshot/token-keys-??????`]);
+    assert.equal(envOf(synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', tokenMaxLifetimeSeconds: '900' })).EARSHOT_TOKEN_MAX_LIFETIME_SECONDS, '900');
+    assert.throws(() => synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', tokenMaxLifetimeSeconds: '31536000' }), /tokenMaxLifetimeSeconds/);
     assert.throws(() => synth({ authType: 'TOKEN', corsAllowedOrigins: '' }), /`corsAllowedOrigins` must list the browser origins allowed to call a public \(authType TOKEN\) URL/);
   });
 

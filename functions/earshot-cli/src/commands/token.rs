@@ -18,7 +18,8 @@ pub struct TokenArgs {
     ttl: u64,
     #[arg(long, default_value = "earshot")]
     audience: String,
-    /// Who the token is for (logged by the gateway).
+    /// Who the token is for: the owner of the conversations it starts (without one, the token alone
+    /// owns them, and a new token does not reach them).
     #[arg(long)]
     sub: Option<String>,
     /// A backend the bearer may use (repeat for more; none: any).
@@ -47,9 +48,10 @@ pub fn run(args: TokenArgs) -> Result<(), String> {
     let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
     let issued = now();
     let claims = Claims {
-        aud: args.audience,
+        aud: args.audience.into(),
         exp: issued + args.ttl,
         iat: Some(issued),
+        nbf: None,
         sub: args.sub,
         backends: some(args.backends),
         voices: some(args.voices),

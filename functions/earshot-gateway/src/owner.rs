@@ -1,0 +1,120 @@
+//! Who a conversation belongs to, and the one key everything kept or sent upstream under it uses.
+//!
+//! A conversation id is a name the client chooses: not a secret, and not unique across callers. So
+//! whatever earshot keeps or sends upstream under a conversation is keyed by its owner and its id
+//! together ([`Owner::key`]): the interrupt registry, the DynamoDB item of the shared interrupt store,
+//! and the agent's session (AgentCore's runtime session id, the HTTP agent's `conversation_id`).
+//! Another owner's conversation under the same id is a different conversation: an interrupt finds
+//! nothing there (404, as for an id never used), and the agent's session is not shared.
+//!
+//! The owner is:
+//! - in token mode, the token's `sub`; a token without `sub` is an owner of its own (a digest of the
+//!   token), so that two bearers without one never share conversations (a refreshed token then does not
+//!   reach the old one's: give tokens a `sub`);
+//! - behind IAM (the Lambda function URL with `AWS_IAM` auth), the caller's IAM principal, which the
+//!   Lambda binary puts on the request ([`IamCaller`]) from the function URL's request context;
+//! - otherwise (`earshot serve` without tokens, a local stack), `local`: one owner, as one machine's
+//!   user.
+
+use sha2::{Digest, Sha256};
+
+/// The owner of a conversation; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner(String);
+
+/// The caller's IAM principal (an ARN), from the function URL's request context: the Lambda binary
+/// inserts it as a request extension, since only it sees the Lambda event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IamCaller(pub String);
+
+impl Owner {
+    /// Everything in one process with no caller identity.
+    pub fn local() -> Self {
+        Owner("local".into())
+    }
+
+    /// A token's subject.
+    pub fn subject(sub: &str) -> Self {
+        Owner(format!("sub:{sub}"))
+    }
+
+    /// A token without a subject: the token itself, as a digest (the token is never kept).
+    pub fn bearer(token: &str) -> Self {
+        Owner(format!("bearer:{}", &hex(&Sha256::digest(token.as_bytes()))[..32]))
+    }
+
+    /// An IAM principal.
+    pub fn iam(principal: &str) -> Self {
+        Owner(format!("iam:{principal}"))
+    }
+
+    /// The owner of a request that carries no token: its IAM caller, else `local`.
+    pub fn of_request(extensions: &axum::http::Extensions) -> Self {
+        match extensions.get::<IamCaller>() {
+            Some(IamCaller(principal)) => Owner::iam(principal),
+            None => Owner::local(),
+        }
+    }
+
+    /// What the logs may say of the owner (a subject or principal as it is; the rest is a digest).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key of this owner's conversation `id`, for everything kept or sent upstream under it: a
+    /// SHA-256 digest of the owner and the id, each preceded by its length (so that no two pairs give
+    /// the same input), as 64 hex characters. The same every turn, fixed in length (AgentCore asks
+    /// for 33 to 256 characters), and it carries neither the owner nor the id to a third party.
+    pub fn key(&self, id: &str) -> String {
+        let mut digest = Sha256::new();
+        for part in [self.0.as_bytes(), id.as_bytes()] {
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part);
+        }
+        hex(&digest.finalize())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_of_different_kinds_never_meet() {
+        assert_ne!(Owner::subject("alice"), Owner::iam("alice"));
+        assert_ne!(Owner::subject("alice"), Owner::bearer("alice"));
+        assert_eq!(Owner::bearer("a.b.c"), Owner::bearer("a.b.c"), "the same token, the same owner");
+        assert_ne!(Owner::bearer("a.b.c"), Owner::bearer("a.b.d"));
+    }
+
+    #[test]
+    fn a_key_is_fixed_in_length_and_the_same_every_turn() {
+        let alice = Owner::subject("alice");
+        assert_eq!(alice.key("c-1"), alice.key("c-1"));
+        assert_eq!(alice.key("c-1").len(), 64);
+        assert_eq!(alice.key(&"x".repeat(128)).len(), 64);
+        assert_ne!(alice.key("c-1"), Owner::subject("bob").key("c-1"), "another owner, another conversation");
+    }
+
+    #[test]
+    fn lengths_keep_owner_and_id_apart() {
+        // Without the lengths, `sub:ab` + `c` and `sub:a` + `bc` would be the same input.
+        assert_ne!(Owner::subject("ab").key("c"), Owner::subject("a").key("bc"));
+        assert_ne!(Owner::subject("a/").key("b"), Owner::subject("a").key("/b"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn keys_of_different_owner_and_id_pairs_never_collide(
+            a in ("[a-z0-9:_-]{0,12}", "[a-zA-Z0-9._:-]{1,20}"),
+            b in ("[a-z0-9:_-]{0,12}", "[a-zA-Z0-9._:-]{1,20}"),
+        ) {
+            proptest::prop_assume!(a != b);
+            proptest::prop_assert_ne!(Owner::subject(&a.0).key(&a.1), Owner::subject(&b.0).key(&b.1));
+        }
+    }
+}
