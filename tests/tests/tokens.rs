@@ -113,18 +113,21 @@ async fn scopes_hold_a_token_to_its_backends_release_modes_and_size() {
     assert_eq!(speak(&earshot.url, &mine, &with(&bound)).await.unwrap().status, 200);
 }
 
+/// A long answer under `conversation_id`, spoken by `bearer` in the background; returns once it speaks.
+async fn speaking_long(url: &str, conversation_id: &str, bearer: &str) -> tokio::task::JoinHandle<Result<earshot_client::Received, ClientError>> {
+    let body = SpeakBody { conversation_id: Some(conversation_id.into()), ..prompt("long") };
+    let (url, options) = (url.to_string(), with(bearer));
+    let speaking = tokio::spawn(async move { speak(&url, &body, &options).await });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    speaking
+}
+
 #[tokio::test]
 async fn a_token_cannot_interrupt_another_bearers_conversation() {
     let earshot = gateway().await;
     let alice = token(&["--sub", "alice", "--conversation", "alice-*"]);
     let bob = token(&["--sub", "bob", "--conversation", "bob-*"]);
-    let body = SpeakBody { conversation_id: Some("alice-1".into()), ..prompt("long") };
-    let url = earshot.url.clone();
-    let speaking = tokio::spawn({
-        let alice = alice.clone();
-        async move { speak(&url, &body, &with(&alice)).await }
-    });
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let speaking = speaking_long(&earshot.url, "alice-1", &alice).await;
     let bob_tries = interrupt_as(&earshot.url, "alice-1", Some(&bob)).await.unwrap_err();
     assert!(matches!(&bob_tries, ClientError::Refused { status: 403, code, .. } if code == "token_out_of_scope"), "{bob_tries}");
     let anonymous = interrupt_as(&earshot.url, "alice-1", None).await.unwrap_err();
@@ -140,13 +143,7 @@ async fn a_conversation_id_belongs_to_its_owner_not_to_whoever_names_it() {
     let earshot = gateway().await;
     let alice = token(&["--sub", "alice", "--conversation", "call-*"]);
     let bob = token(&["--sub", "bob", "--conversation", "call-*"]);
-    let body = SpeakBody { conversation_id: Some("call-1".into()), ..prompt("long") };
-    let url = earshot.url.clone();
-    let speaking = tokio::spawn({
-        let alice = alice.clone();
-        async move { speak(&url, &body, &with(&alice)).await }
-    });
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let speaking = speaking_long(&earshot.url, "call-1", &alice).await;
     // Another owner's live conversation is as unknown as one never started.
     let bob_tries = interrupt_as(&earshot.url, "call-1", Some(&bob)).await.unwrap_err();
     assert!(matches!(&bob_tries, ClientError::Refused { status: 404, code, .. } if code == "unknown_conversation"), "{bob_tries}");
