@@ -215,6 +215,30 @@ async fn an_http_agents_failures_reach_the_client_with_their_codes() {
         // Before the stream, a 502; once speaking, an `error` message in the stream.
         assert_eq!(status, if prompt_text.contains("midstream") { 200 } else { 502 }, "{shape} {prompt_text}");
     }
+    // What the agent's service says, its URL and any key in it stay in the gateway's log: a key planted
+    // in the agent's URL and the service's own words ("Incorrect API key provided") never reach a client.
+    for (shape, prompt_text) in [("sse", "[[401]] brief"), ("ndjson", "[[500]] brief"), ("sse", "[[midstream]] brief")] {
+        let agent = Arc::new(
+            HttpAgent::new(HttpAgentSettings {
+                url: format!("{}/agent/{shape}?key=planted-key-4242", stand.url),
+                headers: vec![("authorization".into(), "Bearer sk-planted-4242".into())],
+                format: AnswerFormat::Auto,
+                text_pointer: Some("/delta/text".into()),
+                connect_timeout: Duration::from_secs(5),
+            })
+            .unwrap(),
+        );
+        let url = gateway(agent).await;
+        let message = match speak(&url, &prompt(prompt_text), &CallOptions::default()).await {
+            Ok(r) => r.error.expect("an error in the stream").message,
+            Err(ClientError::Refused { message, .. }) => message,
+            Err(e) => panic!("{e}"),
+        };
+        for leak in ["planted-key", "sk-planted", "127.0.0.1", "http", "Incorrect", "invalid_request_error"] {
+            assert!(!message.contains(leak), "{shape} {prompt_text}: `{leak}` reached the client: {message}");
+        }
+        assert!(message.contains("request id"), "{message}");
+    }
     // Nothing listening: unreachable, and retryable.
     let agent = HttpAgent::new(HttpAgentSettings {
         url: "http://127.0.0.1:9/agent".into(),

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api_error::ApiError;
 use crate::auth::Claims;
+use crate::client_error;
 use crate::config::Gateway;
 use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper};
 use crate::owner::Owner;
@@ -55,8 +56,11 @@ pub struct Started {
 pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, owner: Owner, clock: Clock) -> Result<Started, ApiError> {
     let route = route(&gw, &request, scope.as_ref())?;
     let key = owner.key(&request.conversation_id);
+    let request_id = uuid::Uuid::new_v4().to_string();
+    // What failed upstream is told in earshot's words (client_error.rs), with the request id.
+    let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
     let stopper = Stopper::child_of(gw.shutdown());
-    let opened = open(&gw, &route, &request.conversation_id, stopper.token()).await?;
+    let opened = open(&gw, &route, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
     let input = request.input.clone().for_conversation(&key);
@@ -64,10 +68,9 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         Ok(agent) => agent,
         Err(e) => {
             stopper.token().cancel();
-            return Err(ApiError::from_upstream(e));
+            return Err(for_client(ApiError::from_upstream(e)));
         }
     };
-    let request_id = uuid::Uuid::new_v4().to_string();
     let (reason, overflow_from) = reason(&route.choice, &opened);
     let arm = (reason == BackendReason::Ab).then(|| route.choice.arm.clone()).flatten();
     let info = SessionInfo {

@@ -9,6 +9,7 @@
 
 pub mod api_error;
 pub mod auth;
+pub mod client_error;
 pub mod config;
 pub mod conversation;
 pub mod interrupts;

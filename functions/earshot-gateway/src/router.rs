@@ -12,12 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use earshot_core::error::Error;
-use earshot_core::protocol::Delivery;
+use earshot_core::protocol::{Delivery, ServerEvent};
 use earshot_core::timeline::Clock;
 use futures_util::stream;
 use tokio_util::sync::DropGuard;
 
 use crate::api_error::ApiError;
+use crate::client_error;
 use crate::config::Gateway;
 use crate::conversation;
 use crate::interrupts::Interrupts;
@@ -133,11 +134,20 @@ fn is_length_limit(e: &axum::Error) -> bool {
 fn stream_response(started: conversation::Started, keep_alive: Duration) -> Response {
     let delivery = started.delivery;
     let guard: DropGuard = started.cancel.clone().drop_guard();
-    let body = stream::unfold((started.events, guard), move |(mut events, guard)| async move {
-        match tokio::time::timeout(keep_alive, events.recv()).await {
-            Ok(Some(event)) => Some((Ok::<Bytes, Infallible>(delivery.encode(&event)), (events, guard))),
-            Ok(None) => None,
-            Err(_) => Some((Ok(delivery.keep_alive()), (events, guard))),
+    let request_id: Arc<str> = started.request_id.as_str().into();
+    let body = stream::unfold((started.events, guard), move |(mut events, guard)| {
+        let request_id = request_id.clone();
+        async move {
+            match tokio::time::timeout(keep_alive, events.recv()).await {
+                // An upstream's words never reach the client (client_error.rs).
+                Ok(Some(ServerEvent::Error(e))) => {
+                    let told = ServerEvent::Error(client_error::for_client(e, &request_id));
+                    Some((Ok::<Bytes, Infallible>(delivery.encode(&told)), (events, guard)))
+                }
+                Ok(Some(event)) => Some((Ok::<Bytes, Infallible>(delivery.encode(&event)), (events, guard))),
+                Ok(None) => None,
+                Err(_) => Some((Ok(delivery.keep_alive()), (events, guard))),
+            }
         }
     });
     let mut response = Response::new(Body::from_stream(body));

@@ -217,6 +217,31 @@ pub const LOCAL_ONLY: &[&str] = &[
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
 pub const LOG_VARIABLE: &str = "EARSHOT_LOG";
 
+/// Libraries whose debug and trace logs carry requests as they are (the Lambda runtime logs the raw
+/// event, `Authorization` and `?access_token=` included; HTTP clients log headers): held at `warn`
+/// whatever `EARSHOT_LOG` asks, so that no level logs a caller's or an upstream's secret.
+pub const QUIET_LOG_TARGETS: &[&str] = &[
+    "lambda_runtime",
+    "lambda_http",
+    "aws_smithy_runtime",
+    "aws_smithy_http_client",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "tungstenite",
+    "tokio_tungstenite",
+];
+
+/// The `EARSHOT_LOG` filter (`info` when unset), with [`QUIET_LOG_TARGETS`] held at `warn`.
+pub fn log_directives(requested: Option<&str>) -> String {
+    let mut directives = requested.filter(|r| !r.trim().is_empty()).unwrap_or("info").to_string();
+    for target in QUIET_LOG_TARGETS {
+        directives.push_str(&format!(",{target}=warn"));
+    }
+    directives
+}
+
 /// The settings alone, as a command with no arguments: the Lambda's way of reading its variables.
 #[derive(Parser)]
 #[command(name = "bootstrap")]
@@ -325,6 +350,19 @@ fn explain(e: &clap::Error) -> String {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn no_log_level_lets_the_runtime_or_the_http_clients_log_requests() {
+        for requested in [None, Some("trace"), Some("earshot=debug,trace")] {
+            let directives = log_directives(requested);
+            assert!(directives.starts_with(requested.unwrap_or("info")), "{directives}");
+            // A later, more specific directive wins in tracing-subscriber's filter.
+            assert!(directives.ends_with(",tokio_tungstenite=warn"), "{directives}");
+            for target in ["lambda_runtime", "lambda_http", "aws_smithy_runtime", "hyper", "reqwest"] {
+                assert!(directives.contains(&format!(",{target}=warn")), "{target}: {directives}");
+            }
+        }
+    }
 
     fn lambda(vars: &[(&str, &str)]) -> Result<Settings, String> {
         let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();

@@ -77,6 +77,8 @@ export interface EarshotConfig {
   /** Alarm thresholds: Polly characters billed in an hour, and invocations in an hour (0: no alarm). */
   readonly alarmPollyCharactersPerHour: number;
   readonly alarmInvocationsPerHour: number;
+  /** An e-mail address the alarm topic sends to ('' for none: subscribe to the AlarmTopic output yourself). */
+  readonly alarmEmail: string;
   /** The Lambda's processor: arm64 (cheaper per GB-second), or x86_64 where the arm64 build cannot be made. */
   readonly lambdaArchitecture: 'arm64' | 'x86_64';
   readonly lambdaMemoryMb: number;
@@ -135,6 +137,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   reservedConcurrency: 'integer',
   alarmPollyCharactersPerHour: 'integer',
   alarmInvocationsPerHour: 'integer',
+  alarmEmail: 'string',
   lambdaArchitecture: 'string',
   lambdaMemoryMb: 'integer',
   lambdaTimeoutSeconds: 'integer',
@@ -247,6 +250,7 @@ function check(c: EarshotConfig): void {
   within('reservedConcurrency', 0, 10_000);
   within('alarmPollyCharactersPerHour', 0);
   within('alarmInvocationsPerHour', 0);
+  if (c.alarmEmail !== '' && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(c.alarmEmail)) fail('alarmEmail', `must be an e-mail address or empty, got ${JSON.stringify(c.alarmEmail)}`);
   if (c.systemPrompt.trim() === '') fail('systemPrompt', 'must not be empty');
   for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {
     if (c[key].trim() === '') fail(key, 'must not be empty');

@@ -3,8 +3,11 @@
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -211,25 +214,38 @@ export class EarshotGatewayStack extends Stack {
     if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (README, token mode)' });
 
     // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
+    // An alarm that tells nobody guards nothing: each publishes to a topic of the stack's, which an
+    // e-mail address from the config subscribes to (or anything else the operator adds: output AlarmTopicArn).
+    const alarms: cw.Alarm[] = [];
     if (c.alarmInvocationsPerHour > 0) {
-      new cw.Alarm(this, 'InvocationsPerHour', {
+      alarms.push(new cw.Alarm(this, 'InvocationsPerHour', {
         alarmDescription: `earshot: more than ${c.alarmInvocationsPerHour} conversations in an hour`,
         metric: this.fn.metricInvocations({ period: Duration.hours(1), statistic: 'Sum' }),
         threshold: c.alarmInvocationsPerHour,
         evaluationPeriods: 1,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-      });
+      }));
     }
     if (c.alarmPollyCharactersPerHour > 0 && deployedBackends(c).includes('polly')) {
-      new cw.Alarm(this, 'PollyCharactersPerHour', {
+      alarms.push(new cw.Alarm(this, 'PollyCharactersPerHour', {
         alarmDescription: `earshot: Polly billed more than ${c.alarmPollyCharactersPerHour} characters in an hour`,
         metric: new cw.Metric({ namespace: c.metricsNamespace, metricName: 'BilledCharacters', dimensionsMap: { Backend: 'polly' }, statistic: 'Sum', period: Duration.hours(1) }),
         threshold: c.alarmPollyCharactersPerHour,
         evaluationPeriods: 1,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }));
+    }
+    if (alarms.length > 0) {
+      const topic = new sns.Topic(this, 'AlarmTopic', { displayName: 'earshot spend alarms', enforceSSL: true });
+      Validations.of(topic).acknowledge({
+        id: 'AwsSolutions-SNS2',
+        reason: 'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and an alarm message holds no secret (a threshold and a count), so a customer-managed key would cost without protecting anything.',
       });
+      if (c.alarmEmail !== '') topic.addSubscription(new subscriptions.EmailSubscription(c.alarmEmail));
+      for (const alarm of alarms) alarm.addAlarmAction(new cwActions.SnsAction(topic));
+      new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn, description: 'The spend alarms publish here: subscribe whoever must know' });
     }
     if (open) {
       Annotations.of(this).addWarningV2('earshot:public-url', 'authType is NONE: anyone with the URL can run the agent and the voices at your cost.');

@@ -344,7 +344,7 @@ describe('token mode and spend guards', () => {
     assert.equal(envOf(s).EARSHOT_AUTH, 'none');
   });
 
-  it('caps simultaneous conversations when asked, and alarms on an hour of invocations and of Polly characters', () => {
+  it('caps simultaneous conversations when asked, and alarms on an hour of invocations and of Polly characters to a topic', () => {
     const fn = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties;
     assert.equal(fn(synth()).ReservedConcurrentExecutions, undefined, 'unreserved by default: new accounts have 10 in all');
     assert.equal(fn(synth({ reservedConcurrency: '25' })).ReservedConcurrentExecutions, 25);
@@ -355,8 +355,17 @@ describe('token mode and spend guards', () => {
     const polly = alarms.find((a) => a.MetricName === 'BilledCharacters');
     assert.ok(polly);
     assert.deepEqual([polly.Threshold, polly.Period, polly.Namespace, polly.Dimensions], [500000, 3600, 'earshot', [{ Name: 'Backend', Value: 'polly' }]]);
-    const none = synth({ alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findResources('AWS::CloudWatch::Alarm');
-    assert.equal(Object.keys(none).length, 0);
+    // Each alarm tells someone: it publishes to the stack's topic, which the configured address subscribes to.
+    const topicId = onlyId(synth().gatewayTemplate, 'AWS::SNS::Topic');
+    for (const alarm of alarms) assert.deepEqual(alarm.AlarmActions, [{ Ref: topicId }], `${alarm.MetricName}: no action`);
+    assert.equal(Object.keys(synth().gatewayTemplate.findResources('AWS::SNS::Subscription')).length, 0, 'no address, no subscription');
+    const mailed = only(synth({ alarmEmail: 'ops@example.com' }).gatewayTemplate, 'AWS::SNS::Subscription').Properties;
+    assert.deepEqual([mailed.Protocol, mailed.Endpoint], ['email', 'ops@example.com']);
+    synth().gatewayTemplate.hasOutput('AlarmTopicArn', {});
+    assert.throws(() => synth({ alarmEmail: 'not an address' }), /alarmEmail/);
+    const quiet = synth({ alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate;
+    assert.equal(Object.keys(quiet.findResources('AWS::CloudWatch::Alarm')).length, 0);
+    assert.equal(Object.keys(quiet.findResources('AWS::SNS::Topic')).length, 0, 'no alarm, no topic');
     assert.throws(() => synth({ reservedConcurrency: '-1' }), /`reservedConcurrency` must be between 0 and 10000/);
   });
 });

@@ -50,7 +50,8 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
 }
 
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("EARSHOT_LOG").unwrap_or_else(|_| "info".into());
+    let requested = std::env::var(earshot_wiring::settings::LOG_VARIABLE).ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(earshot_wiring::settings::log_directives(requested.as_deref())).unwrap_or_else(|_| "info".into());
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
