@@ -91,11 +91,6 @@ impl Failover {
         Failover { arms }
     }
 
-    /// The arms in order.
-    pub fn arms(&self) -> &[Arm] {
-        &self.arms
-    }
-
     /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
     /// of the last arm tried beside its error.
     pub async fn open_arms(&self, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, (String, SpeechError)> {

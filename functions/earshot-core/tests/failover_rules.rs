@@ -199,9 +199,19 @@ async fn failover_is_a_backend_like_any_other() {
     let origin = Instant::now();
     let (session, _) = backend(|_| speak_ms(10, 1, 0), origin);
     let starting = ScriptedBackend { starting: true, ..ScriptedBackend::refusing("starting", "unused") };
-    let composite: Arc<dyn SpeechBackend> = Arc::new(Failover::new(vec![arm(starting), arm(ScriptedBackend::new("ready", session, Duration::ZERO))]));
+    let composite: Arc<dyn SpeechBackend> = Arc::new(Failover::new(vec![
+        Arm { backend: Arc::new(starting), voice: "first-voice".into() },
+        arm(ScriptedBackend::new("ready", session, Duration::ZERO)),
+    ]));
     assert_eq!(composite.name(), "starting");
+    assert_eq!(composite.default_voice(), "first-voice", "the first arm's voice");
+    assert_eq!(composite.voices().len(), 1, "the first arm's voices");
     assert!(composite.readiness().is_ok(), "ready while one arm is");
+    assert!(composite.health().await.is_ok(), "healthy while one arm is");
+    let all_starting = || ScriptedBackend { starting: true, ..ScriptedBackend::refusing("starting", "unused") };
+    let none_ready = Failover::new(vec![arm(all_starting()), arm(all_starting())]);
+    assert_eq!(none_ready.readiness().unwrap_err().code, codes::NOT_READY, "not ready when no arm is");
+    assert!(none_ready.health().await.is_err(), "unhealthy when no arm answers");
     let options = earshot_core::speech::SessionOptions { voice: "test".into(), conversation_id: "c".into(), cancel: CancellationToken::new() };
     assert!(composite.open(options).await.is_ok(), "opens on the arm that is ready");
 }

@@ -77,6 +77,7 @@ async fn buffered_holds_every_sentence_until_the_agent_is_done() {
     assert_eq!(run.first_ms(is_sentence), Some(2000));
     assert_eq!(run.first_ms(is_audio), Some(2200));
     assert!(backend.log().spoken.iter().all(|(_, _, at)| *at == 2000));
+    assert_eq!(run.timeline.release, "buffered", "the timeline names the conversation's policy");
     let first = &run.timeline.sentences[0];
     // Complete at 0, held until the agent finished: the timeline shows both.
     assert_eq!((first.complete_ms, first.released_ms), (0.0, Some(2000.0)));
@@ -145,6 +146,17 @@ async fn idle_release_does_not_cut_an_abbreviation_that_needs_what_follows() {
         assert_protocol(&run);
         assert_eq!(run.sentences().len(), 1, "{first:?} was cut: {:?}", run.sentences());
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_idle_window_is_not_pushed_back_by_audio_arriving_meanwhile() {
+    // The agent falls silent with "It shipped." pending while sentence 0's audio streams in, a chunk
+    // every 10 ms for a second: the window counts from the agent's last delta, not from each wake-up.
+    let steps = vec![say("First one is here. It shipped."), wait_ms(5000), Step::Done];
+    let (run, _, backend) = converse(steps, |i| if i == 0 { speak_ms(0, 100, 10) } else { speak_ms(10, 1, 0) }, SchedulerConfig::default()).await;
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["First one is here.", "It shipped."]);
+    assert_eq!(backend.log().spoken[1].2, 150, "released 150 ms after the agent's last delta, while audio kept arriving");
 }
 
 #[tokio::test(start_paused = true)]

@@ -338,8 +338,12 @@ impl SpeechBackend for ScriptedBackend {
         }
         self.session.lock().unwrap().take().ok_or_else(|| SpeechError::new("backend_unavailable", "opened once already", true))
     }
+    /// A backend that refuses is unhealthy too.
     async fn health(&self) -> Result<(), SpeechError> {
-        Ok(())
+        match self.refuse {
+            Some(code) => Err(SpeechError::new(code, "the backend refuses", true)),
+            None => Ok(()),
+        }
     }
     fn readiness(&self) -> Result<(), SpeechError> {
         if self.starting {
