@@ -87,7 +87,8 @@ async fn converse_through(arms: Vec<Arm>, steps: Vec<Step>, setup: Setup, origin
 async fn failover_before_audio_moves_every_unfinished_sentence_without_announcing_it_again() {
     let origin = Instant::now();
     let (primary, primary_probe) = backend(|_| Plan::Fail { after: Duration::from_millis(100), code: "backend_unavailable" }, origin);
-    let (secondary, secondary_probe) = backend(|_| speak_ms(50, 2, 10), origin);
+    let (mut secondary, secondary_probe) = backend(|_| speak_ms(50, 2, 10), origin);
+    (secondary.voice, secondary.format) = ("fallback-voice".into(), earshot_core::protocol::AudioFormat::pcm_s16le(16_000));
     let arms = vec![arm(ScriptedBackend::new("primary", primary, Duration::ZERO)), arm(ScriptedBackend::new("fallback", secondary, Duration::from_millis(30)))];
     let steps = vec![say("One is here. Two is here. Three"), wait_ms(500), say(" is here."), Step::Done];
     let setup = Setup { cfg: SchedulerConfig { max_in_flight: 2, ..Default::default() }, ..Default::default() };
@@ -95,7 +96,11 @@ async fn failover_before_audio_moves_every_unfinished_sentence_without_announcin
     assert_eq!(run.outcome, Outcome::Completed);
     assert_protocol(&run);
     assert_eq!(run.sentences(), vec!["One is here.", "Two is here.", "Three is here."], "each sentence announced once");
-    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Default), ("fallback".into(), BackendReason::Failover)]);
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab), ("fallback".into(), BackendReason::Failover)]);
+    // The second `session` is the new backend's: its voice, its audio format, and no A/B arm of its own.
+    let ServerEvent::Session(switched) = &run.events.iter().filter(|(_, e)| matches!(e, ServerEvent::Session(_))).nth(1).unwrap().1 else { unreachable!() };
+    assert_eq!((switched.voice.as_str(), switched.audio.sample_rate, switched.arm.as_deref()), ("fallback-voice", 16_000, None));
+    assert_eq!(run.timeline.sentences.iter().map(|s| s.audio_ms).sum::<f64>(), 3.0 * 2.0 * 15.0, "durations at the new format's rate");
     let kinds = run.kinds();
     let switched_at = kinds.iter().rposition(|k| *k == "session").unwrap();
     assert!(kinds[..switched_at].iter().all(|k| *k != "audio"), "the switch comes before any audio");
