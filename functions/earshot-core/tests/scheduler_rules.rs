@@ -48,6 +48,7 @@ async fn incremental_speaks_the_first_sentence_while_the_agent_still_writes() {
     assert_eq!((t.sentences[0].complete_ms, t.sentences[0].released_ms, t.sentences[0].tts_first_audio_ms), (0.0, Some(0.0), Some(200.0)));
     assert_eq!(t.first_audio_sent_ms, Some(200.0));
     assert_eq!(t.agent_done_ms, Some(2000.0));
+    assert_eq!(t.sentences[1].complete_ms, 2000.0, "complete when its last word arrived");
     assert_eq!(t.sentences[0].audio_chunks, 3);
 }
 
@@ -81,6 +82,14 @@ async fn buffered_holds_every_sentence_until_the_agent_is_done() {
     let first = &run.timeline.sentences[0];
     // Complete at 0, held until the agent finished: the timeline shows both.
     assert_eq!((first.complete_ms, first.released_ms), (0.0, Some(2000.0)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_buffered_answer_exactly_at_the_cap_is_spoken() {
+    let answer = format!("{}.", "a".repeat(199));
+    let setup = Setup { release: Release::Buffered, cfg: SchedulerConfig { max_answer_chars: 200, ..Default::default() }, ..Default::default() };
+    let (run, _, _) = converse(vec![say(&answer), Step::Done], plain(10), setup).await;
+    assert_eq!(run.outcome, Outcome::Completed, "200 characters is within a cap of 200");
 }
 
 #[tokio::test(start_paused = true)]
@@ -317,4 +326,7 @@ async fn finish_is_sent_once_after_the_last_sentence_and_done_waits_for_the_clos
     assert_eq!(run.first_ms(|e| matches!(e, ServerEvent::Done(_))), Some(300));
     assert_eq!(run.timeline.done_ms, Some(300.0));
     assert_eq!(run.timeline.billed_characters, Some(7), "what the backend billed reaches the timeline");
+    let t = &run.timeline;
+    assert_eq!((t.audio_chunks_sent, t.audio_bytes_sent), (4, 4 * CHUNK_BYTES as u64), "every chunk counted once");
+    assert_eq!(t.sentences.iter().map(|m| (m.chars, m.audio_chunks)).collect::<Vec<_>>(), vec![(12, 2), (12, 2)]);
 }
