@@ -46,7 +46,11 @@ fn codes(source: &str) -> Vec<String> {
         .skip(1)
         .step_by(2)
         .filter(|s| {
-            s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') && PREFIXES.iter().any(|p| s.starts_with(p)) && (s.contains('_') || *s == "internal")
+            // A bare prefix (`starts_with("polly_")`) names a family, not a code.
+            s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                && PREFIXES.iter().any(|p| s.starts_with(p))
+                && (s.contains('_') || *s == "internal")
+                && !s.ends_with('_')
         })
         .map(str::to_string)
         .collect()
@@ -70,7 +74,7 @@ fn formatted_prefixes(source: &str) -> Vec<String> {
 
 #[test]
 fn the_scan_sees_literal_and_formatted_codes() {
-    let source = r#"report("backend_gone", x); report(&format!("tts_{code}"), y); log("the {name}"); f("{}_{}")"#;
+    let source = r#"report("backend_gone", x); report(&format!("tts_{code}"), y); log("the {name}"); f("{}_{}"); c.starts_with("polly_")"#;
     assert_eq!(codes(source), vec!["backend_gone"]);
     assert_eq!(formatted_prefixes(source), vec!["tts_"]);
 }
