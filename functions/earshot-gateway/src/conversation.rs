@@ -129,11 +129,9 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     let routing = &gw.settings().routing;
     let choice = routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
     let chosen = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
-    let voice = match chosen.readiness() {
-        Ok(()) => voice_for(&chosen, request.voice.as_ref())?,
-        Err(_) => request.voice.clone().unwrap_or_else(|| chosen.default_voice()),
-    };
-    if chosen.readiness().is_ok() && scope.is_some_and(|s| !s.allows_voice(&voice)) {
+    let ready = chosen.readiness().is_ok();
+    let voice = if ready { voice_for(&chosen, request.voice.as_ref())? } else { request.voice.clone().unwrap_or_else(|| chosen.default_voice()) };
+    if ready && scope.is_some_and(|s| !s.allows_voice(&voice)) {
         return Err(ApiError::forbidden(
             "token_out_of_scope",
             format!("this token may not use the voice `{voice}` of {}: name an allowed voice", chosen.name()),
@@ -201,17 +199,16 @@ pub(crate) struct Tracked {
 /// always, and in the shared store (with a watcher) where conversations run in other processes too
 /// (Lambda). `key` is the owner's conversation ([`Owner::key`]), so no other owner can reach it.
 pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &Stopper) -> Tracked {
-    let conversation_id = key;
-    let registered = gw.registry().register(conversation_id, stopper.clone());
+    let registered = gw.registry().register(key, stopper.clone());
     let Interrupts::Shared { store, poll } = &gw.settings().interrupts else {
         return Tracked { registered, store: None };
     };
     let ttl = gw.settings().max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
-    if let Err(e) = store.begin(conversation_id, request_id, ttl).await {
-        tracing::warn!(conversation = %conversation_id, "cannot record the conversation in the interrupt store: {e}");
+    if let Err(e) = store.begin(key, request_id, ttl).await {
+        tracing::warn!(conversation = %key, "cannot record the conversation in the interrupt store: {e}");
     }
-    tokio::spawn(interrupts::watch(store.clone(), conversation_id.to_string(), *poll, stopper.clone()));
-    Tracked { registered, store: Some((store.clone(), conversation_id.to_string(), request_id.to_string())) }
+    tokio::spawn(interrupts::watch(store.clone(), key.to_string(), *poll, stopper.clone()));
+    Tracked { registered, store: Some((store.clone(), key.to_string(), request_id.to_string())) }
 }
 
 /// Step 5: runs the scheduler to the conversation's end, then logs how it ended and its metrics line.
