@@ -18,7 +18,7 @@ MACHETE := $(TOOLS)/bin/cargo-machete
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: help run run-aws test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: help run run-aws doctor test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -29,6 +29,7 @@ help:
 	@echo "make build         build the release binaries"
 	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
 	@echo "make deploy        build the Lambda (arm64) and deploy to your AWS account (see infra/cdk/README.md)"
+	@echo "make doctor        after make deploy: does each arm of the deployed gateway speak, and if not, what to fix"
 	@echo "make destroy       remove what make deploy created"
 	@echo "make kokoro-local  start the Kokoro container's server locally (onnx engine, CPU)"
 
@@ -157,6 +158,17 @@ build-lambda: lambda-tools
 deploy: build-lambda
 	@arch=$$(cat $(CARGO_TARGET_DIR)/lambda-arch); \
 	$(MAKE) --no-print-directory -C infra/cdk deps deploy BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap CDK_ARGS="$(CDK_ARGS) -c lambdaArchitecture=$$arch"
+
+# After make deploy: one short conversation pinned to each arm of the deployed gateway (earshot doctor), with the
+# fix for what stops an arm. The URL and auth come from the deploy's outputs; in token mode give TOKEN=….
+doctor: build
+	@outputs=infra/cdk/cdk.out/outputs.json; test -f $$outputs || { echo "earshot: no $$outputs: run make deploy first"; exit 1; }; \
+	url=$$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(next(v["FunctionUrl"] for v in o.values() if "FunctionUrl" in v))' $$outputs); \
+	auth=$$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(next(v["AuthType"] for v in o.values() if "AuthType" in v))' $$outputs); \
+	echo "==> earshot doctor --url $$url (auth $$auth)"; \
+	if [ "$$auth" = "AWS_IAM" ]; then $(EARSHOT) doctor --url "$$url" --sigv4; \
+	elif [ "$$auth" = "TOKEN" ]; then $(EARSHOT) doctor --url "$$url" --token "$${TOKEN:?token mode: give TOKEN=\$$(earshot token --keys …)}"; \
+	else $(EARSHOT) doctor --url "$$url"; fi
 
 # The package make deploy uploads, built by the same target (arm64, or x86_64 where arm64 cannot be built),
 # then checked: the right ELF, stripped, within Lambda's size limits, and, on its own processor, that it runs

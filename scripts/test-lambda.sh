@@ -106,10 +106,14 @@ pids+=($!)
 url="http://127.0.0.1:$lambda_port/lambda-url/bootstrap"
 wait_healthy "$url" "$logs/watch.log"
 
-echo "lambda: streaming test against $url"
-EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent
+echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, Polly) speaks"
+cargo build --quiet --locked -p earshot
+"$target/debug/earshot" doctor --url "$url"
 
-# The same bootstrap with another agent, in token mode: an OpenAI-compatible endpoint whose key, and the
+echo "lambda: streaming test against $url"
+EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart
+
+# The same bootstrap with another agent, in token mode (two bearers meet through the interrupt table): an OpenAI-compatible endpoint whose key, and the
 # token keys, the function reads from Secrets Manager (moto) once at init; the stand-in refuses any other key.
 cat >"$logs/lambda-openai.env" <<ENV
 EARSHOT_BACKENDS="synthetic"
@@ -119,6 +123,8 @@ EARSHOT_OPENAI_MODEL="standin"
 EARSHOT_AGENT_KEY_SECRET="earshot/openai"
 EARSHOT_AUTH="token"
 EARSHOT_TOKEN_KEYS_SECRET="earshot/token-keys"
+EARSHOT_INTERRUPT_TABLE="interrupts"
+EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_AWS_ENDPOINT="http://127.0.0.1:$moto_port"
 AWS_ACCESS_KEY_ID="AKIDTEST"
 AWS_SECRET_ACCESS_KEY="secret"
@@ -129,4 +135,4 @@ setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda2_port" --env-
 pids+=($!)
 url2="http://127.0.0.1:$lambda2_port/lambda-url/bootstrap"
 wait_healthy "$url2" "$logs/watch-openai.log"
-EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent
+EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent the_lambda_keeps_two_bearers_conversations_apart

@@ -35,7 +35,7 @@ let turns = [];
 let conversationId = newConversationId();
 
 function newConversationId() {
-  return `page-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  return `page:${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 }
 let voicesByBackend = new Map();
 // The code of the error on show, if any.
@@ -101,7 +101,7 @@ function start(overrides = {}) {
     [input]: value,
     // The wire's turns are role and content alone (the page's own mark of an interrupted turn stays here).
     ...(keep ? { messages: turns.map(({ role, content }) => ({ role, content })) } : {}),
-    // Always an id of the page's own, so that a token bound to `page-*` conversations may speak and stop it.
+    // Always an id of the page's own, so that a token bound to `page:*` conversations may speak and stop it.
     conversationId: keep ? conversationId : newConversationId(),
     token: token || undefined,
     backend: choice('backend'),

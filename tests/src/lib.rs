@@ -232,6 +232,11 @@ pub struct EarshotProcess {
 impl EarshotProcess {
     /// Starts `earshot serve` with `args` (no demo page) and waits until it listens.
     pub async fn start(args: &[&str]) -> EarshotProcess {
+        Self::start_with_env(args, &[]).await
+    }
+
+    /// As [`EarshotProcess::start`], with environment variables of its own (AWS credentials for stand-ins).
+    pub async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> EarshotProcess {
         let port = free_port();
         let log = std::env::temp_dir().join(format!("earshot-e2e-serve-{port}.log"));
         let log_file = std::fs::File::create(&log).expect("a log file");
@@ -244,6 +249,7 @@ impl EarshotProcess {
             .args(["serve", "--port", &port.to_string(), "--web-dir", ""])
             .args(args)
             .env("EARSHOT_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(stdout_file)
             .stderr(log_file)
             .spawn()

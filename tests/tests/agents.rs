@@ -30,6 +30,7 @@ fn openai_settings(base_url: String) -> OpenAiSettings {
         temperature: Some(0.2),
         max_tokens: Some(300),
         connect_timeout: Duration::from_secs(5),
+        max_event_bytes: earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES,
     }
 }
 
@@ -45,6 +46,7 @@ async fn collect(agent: &dyn AgentSource, prompt: &str) -> (String, usize, Optio
             Ok(AgentEvent::Delta(t)) => text.push_str(&t),
             Ok(AgentEvent::Pause) => pauses += 1,
             Ok(AgentEvent::Done) => return (text, pauses, None),
+            Ok(AgentEvent::DoneUnmarked) => return (text, pauses, Some("done_unmarked".into())),
             Err(e) => return (text, pauses, Some(e.code)),
         }
     }
@@ -166,6 +168,7 @@ fn http_agent(stand: &AgentStandIns, shape: &str, format: AnswerFormat, pointer:
             format,
             text_pointer: pointer.map(str::to_string),
             connect_timeout: Duration::from_secs(5),
+            max_event_bytes: earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES,
         })
         .unwrap(),
     )
@@ -225,6 +228,7 @@ async fn an_http_agents_failures_reach_the_client_with_their_codes() {
                 format: AnswerFormat::Auto,
                 text_pointer: Some("/delta/text".into()),
                 connect_timeout: Duration::from_secs(5),
+                max_event_bytes: earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES,
             })
             .unwrap(),
         );
@@ -246,6 +250,7 @@ async fn an_http_agents_failures_reach_the_client_with_their_codes() {
         format: AnswerFormat::Auto,
         text_pointer: None,
         connect_timeout: Duration::from_secs(2),
+        max_event_bytes: earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES,
     })
     .unwrap();
     let (_, _, failure) = collect(&agent, "brief").await;
@@ -328,8 +333,8 @@ async fn the_agents_key_comes_from_secrets_manager_once_at_start() {
     assert_eq!(stand.seen.lock().unwrap().last().unwrap().authorization.as_deref(), Some("Bearer sk-from-secret"));
 }
 
-#[tokio::test]
-async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_per_conversation() {
+/// The AWS stand-ins at token pace, and an SDK configuration that reaches them.
+async fn aws_standins() -> (earshot_standins::StandIns, earshot_aws::SdkConfig) {
     let standins = earshot_standins::start(earshot_standins::StandInsConfig { tokens_per_second: TOKENS_PER_SECOND, ..Default::default() }, 0).await.unwrap();
     let config = earshot_aws::AwsSettings {
         region: Some("us-east-1".into()),
@@ -339,6 +344,12 @@ async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_p
     }
     .sdk_config()
     .await;
+    (standins, config)
+}
+
+#[tokio::test]
+async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_per_conversation() {
+    let (standins, config) = aws_standins().await;
     let agent = |arn: &str| {
         let settings = earshot_aws::AgentCoreSettings { runtime_arn: arn.into(), qualifier: None, text_pointer: "/data".into() };
         Arc::new(earshot_aws::AgentCoreAgent::new(&config, settings).unwrap()) as Arc<dyn AgentSource>
@@ -368,4 +379,92 @@ async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_p
     assert_eq!(failure(speak(&url, &prompt("[[ThrottlingException]] brief"), &CallOptions::default()).await), (502, "agent_throttled".into()));
     let missing = gateway(agent("arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/missing")).await;
     assert_eq!(failure(speak(&missing, &prompt("brief"), &CallOptions::default()).await), (502, "agent_model_not_found".into()));
+}
+
+#[tokio::test]
+async fn two_bearers_under_one_conversation_id_reach_two_agent_sessions() {
+    // A conversation id is a name a client chooses: two users who choose the same one must not share an
+    // agent session (its memory) on AgentCore or on an HTTP agent.
+    use earshot_gateway::auth::{mint, now, Claims, TokenAuth};
+    use earshot_gateway::Owner;
+    let key = b"0123456789abcdef0123456789abcdef";
+    let token_gateway = |agent: Arc<dyn AgentSource>| async move {
+        let auth = TokenAuth::new(vec![("k1".into(), key.to_vec())], "earshot").unwrap();
+        let settings = GatewaySettings { metrics_namespace: None, auth: Some(Arc::new(auth)), ..Default::default() };
+        serve(Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent, settings)).await.url
+    };
+    let bearer = |sub: &str| {
+        let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec!["*".into()]), ..Default::default() };
+        CallOptions { bearer: Some(mint("k1", key, &claims).unwrap()), ..Default::default() }
+    };
+    let same_id = SpeakBody { conversation_id: Some("c:1".into()), ..prompt("brief") };
+
+    let (standins, config) = aws_standins().await;
+    let settings = earshot_aws::AgentCoreSettings {
+        runtime_arn: "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/support_agent-AbCdEf1234".into(),
+        qualifier: None,
+        text_pointer: "/data".into(),
+    };
+    let url = token_gateway(Arc::new(earshot_aws::AgentCoreAgent::new(&config, settings).unwrap())).await;
+    for sub in ["alice", "bob"] {
+        check_conversation(&speak(&url, &same_id, &bearer(sub)).await.unwrap());
+    }
+    let sessions: Vec<String> = standins.stats.agentcore_calls.lock().unwrap().iter().map(|(session, _)| session.clone()).collect();
+    let expected: Vec<String> = ["alice", "bob"].iter().map(|sub| earshot_aws::agentcore::runtime_session_id(Some(&Owner::subject(sub).key("c:1")))).collect();
+    assert_eq!(sessions, expected, "one runtime session per owner");
+    assert_ne!(sessions[0], sessions[1]);
+
+    let stand = start_agents(TOKENS_PER_SECOND).await.unwrap();
+    let url = token_gateway(http_agent(&stand, "sse", AnswerFormat::Auto, Some("/delta/text"))).await;
+    for sub in ["alice", "bob"] {
+        check_conversation(&speak(&url, &same_id, &bearer(sub)).await.unwrap());
+    }
+    let ids: Vec<serde_json::Value> = stand.seen.lock().unwrap().iter().map(|seen| seen.body["conversation_id"].clone()).collect();
+    let expected: Vec<serde_json::Value> = ["alice", "bob"].iter().map(|sub| serde_json::json!(Owner::subject(sub).key("c:1"))).collect();
+    assert_eq!(ids, expected, "the HTTP agent sees each owner's key, never the shared id");
+}
+
+/// This process's resident memory, in bytes (the gateway and the stand-ins run in it).
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
+}
+
+#[tokio::test]
+async fn agents_that_hang_stall_or_flood_end_with_their_codes_within_their_limits() {
+    use earshot_core::agent_deadlines::AgentDeadlines;
+    let stand = start_agents(TOKENS_PER_SECOND).await.unwrap();
+    let limit = Duration::from_millis(800);
+    let deadlines = AgentDeadlines { response: limit, first_event: limit, between_events: limit };
+    let gateway_with = |agent: Arc<dyn AgentSource>| async move {
+        let settings = GatewaySettings { metrics_namespace: None, agent_deadlines: deadlines, ..Default::default() };
+        serve(Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent, settings)).await.url
+    };
+    let agents: Vec<(&str, Arc<dyn AgentSource>)> = vec![
+        ("sse", http_agent(&stand, "sse", AnswerFormat::Auto, Some("/delta/text"))),
+        ("ndjson", http_agent(&stand, "ndjson", AnswerFormat::Auto, None)),
+        ("openai", Arc::new(OpenAiAgent::new(openai_settings(format!("{}/v1", stand.url))).unwrap())),
+    ];
+    let before = resident_bytes();
+    for (shape, agent) in agents {
+        let url = gateway_with(agent).await;
+        for (marker, code, at_least) in [
+            ("[[hang]]", "agent_no_response", limit),
+            ("[[silent]]", "agent_first_token_timeout", limit),
+            ("[[stall]]", "agent_stalled", limit),
+            ("[[endless]]", "agent_event_too_large", Duration::ZERO),
+            ("[[huge-error]]", "agent_unavailable", Duration::ZERO),
+        ] {
+            let asked = std::time::Instant::now();
+            let (_, got) = failure(speak(&url, &prompt(&format!("{marker} brief")), &CallOptions::default()).await);
+            let took = asked.elapsed();
+            assert_eq!(got, code, "{shape} {marker}");
+            // Each ends at its limit (plus a loaded machine's slack), never at some outer one.
+            assert!(took >= at_least && took < at_least + Duration::from_secs(3), "{shape} {marker}: ended after {took:?}");
+        }
+    }
+    // A 100 MB error body and an endless event were never held: the process grew by far less.
+    let grown = resident_bytes().saturating_sub(before);
+    assert!(grown < 40 << 20, "resident memory grew by {} MB", grown >> 20);
 }

@@ -107,3 +107,20 @@ async fn an_unreachable_aws_makes_both_backends_unhealthy_within_the_probe_timeo
         assert!(started.elapsed() < Duration::from_secs(2), "{}: {:?}", backend.name(), started.elapsed());
     }
 }
+
+#[tokio::test]
+async fn polly_s_voices_are_read_from_moto_s_describe_voices_through_the_real_sdk() {
+    // moto's answer is its own list of Polly's voices, in the shape of the API: the catalogue must read it
+    // (ids, languages), not only the stand-in's.
+    let moto = Moto::start().await;
+    let config = moto.sdk().await;
+    let polly = earshot_aws::PollyBackend::new(&config, earshot_aws::PollySettings::default()).unwrap();
+    assert_eq!(polly.catalogue().source(), earshot_aws::polly_voices::Source::BuiltIn);
+    polly.describe_voices().await.expect("moto answers DescribeVoices");
+    assert_eq!(polly.catalogue().source(), earshot_aws::polly_voices::Source::Described);
+    let voices = polly.catalogue().voices();
+    assert!(voices.len() > 9, "moto lists more voices than the built-in nine: {}", voices.len());
+    let joanna = voices.iter().find(|v| v.id == "joanna").expect("moto lists Joanna");
+    assert_eq!((joanna.polly_id.as_str(), joanna.language.as_str()), ("Joanna", "en-US"));
+    assert!(voices.iter().all(|v| !v.language.is_empty() && v.id == v.polly_id.to_lowercase()));
+}

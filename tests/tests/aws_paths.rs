@@ -32,17 +32,18 @@ async fn sdk(standins: &StandIns) -> earshot_aws::SdkConfig {
     .await
 }
 
+fn sagemaker_settings(endpoint: &str, variant: Option<&str>) -> SageMakerSettings {
+    SageMakerSettings {
+        endpoint_name: endpoint.into(),
+        target_variant: variant.map(str::to_string),
+        voices: vec!["jf_alpha".into(), "jm_kumo".into()],
+        default_voice: "jf_alpha".into(),
+        speed: 1.0,
+    }
+}
+
 fn sagemaker(config: &earshot_aws::SdkConfig, endpoint: &str, variant: Option<&str>) -> Arc<dyn SpeechBackend> {
-    Arc::new(SageMakerBackend::new(
-        config,
-        SageMakerSettings {
-            endpoint_name: endpoint.into(),
-            target_variant: variant.map(str::to_string),
-            voices: vec!["jf_alpha".into(), "jm_kumo".into()],
-            default_voice: "jf_alpha".into(),
-            speed: 1.0,
-        },
-    ))
+    Arc::new(SageMakerBackend::new(config, sagemaker_settings(endpoint, variant)))
 }
 
 fn polly(config: &earshot_aws::SdkConfig, settings: PollySettings) -> Arc<dyn SpeechBackend> {
@@ -65,6 +66,21 @@ async fn kokoro_on_sagemaker_speaks_through_the_bidirectional_stream() {
     assert_eq!(r.format().unwrap().sample_rate, 24_000);
     assert_eq!(Stats::get(&s.stats.sagemaker_streams), 1, "one bidirectional stream carried every sentence");
     assert_eq!(s.stats.last_target_variant.lock().unwrap().as_deref(), Some("blue"), "target_variant is passed through");
+}
+
+#[tokio::test]
+async fn response_parts_without_a_data_type_are_told_apart_by_their_content() {
+    // SageMaker's API reference makes `PayloadPart.DataType` optional: a stream whose parts carry none
+    // must still finish every sentence (its `end` messages are not audio).
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let url = gateway(vec![sagemaker(&config, "untagged-kokoro", None)], Arc::new(agent(200.0)), Routing::default()).await;
+    let r = tokio::time::timeout(std::time::Duration::from_secs(60), speak(&url, &text("Hello there. How are you today?"), &CallOptions::default()))
+        .await
+        .expect("the conversation finishes")
+        .unwrap();
+    assert_eq!(check_conversation(&r), vec!["Hello there.", "How are you today?"]);
+    assert!(r.error.is_none(), "{:?}", r.error);
 }
 
 #[tokio::test]
@@ -327,16 +343,7 @@ async fn health_probes_reach_the_standins_through_the_trusted_certificate() {
     };
     let config = settings.sdk_config().await;
     let control = settings.control_client().unwrap();
-    let with_control = |endpoint: &str| {
-        let settings = SageMakerSettings {
-            endpoint_name: endpoint.into(),
-            target_variant: None,
-            voices: vec!["jf_alpha".into()],
-            default_voice: "jf_alpha".into(),
-            speed: 1.0,
-        };
-        SageMakerBackend::new(&config, settings).with_control_client(control.clone())
-    };
+    let with_control = |endpoint: &str| SageMakerBackend::new(&config, sagemaker_settings(endpoint, None)).with_control_client(control.clone());
     with_control("earshot-kokoro").health().await.expect("the stand-in's endpoint is in service");
     let err = with_control("missing-endpoint").health().await.expect_err("an endpoint SageMaker does not know");
     assert!(err.message.contains("ValidationException"), "{}", err.message);
@@ -347,4 +354,71 @@ async fn health_probes_reach_the_standins_through_the_trusted_certificate() {
     );
     assert!(untrusted.health().await.is_err());
     polly(&config, PollySettings::default()).health().await.expect("DescribeVoices answers");
+}
+
+/// `earshot doctor` against `url`: its exit status and what it printed.
+fn doctor(url: &str) -> (bool, String) {
+    let out = std::process::Command::new(earshot_e2e::earshot_bin()).args(["doctor", "--url", url]).output().expect("earshot doctor runs");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[tokio::test]
+async fn the_doctor_says_each_arm_speaks_or_what_stops_it_while_failover_hides_it() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let routing = Routing { weights: vec![("kokoro".into(), 50), ("polly".into(), 50)], failover: true, allow_override: true, ..Default::default() };
+    // The SageMaker arm's health probe (DescribeEndpoint) trusts the stand-ins' certificate, as the wiring sets it up.
+    let control = AwsSettings { trust_pem: Some(s.cert_pem.clone().into_bytes()), ..Default::default() }.control_client().unwrap();
+    let checked = |endpoint: &str| -> Arc<dyn SpeechBackend> {
+        Arc::new(SageMakerBackend::new(&config, sagemaker_settings(endpoint, None)).with_control_client(control.clone()))
+    };
+    let url = gateway(vec![checked("earshot-kokoro"), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+    let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
+    assert!(ok, "{said}");
+    assert!(said.contains("kokoro: speaks (healthy)") && said.contains("polly: speaks (healthy)"), "{said}");
+    assert!(said.contains("characters billed"), "Polly's billed characters are reported: {said}");
+
+    // A role without the bidirectional action: the gateway still speaks (an unpinned conversation fails
+    // over to Polly), which is exactly why the doctor, pinning each arm, must say so.
+    let all_to_kokoro = Routing { weights: vec![("kokoro".into(), 100), ("polly".into(), 0)], failover: true, allow_override: true, ..Default::default() };
+    let url = gateway(vec![checked("denied-kokoro"), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), all_to_kokoro).await;
+    let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
+    check_conversation(&r);
+    assert_eq!(r.header("x-earshot-backend-reason"), Some("failover"), "the gateway keeps speaking");
+    assert_eq!(r.timeline.as_ref().unwrap().failover_from.as_deref(), Some("access_denied_exception"), "the cause of an open-time failover is in the timeline");
+    let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
+    assert!(!ok, "the doctor fails when an arm cannot speak: {said}");
+    assert!(said.contains("kokoro: CANNOT SPEAK (healthy): access_denied_exception"), "{said}");
+    assert!(said.contains("InvokeEndpointWithBidirectionalStream"), "the fix names the action: {said}");
+    assert!(said.contains("kokoro cannot speak"), "{said}");
+    assert!(said.contains("polly: speaks"), "{said}");
+}
+
+#[tokio::test]
+async fn polly_offers_the_generative_voices_polly_describes() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let backend = Arc::new(PollyBackend::new(&config, PollySettings::default()).expect("a Polly backend"));
+    assert!(backend.voices().iter().all(|v| v.id != "ayanda"), "the built-in list until Polly answers");
+    backend.describe_voices().await.expect("the stand-in answers DescribeVoices");
+    let voices = backend.voices();
+    let kajal = voices.iter().find(|v| v.id == "kajal").expect("a voice outside the built-in list is offered");
+    assert_eq!(kajal.language, "en-IN");
+    assert!(kajal.description.contains("hi-IN"), "a bilingual voice says its other language: {}", kajal.description);
+    let french: Vec<&str> = voices.iter().filter(|v| v.language.starts_with("fr")).map(|v| v.id.as_str()).collect();
+    assert_eq!(french, vec!["lea", "remi"]);
+    let url = gateway(vec![backend.clone()], Arc::new(agent(200.0)), Routing::default()).await;
+    let listed: serde_json::Value = reqwest::get(format!("{url}/v1/voices")).await.unwrap().json().await.unwrap();
+    assert!(listed["backends"][0]["voices"].as_array().unwrap().iter().any(|v| v["id"] == "ayanda"), "{listed}");
+    // The new voice speaks, under Polly's own id.
+    let body = earshot_client::SpeakBody { voice: Some("ayanda".into()), ..text("Hello there.") };
+    let r = speak(&url, &body, &CallOptions::default()).await.unwrap();
+    check_conversation(&r);
+    assert_eq!(s.stats.last_polly_voice.lock().unwrap().as_deref(), Some("Ayanda"));
+    // A built-in voice this Polly does not list is refused before any stream.
+    let body = earshot_client::SpeakBody { voice: Some("joanna".into()), ..text("Hello there.") };
+    match speak(&url, &body, &CallOptions::default()).await {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (400, "unknown_voice")),
+        other => panic!("{other:?}"),
+    }
 }

@@ -290,6 +290,95 @@ async fn connections_over_the_cap_are_answered_busy() {
     assert!(healthy, "the server serves again once connections close");
 }
 
+/// Waits on `stream` until the server closes it (or answers and closes); how long that took, or `None`
+/// if it was still open after `within`.
+fn closed_within(mut stream: TcpStream, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut sink = [0u8; 512];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(started.elapsed()),
+            Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn idle_connections_and_half_http2_prefaces_are_closed_at_their_deadline_and_others_still_speak() {
+    // A connection must show its protocol within the header timeout (1 s here): an HTTP/1 request's
+    // first bytes or HTTP/2's whole preface. 1,200 connections that never do, over the 512 slots, are
+    // each closed (or refused at once) within that deadline, and a normal request speaks meanwhile.
+    let (_, earshot) = gateway(&[]).await;
+    let port = earshot.port;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let opened = Instant::now();
+    let mut held = Vec::new();
+    for i in 0..1200 {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        if i % 2 == 1 {
+            stream.write_all(b"PRI * HTTP/2.0\r\n").unwrap();
+        }
+        held.push(stream);
+    }
+    let all_open = opened.elapsed();
+    let closing = tokio::task::spawn_blocking(move || held.into_iter().map(|s| closed_within(s, Duration::from_secs(5))).collect::<Vec<_>>());
+    // While they are held (the slots free at the deadline), a normal request is answered and speaks.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = speak(&earshot.url, &text("Hello there."), &CallOptions::default()).await.expect("a normal request is served");
+    check_conversation(&r);
+    let closed = closing.await.unwrap();
+    let open_still = closed.iter().filter(|c| c.is_none()).count();
+    assert_eq!(open_still, 0, "{open_still} of 1200 connections were still open 5 s after");
+    let slowest = closed.iter().flatten().max().unwrap();
+    assert!(*slowest < all_open + Duration::from_millis(2500), "the last was closed after {slowest:?} (all open after {all_open:?})");
+}
+
+#[tokio::test]
+async fn an_http2_connection_is_told_its_stream_cap_and_conversations_are_capped_overall() {
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-streams-per-connection", "16", "--max-conversations", "2"]).await;
+    earshot.healthy().await;
+    // HTTP/2's own flow control holds a connection to the cap the server announces in its SETTINGS
+    // (SETTINGS_MAX_CONCURRENT_STREAMS, id 3): a client opening 300 streams gets 16 at a time, and
+    // any beyond are refused with REFUSED_STREAM.
+    let port = earshot.port;
+    let settings = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut header = [0u8; 9];
+        stream.read_exact(&mut header).unwrap();
+        assert_eq!(header[3], 4, "the server's first frame is SETTINGS");
+        let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let mut payload = vec![0u8; length];
+        stream.read_exact(&mut payload).unwrap();
+        payload.chunks(6).map(|p| (u16::from_be_bytes([p[0], p[1]]), u32::from_be_bytes([p[2], p[3], p[4], p[5]]))).collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    assert!(settings.contains(&(3, 16)), "SETTINGS_MAX_CONCURRENT_STREAMS is 16: {settings:?}");
+    // Two long answers take both places; a third conversation is refused before any stream.
+    let long = SpeakBody { prompt: Some("Please check my order.".into()), ..Default::default() };
+    let speaking: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, body) = (earshot.url.clone(), long.clone());
+            tokio::spawn(async move { speak(&url, &body, &CallOptions::default()).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    match speak(&earshot.url, &text("Hello there."), &CallOptions::default()).await {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (503, "server_busy")),
+        other => panic!("a third conversation was not refused: {:?}", other.map(|r| r.status)),
+    }
+    for s in speaking {
+        check_conversation(&s.await.unwrap().unwrap());
+    }
+    // The places are given back when conversations end.
+    check_conversation(&speak(&earshot.url, &text("Hello there."), &CallOptions::default()).await.unwrap());
+}
+
 #[tokio::test]
 async fn a_client_that_leaves_at_any_point_leaves_nothing_running() {
     let (kokoro, earshot) = gateway(&[]).await;

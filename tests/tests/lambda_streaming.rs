@@ -118,8 +118,8 @@ async fn the_lambda_speaks_for_an_openai_compatible_agent() {
     let polly_only = Claims { backends: Some(vec!["polly".into()]), ..claims.clone() };
     let synthetic = earshot_client::SpeakBody { backend: Some("synthetic".into()), ..earshot_e2e::prompt("brief") };
     assert_eq!(refused(speak(&url, &synthetic, &bearer(&polly_only)).await), (403, "token_out_of_scope".into()));
-    let others = Claims { conversations: Some(vec!["bob-*".into()]), ..claims.clone() };
-    let interrupt = earshot_client::interrupt_as(&url, "alice-1", Some(&mint("lambda-test", key, &others).unwrap())).await.unwrap_err();
+    let others = Claims { conversations: Some(vec!["bob:*".into()]), ..claims.clone() };
+    let interrupt = earshot_client::interrupt_as(&url, "alice:1", Some(&mint("lambda-test", key, &others).unwrap())).await.unwrap_err();
     assert!(matches!(interrupt, earshot_client::ClientError::Refused { status: 403, .. }), "{interrupt}");
     // The stand-in answers only the key the function read from Secrets Manager at init.
     let r = speak(&url, &earshot_e2e::prompt("pause"), &bearer(&claims)).await.expect("the Lambda answers");
@@ -138,4 +138,50 @@ async fn the_lambda_speaks_for_an_openai_compatible_agent() {
         ..Default::default()
     };
     check_conversation(&speak(&url, &body, &bearer(&claims)).await.expect("the Lambda answers"));
+}
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch in token mode with the interrupt table: make test-lambda"]
+async fn the_lambda_keeps_two_bearers_conversations_apart() {
+    // Two users of one public function URL, each invocation its own: what one may reach of the other's
+    // goes through the shared DynamoDB table (moto's server here), keyed by owner and id together.
+    use earshot_client::{interrupt_as, ClientError, SpeakBody};
+    use earshot_gateway::auth::{mint, now, Claims};
+    let url = std::env::var("EARSHOT_LAMBDA_URL").expect("EARSHOT_LAMBDA_URL: the function URL of cargo lambda watch");
+    let key = b"0123456789abcdef0123456789abcdef";
+    let token = |sub: &str, pattern: &str| {
+        let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec![pattern.into()]), ..Default::default() };
+        mint("lambda-test", key, &claims).unwrap()
+    };
+    let (alice, bob) = (token("alice", "call:*"), token("bob", "call:*"));
+    let as_bearer = |bearer: &str| CallOptions { bearer: Some(bearer.to_string()), ..Default::default() };
+    let status_code = |r: Result<earshot_client::Received, ClientError>| match r {
+        Ok(r) => (r.status, r.error.map(|e| e.code).unwrap_or_default()),
+        Err(ClientError::Refused { status, code, .. }) => (status, code),
+        Err(e) => panic!("{e}"),
+    };
+    let long = SpeakBody { conversation_id: Some("call:1".into()), ..earshot_e2e::prompt("long") };
+    let speaking = tokio::spawn({
+        let (url, options) = (url.clone(), as_bearer(&alice));
+        async move { speak(&url, &long, &options).await }
+    });
+    // The long answer runs for many seconds; by then its record is in the table.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(!speaking.is_finished(), "the long answer ended too soon to test anything");
+    // Another owner's live conversation is as unknown as one never started.
+    let tries = interrupt_as(&url, "call:1", Some(&bob)).await.unwrap_err();
+    assert!(matches!(&tries, ClientError::Refused { status: 404, code, .. } if code == "unknown_conversation"), "{tries}");
+    // Speaking under the same id is bob's own conversation: it begins and ends (deleting its own record) beside alice's.
+    let same_id = SpeakBody { conversation_id: Some("call:1".into()), ..earshot_e2e::prompt("brief") };
+    assert_eq!(status_code(speak(&url, &same_id, &as_bearer(&bob)).await), (200, String::new()));
+    // Prefix tricks reach nothing: a pattern covers whole segments, and one that is not is refused.
+    let bobs = token("bob", "bob:*");
+    let trick = SpeakBody { conversation_id: Some("bob-smith:1".into()), ..earshot_e2e::prompt("brief") };
+    assert_eq!(status_code(speak(&url, &trick, &as_bearer(&bobs)).await), (403, "token_out_of_scope".into()));
+    assert_eq!(status_code(speak(&url, &trick, &as_bearer(&token("bob", "bob-*"))).await), (401, "token_malformed".into()));
+    // Alice's conversation, record and Stop are hers still.
+    assert!(!speaking.is_finished(), "alice's answer was stopped by another bearer");
+    interrupt_as(&url, "call:1", Some(&alice)).await.expect("the owner stops its own conversation");
+    let r = tokio::time::timeout(std::time::Duration::from_secs(10), speaking).await.expect("the stream ends").unwrap().unwrap();
+    assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
 }

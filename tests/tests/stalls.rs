@@ -110,29 +110,39 @@ fn stalls_by_a_clock_per_sentence(r: &Received) -> Vec<f64> {
 
 #[tokio::test]
 async fn the_timeline_and_the_client_count_the_same_stalls_on_a_slow_machine() {
-    // Twice slower than it can, the earlier fixed plan, the long answer: the voice stops inside sentences,
-    // and a later sentence's pieces often come late for that sentence's own first audio while earlier
-    // audio is still queued ahead of the listener. The gateway's timeline follows the same listener as the
-    // client (one clock from the answer's first audio, audio queued ahead counted), so the two agree.
-    let kokoro = Kokoro::start_with(None, &[("KOKORO_PIECE_PLAN", "fixed"), ("KOKORO_SLOWDOWN", "2")]);
-    kokoro.ready().await;
-    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
-    earshot.healthy().await;
-    let options = CallOptions { timeout: Duration::from_secs(240), ..Default::default() };
-    let received = speak(&earshot.url, &earshot_e2e::prompt("long"), &options).await.expect("the conversation runs");
-    assert!(check_conversation(&received).len() > 5);
-    let timeline = received.timeline.as_ref().expect("done carries the timeline");
-    let server_count: u32 = timeline.sentences.iter().map(|s| s.stalls).sum();
-    let server_ms: f64 = timeline.sentences.iter().map(|s| s.stall_ms).sum();
-    let client = client_stalls_at_tolerance(&received);
-    let client_ms: f64 = client.iter().sum();
-    assert!(server_count >= 1, "the slow container makes the voice stop inside a sentence: {:?}", timeline.sentences);
-    // The client decodes each chunk a fraction of a millisecond after the gateway sends it: a silence
-    // right at the tolerance may fall on either side of it, nothing more.
-    assert!(server_count.abs_diff(client.len() as u32) <= 1, "stalls: timeline {server_count}, client {client:?}");
-    assert!((server_ms - client_ms).abs() <= 50.0, "stall time: timeline {server_ms:.0} ms, client {client_ms:.0} ms ({client:?})");
-    // The case is one where the rule matters: a clock per sentence would have counted more silence than
-    // the listener heard.
-    let per_sentence: f64 = stalls_by_a_clock_per_sentence(&received).iter().sum();
-    assert!(per_sentence > client_ms + 200.0, "a clock per sentence counts {per_sentence:.0} ms, the listener heard {client_ms:.0} ms");
+    // Slower than it can, the earlier fixed plan, the long answer: the voice stops inside sentences, and a
+    // later sentence's pieces often come late for that sentence's own first audio while earlier audio is
+    // still queued ahead of the listener. The gateway's timeline follows the same listener as the client
+    // (one clock from the answer's first audio, audio queued ahead counted), so the two agree.
+    // How slow "slow" must be depends on the machine: an idle 2-core one keeps ahead of the listener at
+    // twice slower and shows the case at four times (a loaded one at twice), so the slowdown is tried in
+    // that order until the case arises; the two must agree on every run.
+    let mut arose = Vec::new();
+    for slowdown in ["4", "2", "6"] {
+        let kokoro = Kokoro::start_with(None, &[("KOKORO_PIECE_PLAN", "fixed"), ("KOKORO_SLOWDOWN", slowdown)]);
+        kokoro.ready().await;
+        let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+        earshot.healthy().await;
+        let options = CallOptions { timeout: Duration::from_secs(240), ..Default::default() };
+        let received = speak(&earshot.url, &earshot_e2e::prompt("long"), &options).await.expect("the conversation runs");
+        assert!(check_conversation(&received).len() > 5);
+        let timeline = received.timeline.as_ref().expect("done carries the timeline");
+        let server_count: u32 = timeline.sentences.iter().map(|s| s.stalls).sum();
+        let server_ms: f64 = timeline.sentences.iter().map(|s| s.stall_ms).sum();
+        let client = client_stalls_at_tolerance(&received);
+        let client_ms: f64 = client.iter().sum();
+        // The client decodes each chunk a fraction of a millisecond after the gateway sends it: a silence
+        // right at the tolerance may fall on either side of it, nothing more.
+        assert!(server_count.abs_diff(client.len() as u32) <= 1, "slowdown {slowdown}: stalls: timeline {server_count}, client {client:?}");
+        assert!((server_ms - client_ms).abs() <= 50.0, "slowdown {slowdown}: stall time: timeline {server_ms:.0} ms, client {client_ms:.0} ms ({client:?})");
+        // The case is one where the rule matters: the voice stopped inside a sentence, and a clock per
+        // sentence would have counted more silence than the listener heard.
+        let per_sentence: f64 = stalls_by_a_clock_per_sentence(&received).iter().sum();
+        eprintln!("slowdown {slowdown}: {server_count} stalls ({server_ms:.0} ms); a clock per sentence counts {per_sentence:.0} ms");
+        arose.push((slowdown, server_count, per_sentence - client_ms));
+        if server_count >= 1 && per_sentence > client_ms + 200.0 {
+            return;
+        }
+    }
+    panic!("no slowdown made the voice stop inside a sentence with audio queued ahead (slowdown, stalls, per-sentence excess ms): {arose:?}");
 }

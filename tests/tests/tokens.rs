@@ -69,7 +69,7 @@ async fn a_valid_token_speaks_and_every_failure_has_its_code() {
 fn pyjwt_token(kid: &str, key: &str, audience: &str) -> String {
     let script = "import sys, time, jwt\n\
         kid, key, aud = sys.argv[1:4]\n\
-        print(jwt.encode({'aud': aud, 'sub': 'user-42', 'exp': int(time.time()) + 300, 'backends': ['synthetic'], 'max_chars': 2000, 'conversations': ['user-42-*']}, key, algorithm='HS256', headers={'kid': kid}))\n";
+        print(jwt.encode({'aud': aud, 'sub': 'user-42', 'exp': int(time.time()) + 300, 'backends': ['synthetic'], 'max_chars': 2000, 'conversations': ['user-42:*']}, key, algorithm='HS256', headers={'kid': kid}))\n";
     let out = Command::new(earshot_e2e::moto::judges_python()).args(["-c", script, kid, key, audience]).output().expect("python with PyJWT");
     assert!(out.status.success(), "PyJWT: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
@@ -79,7 +79,7 @@ fn pyjwt_token(kid: &str, key: &str, audience: &str) -> String {
 async fn a_token_minted_with_pyjwt_as_the_readme_shows_is_accepted_and_its_scopes_hold() {
     let earshot = gateway().await;
     let token = pyjwt_token("k2026", "0123456789abcdef0123456789abcdef", "earshot");
-    let mine = SpeakBody { conversation_id: Some("user-42-1".into()), ..text("Hello there.") };
+    let mine = SpeakBody { conversation_id: Some("user-42:1".into()), ..text("Hello there.") };
     let r = speak(&earshot.url, &mine, &with(&token)).await.unwrap();
     assert_eq!((r.status, r.header("x-earshot-backend")), (200, Some("synthetic")));
     let kokoro = SpeakBody { backend: Some("kokoro".into()), ..mine.clone() };
@@ -107,10 +107,22 @@ async fn scopes_hold_a_token_to_its_backends_release_modes_and_size() {
     assert_eq!(refused(speak(&earshot.url, &text("This sentence is longer than twenty characters."), &with(&small)).await), (403, "token_out_of_scope".into()));
     assert_eq!(speak(&earshot.url, &text("Short one."), &with(&small)).await.unwrap().status, 200);
     // A token bound to conversations speaks only under them.
-    let bound = token(&["--conversation", "user-7-*"]);
+    let bound = token(&["--conversation", "user-7:*"]);
     assert_eq!(refused(speak(&earshot.url, &text("Hello there."), &with(&bound)).await), (403, "token_out_of_scope".into()));
-    let mine = SpeakBody { conversation_id: Some("user-7-1".into()), ..text("Hello there.") };
+    let mine = SpeakBody { conversation_id: Some("user-7:1".into()), ..text("Hello there.") };
     assert_eq!(speak(&earshot.url, &mine, &with(&bound)).await.unwrap().status, 200);
+    // A pattern covers whole segments: a longer name that merely starts alike is not the bearer's.
+    for trick in ["user-7", "user-7-smith:1", "user-77:1"] {
+        let theirs = SpeakBody { conversation_id: Some(trick.into()), ..text("Hello there.") };
+        assert_eq!(refused(speak(&earshot.url, &theirs, &with(&bound)).await), (403, "token_out_of_scope".into()), "{trick}");
+    }
+    // A pattern that is not whole segments is neither minted nor accepted.
+    let out = Command::new(earshot_bin()).args(["token", "--conversation", "user-7-*"]).env("EARSHOT_TOKEN_KEYS", KEYS).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("user-42:*"), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = b"0123456789abcdef0123456789abcdef";
+    let prefix = Claims { aud: "earshot".into(), exp: now() + 60, conversations: Some(vec!["user-7-*".into()]), ..Default::default() };
+    let minted_elsewhere = mint("k2026", key, &prefix).unwrap();
+    assert_eq!(refused(speak(&earshot.url, &mine, &with(&minted_elsewhere)).await), (401, "token_malformed".into()));
 }
 
 /// A long answer under `conversation_id`, spoken by `bearer` in the background; returns once it speaks.
@@ -125,14 +137,14 @@ async fn speaking_long(url: &str, conversation_id: &str, bearer: &str) -> tokio:
 #[tokio::test]
 async fn a_token_cannot_interrupt_another_bearers_conversation() {
     let earshot = gateway().await;
-    let alice = token(&["--sub", "alice", "--conversation", "alice-*"]);
-    let bob = token(&["--sub", "bob", "--conversation", "bob-*"]);
-    let speaking = speaking_long(&earshot.url, "alice-1", &alice).await;
-    let bob_tries = interrupt_as(&earshot.url, "alice-1", Some(&bob)).await.unwrap_err();
+    let alice = token(&["--sub", "alice", "--conversation", "alice:*"]);
+    let bob = token(&["--sub", "bob", "--conversation", "bob:*"]);
+    let speaking = speaking_long(&earshot.url, "alice:1", &alice).await;
+    let bob_tries = interrupt_as(&earshot.url, "alice:1", Some(&bob)).await.unwrap_err();
     assert!(matches!(&bob_tries, ClientError::Refused { status: 403, code, .. } if code == "token_out_of_scope"), "{bob_tries}");
-    let anonymous = interrupt_as(&earshot.url, "alice-1", None).await.unwrap_err();
+    let anonymous = interrupt_as(&earshot.url, "alice:1", None).await.unwrap_err();
     assert!(matches!(&anonymous, ClientError::Refused { status: 401, .. }), "{anonymous}");
-    interrupt_as(&earshot.url, "alice-1", Some(&alice)).await.expect("the bearer interrupts its own conversation");
+    interrupt_as(&earshot.url, "alice:1", Some(&alice)).await.expect("the bearer interrupts its own conversation");
     let r = speaking.await.unwrap().unwrap();
     assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
 }
@@ -141,23 +153,23 @@ async fn a_token_cannot_interrupt_another_bearers_conversation() {
 async fn a_conversation_id_belongs_to_its_owner_not_to_whoever_names_it() {
     // Both tokens may use the same ids: the id is a name, the conversation is the owner's.
     let earshot = gateway().await;
-    let alice = token(&["--sub", "alice", "--conversation", "call-*"]);
-    let bob = token(&["--sub", "bob", "--conversation", "call-*"]);
-    let speaking = speaking_long(&earshot.url, "call-1", &alice).await;
+    let alice = token(&["--sub", "alice", "--conversation", "call:*"]);
+    let bob = token(&["--sub", "bob", "--conversation", "call:*"]);
+    let speaking = speaking_long(&earshot.url, "call:1", &alice).await;
     // Another owner's live conversation is as unknown as one never started.
-    let bob_tries = interrupt_as(&earshot.url, "call-1", Some(&bob)).await.unwrap_err();
+    let bob_tries = interrupt_as(&earshot.url, "call:1", Some(&bob)).await.unwrap_err();
     assert!(matches!(&bob_tries, ClientError::Refused { status: 404, code, .. } if code == "unknown_conversation"), "{bob_tries}");
     // Speaking under the same id is a conversation of bob's own, which begins and ends without touching alice's.
-    let r = speak(&earshot.url, &SpeakBody { conversation_id: Some("call-1".into()), ..text("Hello there.") }, &with(&bob)).await.unwrap();
+    let r = speak(&earshot.url, &SpeakBody { conversation_id: Some("call:1".into()), ..text("Hello there.") }, &with(&bob)).await.unwrap();
     assert!(r.error.is_none() && r.status == 200, "{:?}", r.error);
     // Tokens without `sub` are owners of their own, and never meet either.
-    let anonymous = token(&["--conversation", "call-*"]);
-    let also_anonymous = token(&["--conversation", "call-*", "--ttl", "200"]);
+    let anonymous = token(&["--conversation", "call:*"]);
+    let also_anonymous = token(&["--conversation", "call:*", "--ttl", "200"]);
     assert_ne!(anonymous, also_anonymous);
-    let tries = interrupt_as(&earshot.url, "call-1", Some(&anonymous)).await.unwrap_err();
+    let tries = interrupt_as(&earshot.url, "call:1", Some(&anonymous)).await.unwrap_err();
     assert!(matches!(&tries, ClientError::Refused { status: 404, .. }), "{tries}");
     // Alice's conversation is still hers to stop, and bob's end did not forget it.
-    interrupt_as(&earshot.url, "call-1", Some(&alice)).await.expect("the owner interrupts its own conversation");
+    interrupt_as(&earshot.url, "call:1", Some(&alice)).await.expect("the owner interrupts its own conversation");
     let r = speaking.await.unwrap().unwrap();
     assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
 }

@@ -376,7 +376,7 @@ test('an error about the input is cleared once the input changes', { skip }, asy
 });
 
 test('on a slow machine the page counts the same stalls inside sentences as the server', { skip: skip || !process.env.EARSHOT_SLOW_URL, timeout: 240_000 }, async () => {
-  // The gateway in front of a container twice slower than it can, on the fixed piece plan: the voice stops
+  // The gateway in front of a container four times slower than it can, on the fixed piece plan: the voice stops
   // inside sentences. The page's player and the server's timeline follow one listener (a clock from the
   // answer's first audio, audio queued ahead counted), so they agree on where the voice stopped.
   await page.goto(`${process.env.EARSHOT_SLOW_URL}/`);
@@ -403,7 +403,7 @@ test('the page drives a gateway in token mode with a token, and says clearly whe
   const tokenUrl = process.env.EARSHOT_TOKEN_URL;
   // Minted as an app's backend would, here by `earshot token` with the gateway's keys.
   const { execFileSync } = await import('node:child_process');
-  const minted = execFileSync(process.env.EARSHOT_BIN_FOR_TOKENS, ['token', '--sub', 'browser-test', '--conversation', 'page-*', '--ttl', '600'], { encoding: 'utf8' }).trim();
+  const minted = execFileSync(process.env.EARSHOT_BIN_FOR_TOKENS, ['token', '--sub', 'browser-test', '--conversation', 'page:*', '--ttl', '600'], { encoding: 'utf8' }).trim();
 
   // Without a token: the gateway answers 401 and the page says so in words.
   await page.goto(`${tokenUrl}/`);
@@ -422,7 +422,7 @@ test('the page drives a gateway in token mode with a token, and says clearly whe
   await speakOnPage({ input: 'text', value: 'Hello there. This gateway wanted a token, and it had one.' });
   const spoken = await untilHeardToTheEnd();
   assert.equal(spoken.outcome, 'done', JSON.stringify(spoken.error));
-  assert.ok(spoken.conversationId.startsWith('page-'), spoken.conversationId);
+  assert.ok(spoken.conversationId.startsWith('page:'), spoken.conversationId);
   assert.equal(await page.isVisible('#error'), false);
 
   await speakOnPage({ input: 'prompt', value: 'long' });

@@ -25,7 +25,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::http_stream::{self, send, Utf8Carry};
+use crate::http_stream::{self, send, BodyError, RecordEnd, Utf8Carry};
 
 /// How the answer is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,11 @@ pub struct HttpAgentSettings {
     pub format: AnswerFormat,
     /// Where the text is in each JSON event (RFC 6901); SSE data is plain text without one.
     pub text_pointer: Option<String>,
+    /// How long to wait for a connection (the answer's own time limits are the gateway's:
+    /// `earshot_core::agent_deadlines`).
     pub connect_timeout: Duration,
+    /// The most bytes one SSE event or NDJSON line may hold (`agent_event_too_large`).
+    pub max_event_bytes: usize,
 }
 
 pub struct HttpAgent {
@@ -109,7 +113,7 @@ impl AgentSource for HttpAgent {
         };
         let status = response.status();
         if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
+            let body = http_stream::error_body(response).await;
             return Err(http_stream::status_error(WHO, status, &body));
         }
         let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
@@ -119,7 +123,7 @@ impl AgentSource for HttpAgent {
             None if format == AnswerFormat::Ndjson => TextAt::Pointer("/text".into()),
             None => TextAt::Raw,
         };
-        Ok(read_answer(response.bytes_stream(), format, text, cancel))
+        Ok(read_answer(response.bytes_stream(), format, text, self.settings.max_event_bytes, cancel))
     }
 }
 
@@ -154,8 +158,9 @@ pub enum TextAt {
 }
 
 /// Reads an answer's body as it arrives, in a resolved format (not `Auto`), into the scheduler's
-/// stream. Shared by every source whose answer is a byte stream (the HTTP agent; AgentCore).
-pub fn read_answer<S, E>(body: S, format: AnswerFormat, text: TextAt, cancel: CancellationToken) -> AgentStream
+/// stream, each SSE event or NDJSON line held to `max_event_bytes`. Shared by every source whose answer
+/// is a byte stream (the HTTP agent; AgentCore).
+pub fn read_answer<S, E>(body: S, format: AnswerFormat, text: TextAt, max_event_bytes: usize, cancel: CancellationToken) -> AgentStream
 where
     S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display + Send + 'static,
@@ -163,8 +168,8 @@ where
     let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
     tokio::spawn(async move {
         match format {
-            AnswerFormat::Sse => read_sse(body, text, tx, cancel).await,
-            AnswerFormat::Ndjson => read_ndjson(body, text, tx, cancel).await,
+            AnswerFormat::Sse => read_sse(http_stream::bounded_records(body, RecordEnd::BlankLine, max_event_bytes), text, tx, cancel).await,
+            AnswerFormat::Ndjson => read_ndjson(http_stream::bounded_records(body, RecordEnd::Newline, max_event_bytes), text, tx, cancel).await,
             _ => read_text(body, tx, cancel).await,
         }
     });
@@ -214,7 +219,7 @@ fn json_text(json: &serde_json::Value, text: &TextAt) -> Option<String> {
 
 async fn read_sse<S, E>(body: S, text: TextAt, tx: Tx, cancel: CancellationToken)
 where
-    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin + 'static,
+    S: futures_util::Stream<Item = Result<bytes::Bytes, BodyError<E>>> + Send + Unpin + 'static,
     E: std::fmt::Display + Send + 'static,
 {
     let mut events = http_stream::lossy_utf8(body).eventsource();
@@ -224,8 +229,9 @@ where
             e = events.next() => e,
         };
         let item = match event {
-            None => Ok(AgentEvent::Done),
-            Some(Err(e)) => Err(broke(e)),
+            // The body ended without `data: [DONE]`: complete, as this format allows, but marked.
+            None => Ok(AgentEvent::DoneUnmarked),
+            Some(Err(e)) => Err(http_stream::sse_error(e, WHO)),
             Some(Ok(e)) if e.event == "pause" => Ok(AgentEvent::Pause),
             Some(Ok(e)) if e.event == "error" => {
                 Err(AgentError::new("agent_stream_error", format!("{WHO} failed mid-answer: {}", http_stream::body_message(&e.data)), true))
@@ -247,11 +253,14 @@ where
 
 async fn read_ndjson<S, E>(mut body: S, text: TextAt, tx: Tx, cancel: CancellationToken)
 where
-    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + Unpin,
+    S: futures_util::Stream<Item = Result<bytes::Bytes, BodyError<E>>> + Send + Unpin,
     E: std::fmt::Display,
 {
     let mut carry = Utf8Carry::default();
     let mut line = String::new();
+    // Where the search for the next line end resumes: each byte is looked at once, however the
+    // line arrives.
+    let mut searched = 0;
     loop {
         let chunk = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -261,14 +270,15 @@ where
         let (decoded, ended) = match chunk {
             Some(Ok(bytes)) => (carry.push(&bytes), false),
             Some(Err(e)) => {
-                let _ = send(&tx, &cancel, Err(broke(e))).await;
+                let _ = send(&tx, &cancel, Err(e.agent_error(WHO))).await;
                 return;
             }
             None => (carry.finish() + "\n", true),
         };
         line.push_str(&decoded);
-        while let Some(end) = line.find('\n') {
-            let one: String = line.drain(..=end).collect();
+        while let Some(at) = line[searched..].find('\n') {
+            let one: String = line.drain(..=searched + at).collect();
+            searched = 0;
             let one = one.trim();
             if one.is_empty() {
                 continue;
@@ -285,6 +295,7 @@ where
                 return;
             }
         }
+        searched = line.len();
         if ended {
             let _ = send(&tx, &cancel, Ok(AgentEvent::Done)).await;
             return;
@@ -329,8 +340,13 @@ mod tests {
 
     /// The events of an SSE answer read from `body`.
     async fn events_of(body: &'static [u8]) -> Vec<AgentEvent> {
+        events_in(AnswerFormat::Sse, TextAt::Raw, body).await
+    }
+
+    /// The events of an answer in `format` read from `body`.
+    async fn events_in(format: AnswerFormat, text: TextAt, body: &'static [u8]) -> Vec<AgentEvent> {
         let chunks: Vec<Result<bytes::Bytes, std::convert::Infallible>> = vec![Ok(bytes::Bytes::from_static(body))];
-        let mut stream = read_answer(futures_util::stream::iter(chunks), AnswerFormat::Sse, TextAt::Raw, CancellationToken::new());
+        let mut stream = read_answer(futures_util::stream::iter(chunks), format, text, http_stream::DEFAULT_MAX_EVENT_BYTES, CancellationToken::new());
         let mut out = Vec::new();
         while let Some(event) = stream.recv().await {
             out.push(event.expect("no error"));
@@ -348,5 +364,16 @@ mod tests {
     async fn an_invalid_byte_is_replaced_and_the_answer_goes_on() {
         let events = events_of(b"data: caf\xe9\n\ndata: more\n\ndata: [DONE]\n\n").await;
         assert_eq!(events, vec![AgentEvent::Delta("caf\u{fffd}".into()), AgentEvent::Delta("more".into()), AgentEvent::Done]);
+        // The same in every format: replaced, and the answer goes on.
+        let ndjson = events_in(AnswerFormat::Ndjson, TextAt::Pointer("/text".into()), b"{\"text\": \"caf\xe9\"}\n{\"text\": \"more\"}\n").await;
+        assert_eq!(ndjson, vec![AgentEvent::Delta("caf\u{fffd}".into()), AgentEvent::Delta("more".into()), AgentEvent::Done]);
+        let text = events_in(AnswerFormat::Text, TextAt::Raw, b"caf\xe9 more").await;
+        assert_eq!(text, vec![AgentEvent::Delta("caf\u{fffd} more".into()), AgentEvent::Done]);
+    }
+
+    #[tokio::test]
+    async fn an_sse_answer_without_its_end_marker_is_complete_but_marked() {
+        let events = events_of(b"data: Hello.\n\n").await;
+        assert_eq!(events, vec![AgentEvent::Delta("Hello.".into()), AgentEvent::DoneUnmarked]);
     }
 }

@@ -94,6 +94,136 @@ where
     }))
 }
 
+/// The most bytes one SSE event or NDJSON line may hold, by default: far more than any token, far less
+/// than a machine's memory.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// The most of an error body read (for the log): the rest is never read.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// What ends a record of an agent's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordEnd {
+    /// A blank line (an SSE event).
+    BlankLine,
+    /// A line end (an NDJSON line).
+    Newline,
+}
+
+/// Why a bounded body stopped.
+#[derive(Debug)]
+pub enum BodyError<E> {
+    /// A record went past its limit: the body is not read further.
+    TooLarge(usize),
+    /// The body itself failed.
+    Body(E),
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for BodyError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::TooLarge(max) => write!(f, "a record is longer than {max} bytes"),
+            BodyError::Body(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<E: std::fmt::Display> BodyError<E> {
+    /// As an agent error: `agent_event_too_large`, or a broken stream.
+    pub fn agent_error(&self, who: &str) -> AgentError {
+        match self {
+            BodyError::TooLarge(max) => AgentError::new("agent_event_too_large", format!("{who} sent an event longer than {max} bytes"), false),
+            BodyError::Body(e) => AgentError::new("agent_stream_error", format!("{who}'s answer broke: {e}"), true),
+        }
+    }
+}
+
+/// Counts the content bytes of the record in progress (line ends are `\n`, `\r\n` or `\r`, as SSE
+/// allows): a reader in front of a parser that would otherwise buffer a record without end.
+struct RecordMeter {
+    ends: RecordEnd,
+    max: usize,
+    size: usize,
+    line_empty: bool,
+    after_cr: bool,
+}
+
+impl RecordMeter {
+    fn new(ends: RecordEnd, max: usize) -> Self {
+        RecordMeter { ends, max, size: 0, line_empty: true, after_cr: false }
+    }
+
+    /// Whether `bytes` keep every record within the limit.
+    fn take(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            let lf_of_crlf = b == b'\n' && self.after_cr;
+            self.after_cr = b == b'\r';
+            if lf_of_crlf {
+                continue;
+            }
+            if b == b'\n' || b == b'\r' {
+                if self.ends == RecordEnd::Newline || self.line_empty {
+                    self.size = 0;
+                }
+                self.line_empty = true;
+            } else {
+                self.line_empty = false;
+                self.size += 1;
+                if self.size > self.max {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// `body` with each record held to `max` bytes: past it, one [`BodyError::TooLarge`] and the end, so
+/// nothing behind it (an SSE parser, a line buffer) grows with the input.
+pub fn bounded_records<S, E>(body: S, ends: RecordEnd, max: usize) -> impl futures_util::Stream<Item = Result<bytes::Bytes, BodyError<E>>> + Send + Unpin
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+    E: Send + 'static,
+{
+    use futures_util::StreamExt;
+    let state = (Box::pin(body), RecordMeter::new(ends, max), false);
+    Box::pin(futures_util::stream::unfold(state, |(mut body, mut meter, ended)| async move {
+        if ended {
+            return None;
+        }
+        match body.next().await {
+            Some(Ok(bytes)) if meter.take(&bytes) => Some((Ok(bytes), (body, meter, false))),
+            Some(Ok(_)) => Some((Err(BodyError::TooLarge(meter.max)), (body, meter, true))),
+            Some(Err(e)) => Some((Err(BodyError::Body(e)), (body, meter, true))),
+            None => None,
+        }
+    }))
+}
+
+/// The start of a failed response's body (at most [`MAX_ERROR_BODY_BYTES`], for the log): an error
+/// page of any size is never read whole.
+pub async fn error_body(response: reqwest::Response) -> String {
+    use futures_util::StreamExt;
+    let mut body = response.bytes_stream();
+    let mut kept = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        let room = MAX_ERROR_BODY_BYTES - kept.len();
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if kept.len() >= MAX_ERROR_BODY_BYTES {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// An SSE reader's failure as an agent error: a record past its limit keeps its own code.
+pub fn sse_error<E: std::fmt::Display>(e: eventsource_stream::EventStreamError<BodyError<E>>, who: &str) -> AgentError {
+    match e {
+        eventsource_stream::EventStreamError::Transport(body) => body.agent_error(who),
+        other => AgentError::new("agent_stream_error", format!("{who}'s answer broke: {other}"), true),
+    }
+}
+
 /// Sends to the scheduler unless the conversation was cancelled; `false` when the answer should stop.
 pub async fn send(tx: &mpsc::Sender<Result<AgentEvent, AgentError>>, cancel: &CancellationToken, item: Result<AgentEvent, AgentError>) -> bool {
     let last = !matches!(item, Ok(AgentEvent::Delta(_) | AgentEvent::Pause));
@@ -106,6 +236,33 @@ pub async fn send(tx: &mpsc::Sender<Result<AgentEvent, AgentError>>, cancel: &Ca
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meter_accepts(ends: RecordEnd, max: usize, chunks: &[&[u8]]) -> bool {
+        let mut meter = RecordMeter::new(ends, max);
+        chunks.iter().all(|c| meter.take(c))
+    }
+
+    #[test]
+    fn a_record_is_measured_across_chunks_and_reset_at_its_end() {
+        // SSE: an event is everything up to a blank line, however many lines it has.
+        assert!(meter_accepts(RecordEnd::BlankLine, 10, &[b"data: abc\n\n", b"data: abc\r\n\r\n", b"data: abc\r\rdata: x"]));
+        assert!(!meter_accepts(RecordEnd::BlankLine, 10, &[b"data: a\n", b"data: b\n"]), "two lines of one event count together");
+        assert!(!meter_accepts(RecordEnd::BlankLine, 10, &[b"data: abcd", b"efgh\n\n"]), "split across chunks");
+        assert!(!meter_accepts(RecordEnd::BlankLine, 10, &[b"data: a\r\n", b"data: b\r\n"]), "CRLF is one line end, not a blank line");
+        // NDJSON: each line alone.
+        assert!(meter_accepts(RecordEnd::Newline, 10, &[b"{\"t\":\"a\"}\n{\"t\":\"b\"}\n"]));
+        assert!(!meter_accepts(RecordEnd::Newline, 10, &[b"{\"text\": \"abcdef\"}"]));
+    }
+
+    #[tokio::test]
+    async fn a_body_past_its_limit_ends_with_one_error_and_is_not_read_further() {
+        use futures_util::StreamExt;
+        let endless = futures_util::stream::repeat_with(|| Ok::<_, std::io::Error>(bytes::Bytes::from_static(&[b'x'; 4096])));
+        let items: Vec<_> = bounded_records(endless, RecordEnd::Newline, 1 << 16).collect().await;
+        assert_eq!(items.len(), 17, "16 chunks within the limit, then the error, then the end");
+        assert!(matches!(items.last(), Some(Err(BodyError::TooLarge(65536)))));
+        assert_eq!(BodyError::<std::io::Error>::TooLarge(9).agent_error("the agent").code, "agent_event_too_large");
+    }
 
     #[test]
     fn a_character_split_across_chunks_is_held_until_complete() {

@@ -9,7 +9,7 @@
 //! The Bedrock agent lives with the other AWS edges (`earshot-aws`).
 
 pub mod http_agent;
-mod http_stream;
+pub mod http_stream;
 pub mod openai;
 pub mod scripted;
 pub mod tokens;

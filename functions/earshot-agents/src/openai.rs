@@ -27,8 +27,11 @@ pub struct OpenAiSettings {
     pub system_prompt: String,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
-    /// How long to wait for the answer's headers (the stream itself may run for minutes).
+    /// How long to wait for a connection (the answer's own time limits are the gateway's:
+    /// `earshot_core::agent_deadlines`).
     pub connect_timeout: Duration,
+    /// The most bytes one SSE event may hold (`agent_event_too_large`).
+    pub max_event_bytes: usize,
 }
 
 pub struct OpenAiAgent {
@@ -90,10 +93,11 @@ impl AgentSource for OpenAiAgent {
         };
         let status = response.status();
         if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
+            let body = http_stream::error_body(response).await;
             return Err(http_stream::status_error(WHO, status, &body));
         }
-        let mut events = http_stream::lossy_utf8(response.bytes_stream()).eventsource();
+        let bounded = http_stream::bounded_records(response.bytes_stream(), http_stream::RecordEnd::BlankLine, self.settings.max_event_bytes);
+        let mut events = http_stream::lossy_utf8(bounded).eventsource();
         tokio::spawn(async move {
             // An answer whose last chunk gave its finish_reason is complete even if the server then
             // closes without `[DONE]` (some compatible servers do); one that stops before is broken.
@@ -105,7 +109,7 @@ impl AgentSource for OpenAiAgent {
                 };
                 let event = match event {
                     None if finished => {
-                        let _ = send(&tx, &cancel, Ok(AgentEvent::Done)).await;
+                        let _ = send(&tx, &cancel, Ok(AgentEvent::DoneUnmarked)).await;
                         return;
                     }
                     None => {
@@ -118,7 +122,7 @@ impl AgentSource for OpenAiAgent {
                         return;
                     }
                     Some(Err(e)) => {
-                        let _ = send(&tx, &cancel, Err(AgentError::new("agent_stream_error", format!("{WHO}'s stream broke: {e}"), true))).await;
+                        let _ = send(&tx, &cancel, Err(http_stream::sse_error(e, WHO))).await;
                         return;
                     }
                     Some(Ok(event)) => event,
@@ -209,6 +213,7 @@ mod tests {
             temperature: None,
             max_tokens: None,
             connect_timeout: Duration::from_secs(1),
+            max_event_bytes: crate::http_stream::DEFAULT_MAX_EVENT_BYTES,
         };
         assert!(OpenAiAgent::new(settings("api.openai.com/v1", "m")).is_err());
         assert!(OpenAiAgent::new(settings("ftp://x/v1", "m")).is_err());

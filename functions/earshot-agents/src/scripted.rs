@@ -296,7 +296,7 @@ mod tests {
             match event.unwrap() {
                 AgentEvent::Delta(t) => text.push_str(&t),
                 AgentEvent::Pause => pauses += 1,
-                AgentEvent::Done => done = true,
+                AgentEvent::Done | AgentEvent::DoneUnmarked => done = true,
             }
         }
         assert_eq!(text, Sample::Pause.script().text());

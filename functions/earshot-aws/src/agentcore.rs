@@ -92,7 +92,7 @@ impl AgentSource for AgentCoreAgent {
         let format = AnswerFormat::Auto.resolve(&output.content_type);
         let text = TextAt::StringOr(self.settings.text_pointer.clone());
         let body = Box::pin(futures_util::stream::unfold(output.response, |mut body| async move { body.next().await.map(|chunk| (chunk, body)) }));
-        Ok(read_answer(body, format, text, cancel))
+        Ok(read_answer(body, format, text, earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES, cancel))
     }
 }
 

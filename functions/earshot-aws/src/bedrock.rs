@@ -12,6 +12,11 @@ use earshot_core::agent::{AgentError, AgentEvent, AgentInput, AgentSource, Agent
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// The model a deployment answers with unless told otherwise: served on demand in us-east-1 (elsewhere
+/// through a cross-Region inference profile: the CDK preflight checks). The one default: the wiring's
+/// setting and the CDK config use it too.
+pub const DEFAULT_MODEL_ID: &str = "amazon.nova-lite-v1:0";
+
 /// Which model, and how it is told to answer.
 #[derive(Debug, Clone)]
 pub struct BedrockSettings {
@@ -23,7 +28,7 @@ pub struct BedrockSettings {
 impl Default for BedrockSettings {
     fn default() -> Self {
         BedrockSettings {
-            model_id: "anthropic.claude-3-5-haiku-20241022-v1:0".into(),
+            model_id: DEFAULT_MODEL_ID.into(),
             system_prompt: "You are a helpful voice assistant. Answer in short, complete sentences that read well aloud. \
                             Avoid tables and code unless asked."
                 .into(),

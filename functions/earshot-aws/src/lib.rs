@@ -19,7 +19,9 @@ pub mod aws_json;
 pub mod bedrock;
 pub mod health;
 pub mod interrupts;
+pub mod logs;
 pub mod polly;
+pub mod polly_voices;
 pub mod sagemaker;
 pub mod sdk;
 

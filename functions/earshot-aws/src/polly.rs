@@ -32,10 +32,12 @@ use aws_sdk_polly::types::{
 use aws_sdk_polly::Client;
 
 use crate::health::{CachedHealth, DEFAULT_HEALTH_TTL};
+use crate::polly_voices::VoiceCatalogue;
 use aws_smithy_types::Blob;
 use bytes::Bytes;
 use earshot_core::protocol::AudioFormat;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
@@ -48,19 +50,6 @@ pub const POLLY_SAMPLE_RATE: u32 = 16_000;
 /// StartSpeechSynthesisStream column of "SynthesizeSpeech and StartSpeechSynthesisStream compared"
 /// in Polly's developer guide). A longer sentence is sent in several events.
 pub const MAX_EVENT_CHARS: usize = 3_000;
-
-/// Voices that support the generative engine, by earshot name.
-const VOICES: &[(&str, &str, &str)] = &[
-    ("ruth", "Ruth", "en-US"),
-    ("stephen", "Stephen", "en-US"),
-    ("matthew", "Matthew", "en-US"),
-    ("joanna", "Joanna", "en-US"),
-    ("danielle", "Danielle", "en-US"),
-    ("amy", "Amy", "en-GB"),
-    ("olivia", "Olivia", "en-AU"),
-    ("lea", "Lea", "fr-FR"),
-    ("remi", "Remi", "fr-FR"),
-];
 
 /// How the Polly session behaves.
 #[derive(Debug, Clone)]
@@ -97,22 +86,36 @@ pub struct PollyBackend {
     client: Client,
     settings: PollySettings,
     health: CachedHealth,
+    catalogue: Arc<VoiceCatalogue>,
 }
 
 impl PollyBackend {
     pub fn new(config: &aws_config::SdkConfig, settings: PollySettings) -> Result<Self, String> {
-        if !VOICES.iter().any(|(name, _, _)| *name == settings.default_voice) {
-            return Err(format!("`{}` is not a Polly generative voice of earshot (voices: {})", settings.default_voice, voice_names()));
+        // The default is checked against the voices earshot knows before Polly has answered; any voice
+        // Polly lists may be asked for per request.
+        if !VoiceCatalogue::built_in(&settings.default_voice) {
+            return Err(format!("`{}` is not a Polly generative voice of earshot (voices: {})", settings.default_voice, VoiceCatalogue::built_in_names()));
         }
-        Ok(PollyBackend { client: Client::new(config), settings, health: CachedHealth::new(DEFAULT_HEALTH_TTL) })
+        Ok(PollyBackend { client: Client::new(config), settings, health: CachedHealth::new(DEFAULT_HEALTH_TTL), catalogue: Arc::default() })
     }
 
-    /// Healthy when Polly answers `DescribeVoices` for the generative engine: reachable, this role
-    /// authorized, and the service up in this region. Cheap (no synthesis, nothing billed).
-    async fn describe_voices(&self) -> Result<(), SpeechError> {
+    /// The voices on offer and where they came from.
+    pub fn catalogue(&self) -> &VoiceCatalogue {
+        &self.catalogue
+    }
+
+    /// Asks Polly for its generative voices (`DescribeVoices`), and offers them from then on; the
+    /// wiring calls it in the background at start, and every health probe calls it again. Healthy when
+    /// Polly answers: reachable, this role authorized, and the service up in this region. Cheap (no
+    /// synthesis, nothing billed).
+    pub async fn describe_voices(&self) -> Result<(), SpeechError> {
         let call = self.client.describe_voices().engine(Engine::Generative).send();
         match tokio::time::timeout(Duration::from_millis(1800), call).await {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(answer)) => {
+                let taken = self.catalogue.take(answer.voices());
+                tracing::debug!(voices = taken, "Polly's generative voices, from DescribeVoices");
+                Ok(())
+            }
             Ok(Err(e)) => {
                 let detail =
                     e.as_service_error().map(|s| format!("{}: {}", s.code().unwrap_or("error"), s.message().unwrap_or(""))).unwrap_or_else(|| e.to_string());
@@ -121,10 +124,6 @@ impl PollyBackend {
             Err(_) => Err(SpeechError::new("backend_unhealthy", "Polly DescribeVoices: no answer within 1.8 s", true)),
         }
     }
-}
-
-fn voice_names() -> String {
-    VOICES.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
 /// Polly's exceptions as client-facing errors. Throttling, quota and service failures are retryable:
@@ -250,9 +249,13 @@ impl SpeechBackend for PollyBackend {
     }
 
     fn voices(&self) -> Vec<Voice> {
-        VOICES
+        self.catalogue
+            .voices()
             .iter()
-            .map(|(id, name, lang)| Voice { id: id.to_string(), language: lang.to_string(), description: format!("Polly {name} (generative)") })
+            .map(|v| {
+                let also = if v.other_languages.is_empty() { String::new() } else { format!(", also {}", v.other_languages.join(", ")) };
+                Voice { id: v.id.clone(), language: v.language.clone(), description: format!("Polly {} (generative{also})", v.polly_id) }
+            })
             .collect()
     }
 
@@ -261,11 +264,12 @@ impl SpeechBackend for PollyBackend {
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
-        let Some((_, polly_name, _)) = VOICES.iter().find(|(id, _, _)| *id == options.voice) else {
-            return Err(SpeechError::new("unknown_voice", format!("Polly has no earshot voice `{}` (voices: {})", options.voice, voice_names()), false));
+        let Some(voice) = self.catalogue.find(&options.voice) else {
+            let known: Vec<String> = self.catalogue.voices().iter().map(|v| v.id.clone()).collect();
+            return Err(SpeechError::new("unknown_voice", format!("Polly has no generative voice `{}` (voices: {})", options.voice, known.join(", ")), false));
         };
         let (output, from_streams) = mpsc::channel(64);
-        let opener = Opener { client: self.client.clone(), voice: VoiceId::from(*polly_name), output, cancel: options.cancel.child_token() };
+        let opener = Opener { client: self.client.clone(), voice: VoiceId::from(voice.polly_id.as_str()), output, cancel: options.cancel.child_token() };
         // The first stream opens with the session, so that a Polly that cannot be reached fails the
         // request before any stream starts (and the gateway can answer or fail over).
         let spare = opener.open(0).await?;

@@ -4,6 +4,7 @@
 //! - `earshot say`: speak a prompt or a text through a running gateway, write a WAV, print the
 //!   timeline.
 //! - `earshot token`: mint a gateway token for token mode.
+//! - `earshot ab`: which arm of the A/B split answers faster, steadier and cheaper, with intervals.
 //! - `earshot split`: cut text on standard input into sentences, as the gateway does while an agent
 //!   streams, one JSON string a line.
 
@@ -29,6 +30,11 @@ enum Command {
     Split(commands::split::SplitArgs),
     /// Mint a gateway token (token mode) for local use and scripts.
     Token(commands::token::TokenArgs),
+    /// Check a running gateway: one short conversation pinned to each arm, and what to fix where one cannot speak.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Report on the A/B experiment from the gateway's metric lines: per arm, first audio, stalls, failures
+    /// and cost per 1,000 answers; the differences with bootstrap intervals; a verdict.
+    Ab(Box<commands::ab::AbArgs>),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +44,8 @@ fn main() -> ExitCode {
         Command::Say(args) => commands::say::run(args),
         Command::Split(args) => commands::split::run(args),
         Command::Token(args) => commands::token::run(args),
+        Command::Doctor(args) => commands::doctor::run(args),
+        Command::Ab(args) => commands::ab::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

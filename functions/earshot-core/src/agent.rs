@@ -68,6 +68,10 @@ pub enum AgentEvent {
     Pause,
     /// The answer is complete.
     Done,
+    /// The answer's body ended without its format's end marker (an SSE agent's `data: [DONE]`): taken
+    /// as complete, and recorded in the timeline (`agent_end_unmarked`), since a cut connection looks
+    /// the same.
+    DoneUnmarked,
 }
 
 /// An agent failure, as the client will see it in an `error` message.

@@ -35,6 +35,8 @@ pub mod codes {
     pub const BACKEND_GONE: &str = "backend_gone";
     /// A speech session closed before the answer was spoken.
     pub const BACKEND_CLOSED: &str = "backend_closed";
+    /// A backend had sentences to speak and said nothing for longer than its limit.
+    pub const BACKEND_STALLED: &str = "backend_stalled";
     /// A backend sent something the protocol does not allow.
     pub const BACKEND_PROTOCOL: &str = "backend_protocol";
     /// The whole answer had nothing to speak.

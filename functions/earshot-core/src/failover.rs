@@ -16,6 +16,9 @@
 //!   audio has been heard a failure is the conversation's, as a voice that changes mid-answer would be
 //!   worse than an error.
 //!
+//! Opening an arm is bounded in time ([`Failover::open_timeout`], 5 s by default): a handshake that stalls
+//! fails with `backend_open_timeout` and hands over like any other failure to open.
+//!
 //! With one arm there is nothing to fail over to, and [`Failover::open_arms`] hands back that arm's
 //! own session: no relay, no extra hop.
 //!
@@ -25,6 +28,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -36,6 +40,13 @@ use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechCommand, SpeechE
 
 /// The composite session's channels: small, since each side's own channel already buffers.
 const RELAY_CHANNEL: usize = 8;
+
+/// How long an arm may take to open a session, by default: a voice's handshake takes milliseconds, a
+/// cold container's first one a second or two.
+pub const DEFAULT_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The code of an arm that did not open within its time.
+pub const OPEN_TIMEOUT: &str = "backend_open_timeout";
 
 /// One backend in the order, with the voice it speaks this conversation in.
 #[derive(Clone)]
@@ -82,13 +93,20 @@ pub struct Switch {
 #[derive(Clone)]
 pub struct Failover {
     arms: Vec<Arm>,
+    open_timeout: Duration,
 }
 
 impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms }
+        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT }
+    }
+
+    /// The longest an arm may take to open its session before the next is tried.
+    pub fn open_timeout(mut self, limit: Duration) -> Self {
+        self.open_timeout = limit;
+        self
     }
 
     /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
@@ -98,7 +116,7 @@ impl Failover {
         let mut handovers = Vec::new();
         while let Some(arm) = rest.pop_front() {
             let name = arm.backend.name().to_string();
-            match open_arm(&arm, conversation_id, cancel).await {
+            match open_arm(&arm, conversation_id, cancel, self.open_timeout).await {
                 Ok(session) if rest.is_empty() => return Ok(Opened { session, backend: name, handovers }),
                 Ok(session) => {
                     let (commands, from_scheduler) = mpsc::channel(RELAY_CHANNEL);
@@ -109,6 +127,7 @@ impl Failover {
                         rest,
                         conversation_id: conversation_id.to_string(),
                         cancel: cancel.clone(),
+                        open_timeout: self.open_timeout,
                         unfinished: VecDeque::new(),
                         finishing: false,
                         heard: false,
@@ -132,11 +151,18 @@ impl Failover {
     }
 }
 
-/// Opens one arm, if it is ready.
-async fn open_arm(arm: &Arm, conversation_id: &str, cancel: &CancellationToken) -> Result<SpeechSession, SpeechError> {
+/// Opens one arm, if it is ready, within `limit` (past it, what the open started is cancelled).
+async fn open_arm(arm: &Arm, conversation_id: &str, cancel: &CancellationToken, limit: Duration) -> Result<SpeechSession, SpeechError> {
     arm.backend.readiness()?;
-    let options = SessionOptions { voice: arm.voice.clone(), conversation_id: conversation_id.to_string(), cancel: cancel.child_token() };
-    arm.backend.open(options).await
+    let session_cancel = cancel.child_token();
+    let options = SessionOptions { voice: arm.voice.clone(), conversation_id: conversation_id.to_string(), cancel: session_cancel.clone() };
+    match tokio::time::timeout(limit, arm.backend.open(options)).await {
+        Ok(opened) => opened,
+        Err(_) => {
+            session_cancel.cancel();
+            Err(SpeechError::new(OPEN_TIMEOUT, format!("{} did not open a session within {} ms", arm.backend.name(), limit.as_millis()), true))
+        }
+    }
 }
 
 /// Failover is a backend like any other: named after its first arm, with that arm's voices; the voice
@@ -158,7 +184,7 @@ impl SpeechBackend for Failover {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let mut arms = self.arms.clone();
         arms[0].voice = options.voice;
-        Failover { arms }.open_arms(&options.conversation_id, &options.cancel).await.map(|o| o.session).map_err(|(_, e)| e)
+        Failover { arms, open_timeout: self.open_timeout }.open_arms(&options.conversation_id, &options.cancel).await.map(|o| o.session).map_err(|(_, e)| e)
     }
 
     /// Healthy while any arm answers.
@@ -193,6 +219,7 @@ struct Relay {
     rest: VecDeque<Arm>,
     conversation_id: String,
     cancel: CancellationToken,
+    open_timeout: Duration,
     /// Sentences sent and not finished: what a new session must speak again.
     unfinished: VecDeque<SpeechRequest>,
     /// The scheduler has said `Finish`.
@@ -281,7 +308,7 @@ impl Relay {
             let opened = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => return None,
-                opened = open_arm(&arm, &self.conversation_id, &self.cancel) => opened,
+                opened = open_arm(&arm, &self.conversation_id, &self.cancel, self.open_timeout) => opened,
             };
             match opened {
                 Ok(session) => {

@@ -5,7 +5,8 @@
 //! - [`text`]: the streaming sentence segmenter and the speech normaliser.
 //! - [`scheduler`]: agent text to ordered speech, with a release policy, bounded queues and
 //!   cancellation.
-//! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends; [`error`]: the one
+//! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends ([`agent_deadlines`]: the
+//!   time limits every agent runs under); [`error`]: the one
 //!   failure shape they, the transport and the protocol share.
 //! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait.
 //! - [`failover`]: several backends in order as one, the only place a conversation changes backend.
@@ -14,6 +15,7 @@
 //!   simulated listener whose silences they count.
 
 pub mod agent;
+pub mod agent_deadlines;
 pub mod error;
 pub mod failover;
 pub mod playback;

@@ -81,6 +81,10 @@ pub struct SchedulerConfig {
     pub max_in_flight: usize,
     /// The longest answer accepted, in characters.
     pub max_answer_chars: usize,
+    /// The longest a backend may stay silent while it has sentences to speak (`backend_stalled`).
+    /// Only time the scheduler spends listening counts: a client that does not read is not the
+    /// backend's fault.
+    pub backend_silence: Option<Duration>,
 }
 
 impl Default for SchedulerConfig {
@@ -91,6 +95,7 @@ impl Default for SchedulerConfig {
             normalise_markdown: true,
             max_in_flight: 4,
             max_answer_chars: 100_000,
+            backend_silence: Some(Duration::from_secs(15)),
         }
     }
 }
@@ -190,6 +195,8 @@ pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::S
     // the last delta and the moment reading resumed.
     let mut listening_since = Instant::now();
     let mut was_pulling = true;
+    // How long the backend has been silent while it had work, counted only while listening.
+    let mut backend_silent_for = Duration::ZERO;
 
     if let Flow::End(outcome) = s.send(ServerEvent::Session(s.info.clone())).await {
         return (outcome, s.timeline);
@@ -208,18 +215,38 @@ pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::S
             Some(window) if !idle_checked && can_pull => Some(last_text.max(listening_since) + window),
             _ => None,
         };
+        let backend_has_work = s.in_flight > 0 || s.finish_sent;
+        if !backend_has_work {
+            backend_silent_for = Duration::ZERO;
+        }
+        let listening = Instant::now();
+        let backend_deadline = cfg.backend_silence.filter(|_| backend_has_work).map(|limit| listening + limit.saturating_sub(backend_silent_for));
+        let mut heard_backend = false;
+        // When the select woke for something else: what its handler then spends (waiting on the
+        // client, say) is not the backend's silence.
+        let mut woke = None;
         let flow = tokio::select! {
             biased;
             _ = cancel.cancelled() => Flow::End(Outcome::Cancelled),
-            event = events.recv() => s.on_speech(event).await,
+            event = events.recv() => {
+                heard_backend = true;
+                s.on_speech(event).await
+            }
             event = agent.recv(), if can_pull => {
+                woke = Some(Instant::now());
                 if matches!(event, Some(Ok(AgentEvent::Delta(_)))) {
                     last_text = Instant::now();
                     idle_checked = false;
                 }
                 s.on_agent(event).await
             }
+            _ = sleep_until_opt(backend_deadline), if backend_deadline.is_some() => {
+                let limit = cfg.backend_silence.unwrap_or_default();
+                let message = format!("{} said nothing for {} ms while it had sentences to speak", s.info.backend, limit.as_millis());
+                Flow::End(s.fail(ErrorInfo { code: error_codes::BACKEND_STALLED.into(), message, retryable: true }).await)
+            }
             _ = sleep_until_opt(idle_at), if idle_at.is_some() => {
+                woke = Some(Instant::now());
                 idle_checked = true;
                 if s.segmenter.pending_is_complete() {
                     let sentences: Vec<Sentence> = s.segmenter.flush().collect();
@@ -229,6 +256,7 @@ pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::S
                 }
             }
         };
+        backend_silent_for = if heard_backend { Duration::ZERO } else { backend_silent_for + woke.unwrap_or_else(Instant::now).duration_since(listening) };
         if let Flow::End(outcome) = flow {
             break outcome;
         }
@@ -288,8 +316,9 @@ impl Scheduler<'_> {
                 let sentences = self.flush_text();
                 self.release_all(sentences)
             }
-            Some(Ok(AgentEvent::Done)) => {
+            Some(Ok(done @ (AgentEvent::Done | AgentEvent::DoneUnmarked))) => {
                 self.timeline.agent_done_ms = Some(self.clock.now_ms());
+                self.timeline.agent_end_unmarked = done == AgentEvent::DoneUnmarked;
                 self.agent_done = true;
                 let sentences = self.flush_text();
                 self.release_all(sentences)
@@ -417,7 +446,6 @@ impl Scheduler<'_> {
                 self.info = SessionInfo {
                     backend: switch.backend,
                     backend_reason: BackendReason::Failover,
-                    arm: None,
                     voice: switch.voice,
                     audio: switch.format,
                     ..self.info.clone()

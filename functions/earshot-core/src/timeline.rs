@@ -82,6 +82,9 @@ pub struct Timeline {
     pub session_open_ms: Option<f64>,
     pub first_agent_token_ms: Option<f64>,
     pub agent_done_ms: Option<f64>,
+    /// The agent's answer ended without its format's end marker (see `AgentEvent::DoneUnmarked`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_end_unmarked: bool,
     /// Time to first audio at the server: the first audio chunk handed to the client connection.
     pub first_audio_sent_ms: Option<f64>,
     pub done_ms: Option<f64>,

@@ -51,6 +51,24 @@ async fn a_full_arm_spills_over_and_a_starting_or_failing_one_fails_over() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_arm_whose_open_stalls_hands_over_at_the_open_timeout() {
+    let origin = Instant::now();
+    let (session, _) = backend(|_| speak_ms(10, 1, 0), origin);
+    let arms = vec![arm(ScriptedBackend::hanging("stalled")), arm(ScriptedBackend::new("next", session, Duration::ZERO))];
+    let failover = Failover::new(arms).open_timeout(Duration::from_millis(1500));
+    let opened = failover.open_arms("c", &CancellationToken::new()).await.unwrap_or_else(|(_, e)| panic!("{e}"));
+    assert_eq!(opened.backend, "next");
+    assert_eq!(opened.handovers[0].cause.code, earshot_core::failover::OPEN_TIMEOUT);
+    assert!(!opened.handovers[0].is_overflow(), "a stalled open is a failover, not an overflow");
+    assert_eq!(origin.elapsed(), Duration::from_millis(1500), "handed over at the limit, not before or after");
+    // Alone, a stalled arm's timeout is the answer.
+    let alone = Failover::new(vec![arm(ScriptedBackend::hanging("stalled"))]);
+    let (name, error) = alone.open_arms("c", &CancellationToken::new()).await.err().expect("nothing opens");
+    assert_eq!((name.as_str(), error.code.as_str(), error.retryable), ("stalled", earshot_core::failover::OPEN_TIMEOUT, true));
+    assert_eq!(origin.elapsed(), Duration::from_millis(1500) + earshot_core::failover::DEFAULT_OPEN_TIMEOUT);
+}
+
+#[tokio::test(start_paused = true)]
 async fn with_every_arm_refusing_the_last_arms_error_is_the_answer() {
     let cancel = CancellationToken::new();
     let first = ScriptedBackend::refusing("first", "backend_unavailable");
@@ -97,9 +115,11 @@ async fn failover_before_audio_moves_every_unfinished_sentence_without_announcin
     assert_protocol(&run);
     assert_eq!(run.sentences(), vec!["One is here.", "Two is here.", "Three is here."], "each sentence announced once");
     assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab), ("fallback".into(), BackendReason::Failover)]);
-    // The second `session` is the new backend's: its voice, its audio format, and no A/B arm of its own.
+    // The second `session` is the new backend's: its voice, its audio format; the arm and experiment stay the
+    // ones the split assigned (the conversation counts there).
     let ServerEvent::Session(switched) = &run.events.iter().filter(|(_, e)| matches!(e, ServerEvent::Session(_))).nth(1).unwrap().1 else { unreachable!() };
-    assert_eq!((switched.voice.as_str(), switched.audio.sample_rate, switched.arm.as_deref()), ("fallback-voice", 16_000, None));
+    assert_eq!((switched.voice.as_str(), switched.audio.sample_rate), ("fallback-voice", 16_000));
+    assert_eq!((switched.arm.as_deref(), switched.experiment.as_deref()), (Some("primary"), Some("default")));
     assert_eq!(run.timeline.sentences.iter().map(|s| s.audio_ms).sum::<f64>(), 3.0 * 2.0 * 15.0, "durations at the new format's rate");
     let kinds = run.kinds();
     let switched_at = kinds.iter().rposition(|k| *k == "session").unwrap();

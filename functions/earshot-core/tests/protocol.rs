@@ -17,6 +17,7 @@ fn conversation() -> Vec<ServerEvent> {
             backend: "kokoro".into(),
             backend_reason: earshot_core::protocol::BackendReason::Default,
             arm: None,
+            experiment: None,
             release: "incremental".into(),
             voice: "jf_alpha".into(),
             audio: AudioFormat::pcm_s16le(24_000),

@@ -50,6 +50,18 @@ async fn incremental_speaks_the_first_sentence_while_the_agent_still_writes() {
     assert_eq!(t.agent_done_ms, Some(2000.0));
     assert_eq!(t.sentences[1].complete_ms, 2000.0, "complete when its last word arrived");
     assert_eq!(t.sentences[0].audio_chunks, 3);
+    assert!(!t.agent_end_unmarked);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_ended_without_its_marker_is_spoken_whole_and_marked_in_the_timeline() {
+    let steps = vec![say("The order shipped today. It arrives on Friday"), Step::DoneUnmarked];
+    let (run, _, backend) = converse(steps, |_| speak_ms(50, 1, 0), SchedulerConfig::default()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(backend.log().spoken.len(), 2, "the unfinished last sentence is spoken too");
+    assert!(run.timeline.agent_end_unmarked);
+    assert_eq!(run.timeline.agent_done_ms, Some(0.0));
 }
 
 #[tokio::test(start_paused = true)]
@@ -241,6 +253,37 @@ async fn a_stalled_client_stops_the_backend_through_the_bounded_queues() {
     assert_eq!(run.outcome, Outcome::Completed);
     assert_protocol(&run);
     assert_eq!(run.events.iter().filter(|(_, e)| is_audio(e)).count(), 1000, "nothing is lost once the client reads");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_silent_past_its_limit_while_it_has_sentences_ends_the_conversation() {
+    // First audio 20 s after the sentence: the limit (15 s) counts from the sentence being sent.
+    let steps = vec![say("The order shipped today."), Step::Done];
+    let (run, _, backend) = converse(steps, |_| speak_ms(20_000, 3, 10), SchedulerConfig::default()).await;
+    assert_eq!(run.last_error_code().as_deref(), Some("backend_stalled"));
+    assert_eq!(run.ended_ms, 15_000);
+    assert_protocol(&run);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(backend.log().dropped_ms.is_some(), "the silent session is let go");
+    // Silence between chunks counts from the last one; 14 s gaps are within the limit.
+    let steps = vec![say("The order shipped today."), Step::Done];
+    let (run, _, _) = converse(steps, |_| speak_ms(14_000, 3, 14_000), SchedulerConfig::default()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    // Nothing to speak, nothing to wait for: an agent thinking for a minute is not the backend's silence.
+    let steps = vec![say("One."), wait_ms(60_000), say(" Two."), Step::Done];
+    let (run, _, _) = converse(steps, |_| speak_ms(100, 1, 0), SchedulerConfig::default()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_does_not_read_is_not_counted_as_the_backends_silence() {
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("One long sentence."), Step::Done], origin);
+    let (session, _) = backend_with_capacity(|_| speak_ms(0, 200, 1), origin, 8);
+    let client = Client { capacity: 4, stall: Duration::from_secs(40), ..Default::default() };
+    let run = run(agent, session, Setup { client, ..Default::default() }, origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
 }
 
 // --- Cancellation ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 //! | `sub` | who the token is for: the owner of the conversations it starts (see `owner.rs`); a token without one owns only its own |
 //! | `backends`, `voices`, `releases` | the backends, voices and release modes the bearer may use |
 //! | `max_chars` | the most characters a request may send (prompt, earlier turns, or text) |
-//! | `conversations` | the conversation ids the bearer may speak under and interrupt (`id`, or `prefix*`) |
+//! | `conversations` | the conversation ids the bearer may speak under and interrupt (an id, `*`, or whole segments then `:*`: `conversation_scope.rs`) |
 //!
 //! A claim left out allows anything, except `conversations`: without it the bearer may interrupt nothing.
 //! Each failure has its own code (401, with `WWW-Authenticate: Bearer`: `token_missing`,
@@ -27,6 +27,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::api_error::ApiError;
+use crate::conversation_scope::{check_pattern, covers};
 use crate::owner::Owner;
 use crate::request::SpeakRequest;
 
@@ -200,6 +201,9 @@ impl TokenAuth {
             ErrorKind::MissingRequiredClaim(claim) => ApiError::unauthorized("token_malformed", format!("the token has no `{claim}` claim")),
             _ => ApiError::unauthorized("token_malformed", format!("the token cannot be read: {e}")),
         })?;
+        for pattern in data.claims.conversations.iter().flatten() {
+            check_pattern(pattern).map_err(|why| ApiError::unauthorized("token_malformed", format!("the token's `conversations` claim: {why}")))?;
+        }
         let lifetime = data.claims.exp.saturating_sub(now());
         if lifetime > self.max_lifetime + LEEWAY_SECONDS {
             return Err(ApiError::unauthorized(
@@ -221,14 +225,6 @@ fn query_token(uri: &Uri) -> Option<String> {
 
 fn out_of_scope(message: String) -> ApiError {
     ApiError::forbidden("token_out_of_scope", message)
-}
-
-/// Whether `pattern` (an id, or a prefix ending in `*`) covers `id`.
-fn covers(pattern: &str, id: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => id.starts_with(prefix),
-        None => pattern == id,
-    }
 }
 
 impl Claims {
@@ -400,11 +396,22 @@ mod tests {
     }
 
     #[test]
-    fn conversations_are_matched_by_id_or_prefix() {
-        let c = Claims { conversations: Some(vec!["user-42-*".into(), "exact".into()]), ..claims() };
-        assert!(c.may_interrupt("user-42-7").is_ok());
+    fn conversations_are_matched_by_id_or_whole_segments() {
+        let c = Claims { conversations: Some(vec!["user-42:*".into(), "exact".into()]), ..claims() };
+        assert!(c.may_interrupt("user-42:7").is_ok());
         assert!(c.may_interrupt("exact").is_ok());
-        assert_eq!(c.may_interrupt("user-43-1").unwrap_err().error.code, "token_out_of_scope");
+        assert_eq!(c.may_interrupt("user-42-smith:1").unwrap_err().error.code, "token_out_of_scope");
+        assert_eq!(c.may_interrupt("user-43:1").unwrap_err().error.code, "token_out_of_scope");
         assert_eq!(claims().may_interrupt("anything").unwrap_err().status.as_u16(), 403);
+    }
+
+    #[test]
+    fn a_token_with_a_pattern_that_is_not_whole_segments_is_refused() {
+        let auth = auth();
+        let bad = Claims { conversations: Some(vec!["bob-*".into()]), ..claims() };
+        let (status, code) = code(auth.verify(&mint("k2", KEY, &bad).unwrap()));
+        assert_eq!((status, code.as_str()), (401, "token_malformed"));
+        let good = Claims { conversations: Some(vec!["bob:*".into()]), ..claims() };
+        assert!(auth.verify(&mint("k2", KEY, &good).unwrap()).is_ok());
     }
 }

@@ -40,6 +40,10 @@ fn sentence(code: &str) -> &'static str {
         "agent_unavailable" => "the agent is unavailable; try again shortly",
         "agent_content_filtered" => "the agent's answer was stopped by its content filter",
         "agent_stream_error" => "the agent's answer stream failed",
+        "agent_no_response" => "the agent did not answer within its time limit",
+        "agent_first_token_timeout" => "the agent began no answer within its time limit",
+        "agent_stalled" => "the agent went silent mid-answer for longer than its time limit",
+        "agent_event_too_large" => "the agent sent an event larger than the gateway accepts",
         "backend_busy" => "every voice is busy; try again shortly",
         "backend_not_ready" => "the voice is still starting; try again shortly",
         "backend_gone" => "the voice's session ended unexpectedly",
@@ -47,6 +51,8 @@ fn sentence(code: &str) -> &'static str {
         "backend_protocol" => "the voice sent something the gateway cannot read",
         "backend_unreachable" => "the voice could not be reached",
         "backend_config" => "the voice is not configured correctly",
+        "backend_open_timeout" => "the voice did not open a session within its time limit",
+        "backend_stalled" => "the voice went silent mid-answer for longer than its time limit",
         "polly_throttled" | "polly_quota_exceeded" => "Amazon Polly is limiting requests; try again shortly",
         "polly_validation" => "Amazon Polly refused the text",
         c if c.starts_with("polly_") => "Amazon Polly failed",
@@ -56,21 +62,42 @@ fn sentence(code: &str) -> &'static str {
     }
 }
 
-/// `text` with every URL's query and anything shaped like a secret replaced, for the log.
+/// `text` with every URL's query and anything shaped like a secret replaced, for the log: key-shaped
+/// words (`sk-…`, `key=…`, `token=…`, a JWT, an AWS access key id) and the word after an
+/// authentication scheme (`Bearer`, `Basic`, `Authorization:`), whatever it looks like.
 pub fn redact(text: &str) -> String {
+    let mut after_scheme = false;
     text.split(' ')
         .map(|word| {
             let lower = word.to_ascii_lowercase();
-            if let Some(at) = word.find("://").and_then(|scheme| word[scheme..].find('?').map(|q| scheme + q)) {
+            let bare = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+            let secret_follows = matches!(bare, "bearer" | "basic" | "authorization" | "x-api-key" | "api-key");
+            let redacted = if let Some(at) = word.find("://").and_then(|scheme| word[scheme..].find('?').map(|q| scheme + q)) {
                 format!("{}?[redacted]", &word[..at])
-            } else if lower.starts_with("sk-") || lower.contains("key=") || lower.contains("token=") || lower.starts_with("bearer") && word.len() > 6 {
+            } else if (after_scheme && !word.is_empty() && !matches!(bare, "bearer" | "basic")) || looks_like_a_secret(word, &lower) {
                 "[redacted]".to_string()
             } else {
                 word.to_string()
+            };
+            if !word.is_empty() {
+                after_scheme = secret_follows;
             }
+            redacted
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+fn looks_like_a_secret(word: &str, lower: &str) -> bool {
+    let trimmed = word.trim_matches(|c: char| "\"'`,;()[]{}<>".contains(c));
+    lower.contains("sk-")
+        || lower.contains("key=")
+        || lower.contains("token=")
+        || lower.contains("secret=")
+        || lower.contains("signature=")
+        || trimmed.starts_with("eyJ") && trimmed.matches('.').count() >= 2
+        || (trimmed.starts_with("AKIA") || trimmed.starts_with("ASIA")) && trimmed.len() >= 16
+        || lower.starts_with("bearer") && word.len() > 6
 }
 
 #[cfg(test)]
@@ -91,6 +118,18 @@ mod tests {
             let told = for_client(Error::new(code, "at http://10.0.0.7:8080/ws: refused", true), "r");
             assert!(!told.message.contains("10.0.0.7"), "{code}: {}", told.message);
         }
+    }
+
+    #[test]
+    fn whatever_follows_an_authentication_scheme_is_redacted_in_the_log() {
+        let logged = redact(
+            "sent Authorization: Bearer abc.def-plain and Basic dXNlcjpwYXNz; x-api-key: hunter2 (token eyJhbGciOi.eyJzdWIi.sig) by AKIAIOSFODNN7EXAMPLE",
+        );
+        for secret in ["abc.def-plain", "dXNlcjpwYXNz", "hunter2", "eyJhbGciOi", "AKIAIOSFODNN7EXAMPLE"] {
+            assert!(!logged.contains(secret), "{secret} in {logged}");
+        }
+        assert!(logged.starts_with("sent Authorization: Bearer [redacted] and Basic [redacted]"), "{logged}");
+        assert_eq!(redact("a plain message, nothing to hide"), "a plain message, nothing to hide");
     }
 
     #[test]

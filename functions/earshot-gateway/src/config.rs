@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use earshot_core::agent::AgentSource;
+use earshot_core::agent_deadlines::AgentDeadlines;
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::TokenAuth;
@@ -36,6 +38,14 @@ pub struct GatewaySettings {
     pub interrupts: Interrupts,
     /// The longest a conversation may run before it is stopped (`conversation_too_long`).
     pub max_conversation: Option<Duration>,
+    /// The time limits the agent runs under (`agent_no_response`, `agent_first_token_timeout`,
+    /// `agent_stalled`).
+    pub agent_deadlines: AgentDeadlines,
+    /// The longest a backend may take to open a session (`backend_open_timeout`, then failover).
+    pub backend_open_timeout: Duration,
+    /// Conversations this process speaks at once, at most (over it, `503 server_busy`); `None` on
+    /// Lambda, where each invocation speaks one.
+    pub max_conversations: Option<usize>,
     /// Token mode: every `/v1/speak` and interrupt must carry a token these keys verify (`None`: open,
     /// as behind IAM or locally).
     pub auth: Option<Arc<TokenAuth>>,
@@ -53,6 +63,9 @@ impl Default for GatewaySettings {
             routing: Routing::default(),
             interrupts: Interrupts::Local,
             max_conversation: None,
+            agent_deadlines: AgentDeadlines::default(),
+            backend_open_timeout: earshot_core::failover::DEFAULT_OPEN_TIMEOUT,
+            max_conversations: None,
             auth: None,
         }
     }
@@ -70,11 +83,24 @@ pub struct Gateway {
     shutdown: CancellationToken,
     /// The conversations live in this process.
     registry: Arc<Registry>,
+    /// A permit per conversation that may speak at once (`max_conversations`).
+    conversation_slots: Option<Arc<Semaphore>>,
 }
 
 impl Gateway {
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
-        Gateway { backends, agent, settings, shutdown: CancellationToken::new(), registry: Arc::default() }
+        let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
+        Gateway { backends, agent, settings, shutdown: CancellationToken::new(), registry: Arc::default(), conversation_slots }
+    }
+
+    /// A place for one more conversation, held until it ends; `Err` when every place is taken.
+    pub fn conversation_slot(&self) -> Result<Option<OwnedSemaphorePermit>, crate::api_error::ApiError> {
+        let Some(slots) = &self.conversation_slots else { return Ok(None) };
+        slots
+            .clone()
+            .try_acquire_owned()
+            .map(Some)
+            .map_err(|_| crate::api_error::ApiError::unavailable("server_busy", "this server is speaking as many conversations as it may; retry shortly", 1))
     }
 
     pub fn settings(&self) -> &GatewaySettings {

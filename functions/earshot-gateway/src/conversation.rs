@@ -54,7 +54,8 @@ pub struct Started {
 /// Starts `owner`'s conversation: steps 1 to 4 here, 5 and 6 in tasks of their own. Everything kept
 /// or sent upstream under the conversation is keyed by its owner and id together ([`Owner::key`]).
 pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, owner: Owner, clock: Clock) -> Result<Started, ApiError> {
-    let route = route(&gw, &request, scope.as_ref())?;
+    let slot = gw.conversation_slot()?;
+    let route = route(&gw, &request, scope.as_ref(), &owner)?;
     let key = owner.key(&request.conversation_id);
     let request_id = uuid::Uuid::new_v4().to_string();
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
@@ -64,7 +65,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let session_open_ms = clock.now_ms();
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
     let input = request.input.clone().for_conversation(&key);
-    let agent = match gw.agent().start(input, stopper.token().child_token()).await {
+    let agent = match gw.settings().agent_deadlines.start(gw.agent().as_ref(), input, stopper.token().child_token()).await {
         Ok(agent) => agent,
         Err(e) => {
             stopper.token().cancel();
@@ -72,7 +73,10 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         }
     };
     let (reason, overflow_from) = reason(&route.choice, &opened);
-    let arm = (reason == BackendReason::Ab).then(|| route.choice.arm.clone()).flatten();
+    // The arm is the one the split assigned, also when another backend speaks (overflow, failover):
+    // the conversation counts there in every metric, as an A/B comparison by intent to treat needs.
+    let arm = route.choice.arm.clone();
+    let experiment = arm.as_ref().map(|_| gw.settings().routing.experiment.clone());
     let info = SessionInfo {
         v: PROTOCOL_VERSION,
         conversation_id: request.conversation_id.clone(),
@@ -80,6 +84,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         backend: opened.backend.clone(),
         backend_reason: reason,
         arm: arm.clone(),
+        experiment: experiment.clone(),
         release: request.release.as_str().to_string(),
         voice: opened.session.voice.clone(),
         audio: opened.session.format.clone(),
@@ -90,17 +95,22 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         info,
         release: request.release,
         clock,
-        timeline: Timeline { session_open_ms: Some(session_open_ms), overflow_from, ..Default::default() },
+        timeline: Timeline {
+            session_open_ms: Some(session_open_ms),
+            overflow_from,
+            // Why an arm before this one could not open the conversation (a full arm is `overflow_from`).
+            failover_from: opened.handovers.iter().rev().find(|h| !h.is_overflow()).map(|h| h.cause.code.clone()),
+            ..Default::default()
+        },
         cancel: stopper.token().clone(),
     };
     let tracked = track(&gw, &key, &request_id, &stopper).await;
     let (out, events) = mpsc::channel(gw.settings().client_buffer.max(1));
-    // Metrics count a conversation in the arm the A/B split chose for it, even when it spilled over or
-    // failed over to another backend (its `Backend` dimension says which spoke): an arm's overflows and
-    // failures are the arm's, as an A/B comparison by intent to treat needs.
-    let arm_for_metrics = (route.choice.reason == BackendReason::Ab).then(|| route.choice.arm.clone()).flatten();
-    let task = tokio::spawn(converse(gw.clone(), conversation, out.clone(), arm_for_metrics));
-    let ending = Ending { shutdown: gw.shutdown().clone(), stopper: stopper.clone(), max: gw.settings().max_conversation, tracked };
+    // Metrics count a conversation in its arm (its `Backend` dimension says which spoke): an arm's
+    // overflows and failures are the arm's.
+    let assignment = arm.clone().zip(experiment);
+    let task = tokio::spawn(converse(gw.clone(), conversation, out.clone(), assignment));
+    let ending = Ending { shutdown: gw.shutdown().clone(), stopper: stopper.clone(), max: gw.settings().max_conversation, tracked, slot };
     tokio::spawn(supervise(task, out, request_id.clone(), ending));
     Ok(Started {
         backend: opened.backend,
@@ -124,10 +134,10 @@ pub(crate) struct Route {
 /// the voice each would speak in. The requested voice is the chosen backend's (checked once it is
 /// ready: a backend still starting does not know its voices); the others speak their default voice,
 /// and one whose default the token does not allow is left out, as the token would refuse it.
-pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>) -> Result<Route, ApiError> {
+pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>, owner: &Owner) -> Result<Route, ApiError> {
     let names: Vec<String> = gw.backend_names().into_iter().filter(|n| scope.is_none_or(|s| s.allows_backend(n))).collect();
     let routing = &gw.settings().routing;
-    let choice = routing.choose(request.backend.as_deref(), &request.conversation_id, &names)?;
+    let choice = routing.choose(request.backend.as_deref(), owner.assignment_unit(&request.conversation_id), &names)?;
     let chosen = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
     let ready = chosen.readiness().is_ok();
     let voice = if ready { voice_for(&chosen, request.voice.as_ref())? } else { request.voice.clone().unwrap_or_else(|| chosen.default_voice()) };
@@ -162,7 +172,7 @@ fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>) -> Re
 /// Step 2: opens the first arm that takes the conversation. With none, the client is told before any
 /// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
 pub(crate) async fn open(gw: &Gateway, route: &Route, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
-    match Failover::new(route.arms.clone()).open_arms(conversation_id, cancel).await {
+    match Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {
             if e.code == codes::BUSY {
@@ -212,8 +222,9 @@ pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &S
 }
 
 /// Step 5: runs the scheduler to the conversation's end, then logs how it ended and its metrics line.
-async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sender<ServerEvent>, arm_for_metrics: Option<String>) -> Outcome {
+async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sender<ServerEvent>, assignment: Option<(String, String)>) -> Outcome {
     let conversation_id = conversation.info.conversation_id.clone();
+    let clock = conversation.clock;
     let (outcome, timeline) = scheduler::run(conversation, &gw.settings().scheduler, out).await;
     match &outcome {
         Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
@@ -221,7 +232,13 @@ async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sende
         Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
     }
     if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.settings().metrics_namespace, &outcome) {
-        crate::metrics::log_conversation(&timeline, namespace, arm_for_metrics.as_deref(), matches!(outcome, Outcome::Failed(_)));
+        let failure = match &outcome {
+            Outcome::Failed(e) => Some(e.code.as_str()),
+            _ => None,
+        };
+        let (arm, experiment) = assignment.as_ref().map(|(a, e)| (a.as_str(), e.as_str())).unzip();
+        let ending = crate::metrics::ConversationEnd { arm, experiment, failure, compute_ms: clock.now_ms(), memory_mb: None };
+        crate::metrics::log_conversation(&timeline, namespace, ending);
     }
     outcome
 }
@@ -234,6 +251,8 @@ pub(crate) struct Ending {
     pub stopper: Stopper,
     pub max: Option<Duration>,
     pub tracked: Tracked,
+    /// The conversation's place under the server's cap, given back when it ends.
+    pub slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// Step 6: watches a conversation's task so that its client is never left hanging, and owns every way
@@ -245,7 +264,7 @@ pub(crate) struct Ending {
 /// (retryable), or nothing for a client that is gone. Either way the conversation's token ends up
 /// cancelled, which stops the agent and the backend session, and what [`track`] recorded is let go.
 pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending) {
-    let Ending { shutdown, stopper, max, tracked } = ending;
+    let Ending { shutdown, stopper, max, tracked, slot } = ending;
     let too_long = async {
         match max {
             Some(max) => tokio::time::sleep(max).await,
@@ -283,6 +302,7 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
     // The conversation is over: an interrupt now finds nothing, and the watcher has stopped.
     let Tracked { registered, store } = tracked;
     drop(registered);
+    drop(slot);
     if let Some((store, id, token)) = store {
         tokio::spawn(async move {
             if let Err(e) = store.end(&id, &token).await {
@@ -380,33 +400,33 @@ mod tests {
     #[test]
     fn the_failover_order_follows_the_chosen_backend_with_each_fallbacks_default_voice() {
         let gw = gateway(true, true);
-        let route = route(&gw, &request(r#"{"text":"Hi","voice":"am_adam"}"#), None).unwrap();
+        let route = route(&gw, &request(r#"{"text":"Hi","voice":"am_adam"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&route), vec![("kokoro".into(), "am_adam".into()), ("polly".into(), "Joanna".into())]);
         let off = gateway(true, false);
         assert_eq!(route_len(&off), 1, "no failover: one arm");
     }
 
     fn route_len(gw: &Gateway) -> usize {
-        route(gw, &request(r#"{"text":"Hi"}"#), None).unwrap().arms.len()
+        route(gw, &request(r#"{"text":"Hi"}"#), None, &Owner::local()).unwrap().arms.len()
     }
 
     #[test]
     fn a_fallback_whose_voice_the_token_does_not_allow_is_left_out() {
         // A spill to it would be refused by the token; leaving it out makes a full backend a 503, not a 403.
         let gw = gateway(true, true);
-        let route = route(&gw, &request(r#"{"text":"Hi"}"#), Some(&scope(&["af_heart"]))).unwrap();
+        let route = route(&gw, &request(r#"{"text":"Hi"}"#), Some(&scope(&["af_heart"])), &Owner::local()).unwrap();
         assert_eq!(arms(&route), vec![("kokoro".into(), "af_heart".into())]);
     }
 
     #[test]
     fn the_requested_voice_is_checked_once_its_backend_is_ready() {
         let ready = gateway(true, true);
-        assert_eq!(route(&ready, &request(r#"{"text":"Hi","voice":"nobody"}"#), None).err().unwrap().error.code, "unknown_voice");
-        let out_of_scope = route(&ready, &request(r#"{"text":"Hi","voice":"am_adam"}"#), Some(&scope(&["af_heart", "Joanna"]))).err().unwrap();
+        assert_eq!(route(&ready, &request(r#"{"text":"Hi","voice":"nobody"}"#), None, &Owner::local()).err().unwrap().error.code, "unknown_voice");
+        let out_of_scope = route(&ready, &request(r#"{"text":"Hi","voice":"am_adam"}"#), Some(&scope(&["af_heart", "Joanna"])), &Owner::local()).err().unwrap();
         assert_eq!((out_of_scope.status.as_u16(), out_of_scope.error.code.as_str()), (403, "token_out_of_scope"));
         // Still loading, its voices unknown: the conversation may fail over rather than be refused.
         let loading = gateway(false, true);
-        let route = route(&loading, &request(r#"{"text":"Hi","voice":"nobody"}"#), None).unwrap();
+        let route = route(&loading, &request(r#"{"text":"Hi","voice":"nobody"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&route), vec![("kokoro".into(), "nobody".into()), ("polly".into(), "Joanna".into())]);
     }
 
@@ -432,7 +452,7 @@ mod tests {
         let registry: Arc<crate::interrupts::Registry> = Arc::default();
         let registered = registry.register("c-1", stopper.clone());
         let token = stopper.token().clone();
-        let ending = Ending { shutdown: shutdown.clone(), stopper, max, tracked: Tracked { registered, store: None } };
+        let ending = Ending { shutdown: shutdown.clone(), stopper, max, tracked: Tracked { registered, store: None }, slot: None };
         tokio::spawn(supervise(task, tx, "req-1".into(), ending));
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
@@ -501,7 +521,7 @@ mod tests {
             });
             let registry: Arc<crate::interrupts::Registry> = Arc::default();
             let registered = registry.register("c-1", stopper.clone());
-            let ending = Ending { shutdown: shutdown.clone(), stopper: stopper.clone(), max: None, tracked: Tracked { registered, store: None } };
+            let ending = Ending { shutdown: shutdown.clone(), stopper: stopper.clone(), max: None, tracked: Tracked { registered, store: None }, slot: None };
             // The task is already over when the supervisor starts.
             if by_shutdown {
                 shutdown.cancel();

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod client_error;
 pub mod config;
 pub mod conversation;
+pub mod conversation_scope;
 pub mod interrupts;
 pub mod metrics;
 pub mod owner;

@@ -17,11 +17,29 @@ fn epoch_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// How a conversation ended, beside its timeline: what the A/B report (`earshot ab`) and the cost
+/// widgets need that the timeline does not hold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConversationEnd<'a> {
+    /// The arm the split assigned and its experiment (none: the request chose, or no split).
+    pub arm: Option<&'a str>,
+    pub experiment: Option<&'a str>,
+    /// The `error` code, when the conversation ended with one.
+    pub failure: Option<&'a str>,
+    /// The conversation's wall time in the gateway, request to end: on Lambda, about the invocation's
+    /// billed duration (a response stream bills until it ends).
+    pub compute_ms: f64,
+    /// The function's memory (Lambda's `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), which prices that time.
+    pub memory_mb: Option<u32>,
+}
+
 /// The line for one conversation that completed or failed: its timings, with the backend, the
 /// release mode and the A/B arm as dimensions (and billing per backend, when the backend says). The
 /// arm alone is a dimension set too, so that the arms compare whole: a conversation counts in the arm
-/// the split chose for it, whichever backend spoke (overflow, failover).
-pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>, failed: bool, epoch_ms: u64) -> Value {
+/// the split chose for it, whichever backend spoke (overflow, failover). Properties that are not
+/// metrics (the experiment, the failure's code, where it overflowed or failed over from, the memory)
+/// stay in the log line for `earshot ab` and Logs Insights.
+pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &ConversationEnd, epoch_ms: u64) -> Value {
     let d = timeline.derive();
     let metrics = [
         ("TimeToFirstAudio", "Milliseconds"),
@@ -37,6 +55,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         ("Sentences", "Count"),
         ("Overflows", "Count"),
         ("Failures", "Count"),
+        ("ComputeTime", "Milliseconds"),
     ]
     .map(|(name, unit)| json!({"Name": name, "Unit": unit}));
     let mut line = json!({
@@ -50,7 +69,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         },
         "Backend": timeline.backend,
         "Release": timeline.release,
-        "Arm": arm.unwrap_or("none"),
+        "Arm": ending.arm.unwrap_or("none"),
         "SynthesisLatency": d.synthesis_latency_ms,
         "InterSentenceGap": d.gaps_ms,
         "Underruns": d.underruns,
@@ -66,7 +85,8 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
         // it counts the overflows the A/B switch absorbed.
         "Overflows": u32::from(timeline.overflow_from.is_some()),
         // 1 when the conversation ended with an `error`: summed per arm, the arm's failures.
-        "Failures": u32::from(failed),
+        "Failures": u32::from(ending.failure.is_some()),
+        "ComputeTime": round_ms(ending.compute_ms),
     });
     if let Some(ttfa) = d.ttfa_ms {
         line["TimeToFirstAudio"] = json!(ttfa);
@@ -74,23 +94,41 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, arm: Option<&str>
     if let Some(overhead) = d.orchestration_overhead_ms {
         line["OrchestrationOverhead"] = json!(overhead);
     }
+    let properties = [
+        ("Experiment", ending.experiment.map(Value::from)),
+        ("FailureCode", ending.failure.map(Value::from)),
+        ("OverflowFrom", timeline.overflow_from.as_deref().map(Value::from)),
+        ("FailoverFrom", timeline.failover_from.as_deref().map(Value::from)),
+        ("MemoryMb", ending.memory_mb.map(Value::from)),
+    ];
+    for (name, value) in properties {
+        if let Some(value) = value {
+            line[name] = value;
+        }
+    }
+    // Answers by the backend that spoke and by the arm assigned: the traffic split actually served.
+    add_metric(&mut line, namespace, "Answers", "Count", json!(1), json!([["Backend"], ["Arm"], ["Backend", "Arm"]]));
     // Figures that depend on the backend alone have a dimension set of their own: what a pacing backend held
-    // back (Kokoro says it), and what a billing one billed (Polly says it).
+    // back (Kokoro says it), and what a billing one billed (Polly says it; per arm too, for its cost).
     if let Some(held) = d.backend_held_ms {
-        per_backend(&mut line, namespace, "BackendHeldTime", "Milliseconds", json!(held));
+        add_metric(&mut line, namespace, "BackendHeldTime", "Milliseconds", json!(held), json!([["Backend"]]));
     }
     if let Some(billed) = timeline.billed_characters {
-        per_backend(&mut line, namespace, "BilledCharacters", "Count", json!(billed));
+        add_metric(&mut line, namespace, "BilledCharacters", "Count", json!(billed), json!([["Backend"], ["Arm"]]));
     }
     line
 }
 
-/// Adds `name` to `line` with the Backend dimension alone.
-fn per_backend(line: &mut Value, namespace: &str, name: &str, unit: &str, value: Value) {
+fn round_ms(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
+/// Adds `name` to `line` with dimension sets of its own.
+fn add_metric(line: &mut Value, namespace: &str, name: &str, unit: &str, value: Value, dimensions: Value) {
     line[name] = value;
     line["_aws"]["CloudWatchMetrics"].as_array_mut().expect("metric directives").push(json!({
         "Namespace": namespace,
-        "Dimensions": [["Backend"]],
+        "Dimensions": dimensions,
         "Metrics": [{"Name": name, "Unit": unit}],
     }));
 }
@@ -104,9 +142,10 @@ pub fn refusal_line(backend: &str, namespace: &str, epoch_ms: u64) -> Value {
     })
 }
 
-/// Logs a conversation's line.
-pub fn log_conversation(timeline: &Timeline, namespace: &str, arm: Option<&str>, failed: bool) {
-    println!("{}", conversation_line(timeline, namespace, arm, failed, epoch_ms()));
+/// Logs a conversation's line, with the function's memory where Lambda says it.
+pub fn log_conversation(timeline: &Timeline, namespace: &str, ending: ConversationEnd) {
+    let memory_mb = std::env::var("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").ok().and_then(|m| m.parse().ok());
+    println!("{}", conversation_line(timeline, namespace, &ConversationEnd { memory_mb, ..ending }, epoch_ms()));
 }
 
 /// Logs a refusal's line.
@@ -122,7 +161,8 @@ mod tests {
     #[test]
     fn a_conversation_line_names_its_dimensions_and_metrics() {
         let t = Timeline { backend: "kokoro".into(), release: "buffered".into(), first_audio_sent_ms: Some(42.0), ..Default::default() };
-        let line = conversation_line(&t, "earshot", Some("a"), false, 1);
+        let line =
+            conversation_line(&t, "earshot", &ConversationEnd { arm: Some("a"), experiment: Some("voices"), compute_ms: 812.3456, ..Default::default() }, 1);
         assert_eq!(line["Backend"], "kokoro");
         assert_eq!(line["Release"], "buffered");
         assert_eq!(line["Arm"], "a");
@@ -130,12 +170,16 @@ mod tests {
         assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0], json!(["Backend", "Release"]));
         assert!(line.get("BilledCharacters").is_none());
         assert_eq!(line["Failures"], 0);
+        assert_eq!((line["Experiment"].as_str(), line["ComputeTime"].as_f64(), line["Answers"].as_u64()), (Some("voices"), Some(812.346), Some(1)));
+        assert!(line.get("FailureCode").is_none() && line.get("MemoryMb").is_none());
 
-        let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), ..Default::default() };
-        let line = conversation_line(&polly, "earshot", None, true, 1);
+        let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), overflow_from: Some("kokoro".into()), ..Default::default() };
+        let line = conversation_line(&polly, "earshot", &ConversationEnd { failure: Some("backend_gone"), memory_mb: Some(1024), ..Default::default() }, 1);
         assert_eq!(line["BilledCharacters"], 120);
-        assert_eq!(line["Failures"], 1);
-        assert_eq!(line["_aws"]["CloudWatchMetrics"][1]["Dimensions"], json!([["Backend"]]));
+        assert_eq!((line["Failures"].as_u64(), line["FailureCode"].as_str()), (Some(1), Some("backend_gone")));
+        assert_eq!((line["OverflowFrom"].as_str(), line["MemoryMb"].as_u64(), line["Arm"].as_str()), (Some("kokoro"), Some(1024), Some("none")));
+        assert!(line.get("Experiment").is_none());
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][2]["Dimensions"], json!([["Backend"], ["Arm"]]));
     }
 
     /// `(metric, dimension set)` for every metric a line declares, with a check that the line holds
@@ -167,11 +211,11 @@ mod tests {
             overflow_from: Some("kokoro".into()),
             ..Default::default()
         };
-        let mut emitted = declared(&conversation_line(&full, "earshot", Some("b"), false, 1));
+        let mut emitted = declared(&conversation_line(&full, "earshot", &ConversationEnd { arm: Some("b"), ..Default::default() }, 1));
         // A Kokoro conversation whose container held a sentence back.
         let held = SentenceMarks { backend_held_ms: Some(250.0), ..Default::default() };
         let kokoro = Timeline { backend: "kokoro".into(), release: "incremental".into(), sentences: vec![held], ..Default::default() };
-        let line = conversation_line(&kokoro, "earshot", None, false, 1);
+        let line = conversation_line(&kokoro, "earshot", &ConversationEnd::default(), 1);
         assert_eq!(line["BackendHeldTime"], 250.0);
         emitted.extend(declared(&line));
         emitted.extend(declared(&refusal_line("kokoro", "earshot", 1)));

@@ -56,6 +56,17 @@ impl Owner {
         }
     }
 
+    /// What the A/B split assigns by (see [`crate::routing`]): the owner, so that a caller hears one
+    /// voice through all their conversations; the conversation where every caller is the one `local`
+    /// owner (no tokens, no IAM), or the whole local stack would sit in one arm.
+    pub fn assignment_unit<'a>(&'a self, conversation_id: &'a str) -> &'a str {
+        if *self == Owner::local() {
+            conversation_id
+        } else {
+            &self.0
+        }
+    }
+
     /// What the logs may say of the owner (a subject or principal as it is; the rest is a digest).
     pub fn as_str(&self) -> &str {
         &self.0
@@ -82,6 +93,15 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_split_assigns_a_caller_by_owner_and_the_one_local_owner_by_conversation() {
+        let alice = Owner::subject("alice");
+        assert_eq!(alice.assignment_unit("call:1"), alice.assignment_unit("call:2"), "one voice through all of a caller's conversations");
+        assert_ne!(alice.assignment_unit("call:1"), Owner::subject("bob").assignment_unit("call:1"));
+        assert_eq!(Owner::local().assignment_unit("call:1"), "call:1");
+        assert_ne!(Owner::local().assignment_unit("call:1"), Owner::local().assignment_unit("call:2"));
+    }
 
     #[test]
     fn owners_of_different_kinds_never_meet() {

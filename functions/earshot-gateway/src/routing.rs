@@ -1,7 +1,12 @@
 //! Which backend answers a conversation: the one the request names (when configuration allows a
-//! per-request choice), else an arm of the weighted A/B split, sticky per conversation id, else the
-//! default. With failover on, a backend that cannot be opened, or fails before any audio, hands the
-//! conversation to the next backend.
+//! per-request choice), else an arm of the weighted A/B split, else the default. With failover on, a
+//! backend that cannot be opened, or fails before any audio, hands the conversation to the next backend.
+//!
+//! The split is an experiment: it assigns by a stable hash of the experiment's name and a unit, the
+//! caller (the owner: a token's subject, an IAM principal) or, where callers are not told apart (a
+//! local stack's one owner), the conversation. So a caller hears one voice through all their
+//! conversations, the same caller lands in the same arm in every process and after every restart, and
+//! renaming the experiment draws the assignment anew.
 
 use earshot_core::protocol::BackendReason;
 
@@ -16,11 +21,16 @@ pub struct Routing {
     pub allow_override: bool,
     /// Whether a failing backend hands the conversation to another before any audio.
     pub failover: bool,
+    /// The experiment's name: part of the assignment's hash, and of every metric line and `session`.
+    pub experiment: String,
 }
+
+/// The experiment a gateway runs when its settings name none.
+pub const DEFAULT_EXPERIMENT: &str = "default";
 
 impl Default for Routing {
     fn default() -> Self {
-        Routing { weights: Vec::new(), allow_override: true, failover: false }
+        Routing { weights: Vec::new(), allow_override: true, failover: false, experiment: DEFAULT_EXPERIMENT.into() }
     }
 }
 
@@ -48,7 +58,9 @@ impl Routing {
         Ok(weights)
     }
 
-    pub fn choose(&self, requested: Option<&str>, conversation_id: &str, available: &[String]) -> Result<Choice, ApiError> {
+    /// Chooses for one conversation; `unit` is what the split assigns by (see the module docs:
+    /// [`crate::Owner::assignment_unit`]).
+    pub fn choose(&self, requested: Option<&str>, unit: &str, available: &[String]) -> Result<Choice, ApiError> {
         if let Some(name) = requested {
             if !self.allow_override {
                 return Err(ApiError::bad_request("backend_choice_forbidden", "this gateway chooses the backend itself; leave `backend` out or use auto"));
@@ -64,7 +76,7 @@ impl Routing {
         let arms: Vec<&(String, u32)> = self.weights.iter().filter(|(name, w)| *w > 0 && available.contains(name)).collect();
         if !arms.is_empty() {
             let total: u64 = arms.iter().map(|(_, w)| *w as u64).sum();
-            let mut point = fnv1a(conversation_id) % total;
+            let mut point = self.assignment_point(unit) % total;
             for (name, weight) in arms {
                 if point < *weight as u64 {
                     return Ok(Choice { backend: name.clone(), reason: BackendReason::Ab, arm: Some(name.clone()) });
@@ -76,6 +88,11 @@ impl Routing {
         Ok(Choice { backend: first.clone(), reason: BackendReason::Default, arm: None })
     }
 
+    /// Where `unit` falls in this experiment: a hash of both, the same in every process.
+    fn assignment_point(&self, unit: &str) -> u64 {
+        fnv1a(&format!("{}\n{unit}", self.experiment))
+    }
+
     /// The backends to try, in order, if `chosen` fails before any audio.
     pub fn fallbacks(&self, chosen: &Choice, available: &[String]) -> Vec<String> {
         if !self.failover || chosen.reason == BackendReason::Request {
@@ -85,7 +102,8 @@ impl Routing {
     }
 }
 
-/// FNV-1a, 64 bits: a stable hash, so that a conversation keeps its arm across requests and processes.
+/// FNV-1a, 64 bits: a stable hash (not the standard library's, which may change between releases), so
+/// that a unit keeps its arm across requests, processes and releases. Five lines, so written here.
 fn fnv1a(s: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
@@ -121,6 +139,20 @@ mod tests {
             let share = to_kokoro as f64 / 10.0;
             assert!((share - kokoro as f64).abs() <= 5.0, "{kokoro}/{polly}: kokoro got {share}%");
         }
+    }
+
+    #[test]
+    fn another_experiment_draws_the_assignment_anew_and_each_is_reproducible() {
+        let split =
+            |experiment: &str| Routing { weights: vec![("kokoro".into(), 50), ("polly".into(), 50)], experiment: experiment.into(), ..Default::default() };
+        let arms = |routing: &Routing| -> Vec<String> { (0..200).map(|i| routing.choose(None, &format!("sub:user-{i}"), &names()).unwrap().backend).collect() };
+        let first = arms(&split("voices-2026-12"));
+        assert_eq!(arms(&split("voices-2026-12")), first, "the same experiment assigns alike");
+        let moved = first.iter().zip(arms(&split("voices-2027-01"))).filter(|(a, b)| **a != *b).count();
+        assert!((60..=140).contains(&moved), "a new experiment moves about half the units, not {moved} of 200");
+        // Pinned: the hash is part of the contract (an experiment re-run later must assign alike).
+        assert_eq!(split("default").assignment_point("sub:alice"), fnv1a("default\nsub:alice"));
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]

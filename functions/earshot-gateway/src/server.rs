@@ -1,7 +1,15 @@
 //! Serving the router on a socket of its own (`earshot serve`), with what a server facing real
-//! clients needs and `axum::serve` leaves out: a time limit on request headers, caps on the size and
-//! count of request headers and on connections, and a shutdown that drains live conversations for a
-//! bounded time.
+//! clients needs and `axum::serve` leaves out: a time limit on a connection's first bytes (whichever
+//! protocol it will speak) and on request headers, caps on the size and count of request headers, on
+//! connections and on the streams of one HTTP/2 connection, and a shutdown that drains live
+//! conversations for a bounded time.
+//!
+//! The caps that hold a server's capacity, together: at most `max_connections` connections (over it,
+//! `503 server_busy` and closed); each must show its protocol within `header_timeout` (the first bytes
+//! of an HTTP/1 request, or HTTP/2's whole 24-byte preface), else it is closed unanswered; an HTTP/2
+//! connection carries at most `max_streams_per_connection` requests at once (more are refused by
+//! HTTP/2's own flow, `REFUSED_STREAM`); and the gateway speaks at most `max_conversations` at once
+//! whatever the connections (over it, `503 server_busy` with `Retry-After`).
 //!
 //! Written on hyper-util's connection builder and graceful-shutdown watcher (the pieces `axum::serve`
 //! is made of), because axum's own server offers no header timeout and no connection cap. The body's
@@ -36,6 +44,8 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// Connections open at once; any more are answered 503 and closed.
     pub max_connections: usize,
+    /// Requests one HTTP/2 connection may have open at once.
+    pub max_streams_per_connection: u32,
     /// The most bytes of request headers (names and values) a request may carry, and the most header
     /// fields; over either it is answered 431 with the API's JSON error. Common servers cap headers
     /// at 8 to 16 KiB. Far over the cap (see [`HARD_HEADER_BYTES`]) hyper stops reading and answers a
@@ -53,6 +63,7 @@ impl Default for ServerLimits {
         ServerLimits {
             header_timeout: Duration::from_secs(5),
             max_connections: 512,
+            max_streams_per_connection: 16,
             max_header_bytes: 16 * 1024,
             max_headers: 100,
             drain: Duration::from_secs(5),
@@ -99,7 +110,14 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(HARD_HEADER_BYTES)
         .max_headers(limits.max_headers.saturating_mul(2).max(100));
-    builder.http2().max_header_list_size(HARD_HEADER_BYTES as u32);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(HARD_HEADER_BYTES as u32)
+        .max_concurrent_streams(limits.max_streams_per_connection.max(1))
+        // A peer that is gone (not merely quiet) is found by its unanswered ping.
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(Duration::from_secs(10));
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -138,10 +156,16 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
                 }
             }
         });
-        let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
-        let connection = graceful.watch(connection);
+        let (builder, watcher, first_bytes) = (builder.clone(), graceful.watcher(), limits.header_timeout);
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            // A connection that sends nothing, or half of HTTP/2's preface, does not keep its slot.
+            if !matches!(tokio::time::timeout(first_bytes, shows_its_protocol(&stream)).await, Ok(true)) {
+                tracing::debug!("a connection showed no protocol within {first_bytes:?}: closed");
+                drop(slot);
+                return;
+            }
+            let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
+            if let Err(e) = watcher.watch(connection).await {
                 tracing::debug!("connection ended: {e}");
             }
             drop(slot);
@@ -159,6 +183,24 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
     conversations.cancel();
     if tokio::time::timeout(limits.grace, &mut drained).await.is_err() {
         tracing::warn!("some clients did not read their last message within {} s; closing", limits.grace.as_secs_f64());
+    }
+}
+
+/// HTTP/2's connection preface (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Waits until a connection's first bytes say which protocol it speaks: they depart from HTTP/2's
+/// preface (an HTTP/1 request, whose headers then have hyper's own time limit), or hold it whole.
+/// `false` when the peer closes first. Reads nothing: hyper reads the same bytes after.
+async fn shows_its_protocol(stream: &tokio::net::TcpStream) -> bool {
+    let mut head = [0u8; H2_PREFACE.len()];
+    loop {
+        match stream.peek(&mut head).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) if n == H2_PREFACE.len() || head[..n] != H2_PREFACE[..n] => return true,
+            // Part of the preface: peeking again would return at once, so wait a moment for the rest.
+            Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
     }
 }
 

@@ -94,7 +94,16 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             }
             BackendKind::Polly => {
                 let polly = earshot_aws::PollySettings { default_voice: settings.polly_voice.to_lowercase(), ..Default::default() };
-                backends.push(Arc::new(earshot_aws::PollyBackend::new(sdk(), polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?));
+                let backend = Arc::new(earshot_aws::PollyBackend::new(sdk(), polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?);
+                // Polly's own list of generative voices, in the background: the built-in list answers
+                // until it comes (and where Polly cannot be reached, which the health probe reports).
+                let described = backend.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = described.describe_voices().await {
+                        tracing::warn!("Polly's voices stay the built-in list: {}", e.message);
+                    }
+                });
+                backends.push(backend);
             }
             BackendKind::Synthetic => {
                 let cfg = SyntheticConfig { first_audio: Duration::from_millis(settings.synthetic_latency_ms), ..Default::default() };
@@ -157,13 +166,21 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
         tracing::info!("token mode: speak and interrupt need a token for audience `{}`", settings.token_audience);
         gateway.auth = Some(Arc::new(auth));
     }
-    gateway.routing = Routing { weights: settings.weights()?, allow_override: settings.ab_allow_override, failover: settings.failover };
+    gateway.routing = Routing {
+        weights: settings.weights()?,
+        allow_override: settings.ab_allow_override,
+        failover: settings.failover,
+        experiment: settings.ab_experiment.clone(),
+    };
     gateway.limits.max_prompt_chars = settings.max_prompt_chars;
     gateway.limits.max_text_chars = settings.max_text_chars;
     gateway.scheduler.idle_release = (settings.idle_release_ms > 0).then(|| Duration::from_millis(settings.idle_release_ms));
     gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
     gateway.scheduler.max_in_flight = settings.max_in_flight;
+    gateway.scheduler.backend_silence = (settings.backend_silence_timeout_ms > 0).then(|| Duration::from_millis(settings.backend_silence_timeout_ms));
     gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
+    gateway.agent_deadlines = settings.agent_deadlines();
+    gateway.backend_open_timeout = Duration::from_millis(settings.backend_open_timeout_ms);
     gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
     gateway.interrupts = match (&settings.interrupt_table, place) {
         (Some(table), _) => {
@@ -196,6 +213,7 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
             temperature: settings.temperature,
             max_tokens: settings.max_tokens,
             connect_timeout,
+            max_event_bytes: settings.agent_max_event_bytes,
         };
         tracing::info!("agent: {} at {}", openai.model, openai.base_url);
         return Ok(Arc::new(earshot_agents::OpenAiAgent::new(openai).map_err(|e| format!("EARSHOT_OPENAI_BASE_URL (--openai-base-url): {e}"))?));
@@ -212,6 +230,7 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
         format: settings.http_agent_format,
         text_pointer: settings.http_agent_text_pointer.clone(),
         connect_timeout,
+        max_event_bytes: settings.agent_max_event_bytes,
     };
     tracing::info!("agent: the HTTP agent at {}", http.url);
     Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(|e| format!("EARSHOT_HTTP_AGENT_URL (--http-agent-url): {e}"))?))

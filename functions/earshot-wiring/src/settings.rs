@@ -6,10 +6,11 @@
 //! apart, and `--help` lists the variable beside each flag.
 
 use clap::{ArgAction, Args, CommandFactory, Parser, ValueEnum};
+use std::time::Duration;
 
 /// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
-/// (the CDK app's default too; `infra/cdk/earshot.config.json`).
-pub const DEFAULT_BEDROCK_MODEL: &str = "amazon.nova-lite-v1:0";
+/// (the CDK app's default too; `infra/cdk/earshot.config.json`), defined once in the AWS adapter.
+pub const DEFAULT_BEDROCK_MODEL: &str = earshot_aws::bedrock::DEFAULT_MODEL_ID;
 
 /// A text-to-speech backend a gateway can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -63,6 +64,10 @@ pub struct Settings {
     /// A/B weights per backend, e.g. `kokoro=50,polly=50` (none: the first backend answers).
     #[arg(long, env = "EARSHOT_AB_WEIGHTS")]
     pub ab_weights: Option<String>,
+    /// The A/B experiment's name: the split assigns each caller by a hash of it, so a new name draws
+    /// the assignment anew and the same name reproduces it; in every metric line and `session`.
+    #[arg(long, env = "EARSHOT_AB_EXPERIMENT", default_value = earshot_gateway::routing::DEFAULT_EXPERIMENT, value_parser = experiment_name)]
+    pub ab_experiment: String,
     /// Whether a request may name its backend.
     #[arg(long, env = "EARSHOT_AB_ALLOW_OVERRIDE", default_value_t = true, action = ArgAction::Set, value_name = "true|false")]
     pub ab_allow_override: bool,
@@ -178,6 +183,30 @@ pub struct Settings {
     /// How often a conversation reads the interrupt table, in milliseconds.
     #[arg(long, env = "EARSHOT_INTERRUPT_POLL_MS", default_value_t = 250)]
     pub interrupt_poll_ms: u64,
+    /// The longest the agent may take to answer a request (an HTTP agent: its response headers), in
+    /// milliseconds (`agent_no_response`).
+    #[arg(long, env = "EARSHOT_AGENT_RESPONSE_TIMEOUT_MS", default_value_t = 10_000)]
+    pub agent_response_timeout_ms: u64,
+    /// The longest the agent may take from its answer's start to its first event, in milliseconds
+    /// (`agent_first_token_timeout`).
+    #[arg(long, env = "EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS", default_value_t = 30_000)]
+    pub agent_first_token_timeout_ms: u64,
+    /// The longest the agent may be silent between events (a tool call included), in milliseconds
+    /// (`agent_stalled`).
+    #[arg(long, env = "EARSHOT_AGENT_IDLE_TIMEOUT_MS", default_value_t = 30_000)]
+    pub agent_idle_timeout_ms: u64,
+    /// The most bytes one SSE event or NDJSON line of an HTTP or OpenAI-compatible agent may hold
+    /// (`agent_event_too_large`).
+    #[arg(long, env = "EARSHOT_AGENT_MAX_EVENT_BYTES", default_value_t = earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES)]
+    pub agent_max_event_bytes: usize,
+    /// The longest a backend may stay silent while it has sentences to speak, in milliseconds
+    /// (`backend_stalled`; 0: no limit).
+    #[arg(long, env = "EARSHOT_BACKEND_SILENCE_TIMEOUT_MS", default_value_t = 15_000)]
+    pub backend_silence_timeout_ms: u64,
+    /// The longest a backend may take to open a session before the next in the failover order is tried,
+    /// in milliseconds (`backend_open_timeout`).
+    #[arg(long, env = "EARSHOT_BACKEND_OPEN_TIMEOUT_MS", default_value_t = 5_000)]
+    pub backend_open_timeout_ms: u64,
     /// The longest a conversation may run, in seconds (0: no limit); under the Lambda's timeout.
     #[arg(long, env = "EARSHOT_MAX_CONVERSATION_SECONDS", default_value_t = 280)]
     pub max_conversation_seconds: u64,
@@ -272,10 +301,26 @@ impl Settings {
         FromEnv::command().get_arguments().filter_map(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned()).collect()
     }
 
+    /// The time limits the agent runs under.
+    pub fn agent_deadlines(&self) -> earshot_core::agent_deadlines::AgentDeadlines {
+        earshot_core::agent_deadlines::AgentDeadlines {
+            response: Duration::from_millis(self.agent_response_timeout_ms),
+            first_event: Duration::from_millis(self.agent_first_token_timeout_ms),
+            between_events: Duration::from_millis(self.agent_idle_timeout_ms),
+        }
+    }
+
     /// The rules across settings, checked before anything is built.
     pub fn check(&self, place: Place) -> Result<(), String> {
         if self.backends.is_empty() {
             return Err("EARSHOT_BACKENDS (--backends): names no backend".into());
+        }
+        self.agent_deadlines().check().map_err(|e| format!("EARSHOT_AGENT_*_TIMEOUT_MS: {e}"))?;
+        if !(1024..=64 << 20).contains(&self.agent_max_event_bytes) {
+            return Err(format!("EARSHOT_AGENT_MAX_EVENT_BYTES (--agent-max-event-bytes): must be 1 KiB to 64 MiB, not {}", self.agent_max_event_bytes));
+        }
+        if !(1..=60_000).contains(&self.backend_open_timeout_ms) {
+            return Err(format!("EARSHOT_BACKEND_OPEN_TIMEOUT_MS (--backend-open-timeout-ms): must be 1 to 60000, not {}", self.backend_open_timeout_ms));
         }
         if place == Place::Lambda && self.backends.contains(&BackendKind::Kokoro) && self.sagemaker_endpoint.is_none() {
             return Err("EARSHOT_SAGEMAKER_ENDPOINT (--sagemaker-endpoint): is required when EARSHOT_BACKENDS includes kokoro".into());
@@ -327,6 +372,16 @@ impl Settings {
     }
 }
 
+/// An experiment's name: a metric property and a hash input, so short and printable.
+fn experiment_name(name: &str) -> Result<String, String> {
+    let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err("an experiment's name is 1 to 64 letters, digits, `-`, `_`, `.` or `:`".into())
+    }
+}
+
 /// A clap error as one line that names the variable (the Lambda has no flags to speak of).
 fn explain(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
@@ -375,6 +430,7 @@ mod tests {
             ("EARSHOT_BACKENDS", "kokoro,Polly"),
             ("EARSHOT_AB_WEIGHTS", "kokoro=70,polly=30"),
             ("EARSHOT_AB_ALLOW_OVERRIDE", "false"),
+            ("EARSHOT_AB_EXPERIMENT", "voices-2026-12"),
             ("EARSHOT_FAILOVER", "true"),
             ("EARSHOT_SAGEMAKER_ENDPOINT", "earshot-kokoro"),
             ("EARSHOT_AGENT", "bedrock"),
@@ -386,6 +442,7 @@ mod tests {
         assert_eq!(s.backends, vec![BackendKind::Kokoro, BackendKind::Polly]);
         assert_eq!(s.weights().unwrap(), vec![("kokoro".to_string(), 70), ("polly".to_string(), 30)]);
         assert!(!s.ab_allow_override && s.failover);
+        assert_eq!(s.ab_experiment, "voices-2026-12");
         assert_eq!(s.agent, AgentKind::Bedrock);
         assert_eq!(s.polly_voice, "Matthew");
         assert_eq!(s.idle_release_ms, 0);
@@ -412,6 +469,7 @@ mod tests {
     fn a_bad_value_names_its_variable() {
         let err = |vars: &[(&str, &str)]| lambda(vars).unwrap_err();
         assert!(err(&[("EARSHOT_BACKENDS", "kokoro")]).starts_with("EARSHOT_SAGEMAKER_ENDPOINT"));
+        assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_AB_EXPERIMENT", "two words")]).starts_with("EARSHOT_AB_EXPERIMENT"));
         assert!(err(&[("EARSHOT_BACKENDS", "espeak")]).starts_with("EARSHOT_BACKENDS: `espeak`"), "{}", err(&[("EARSHOT_BACKENDS", "espeak")]));
         assert!(err(&[("EARSHOT_FAILOVER", "yes")]).starts_with("EARSHOT_FAILOVER"));
         assert!(err(&[("EARSHOT_MAX_TEXT_CHARS", "lots")]).starts_with("EARSHOT_MAX_TEXT_CHARS"));

@@ -32,6 +32,36 @@ fn the_cdk_app_sets_exactly_the_variables_the_lambda_reads() {
 
 #[test]
 fn the_cdk_app_defaults_the_bedrock_model_as_the_gateway_does() {
+    // `auto` resolves to this model (as the deploying Region invokes it: lib/arns.ts, defaultBedrockModel).
     let config: serde_json::Value = serde_json::from_str(&cdk("earshot.config.json")).expect("earshot.config.json is JSON");
-    assert_eq!(config["bedrockModelId"], DEFAULT_BEDROCK_MODEL);
+    assert_eq!(config["bedrockModelId"], "auto");
+    let arns = cdk("lib/arns.ts");
+    assert!(arns.contains(&format!("DEFAULT_BEDROCK_MODEL = '{DEFAULT_BEDROCK_MODEL}'")), "lib/arns.ts's default model is the gateway's");
+}
+
+#[test]
+fn the_limits_the_cdk_app_writes_out_are_the_gateways_defaults() {
+    // `UPSTREAM_LIMITS` in lambda-env.ts spells out the bootstrap's defaults: they must not drift apart.
+    let source = cdk("lib/lambda-env.ts");
+    let start = source.find("export const UPSTREAM_LIMITS = {").expect("lambda-env.ts exports UPSTREAM_LIMITS");
+    let end = start + source[start..].find("} as const").expect("UPSTREAM_LIMITS ends with `} as const`");
+    let written: Vec<(String, String)> = source[start..end]
+        .lines()
+        .filter_map(|line| line.trim().split_once(": '"))
+        .map(|(name, value)| (name.to_string(), value.trim_end_matches("',").to_string()))
+        .collect();
+    assert_eq!(written.len(), 6, "{written:?}");
+    let defaults = Settings::from_vars(|_: &str| None, earshot_wiring::Place::Serve).expect("the defaults parse");
+    for (name, value) in written {
+        let default = match name.as_str() {
+            "EARSHOT_AGENT_RESPONSE_TIMEOUT_MS" => defaults.agent_response_timeout_ms.to_string(),
+            "EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS" => defaults.agent_first_token_timeout_ms.to_string(),
+            "EARSHOT_AGENT_IDLE_TIMEOUT_MS" => defaults.agent_idle_timeout_ms.to_string(),
+            "EARSHOT_AGENT_MAX_EVENT_BYTES" => defaults.agent_max_event_bytes.to_string(),
+            "EARSHOT_BACKEND_OPEN_TIMEOUT_MS" => defaults.backend_open_timeout_ms.to_string(),
+            "EARSHOT_BACKEND_SILENCE_TIMEOUT_MS" => defaults.backend_silence_timeout_ms.to_string(),
+            other => panic!("{other} is not one of the gateway's upstream limits"),
+        };
+        assert_eq!(value, default, "{name}: the CDK app writes {value}, the gateway's default is {default}");
+    }
 }

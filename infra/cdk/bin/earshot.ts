@@ -10,7 +10,8 @@ import { addDeployment } from '../lib/wiring';
 const app = new App();
 const configFile = app.node.tryGetContext('configFile');
 const file = readConfigFile(configFile ? path.resolve(CDK_ROOT, String(configFile)) : DEFAULT_CONFIG_FILE);
-const config = resolveConfig(file, (key) => app.node.tryGetContext(key));
+// `bedrockModelId: auto` becomes the form of the default model that the deploying Region invokes on demand.
+const config = resolveConfig(file, (key) => app.node.tryGetContext(key), process.env.CDK_DEFAULT_REGION);
 const requireBootstrap = String(app.node.tryGetContext('requireBootstrap') ?? 'false') === 'true';
 const code = resolveBootstrap(config.bootstrapDir, requireBootstrap);
 

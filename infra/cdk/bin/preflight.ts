@@ -13,7 +13,7 @@ if (!region) {
 }
 const context: Record<string, string> = Object.fromEntries(contextArgs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const file = readConfigFile(context.configFile ? path.resolve(CDK_ROOT, context.configFile) : DEFAULT_CONFIG_FILE);
-const config = resolveConfig(file, (key) => context[key]);
+const config = resolveConfig(file, (key) => context[key], region);
 const ask = (args: string[]): Answer => {
   const r = spawnSync('aws', args, { encoding: 'utf8', timeout: 30_000 });
   return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };

@@ -15,6 +15,31 @@ export function foundationModelArn(stack: Stack, modelId: string): string {
 /** The geography prefixes of Bedrock's cross-Region inference profiles (`us.amazon.nova-lite-v1:0`). */
 export const INFERENCE_PROFILE_PREFIXES = ['us', 'eu', 'apac', 'us-gov', 'ca', 'jp', 'au', 'global'] as const;
 
+/**
+ * The geography of the cross-Region inference profiles that serve `region` (`us.`, `eu.`, `apac.`, `us-gov.`),
+ * or `undefined` where none is known.
+ */
+export function regionalProfilePrefix(region: string): string | undefined {
+  if (region.startsWith('us-gov-')) return 'us-gov';
+  if (region.startsWith('us-') || region.startsWith('ca-')) return 'us';
+  if (region.startsWith('eu-')) return 'eu';
+  if (region.startsWith('ap-')) return 'apac';
+  return undefined;
+}
+
+/** The default agent model: Amazon Nova Lite, on demand by its id in us-east-1 (and where the Region is unknown). */
+export const DEFAULT_BEDROCK_MODEL = 'amazon.nova-lite-v1:0';
+
+/**
+ * `bedrockModelId: "auto"` for `region`: Nova Lite on demand in us-east-1; elsewhere through the Region's
+ * cross-Region inference profile (on-demand throughput of the bare model id is refused in most Regions).
+ */
+export function defaultBedrockModel(region: string | undefined): string {
+  if (region === undefined || region === 'us-east-1') return DEFAULT_BEDROCK_MODEL;
+  const prefix = regionalProfilePrefix(region);
+  return prefix ? `${prefix}.${DEFAULT_BEDROCK_MODEL}` : DEFAULT_BEDROCK_MODEL;
+}
+
 /** The inference profile's prefix and its foundation model, when `modelId` names a profile. */
 export function inferenceProfile(modelId: string): { prefix: string; model: string } | undefined {
   const dot = modelId.indexOf('.');

@@ -3,6 +3,7 @@
 // reported by name before anything is synthesized.
 import * as fs from 'fs';
 import * as path from 'path';
+import { defaultBedrockModel } from './arns';
 
 export const BACKENDS = ['kokoro', 'polly'] as const;
 export type Backend = (typeof BACKENDS)[number];
@@ -29,6 +30,8 @@ export interface EarshotConfig {
   readonly abWeights: Record<string, number>;
   /** Whether a request may name its backend instead of taking the A/B arm. */
   readonly abAllowOverride: boolean;
+  /** The A/B experiment's name: the split assigns each caller by a hash of it (a new name draws anew). */
+  readonly abExperiment: string;
   /** Whether a failed first audio falls over to the other backend. */
   readonly failover: boolean;
   readonly kokoroVoice: string;
@@ -105,6 +108,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   backends: 'list',
   abWeights: 'weights',
   abAllowOverride: 'boolean',
+  abExperiment: 'string',
   failover: 'boolean',
   kokoroVoice: 'string',
   pollyVoice: 'string',
@@ -255,6 +259,7 @@ function check(c: EarshotConfig): void {
   for (const key of ['kokoroVoice', 'pollyVoice', 'logLevel', 'bootstrapDir', 'instanceType'] as const) {
     if (c[key].trim() === '') fail(key, 'must not be empty');
   }
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(c.abExperiment)) fail('abExperiment', `must be 1 to 64 letters, digits, -, _, . or :, got ${JSON.stringify(c.abExperiment)}`);
   if (!/^[A-Za-z0-9_]{1,64}$/.test(c.pollyVoice)) fail('pollyVoice', `must be a Polly voice name such as ruth, got ${JSON.stringify(c.pollyVoice)}`);
   if (!/^[A-Za-z0-9_./#:-]{1,255}$/.test(c.metricsNamespace) || c.metricsNamespace.startsWith('AWS/')) {
     fail('metricsNamespace', `must be a custom CloudWatch namespace, got ${JSON.stringify(c.metricsNamespace)}`);
@@ -319,7 +324,7 @@ function checkAgent(c: EarshotConfig): void {
  * Builds the configuration from the file's values, each replaced by the context value of the same name
  * when there is one. `context` is `(key) => app.node.tryGetContext(key)` in the app.
  */
-export function resolveConfig(file: Record<string, unknown>, context: (key: string) => unknown = () => undefined): EarshotConfig {
+export function resolveConfig(file: Record<string, unknown>, context: (key: string) => unknown = () => undefined, region?: string): EarshotConfig {
   for (const key of Object.keys(file)) {
     if (!(key in KINDS)) fail(key, `is not a known setting (known: ${CONFIG_KEYS.join(', ')})`);
   }
@@ -335,6 +340,8 @@ export function resolveConfig(file: Record<string, unknown>, context: (key: stri
       throw e;
     }
   }
+  // `auto`: the default model in the form the deploying Region invokes on demand.
+  if (out.bedrockModelId === 'auto') out.bedrockModelId = defaultBedrockModel(region);
   const config = out as unknown as EarshotConfig;
   check(config);
   return config;

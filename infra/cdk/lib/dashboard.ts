@@ -1,6 +1,8 @@
 // The CloudWatch dashboard of a deployment, drawn from the Embedded Metric Format line the gateway logs after
 // each conversation (dimensions Backend+Release, Backend+Release+Arm and Arm; docs/metrics.json) and from the
 // Lambda's own metrics.
+import * as fs from 'fs';
+import * as path from 'path';
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -16,6 +18,57 @@ export interface EarshotDashboardProps {
   readonly fn: lambda.IFunction;
   /** The Kokoro endpoint, when the deployment has one. */
   readonly endpoint?: { readonly name: string; readonly variant: string };
+  /** What the cost widgets price: the function's memory and the endpoint's instances (none: Polly only). */
+  readonly cost: { readonly memoryMb: number; readonly instances: number };
+}
+
+/** The dated list prices `earshot ab` uses too (docs/prices.json), in US dollars. */
+export interface Prices {
+  readonly asOf: string;
+  readonly region: string;
+  readonly pollyPerMillionCharacters: number;
+  readonly lambdaPerGbSecond: number;
+  readonly lambdaPerMillionRequests: number;
+  readonly instancePerHour: number;
+  readonly instanceType: string;
+}
+
+export function publishedPrices(): Prices {
+  const p = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../docs/prices.json'), 'utf8'));
+  return {
+    asOf: p.as_of,
+    region: p.region,
+    pollyPerMillionCharacters: p.polly_generative_usd_per_million_characters.value,
+    lambdaPerGbSecond: p.lambda_usd_per_gb_second.value,
+    lambdaPerMillionRequests: p.lambda_usd_per_million_requests.value,
+    instancePerHour: p.sagemaker_usd_per_instance_hour.value,
+    instanceType: p.sagemaker_usd_per_instance_hour.instance_type,
+  };
+}
+
+/**
+ * Dollars per 1,000 answers of one arm, as metric math over one period: the characters Polly billed the
+ * arm, the gateway's time (GB-seconds) and requests, and the endpoint's instance-hours shared by the answers
+ * Kokoro spoke, in proportion (the same sums `earshot ab` makes per answer).
+ */
+export function costPerThousand(namespace: string, arm: string, prices: Prices, cost: { memoryMb: number; instances: number }, withEndpoint: boolean): cw.MathExpression {
+  const sum = (metricName: string, dimensionsMap: Record<string, string>) => new cw.Metric({ namespace, metricName, dimensionsMap, statistic: 'Sum', period: PERIOD });
+  // Ids are unique within a graph, which holds every arm's expression: each carries its arm's name.
+  const id = (name: string) => `${arm.replace(/[^a-z0-9]/gi, '').toLowerCase()}_${name}`;
+  const usingMetrics: Record<string, cw.IMetric> = {
+    [id('answers')]: sum('Answers', { Arm: arm }),
+    [id('chars')]: sum('BilledCharacters', { Arm: arm }),
+    [id('computems')]: sum('ComputeTime', { Arm: arm }),
+  };
+  const gb = cost.memoryMb / 1024;
+  let spend = `FILL(${id('chars')}, 0) * ${prices.pollyPerMillionCharacters / 1e6} + FILL(${id('computems')}, 0) / 1000 * ${gb} * ${prices.lambdaPerGbSecond} + ${id('answers')} * ${prices.lambdaPerMillionRequests / 1e6}`;
+  if (withEndpoint) {
+    usingMetrics[id('spokenbyendpoint')] = sum('Answers', { Backend: 'kokoro', Arm: arm });
+    usingMetrics[id('endpointanswers')] = sum('Answers', { Backend: 'kokoro' });
+    const perPeriod = `${cost.instances} * ${prices.instancePerHour} * PERIOD(${id('answers')}) / 3600`;
+    spend += ` + ${perPeriod} * FILL(${id('spokenbyendpoint')}, 0) / FILL(${id('endpointanswers')}, 1)`;
+  }
+  return new cw.MathExpression({ expression: `1000 * (${spend}) / ${id('answers')}`, usingMetrics, period: PERIOD, label: `arm ${arm} $ per 1,000 answers` });
 }
 
 const PERIOD = Duration.minutes(5);
@@ -26,6 +79,7 @@ export class EarshotDashboard extends Construct {
   constructor(scope: Construct, id: string, props: EarshotDashboardProps) {
     super(scope, id);
     const { namespace, backends } = props;
+    const prices = publishedPrices();
 
     // One line per backend and release mode, on the Backend+Release dimension set.
     const perArm = (metricName: string, statistic: string): cw.IMetric[] =>
@@ -103,6 +157,23 @@ export class EarshotDashboard extends Construct {
         [
           graph('A/B arms: stalls inside sentences (sum)', byArm('Stalls', 'Sum'), 'count'),
           graph('A/B arms: time stalled inside sentences p90 (ms)', byArm('StallTime', 'p90'), 'ms'),
+        ],
+        [
+          graph(
+            `A/B arms: cost per 1,000 answers ($, ${prices.region} list prices of ${prices.asOf})`,
+            props.arms.map((arm) => costPerThousand(namespace, arm, prices, props.cost, props.endpoint !== undefined)),
+            '$',
+          ),
+          // The split actually served: each arm's answers by the backend that spoke them (overflow and
+          // failover move answers to another backend; they stay in their arm).
+          graph('A/B arms: answers by arm and the backend that spoke (sum)', props.arms.flatMap((arm) => backends.map((backend) => new cw.Metric({
+            namespace,
+            metricName: 'Answers',
+            dimensionsMap: { Backend: backend, Arm: arm },
+            statistic: 'Sum',
+            period: PERIOD,
+            label: `arm ${arm} spoken by ${backend}`,
+          }))), 'answers'),
         ],
       );
     }

@@ -258,6 +258,7 @@ export class EarshotGatewayStack extends Stack {
       arms: c.pollyOnly ? ['polly'] : deployedBackends(c).filter((b) => (c.abWeights[b] ?? 0) > 0),
       fn: this.fn,
       endpoint: props.kokoro ? { name: props.kokoro.endpointName, variant: props.kokoro.variantName } : undefined,
+      cost: { memoryMb: c.lambdaMemoryMb, instances: props.kokoro ? c.minInstances : 0 },
     });
 
     new CfnOutput(this, 'FunctionUrl', { value: this.url.url, description: `The gateway's URL (auth ${c.authType}); POST /v1/speak` });

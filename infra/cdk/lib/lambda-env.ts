@@ -6,6 +6,7 @@ export const ENV_NAMES = [
   'EARSHOT_BACKENDS',
   'EARSHOT_AB_WEIGHTS',
   'EARSHOT_AB_ALLOW_OVERRIDE',
+  'EARSHOT_AB_EXPERIMENT',
   'EARSHOT_FAILOVER',
   'EARSHOT_SAGEMAKER_ENDPOINT',
   'EARSHOT_KOKORO_VOICE',
@@ -33,6 +34,12 @@ export const ENV_NAMES = [
   'EARSHOT_INTERRUPT_TABLE',
   'EARSHOT_INTERRUPT_POLL_MS',
   'EARSHOT_MAX_CONVERSATION_SECONDS',
+  'EARSHOT_AGENT_RESPONSE_TIMEOUT_MS',
+  'EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS',
+  'EARSHOT_AGENT_IDLE_TIMEOUT_MS',
+  'EARSHOT_BACKEND_OPEN_TIMEOUT_MS',
+  'EARSHOT_BACKEND_SILENCE_TIMEOUT_MS',
+  'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
   'EARSHOT_TOKEN_KEYS_SECRET',
@@ -43,6 +50,20 @@ export const ENV_NAMES = [
 /** How often a conversation reads the interrupt table, and how long before the Lambda's timeout a conversation is stopped. */
 export const INTERRUPT_POLL_MS = 250;
 export const CONVERSATION_MARGIN_SECONDS = 20;
+
+/**
+ * The time and size limits on what the gateway calls (docs/protocol.md, "Limits on what earshot calls"), the
+ * bootstrap's defaults written out so that a deployment says what it runs with. Their sum before the first
+ * audio (agent response, first token, backend open) stays far under the conversation's maximum length.
+ */
+export const UPSTREAM_LIMITS = {
+  EARSHOT_AGENT_RESPONSE_TIMEOUT_MS: '10000',
+  EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS: '30000',
+  EARSHOT_AGENT_IDLE_TIMEOUT_MS: '30000',
+  EARSHOT_AGENT_MAX_EVENT_BYTES: '1048576',
+  EARSHOT_BACKEND_OPEN_TIMEOUT_MS: '5000',
+  EARSHOT_BACKEND_SILENCE_TIMEOUT_MS: '15000',
+} as const;
 
 /**
  * The variables for a deployment. `interruptTable` is the interrupt table's name; `endpointName` is the
@@ -58,6 +79,7 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_BACKENDS: backends.join(','),
     EARSHOT_AB_WEIGHTS: weights,
     EARSHOT_AB_ALLOW_OVERRIDE: String(c.abAllowOverride),
+    EARSHOT_AB_EXPERIMENT: c.abExperiment,
     EARSHOT_FAILOVER: String(c.failover && backends.length > 1),
     EARSHOT_KOKORO_VOICE: c.kokoroVoice,
     EARSHOT_POLLY_VOICE: c.pollyVoice,
@@ -75,6 +97,7 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_INTERRUPT_POLL_MS: String(INTERRUPT_POLL_MS),
     EARSHOT_MAX_CONVERSATION_SECONDS: String(Math.max(10, c.lambdaTimeoutSeconds - CONVERSATION_MARGIN_SECONDS)),
     EARSHOT_LOG: c.logLevel,
+    ...UPSTREAM_LIMITS,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
   // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.

@@ -11,6 +11,9 @@ import { Construct } from 'constructs';
 import { endpointArn, endpointLogArns } from './arns';
 import { CDK_ROOT, EarshotConfig } from './config';
 
+/** The image's build output: Docker media types (not OCI), which SageMaker accepts. */
+export const DOCKER_MEDIA_TYPES = 'type=image,oci-mediatypes=false';
+
 export const KOKORO_DIR = path.resolve(CDK_ROOT, '..', 'kokoro');
 
 // The build context is what the Dockerfile copies and nothing else (the folder's .dockerignore still applies
@@ -44,10 +47,15 @@ export class KokoroModelStack extends Stack {
     this.variantName = c.variantName;
 
     // Recorded at synth time, built and pushed to the CDK asset repository by `cdk deploy` (needs Docker).
+    // Docker's own media types: Docker Engine 29+ and Docker Desktop default to the containerd image store,
+    // whose builds push OCI manifests, and SageMaker has been reported to refuse them ("Unsupported manifest
+    // media type application/vnd.oci.image.manifest.v1+json"). `make deploy` also turns off BuildKit's default
+    // provenance attestation (BUILDX_NO_DEFAULT_ATTESTATIONS), which would wrap the image in an OCI index.
     const image = new DockerImageAsset(this, 'KokoroImage', {
       directory: props.kokoroDir ?? KOKORO_DIR,
       platform: Platform.LINUX_AMD64,
       exclude: IMAGE_EXCLUDES,
+      outputs: [DOCKER_MEDIA_TYPES],
     });
 
     // Created here, with a retention, so that container logs neither pile up forever nor outlive the stack.
@@ -62,13 +70,9 @@ export class KokoroModelStack extends Stack {
     // group again outside the stack (the stack creates it, before the endpoint).
     const role = new iam.Role(this, 'ExecutionRole', {
       assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
-      description: 'SageMaker runs the earshot Kokoro container: pull its image, write its logs',
+      description: 'SageMaker runs the earshot Kokoro container: pull its image, write its logs and metrics',
     });
     image.repository.grantPull(role); // ecr:GetAuthorizationToken is account-wide by AWS's design; the rest is this repository
-    Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'ecr:GetAuthorizationToken accepts no resource but `*` (ECR authorization reference); the image pull itself is scoped to the asset repository.',
-    });
     role.addToPolicy(new iam.PolicyStatement({
       sid: 'EndpointLogs',
       actions: ['logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
@@ -77,6 +81,20 @@ export class KokoroModelStack extends Stack {
     Validations.of(role).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:${nagName(this.region, 'AWS::Region')}:${nagName(this.account, 'AWS::AccountId')}:log-group:/aws/sagemaker/Endpoints/${c.endpointName}:log-stream:*]`,
       reason: "SageMaker names the endpoint's log streams itself, one per variant and instance, after deployment; the grant is limited to this endpoint's own log group.",
+    });
+
+    // SageMaker publishes the instance's GPU and memory metrics (the dashboard's GPU charts) with the execution
+    // role, as AWS's CreateModel execution-role policy lists; PutMetricData takes no resource, so the grant is
+    // held to SageMaker's own namespaces by condition.
+    role.addToPolicy(new iam.PolicyStatement({
+      sid: 'EndpointMetrics',
+      actions: ['cloudwatch:PutMetricData'],
+      resources: ['*'],
+      conditions: { StringLike: { 'cloudwatch:namespace': ['/aws/sagemaker/*', 'AWS/SageMaker'] } },
+    }));
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken and cloudwatch:PutMetricData accept no resource but `*`; the image pull is scoped to the asset repository and the metrics to SageMaker namespaces by condition.',
     });
 
     const model = new sagemaker.CfnModel(this, 'Model', {

@@ -6,15 +6,19 @@
 //   voice. Where it does, StartSpeechSynthesisStream is offered too: the guide's document history has added
 //   the streaming Regions together with the generative ones (most recently London and Canada Central,
 //   2026-04-20).
-// - Bedrock: `bedrock get-foundation-model` (or `get-inference-profile` for a `us.`/`eu.`/… id) answers only
-//   where the model or profile is offered.
+// - Bedrock (only when the agent is Bedrock): `bedrock get-foundation-model` (or `get-inference-profile` for a
+//   `us.`/`eu.`/… id) answers only where the model or profile is offered, and a foundation model must list
+//   `ON_DEMAND` in its `inferenceTypesSupported`: most models, Nova Lite included, are invoked on demand in most
+//   Regions only through a cross-Region inference profile ("on-demand throughput isn't supported"), which the
+//   check then names for the Region's geography and confirms exists.
 // - SageMaker: the service quota "<instance type> for endpoint usage" exists where the instance type is offered,
-//   and must allow the configured minimum. No API reports bidirectional streaming by Region (the SDK's endpoint
+//   and must allow `maxInstances` (what autoscaling may reach). ListServiceQuotas lists a quota's applied value
+//   only once one is set, so where it is absent the AWS default (ListAWSDefaultServiceQuotas) is the answer. No API reports bidirectional streaming by Region (the SDK's endpoint
 //   rules resolve every Region of the partition to runtime.sagemaker.<region>.amazonaws.com:8443), so that one
 //   is named as a thing to confirm in the SageMaker documentation, not checked.
 // Each check that cannot be made (no permission to ask) is reported as unchecked, never as missing.
 import { EarshotConfig, deployedBackends } from './config';
-import { inferenceProfile } from './arns';
+import { inferenceProfile, regionalProfilePrefix } from './arns';
 
 /** One aws CLI run: its exit status and output. */
 export interface Answer {
@@ -53,6 +57,35 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask): Preflight
     }
   }
 
+  if (c.agent === 'bedrock') checkBedrock(c, region, run, missing, unchecked);
+
+  if (!c.pollyOnly) {
+    const name = `${c.instanceType} for endpoint usage`;
+    const q = run(['service-quotas', 'list-service-quotas', '--service-code', 'sagemaker']);
+    if (!q.ok) {
+      unchecked.push(`the SageMaker quota "${name}" (aws service-quotas failed: ${firstLine(q.stderr)})`);
+    } else {
+      let quota = quotaNamed(q.stdout, name);
+      if (!quota) {
+        const d = run(['service-quotas', 'list-aws-default-service-quotas', '--service-code', 'sagemaker']);
+        if (d.ok) quota = quotaNamed(d.stdout, name);
+        else unchecked.push(`the default SageMaker quota "${name}" (aws service-quotas failed: ${firstLine(d.stderr)})`);
+      }
+      if (!quota) missing.push(`SageMaker offers no ${c.instanceType} endpoints in ${region} (no quota "${name}"): choose another instanceType or Region`);
+      else if (quota.Value < c.maxInstances) {
+        missing.push(`the SageMaker quota "${name}" is ${quota.Value} in ${region}, below maxInstances ${c.maxInstances}: request an increase in the Service Quotas console (or lower maxInstances)`);
+      }
+    }
+    unchecked.push(`SageMaker bidirectional streaming in ${region}: no API reports it; the SageMaker documentation on bidirectional streaming lists its Regions`);
+  }
+  return { missing, unchecked };
+}
+
+const quotaNamed = (stdout: string, name: string): { Value: number } | undefined =>
+  ((JSON.parse(stdout).Quotas ?? []) as { QuotaName: string; Value: number }[]).find((x) => x.QuotaName === name);
+
+
+function checkBedrock(c: EarshotConfig, region: string, run: (args: string[]) => Answer, missing: string[], unchecked: string[]): void {
   const profile = inferenceProfile(c.bedrockModelId);
   const model = profile
     ? run(['bedrock', 'get-inference-profile', '--inference-profile-identifier', c.bedrockModelId])
@@ -67,23 +100,17 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask): Preflight
     const details = JSON.parse(model.stdout).modelDetails ?? {};
     if (details.modelLifecycle?.status === 'LEGACY') unchecked.push(`the Bedrock model ${c.bedrockModelId} is LEGACY in ${region}: it will reach end of life; consider a newer one`);
     if (details.responseStreamingSupported === false) missing.push(`the Bedrock model ${c.bedrockModelId} does not stream responses, which ConverseStream needs`);
-  }
-
-  if (!c.pollyOnly) {
-    const name = `${c.instanceType} for endpoint usage`;
-    const q = run(['service-quotas', 'list-service-quotas', '--service-code', 'sagemaker']);
-    if (!q.ok) {
-      unchecked.push(`the SageMaker quota "${name}" (aws service-quotas failed: ${firstLine(q.stderr)})`);
-    } else {
-      const quota = ((JSON.parse(q.stdout).Quotas ?? []) as { QuotaName: string; Value: number }[]).find((x) => x.QuotaName === name);
-      if (!quota) missing.push(`SageMaker offers no ${c.instanceType} endpoints in ${region} (no quota "${name}"): choose another instanceType or Region`);
-      else if (quota.Value < c.minInstances) {
-        missing.push(`the SageMaker quota "${name}" is ${quota.Value} in ${region}, below minInstances ${c.minInstances}: request an increase in the Service Quotas console`);
-      }
+    const inference = details.inferenceTypesSupported as string[] | undefined;
+    if (inference && !inference.includes('ON_DEMAND')) {
+      const suggested = `${regionalProfilePrefix(region) ?? 'global'}.${c.bedrockModelId}`;
+      const p = run(['bedrock', 'get-inference-profile', '--inference-profile-identifier', suggested]);
+      missing.push(
+        p.ok
+          ? `the Bedrock model ${c.bedrockModelId} is not invoked on demand in ${region} (only ${inference.join(', ')}): deploy with -c bedrockModelId=${suggested}, its cross-Region inference profile here`
+          : `the Bedrock model ${c.bedrockModelId} is not invoked on demand in ${region} (only ${inference.join(', ')}), and no inference profile ${suggested} answers: 'aws bedrock list-inference-profiles --region ${region}' lists those that do`,
+      );
     }
-    unchecked.push(`SageMaker bidirectional streaming in ${region}: no API reports it; the SageMaker documentation on bidirectional streaming lists its Regions`);
   }
-  return { missing, unchecked };
 }
 
 const firstLine = (s: string): string => s.trim().split('\n')[0] || 'no output';

@@ -63,6 +63,7 @@ describe('-c overrides (strings from the command line)', () => {
     rejects({ maxInstances: 'two' }, /`maxInstances` must be an integer/);
     rejects({ abWeights: 'kokoro=-1' }, /`abWeights` weight of kokoro/);
     rejects({ abWeights: 'kokoro' }, /`abWeights` must look like/);
+    rejects({ abExperiment: 'two words' }, /`abExperiment` must be 1 to 64 letters/);
   });
 });
 
@@ -78,6 +79,14 @@ describe('checks', () => {
 
   it('takes a foundation-model id or an inference profile id, not an ARN', () => {
     assert.equal(withContext({ bedrockModelId: 'us.amazon.nova-lite-v1:0' }).bedrockModelId, 'us.amazon.nova-lite-v1:0');
+    // The default follows the deploying Region: on demand by its id in us-east-1, through the Region's profile elsewhere.
+    const auto = (region?: string) => resolveConfig(readConfigFile(), () => undefined, region).bedrockModelId;
+    assert.equal(auto('us-east-1'), 'amazon.nova-lite-v1:0');
+    assert.equal(auto(undefined), 'amazon.nova-lite-v1:0', 'an offline synth keeps the plain id');
+    assert.equal(auto('us-west-2'), 'us.amazon.nova-lite-v1:0');
+    assert.equal(auto('eu-west-3'), 'eu.amazon.nova-lite-v1:0');
+    assert.equal(auto('ap-southeast-1'), 'apac.amazon.nova-lite-v1:0');
+    assert.equal(resolveConfig(readConfigFile(), (k) => (k === 'bedrockModelId' ? 'amazon.nova-micro-v1:0' : undefined), 'eu-west-3').bedrockModelId, 'amazon.nova-micro-v1:0', 'a chosen model is kept');
     rejects({ bedrockModelId: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-lite-v1:0' }, /`bedrockModelId`/);
     assert.equal(withContext({ bedrockModelId: 'anthropic.claude-3-haiku-20240307-v1:0' }).bedrockModelId, 'anthropic.claude-3-haiku-20240307-v1:0');
   });

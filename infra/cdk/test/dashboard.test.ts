@@ -14,9 +14,10 @@ function widgets(t: Template): Widget[] {
   return JSON.parse(render(body)).widgets;
 }
 
-/** Each metric line of a widget as `namespace metric dim=value… stat`. */
+/** Each metric line of a widget as `namespace metric dim=value… stat` (a math expression's own entry is left out; the
+ * metrics it uses are lines). */
 function lines(w: Widget): string[] {
-  return (w.properties.metrics ?? []).map((m) => {
+  return (w.properties.metrics ?? []).filter((m) => typeof m[0] === 'string').map((m) => {
     const opts = m[m.length - 1] as { stat: string };
     const [ns, name, ...dims] = m.slice(0, -1) as string[];
     const pairs = [];
@@ -103,6 +104,36 @@ describe('dashboard', () => {
       const dims = rest.slice(0, -1).map((p) => p.split('=')[0]).sort().join(',');
       assert.ok(emitted.has(`${name} ${dims}`), `the dashboard charts ${name} on [${dims}], which the gateway does not emit`);
     }
+  });
+
+  it('prices each arm per 1,000 answers from what the gateway emits and the dated prices earshot ab uses', () => {
+    const cost = byTitle(ws, /^A\/B arms: cost per 1,000 answers/);
+    assert.match(cost.properties.title ?? '', /us-east-1 list prices of \d{4}-\d{2}-\d{2}/);
+    const expressions = (cost.properties.metrics ?? []).filter((m) => typeof m[0] === 'object').map((m) => (m[0] as { expression: string }).expression);
+    assert.equal(expressions.length, 2, 'one expression per arm');
+    const prices = JSON.parse(readFileSync(join(__dirname, '../../../docs/prices.json'), 'utf8'));
+    for (const [e, arm] of expressions.map((e, i) => [e, ['kokoro', 'polly'][i]])) {
+      assert.ok(e.startsWith('1000 * (') && e.endsWith(`) / ${arm}_answers`), e);
+      assert.ok(e.includes(`* ${prices.polly_generative_usd_per_million_characters.value / 1e6}`), `Polly's price per character: ${e}`);
+      assert.ok(e.includes(`* 1 * ${prices.lambda_usd_per_gb_second.value}`), `1024 MB at the GB-second price: ${e}`);
+      assert.ok(e.includes(`1 * ${prices.sagemaker_usd_per_instance_hour.value} * PERIOD(${arm}_answers) / 3600`), `one instance-hour's share: ${e}`);
+    }
+    assert.deepEqual(lines(cost).sort(), [
+      'earshot Answers Arm=kokoro Backend=kokoro Sum', 'earshot Answers Arm=kokoro Sum', 'earshot Answers Arm=polly Backend=kokoro Sum', 'earshot Answers Arm=polly Sum',
+      'earshot Answers Backend=kokoro Sum', 'earshot Answers Backend=kokoro Sum',
+      'earshot BilledCharacters Arm=kokoro Sum', 'earshot BilledCharacters Arm=polly Sum', 'earshot ComputeTime Arm=kokoro Sum', 'earshot ComputeTime Arm=polly Sum',
+    ].sort());
+    // Polly only: no endpoint to share.
+    const polly = widgets(synth({ pollyOnly: 'true' }).gatewayTemplate);
+    const pollyCost = (byTitle(polly, /^A\/B arms: cost per 1,000 answers/).properties.metrics ?? []).filter((m) => typeof m[0] === 'object');
+    assert.ok(!(pollyCost[0][0] as { expression: string }).expression.includes('PERIOD'));
+  });
+
+  it('shows the traffic split actually served: each arm by the backend that spoke', () => {
+    assert.deepEqual(lines(byTitle(ws, /^A\/B arms: answers by arm and the backend/)).sort(), [
+      'earshot Answers Arm=kokoro Backend=kokoro Sum', 'earshot Answers Arm=kokoro Backend=polly Sum',
+      'earshot Answers Arm=polly Backend=kokoro Sum', 'earshot Answers Arm=polly Backend=polly Sum',
+    ]);
   });
 
   it('compares the A/B arms side by side, on the Arm dimension set', () => {

@@ -86,6 +86,7 @@ export interface Statement {
   readonly Effect: string;
   readonly Action: string | string[];
   readonly Resource: unknown;
+  readonly Condition?: Record<string, unknown>;
 }
 
 /** Every IAM policy statement of a template (inline policies of AWS::IAM::Policy resources). */

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Match } from 'aws-cdk-lib/assertions';
 import { readConfigFile } from '../lib/config';
-import { ENV_NAMES } from '../lib/lambda-env';
+import { ENV_NAMES, UPSTREAM_LIMITS } from '../lib/lambda-env';
 import { EXPOSED_HEADERS } from '../lib/gateway-stack';
 import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statements, synth } from './fixture';
 
@@ -151,6 +151,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_BACKENDS: 'kokoro,polly',
       EARSHOT_AB_WEIGHTS: 'kokoro=50,polly=50',
       EARSHOT_AB_ALLOW_OVERRIDE: 'true',
+      EARSHOT_AB_EXPERIMENT: 'default',
       EARSHOT_FAILOVER: 'true',
       EARSHOT_SAGEMAKER_ENDPOINT: 'earshot-kokoro',
       EARSHOT_KOKORO_VOICE: 'af_heart',
@@ -167,6 +168,12 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'info',
       EARSHOT_AUTH: 'none',
+      EARSHOT_AGENT_RESPONSE_TIMEOUT_MS: '10000',
+      EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS: '30000',
+      EARSHOT_AGENT_IDLE_TIMEOUT_MS: '30000',
+      EARSHOT_AGENT_MAX_EVENT_BYTES: '1048576',
+      EARSHOT_BACKEND_OPEN_TIMEOUT_MS: '5000',
+      EARSHOT_BACKEND_SILENCE_TIMEOUT_MS: '15000',
     });
   });
 
@@ -175,6 +182,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       backends: 'polly,kokoro',
       abWeights: 'kokoro=20,polly=80',
       abAllowOverride: 'false',
+      abExperiment: 'voices-2026-12',
       failover: 'false',
       kokoroVoice: 'af_bella',
       pollyVoice: 'matthew',
@@ -191,6 +199,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_BACKENDS: 'polly,kokoro',
       EARSHOT_AB_WEIGHTS: 'polly=80,kokoro=20',
       EARSHOT_AB_ALLOW_OVERRIDE: 'false',
+      EARSHOT_AB_EXPERIMENT: 'voices-2026-12',
       EARSHOT_FAILOVER: 'false',
       EARSHOT_SAGEMAKER_ENDPOINT: 'kokoro-staging',
       EARSHOT_KOKORO_VOICE: 'af_bella',
@@ -207,6 +216,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'debug',
       EARSHOT_AUTH: 'none',
+      ...UPSTREAM_LIMITS,
     });
   });
 

@@ -10,7 +10,13 @@ import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statemen
 describe('Kokoro image', () => {
   const s = synth();
   const manifest = JSON.parse(fs.readFileSync(path.join(s.app.outdir, `${s.model!.artifactId}.assets.json`), 'utf8'));
-  const images = Object.values(manifest.dockerImages) as { source: { directory: string; platform?: string } }[];
+  const images = Object.values(manifest.dockerImages) as { source: { directory: string; platform?: string; dockerOutputs?: string[] } }[];
+
+  it('is built with Docker media types, which SageMaker accepts (not the OCI ones of a containerd image store)', () => {
+    assert.deepEqual(images[0].source.dockerOutputs, ['type=image,oci-mediatypes=false']);
+    const makefile = fs.readFileSync(path.join(__dirname, '..', 'Makefile'), 'utf8');
+    assert.match(makefile, /BUILDX_NO_DEFAULT_ATTESTATIONS=1 \$\(CDK\) deploy/, 'no provenance attestation wraps the image in an OCI index');
+  });
 
   it('is one Docker image asset for linux/amd64, referenced by the model', () => {
     assert.equal(images.length, 1);
@@ -100,9 +106,16 @@ describe('execution role', () => {
     t!.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/sagemaker/Endpoints/earshot-kokoro', RetentionInDays: 30 });
   });
 
+  it("publishes metrics to SageMaker's namespaces only (the dashboard's GPU charts)", () => {
+    const metrics = all.filter((s) => actionsOf(s).includes('cloudwatch:PutMetricData'));
+    assert.equal(metrics.length, 1);
+    assert.deepEqual(actionsOf(metrics[0]), ['cloudwatch:PutMetricData']);
+    assert.deepEqual(metrics[0].Condition, { StringLike: { 'cloudwatch:namespace': ['/aws/sagemaker/*', 'AWS/SageMaker'] } });
+  });
+
   it('grants nothing else', () => {
     const actions = new Set(all.flatMap(actionsOf).map((a) => a.split(':')[0]));
-    assert.deepEqual([...actions].sort(), ['ecr', 'logs']);
+    assert.deepEqual([...actions].sort(), ['cloudwatch', 'ecr', 'logs']);
   });
 });
 

@@ -10,16 +10,18 @@ const ok = (body: unknown): Answer => ({ ok: true, stdout: JSON.stringify(body),
 const fail = (stderr: string): Answer => ({ ok: false, stdout: '', stderr });
 
 const VOICES = ok({ Voices: [{ Id: 'Ruth', LanguageCode: 'en-US', SupportedEngines: ['generative', 'neural'] }, { Id: 'Matthew', LanguageCode: 'en-US' }] });
-const MODEL = ok({ modelDetails: { modelId: 'amazon.nova-lite-v1:0', responseStreamingSupported: true, modelLifecycle: { status: 'ACTIVE' } } });
+const MODEL = ok({ modelDetails: { modelId: 'amazon.nova-lite-v1:0', responseStreamingSupported: true, modelLifecycle: { status: 'ACTIVE' }, inferenceTypesSupported: ['ON_DEMAND'] } });
 const QUOTAS = ok({ Quotas: [{ QuotaName: 'ml.g5.xlarge for endpoint usage', Value: 2 }, { QuotaName: 'ml.g5.2xlarge for endpoint usage', Value: 0 }] });
 
 /** An aws CLI that answers each service with the given answer and records what it was asked. */
-function cli(answers: { polly?: Answer; bedrock?: Answer; quotas?: Answer }) {
+function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer }) {
   const asked: string[][] = [];
   const ask = (args: string[]): Answer => {
     asked.push(args);
     if (args[0] === 'polly') return answers.polly ?? VOICES;
+    if (args[1] === 'get-inference-profile' && answers.profile) return answers.profile;
     if (args[0] === 'bedrock') return answers.bedrock ?? MODEL;
+    if (args[1] === 'list-aws-default-service-quotas') return answers.defaults ?? ok({ Quotas: [] });
     if (args[0] === 'service-quotas') return answers.quotas ?? QUOTAS;
     throw new Error(`unexpected ${args.join(' ')}`);
   };
@@ -54,11 +56,39 @@ describe('deploy preflight', () => {
     assert.match(p.missing[0], /inference profile eu\.amazon\.nova-lite-v1:0/);
   });
 
-  it('stops on an instance type the Region has no quota for, or a quota below the minimum', () => {
+  it('stops on an instance type the Region has no quota for, or a quota below the maximum autoscaling may reach', () => {
     const absent = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge' }), 'us-east-1', cli({}).ask);
     assert.match(absent.missing[0], /no ml\.g6e\.xlarge endpoints/);
-    const low = preflight(defaultConfig({ instanceType: 'ml.g5.2xlarge', minInstances: 1 }), 'us-east-1', cli({}).ask);
-    assert.match(low.missing[0], /quota "ml\.g5\.2xlarge for endpoint usage" is 0.*below minInstances 1/);
+    const low = preflight(defaultConfig({ instanceType: 'ml.g5.2xlarge', minInstances: 1, maxInstances: 1 }), 'us-east-1', cli({}).ask);
+    assert.match(low.missing[0], /quota "ml\.g5\.2xlarge for endpoint usage" is 0.*below maxInstances 1/);
+    const underMax = preflight(defaultConfig({ instanceType: 'ml.g5.xlarge', minInstances: 1, maxInstances: 3 }), 'us-east-1', cli({}).ask);
+    assert.match(underMax.missing[0], /is 2 .*below maxInstances 3/);
+  });
+
+  it("takes AWS's default where no applied quota value is listed, and only then calls an instance type not offered", () => {
+    const defaults = ok({ Quotas: [{ QuotaName: 'ml.g6e.xlarge for endpoint usage', Value: 4 }] });
+    const { ask, asked } = cli({ defaults });
+    const r = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge', maxInstances: 2 }), 'us-east-1', ask);
+    assert.deepEqual(r.missing, []);
+    assert.ok(asked.some((a) => a[1] === 'list-aws-default-service-quotas'));
+  });
+
+  it('stops on a model not invoked on demand in the Region, naming the inference profile to use there', () => {
+    const provisioned = ok({ modelDetails: { responseStreamingSupported: true, inferenceTypesSupported: ['INFERENCE_PROFILE'] } });
+    const { ask, asked } = cli({ bedrock: provisioned, profile: ok({ inferenceProfileId: 'eu.amazon.nova-lite-v1:0', status: 'ACTIVE' }) });
+    const r = preflight(defaultConfig(), 'eu-west-3', ask);
+    assert.equal(r.missing.length, 1);
+    assert.match(r.missing[0], /not invoked on demand in eu-west-3.*-c bedrockModelId=eu\.amazon\.nova-lite-v1:0/);
+    assert.ok(asked.some((a) => a.includes('eu.amazon.nova-lite-v1:0')), 'the suggested profile is confirmed with AWS');
+    const none = preflight(defaultConfig(), 'me-central-1', cli({ bedrock: provisioned, profile: fail('ResourceNotFoundException') }).ask);
+    assert.match(none.missing[0], /no inference profile global\.amazon\.nova-lite-v1:0 answers.*list-inference-profiles/);
+  });
+
+  it('asks nothing of Bedrock when the agent is not Bedrock', () => {
+    const { ask, asked } = cli({ bedrock: fail('ValidationException') });
+    const r = preflight(defaultConfig({ agent: 'openai', openaiModel: 'gpt-4o-mini' }), 'us-east-1', ask);
+    assert.ok(!asked.some((a) => a[0] === 'bedrock'));
+    assert.ok(!r.missing.some((m) => m.includes('Bedrock')));
   });
 
   it('reports what it may not ask as unchecked, never as missing', () => {

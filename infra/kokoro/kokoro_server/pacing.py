@@ -34,6 +34,12 @@ PLANS = ("paced", "fixed")
 # A piece's estimated render may use this share of the lead; the rest covers the estimate's error and the trip
 # to the listener.
 SAFETY = 0.75
+# The render predictions' deviation before any is known (a tenth: pieces of different lengths differ about that
+# much per phoneme on the CPU), how much of it a plan allows for, its smoothing (RFC 6298's), and the most margin.
+DEVIATION_PRIOR = 0.1
+DEVIATIONS = 3.0
+DEVIATION_WEIGHT = 0.25
+MAX_MARGIN = 2.5
 # Less audio than this queued ahead means the listener is waiting already: the piece is sized for first audio.
 WAITING = 0.05
 # The shortest piece cut at words: shorter ones cost more in per-call overhead and prosody than they save.
@@ -66,23 +72,38 @@ class Playout:
 class Speed:
     """The engine's speed, learned from every piece rendered: render seconds per phoneme (with a fixed overhead
     of ``overhead`` phonemes a call) and audio seconds per phoneme at speed 1. A slowdown is learned faster than
-    a speed-up, so the estimate errs towards a machine that is busier than it was."""
+    a speed-up, so the estimate errs towards a machine that is busier than it was.
 
-    def __init__(self, render_per_phoneme: float = 0.02, audio_per_phoneme: float = 0.06, overhead: int = 10) -> None:
+    Plans use a pessimistic render time: the mean's prediction times a margin that grows with how wrong the
+    predictions have been, as TCP times a retransmission by the round trip's mean and deviation (RFC 6298).
+    The per-phoneme cost is not constant (a long piece costs more per phoneme than a short one, and a busy
+    machine adds noise), and a plan that trusted the mean would stop the voice whenever a render ran late."""
+
+    def __init__(
+        self, render_per_phoneme: float = 0.02, audio_per_phoneme: float = 0.06, overhead: int = 10, deviation: float = DEVIATION_PRIOR
+    ) -> None:
         self.render_per_phoneme = render_per_phoneme
         self.audio_per_phoneme = audio_per_phoneme
         self.overhead = overhead
+        # The mean relative error of the render predictions (|actual / predicted - 1|), smoothed.
+        self.deviation = deviation
         self.observed = 0
 
+    @property
+    def margin(self) -> float:
+        """What a planned render time adds to the mean's prediction, as a factor."""
+        return min(1.0 + DEVIATIONS * self.deviation, MAX_MARGIN)
+
     def render_seconds(self, phonemes: int) -> float:
-        return self.render_per_phoneme * (phonemes + self.overhead)
+        """The render time a plan allows for: the mean's prediction with the margin."""
+        return self.render_per_phoneme * (phonemes + self.overhead) * self.margin
 
     def audio_seconds(self, phonemes: int, speed: float = 1.0) -> float:
         return self.audio_per_phoneme * phonemes / speed
 
     def phonemes_within(self, seconds: float) -> int:
-        """The longest piece whose render is estimated to take at most ``seconds``."""
-        return max(0, int(seconds / self.render_per_phoneme + 1e-9) - self.overhead)
+        """The longest piece whose planned render takes at most ``seconds``."""
+        return max(0, int(seconds / (self.render_per_phoneme * self.margin) + 1e-9) - self.overhead)
 
     def observe(self, phonemes: int, render_seconds: float, audio_seconds: float, speed: float = 1.0) -> None:
         """Learns from one rendered piece: its phonemes, the wall time of its render (queueing behind other
@@ -92,6 +113,9 @@ class Speed:
             return
         rate = render_seconds / (phonemes + self.overhead)
         first = self.observed == 0
+        if not first:
+            error = abs(rate / self.render_per_phoneme - 1.0)
+            self.deviation += DEVIATION_WEIGHT * (error - self.deviation)
         weight = 1.0 if first else (0.5 if rate > self.render_per_phoneme else 0.2)
         self.render_per_phoneme += weight * (rate - self.render_per_phoneme)
         if audio_seconds > 0:

@@ -12,7 +12,11 @@
 //! Both answer with the scripted agent's samples for the last user turn, at a chosen token rate, a
 //! signalled pause becoming a tool call. Markers in the prompt ask for failures: `[[401]]`, `[[429]]`,
 //! `[[500]]` before the stream; `[[midstream]]` (an error object after three tokens), `[[cut]]` (the
-//! stream ends without `[DONE]`), `[[filtered]]` (`finish_reason: content_filter`).
+//! stream ends without `[DONE]`), `[[filtered]]` (`finish_reason: content_filter`). And the agents
+//! that misbehave, for earshot's limits: `[[hang]]` (never answers, not even headers), `[[silent]]`
+//! (headers, then nothing), `[[stall]]` (one token, then silence), `[[endless]]` (one event or line that
+//! never ends), `[[huge-error]]` (a 500 whose body is 100 MB). Each waits or writes only while the
+//! client is still there.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -122,10 +126,43 @@ async fn handle(req: Request<Incoming>, seen: Arc<Mutex<Vec<Seen>>>, interval: D
             return api_error(status, kind, &format!("{} (requested by the test)", status.canonical_reason().unwrap_or("error")));
         }
     }
-    let script = ScriptedAgent::default().script_for(&AgentInput::prompt(prompt.clone()));
+    if prompt.contains("[[hang]]") {
+        // Long enough for any limit under test; the connection's end drops this future.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
     let (out, stream) = channel_body();
+    if prompt.contains("[[huge-error]]") {
+        tokio::spawn(async move {
+            // One megabyte shared by every chunk: the stand-in itself holds no more than that.
+            let megabyte = Bytes::from(vec![b'x'; 1 << 20]);
+            for _ in 0..100 {
+                if out.send(megabyte.clone()).await.is_err() {
+                    return;
+                }
+            }
+        });
+        return Response::builder().status(StatusCode::INTERNAL_SERVER_ERROR).header("content-type", "text/html").body(stream.boxed_unsync()).expect("a body");
+    }
+    let script = ScriptedAgent::default().script_for(&AgentInput::prompt(prompt.clone()));
     let shape = path.clone();
     tokio::spawn(async move {
+        if prompt.contains("[[silent]]") {
+            out.closed().await;
+            return;
+        }
+        if prompt.contains("[[endless]]") {
+            let opening = match shape.as_str() {
+                "/agent/ndjson" => "{\"text\": \"",
+                "/agent/text" => "",
+                _ => "data: ",
+            };
+            let run = Bytes::from(vec![b'x'; 64 << 10]);
+            if out.send(Bytes::from(opening)).await.is_err() {
+                return;
+            }
+            while out.send(run.clone()).await.is_ok() {}
+            return;
+        }
         let send = |s: String| {
             let out = out.clone();
             async move { out.send(Bytes::from(s)).await.is_ok() }
@@ -168,6 +205,10 @@ async fn handle(req: Request<Incoming>, seen: Arc<Mutex<Vec<Seen>>>, interval: D
                             return;
                         }
                         if tokens == 3 && prompt.contains("[[cut]]") {
+                            return;
+                        }
+                        if tokens == 1 && prompt.contains("[[stall]]") {
+                            out.closed().await;
                             return;
                         }
                     }

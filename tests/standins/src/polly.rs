@@ -40,9 +40,11 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
     if header("x-amzn-outputformat") != "pcm" {
         return error(StatusCode::BAD_REQUEST, "ValidationException", "this stand-in speaks PCM only");
     }
-    if header("x-amzn-voiceid").is_empty() {
+    let voice_id = header("x-amzn-voiceid");
+    if voice_id.is_empty() {
         return error(StatusCode::BAD_REQUEST, "ValidationException", "VoiceId is required");
     }
+    *state.stats.last_polly_voice.lock().expect("stats lock") = Some(voice_id);
     let rate: u32 = header("x-amzn-samplerate").parse().unwrap_or(16_000);
     let ws = match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
         Ok((ws, _)) => ws,
@@ -286,14 +288,29 @@ fn kokoro_wire_rate() -> u32 {
     earshot_backends::container_session::KOKORO_SAMPLE_RATE
 }
 
-/// `DescribeVoices` (`GET /v1/voices`), which the backend's health probe calls: the generative voices
-/// earshot names, in the response shape of Polly's API reference (`Voices`, each with `Id`, `Name`,
-/// `LanguageCode`, `SupportedEngines`).
+/// `DescribeVoices` (`GET /v1/voices`), which the backend reads its voices from: generative voices of
+/// several languages from the developer guide's "Generative voices" table, two of them outside earshot's
+/// built-in list (Ayanda, and Kajal, bilingual), in the response shape of Polly's API reference
+/// (`Voices`, each with `Id`, `Name`, `LanguageCode`, `AdditionalLanguageCodes`, `SupportedEngines`).
 pub fn describe_voices() -> Response<Body> {
-    let voices: Vec<serde_json::Value> = [("Ruth", "en-US"), ("Matthew", "en-US"), ("Amy", "en-GB"), ("Lea", "fr-FR")]
-        .iter()
-        .map(|(name, language)| serde_json::json!({"Id": name, "Name": name, "LanguageCode": language, "SupportedEngines": ["generative", "neural"]}))
-        .collect();
+    let voices: Vec<serde_json::Value> = [
+        ("Ruth", "en-US", None),
+        ("Matthew", "en-US", None),
+        ("Amy", "en-GB", None),
+        ("Ayanda", "en-ZA", None),
+        ("Kajal", "en-IN", Some("hi-IN")),
+        ("Lea", "fr-FR", None),
+        ("Remi", "fr-FR", None),
+    ]
+    .iter()
+    .map(|(name, language, other)| {
+        let mut voice = serde_json::json!({"Id": name, "Name": name, "LanguageCode": language, "SupportedEngines": ["generative", "neural"]});
+        if let Some(other) = other {
+            voice["AdditionalLanguageCodes"] = serde_json::json!([other]);
+        }
+        voice
+    })
+    .collect();
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "application/json")

@@ -4,7 +4,11 @@
 //! part and a binary frame as a `BINARY` part. An endpoint named `fail-model-stream` or
 //! `fail-internal-stream` fails after its first audio with `ModelStreamError` or
 //! `InternalStreamFailure`, for tests; one named `fail-before-audio` fails with `ModelStreamError` as soon
-//! as the first request reaches it, before any audio.
+//! as the first request reaches it, before any audio. One whose name starts with `untagged` sends its
+//! response parts without a `DataType` header: SageMaker's API reference lists the header as optional
+//! (`PayloadPart.DataType`, "UTF8 | BINARY", not required), so a client must not depend on it. One whose
+//! name starts with `denied` answers `AccessDeniedException` (403), as for a role without
+//! `sagemaker:InvokeEndpointWithBidirectionalStream`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,6 +26,13 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
     let name = path.trim_start_matches("/endpoints/").trim_end_matches("/invocations-bidirectional-stream").to_string();
     if name.is_empty() || name == "missing" {
         return error(StatusCode::BAD_REQUEST, "ValidationError", &format!("Endpoint {name} not found."));
+    }
+    // A caller whose role lacks the bidirectional action, as IAM answers it.
+    if name.starts_with("denied") {
+        let message = format!(
+            "User: arn:aws:sts::123456789012:assumed-role/earshot-gateway/fn is not authorized to perform: sagemaker:InvokeEndpointWithBidirectionalStream on resource: arn:aws:sagemaker:us-east-1:123456789012:endpoint/{name}"
+        );
+        return error(StatusCode::FORBIDDEN, "AccessDeniedException", &message);
     }
     let requested = req.headers().get("x-amzn-sagemaker-target-variant").and_then(|v| v.to_str().ok()).map(str::to_string);
     *state.stats.last_target_variant.lock().expect("stats lock") = requested.clone();
@@ -41,6 +52,15 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
         _ => None,
     };
     let fail_before_audio = name == "fail-before-audio";
+    let untagged = name.starts_with("untagged");
+    let data_type = |value: &'static str| -> Vec<(&'static str, &'static str)> {
+        if untagged {
+            vec![]
+        } else {
+            vec![("DataType", value)]
+        }
+    };
+    let (text_type, binary_type) = (data_type("UTF8"), data_type("BINARY"));
     tokio::spawn(async move {
         let (mut sink, mut stream) = ws.split();
         let mut input_open = true;
@@ -80,9 +100,9 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                 },
                 message = stream.next() => {
                     let part = match message {
-                        Some(Ok(Message::Text(text))) => event("PayloadPart", "application/octet-stream", &[("DataType", "UTF8")], Bytes::from(text.to_string())),
+                        Some(Ok(Message::Text(text))) => event("PayloadPart", "application/octet-stream", &text_type, Bytes::from(text.to_string())),
                         Some(Ok(Message::Binary(bytes))) => {
-                            let part = event("PayloadPart", "application/octet-stream", &[("DataType", "BINARY")], Bytes::from(bytes.to_vec()));
+                            let part = event("PayloadPart", "application/octet-stream", &binary_type, Bytes::from(bytes.to_vec()));
                             if let Some((name, json)) = &fail_after_audio {
                                 let _ = out.send(part).await;
                                 let _ = out.send(exception(name, json)).await;

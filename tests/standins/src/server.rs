@@ -86,6 +86,8 @@ pub struct Stats {
     pub sagemaker_streams: AtomicU64,
     /// The production variant the last SageMaker request addressed, if any.
     pub last_target_variant: std::sync::Mutex<Option<String>>,
+    /// The `VoiceId` of the last Polly stream.
+    pub last_polly_voice: std::sync::Mutex<Option<String>>,
     pub bedrock_calls: AtomicU64,
     /// Each `InvokeAgentRuntime`: its runtime session id and its payload.
     pub agentcore_calls: std::sync::Mutex<Vec<(String, serde_json::Value)>>,

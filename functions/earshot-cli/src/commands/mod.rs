@@ -1,5 +1,7 @@
 //! One module a subcommand.
 
+pub mod ab;
+pub mod doctor;
 pub mod say;
 pub mod serve;
 pub mod sigv4;

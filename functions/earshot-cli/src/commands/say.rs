@@ -34,16 +34,8 @@ pub struct SayArgs {
     /// Print the timeline as JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// A gateway token (token mode), sent as `Authorization: Bearer`.
-    #[arg(long, env = "EARSHOT_TOKEN", hide_env_values = true, conflicts_with = "sigv4")]
-    token: Option<String>,
-    /// Sign the request with SigV4 (a deployed gateway behind IAM), with the AWS credentials of the
-    /// environment; the caller needs lambda:InvokeFunctionUrl and lambda:InvokeFunction on the function.
-    #[arg(long)]
-    sigv4: bool,
-    /// The region to sign for (default: the function URL's, else AWS_REGION).
-    #[arg(long)]
-    region: Option<String>,
+    #[command(flatten)]
+    access: super::sigv4::Access,
 }
 
 pub fn run(args: SayArgs) -> Result<(), String> {
@@ -63,19 +55,8 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let signer = if args.sigv4 {
-        let region = args
-            .region
-            .clone()
-            .or_else(|| super::sigv4::region_of(&args.url))
-            .or_else(|| std::env::var("AWS_REGION").ok())
-            .ok_or("--sigv4: name the region with --region (or AWS_REGION)")?;
-        let credentials = runtime.block_on(super::sigv4::credentials())?;
-        Some(super::sigv4::signer(credentials, region))
-    } else {
-        None
-    };
-    let options = CallOptions { delivery, bearer: args.token.clone(), signer, ..Default::default() };
+    let signer = args.access.signer(&args.url, &runtime)?;
+    let options = CallOptions { delivery, bearer: args.access.token.clone(), signer, ..Default::default() };
     let received = runtime.block_on(speak(&args.url, &body, &options)).map_err(|e| e.to_string())?;
     if !received.audio.is_empty() {
         received.write_wav(&args.out)?;

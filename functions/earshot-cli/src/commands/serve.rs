@@ -32,6 +32,12 @@ pub struct ServeArgs {
     /// Connections open at once; more are answered 503 and closed.
     #[arg(long, default_value_t = 512)]
     max_connections: usize,
+    /// Requests one HTTP/2 connection may have open at once.
+    #[arg(long, default_value_t = 16)]
+    max_streams_per_connection: u32,
+    /// Conversations spoken at once, over every connection; more are answered 503 `server_busy`.
+    #[arg(long, default_value_t = 256)]
+    max_conversations: usize,
     /// The most bytes of headers (names and values) one request may carry; over it, 431. At most 65536.
     #[arg(long, default_value_t = 16 * 1024)]
     max_header_bytes: usize,
@@ -65,9 +71,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
 
     built.settings.limits.body_timeout = time_limit(args.body_timeout, "--body-timeout")?;
+    built.settings.max_conversations = Some(within(args.max_conversations, 1, 100_000, "--max-conversations")?);
     let limits = earshot_gateway::ServerLimits {
         header_timeout: time_limit(args.header_timeout, "--header-timeout")?,
-        max_connections: args.max_connections.max(1),
+        max_connections: within(args.max_connections, 1, 100_000, "--max-connections")?,
+        max_streams_per_connection: within(args.max_streams_per_connection as usize, 1, 1000, "--max-streams-per-connection")? as u32,
         max_header_bytes: within(args.max_header_bytes, 1024, earshot_gateway::server::HARD_HEADER_BYTES, "--max-header-bytes")?,
         max_headers: within(args.max_headers, 8, 1000, "--max-headers")?,
         drain: seconds(args.drain, "--drain")?,

@@ -20,6 +20,40 @@ pub fn region_of(url: &str) -> Option<String> {
     (service == "lambda-url").then(|| region.to_string())
 }
 
+/// How a command reaches a gateway that checks its callers: a token, or SigV4 (flattened into `say` and
+/// `doctor`).
+#[derive(clap::Args)]
+pub struct Access {
+    /// A gateway token (token mode), sent as `Authorization: Bearer`.
+    #[arg(long, env = "EARSHOT_TOKEN", hide_env_values = true, conflicts_with = "sigv4")]
+    pub token: Option<String>,
+    /// Sign each request with SigV4 (a deployed gateway behind IAM), with the AWS credentials of the
+    /// environment; the caller needs lambda:InvokeFunctionUrl and lambda:InvokeFunction on the function.
+    #[arg(long)]
+    pub sigv4: bool,
+    /// The region to sign for (default: the function URL's, else AWS_REGION).
+    #[arg(long)]
+    pub region: Option<String>,
+}
+
+impl Access {
+    /// The signer, when `--sigv4` asks for one.
+    pub fn signer(&self, url: &str, runtime: &tokio::runtime::Runtime) -> Result<Option<Signer>, String> {
+        if !self.sigv4 {
+            return Ok(None);
+        }
+        signer_for(url, self.region.clone(), runtime).map(Some)
+    }
+}
+
+/// The signer for `--sigv4` against `url`: the region from `--region`, the function URL, or `AWS_REGION`.
+pub fn signer_for(url: &str, region: Option<String>, runtime: &tokio::runtime::Runtime) -> Result<Signer, String> {
+    let region =
+        region.or_else(|| region_of(url)).or_else(|| std::env::var("AWS_REGION").ok()).ok_or("--sigv4: name the region with --region (or AWS_REGION)")?;
+    let credentials = runtime.block_on(credentials())?;
+    Ok(signer(credentials, region))
+}
+
 /// The credentials of the SDK's default chain.
 pub async fn credentials() -> Result<Credentials, String> {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;

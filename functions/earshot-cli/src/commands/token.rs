@@ -4,6 +4,7 @@
 
 use clap::Args;
 use earshot_gateway::auth::{mint, now, Claims, TokenAuth};
+use earshot_gateway::conversation_scope::check_pattern;
 
 #[derive(Args)]
 pub struct TokenArgs {
@@ -34,7 +35,8 @@ pub struct TokenArgs {
     /// The most characters one request may send.
     #[arg(long)]
     max_chars: Option<usize>,
-    /// A conversation id, or a prefix ending in `*`, the bearer may speak under and interrupt.
+    /// A conversation id, `*`, or whole segments then `:*` (`user-42:*`) the bearer may speak under and
+    /// interrupt (repeat for more).
     #[arg(long = "conversation")]
     conversations: Vec<String>,
 }
@@ -45,6 +47,9 @@ pub fn run(args: TokenArgs) -> Result<(), String> {
         Some(kid) => keys.iter().find(|(k, _)| k == kid).ok_or_else(|| format!("--kid: no key `{kid}` in --keys"))?,
         None => keys.first().ok_or("--keys names no key")?,
     };
+    for pattern in &args.conversations {
+        check_pattern(pattern).map_err(|why| format!("--conversation: {why}"))?;
+    }
     let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
     let issued = now();
     let claims = Claims {

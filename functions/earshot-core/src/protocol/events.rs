@@ -75,9 +75,13 @@ pub struct SessionInfo {
     pub backend: String,
     /// Why this backend.
     pub backend_reason: BackendReason,
-    /// The A/B arm, when the split chose.
+    /// The A/B arm the split assigned, also when another backend speaks (overflow, failover):
+    /// `backend` says which speaks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arm: Option<String>,
+    /// The A/B experiment the arm belongs to, with the arm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
     pub release: String,
     pub voice: String,
     pub audio: AudioFormat,

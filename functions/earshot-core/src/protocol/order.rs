@@ -79,6 +79,7 @@ mod tests {
             backend: "kokoro".into(),
             backend_reason: BackendReason::Default,
             arm: None,
+            experiment: None,
             release: "incremental".into(),
             voice: "af_heart".into(),
             audio: AudioFormat::pcm_s16le(24_000),

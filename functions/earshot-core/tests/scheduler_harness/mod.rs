@@ -38,6 +38,8 @@ pub enum Step {
     Say(String),
     Pause,
     Done,
+    /// The end without the format's end marker (`AgentEvent::DoneUnmarked`).
+    DoneUnmarked,
     Fail(&'static str),
     /// Drop the channel without `Done`.
     Hangup,
@@ -93,6 +95,7 @@ pub fn agent(steps: Vec<Step>, origin: Instant) -> (AgentStream, AgentProbe) {
                 }
                 Step::Pause => tx.send(Ok(AgentEvent::Pause)).await.is_ok(),
                 Step::Done => tx.send(Ok(AgentEvent::Done)).await.is_ok(),
+                Step::DoneUnmarked => tx.send(Ok(AgentEvent::DoneUnmarked)).await.is_ok(),
                 Step::Fail(code) => tx.send(Err(AgentError::new(code, "the agent failed", false))).await.is_ok(),
                 Step::Hangup => {
                     drop(tx);
@@ -282,6 +285,7 @@ pub fn first_info() -> SessionInfo {
         backend: "primary".into(),
         backend_reason: BackendReason::Ab,
         arm: Some("primary".into()),
+        experiment: Some("default".into()),
         release: "incremental".into(),
         voice: "test".into(),
         audio: AudioFormat::pcm_s16le(24_000),

@@ -19,7 +19,7 @@ import logging
 import numpy as np
 import onnxruntime as ort
 
-from .. import model_files
+from .. import cuda_libraries, model_files
 from ..config import Settings
 from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, english_g2p
 from .base import Engine, EngineUnavailable, Stop, Stopped, Voice
@@ -87,13 +87,14 @@ class OnnxEngine(Engine):
         spinning = "1" if settings.ort_spinning else "0"
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        on_gpu = providers[0] != "CPUExecutionProvider"
+        if on_gpu:
+            # The CUDA libraries of the nvidia wheels, loaded before the provider looks for them.
+            cuda_libraries.prepare()
         self._session = ort.InferenceSession(str(model), sess_options=options, providers=providers)
-        if providers[0] != "CPUExecutionProvider" and "CUDAExecutionProvider" not in self._session.get_providers():
+        if on_gpu and "CUDAExecutionProvider" not in self._session.get_providers():
             # onnxruntime falls back to the CPU when the CUDA provider cannot start (no driver, no libraries).
-            raise EngineUnavailable(
-                f"KOKORO_DEVICE={settings.device} but the CUDA provider did not start (running on "
-                f"{', '.join(self._session.get_providers())}): check the NVIDIA driver and the CUDA libraries"
-            )
+            raise EngineUnavailable(cuda_libraries.refusal(str(settings.device), self._session.get_providers()))
         self.device = settings.device or "cpu"
         inputs = {i.name for i in self._session.get_inputs()}
         self._token_input = "input_ids" if "input_ids" in inputs else "tokens"

@@ -1,0 +1,193 @@
+//! `earshot ab`: which arm of the A/B split answers faster, steadier and cheaper per answer, with
+//! confidence intervals, from the gateway's metric lines: a local log (`make run-aws` writes
+//! `.run/earshot.log`; `-` reads standard input) or a deployment's CloudWatch log group, read with the
+//! SDK's credentials. The figures, intervals and verdict come from `earshot-experiment`; this module
+//! only fetches the lines and prints.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use earshot_experiment::report::{self, Options};
+use earshot_experiment::{plot, Deployment, Lines, Prices};
+
+/// The log `make run` and `make run-aws` write the gateway's standard output to.
+const LOCAL_LOG: &str = ".run/earshot.log";
+
+#[derive(Args)]
+pub struct AbArgs {
+    /// A log holding the gateway's metric lines (repeat for more; `-`: standard input). Default, with no
+    /// --log-group: .run/earshot.log, the log of `make run-aws`.
+    #[arg(long = "log")]
+    logs: Vec<PathBuf>,
+    /// A deployed gateway's CloudWatch log group (`/aws/lambda/<function name>`), read with the
+    /// environment's AWS credentials (logs:FilterLogEvents).
+    #[arg(long, conflicts_with = "logs")]
+    log_group: Option<String>,
+    /// The Region of the log group (default: the environment's).
+    #[arg(long)]
+    region: Option<String>,
+    /// Another CloudWatch Logs endpoint (a local stand-in).
+    #[arg(long, env = "EARSHOT_AWS_ENDPOINT")]
+    endpoint_url: Option<String>,
+    /// How far back to read: `30m`, `24h`, `7d` (default: all of a log; 24h of a log group).
+    #[arg(long, value_parser = duration_ms)]
+    since: Option<u64>,
+    /// The experiment to report on (default: the one with the most answers).
+    #[arg(long)]
+    experiment: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also draw the time-to-first-audio distributions per arm into this SVG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Kokoro endpoint instances through the window (the CDK app's minInstances; the average where
+    /// autoscaling moved it).
+    #[arg(long, default_value_t = 1.0)]
+    instances: f64,
+    /// The function's memory, where the lines do not say it (they do on Lambda).
+    #[arg(long, default_value_t = 1024)]
+    memory_mb: u32,
+    /// The gateway does not run on Lambda (`earshot serve` on a machine of your own): its time is not billed.
+    #[arg(long)]
+    no_lambda: bool,
+    /// Polly's price per million characters (default: docs/prices.json).
+    #[arg(long)]
+    polly_price: Option<f64>,
+    /// The Lambda's price per GB-second (default: docs/prices.json).
+    #[arg(long)]
+    lambda_gb_second_price: Option<f64>,
+    /// The Lambda's price per million requests (default: docs/prices.json).
+    #[arg(long)]
+    lambda_request_price: Option<f64>,
+    /// The Kokoro endpoint's price per instance-hour (default: docs/prices.json).
+    #[arg(long)]
+    instance_price: Option<f64>,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 2000)]
+    resamples: usize,
+    /// The bootstrap's seed: the same lines and seed give the same report.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(args: AbArgs) -> Result<(), String> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let (lines, window) = match &args.log_group {
+        Some(group) => {
+            let since = args.since.unwrap_or(24 * 3_600_000);
+            let window = (now.saturating_sub(since), now);
+            (Lines::read(&read_log_group(&args, group, window)?.join("\n")), Some(window))
+        }
+        None => (read_logs(&args.logs)?, args.since.map(|since| (now.saturating_sub(since), now))),
+    };
+    let options = Options {
+        experiment: args.experiment.clone(),
+        prices: prices(&args),
+        deployment: Deployment { instances: args.instances, memory_mb: args.memory_mb, lambda: !args.no_lambda },
+        window,
+        resamples: args.resamples.max(100),
+        seed: args.seed,
+        ..Default::default()
+    };
+    let report = report::build(&lines, &options)?;
+    if let Some(path) = &args.plot {
+        let (_, answers) = report::selected(&lines, &options);
+        let arms: Vec<(String, Vec<&earshot_experiment::Answer>)> =
+            report.arms.iter().map(|a| (a.arm.clone(), answers.iter().copied().filter(|x| x.arm == a.arm).collect())).collect();
+        let title = format!("Time to first audio per arm: experiment {}", report.experiment.as_deref().unwrap_or("(unnamed)"));
+        std::fs::write(path, plot::ttfa_svg(&title, &arms)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+    } else {
+        print!("{}", report::render(&report));
+        if let Some(path) = &args.plot {
+            println!("Plot: {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn prices(args: &AbArgs) -> Prices {
+    let mut prices = Prices::published();
+    let overrides = [
+        (args.polly_price, &mut prices.polly_per_million_characters),
+        (args.lambda_gb_second_price, &mut prices.lambda_per_gb_second),
+        (args.lambda_request_price, &mut prices.lambda_per_million_requests),
+        (args.instance_price, &mut prices.instance_per_hour),
+    ];
+    let mut overridden = false;
+    for (given, price) in overrides {
+        if let Some(value) = given {
+            *price = value;
+            overridden = true;
+        }
+    }
+    if overridden {
+        prices.as_of = format!("{} (some overridden)", prices.as_of);
+    }
+    prices
+}
+
+fn read_logs(paths: &[PathBuf]) -> Result<Lines, String> {
+    let default = [PathBuf::from(LOCAL_LOG)];
+    let paths = if paths.is_empty() {
+        if !default[0].exists() {
+            return Err(format!(
+                "name the lines to read: --log FILE (the gateway's standard output), or --log-group NAME; {LOCAL_LOG} (make run-aws's log) is not here"
+            ));
+        }
+        &default[..]
+    } else {
+        paths
+    };
+    let mut lines = Lines::default();
+    for path in paths {
+        let text = if path.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin()).map_err(|e| format!("standard input: {e}"))?
+        } else {
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        };
+        lines.extend(text.lines());
+    }
+    Ok(lines)
+}
+
+fn read_log_group(args: &AbArgs, group: &str, (from, to): (u64, u64)) -> Result<Vec<String>, String> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let settings = earshot_aws::AwsSettings { region: args.region.clone(), endpoint_url: args.endpoint_url.clone(), ..Default::default() };
+        let config = settings.sdk_config().await;
+        earshot_aws::logs::metric_lines(&config, group, from as i64, to as i64).await
+    })
+}
+
+/// `90s`, `30m`, `24h`, `7d` as milliseconds.
+fn duration_ms(text: &str) -> Result<u64, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration such as 30m, 24h or 7d"))?;
+    let unit_ms = match unit {
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("`{text}`: the unit is s, m, h or d")),
+    };
+    Ok(number * unit_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration_ms("90s"), Ok(90_000));
+        assert_eq!(duration_ms("24h"), Ok(86_400_000));
+        assert_eq!(duration_ms("7d"), Ok(604_800_000));
+        assert!(duration_ms("24").is_err() && duration_ms("h").is_err() && duration_ms("2w").is_err());
+    }
+}

@@ -1,0 +1,154 @@
+//! `earshot doctor`: after a deploy (or against any running gateway), does each arm speak?
+//!
+//! A deployment can look healthy and still not speak on one arm: a role without the bidirectional action,
+//! a quota of zero, a model not enabled, an endpoint still starting. With failover on, the gateway hides
+//! it (every conversation spills to the other arm while the first one bills). So the doctor asks the
+//! gateway for its backends (`/healthz`), then runs one short conversation pinned to each (`backend`): a
+//! backend the request names is never failed over (`Routing::fallbacks`), so an arm that cannot speak
+//! answers with its own error instead of hiding behind the other. It reports for each arm: healthy or not,
+//! time to first audio, the voice and the billed characters, or the error code and, for each AWS or
+//! earshot code it recognises, the likely fix. It exits non-zero when an arm cannot speak.
+
+use clap::Args;
+use earshot_client::{speak, CallOptions, ClientError, Received, SpeakBody};
+
+#[derive(Args)]
+pub struct DoctorArgs {
+    /// The gateway's base URL (the function URL after `make deploy`).
+    #[arg(long, env = "EARSHOT_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    #[command(flatten)]
+    access: super::sigv4::Access,
+}
+
+/// What the doctor says the arm says.
+const SAMPLE: &str = "Hello from earshot doctor. This voice works.";
+
+/// How one arm fared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// It spoke the conversation.
+    Speaks { ttfa_ms: Option<f64>, voice: String, billed_characters: Option<u64> },
+    /// Nothing was spoken: the gateway refused or the conversation failed, with this code.
+    Failed { code: String },
+}
+
+/// The verdict on an arm from what the conversation pinned to it returned.
+pub fn verdict(result: &Result<Received, ClientError>) -> Verdict {
+    let received = match result {
+        Ok(received) => received,
+        Err(ClientError::Refused { code, .. }) => return Verdict::Failed { code: code.clone() },
+        Err(e) => return Verdict::Failed { code: format!("unreachable ({e})") },
+    };
+    match (&received.session, &received.error) {
+        (_, Some(error)) => Verdict::Failed { code: error.code.clone() },
+        (None, None) => Verdict::Failed { code: "the stream carried no session message".into() },
+        (Some(session), None) => {
+            let timeline = received.timeline.as_ref();
+            Verdict::Speaks {
+                ttfa_ms: timeline.and_then(|t| t.first_audio_sent_ms),
+                voice: session.voice.clone(),
+                billed_characters: timeline.and_then(|t| t.billed_characters),
+            }
+        }
+    }
+}
+
+/// The likely fix for an error code the gateway passes on (AWS's, in snake case, or earshot's own).
+pub fn fix(code: &str) -> &'static str {
+    match code {
+        c if c.contains("access_denied") || c == "agent_access_denied" => {
+            "the gateway's role may not call the service: the Lambda role needs sagemaker:InvokeEndpoint and \
+             sagemaker:InvokeEndpointWithBidirectionalStream on the endpoint (the CDK stack grants both), \
+             polly:StartSpeechSynthesisStream, and bedrock:InvokeModelWithResponseStream on the model"
+        }
+        "polly_throttled" | "throttling_exception" | "polly_quota_exceeded" | "service_quota_exceeded_exception" => {
+            "the service is limiting requests: raise the quota in Service Quotas (Amazon Polly: \
+             StartSpeechSynthesisStream concurrent streams) or send fewer at once"
+        }
+        "validation_error" | "validation_exception" => {
+            "the service refused the request: for SageMaker the endpoint may not exist or not be InService \
+             (aws sagemaker describe-endpoint --endpoint-name earshot-kokoro)"
+        }
+        "backend_not_ready" | "backend_open_timeout" => "the voice is still starting: a new GPU endpoint takes 10 to 15 minutes; run the doctor again then",
+        "backend_busy" => "the arm is at capacity: raise maxInstances (SageMaker) or KOKORO_MAX_SESSIONS, or lower the traffic",
+        // SageMaker's model errors (ModelError, ModelStreamError, ModelNotReadyException, in snake case).
+        c if c.starts_with("model_") => "the container failed: its log group is /aws/sagemaker/Endpoints/<endpoint> (CloudWatch Logs)",
+        c if c.starts_with("agent_") || c == "access_denied_exception" => {
+            "the agent failed: for Bedrock, enable the model in the console (Model access), or use an \
+             inference profile id (us./eu./apac.) where the model is not offered on demand"
+        }
+        c if c.starts_with("token_") => "the token was refused: mint a fresh one (earshot token) with this gateway's key and audience",
+        _ => "see the gateway's log (CloudWatch Logs of the function) under the request id",
+    }
+}
+
+pub fn run(args: DoctorArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let signer = args.access.signer(&args.url, &runtime)?;
+    let options = CallOptions { bearer: args.access.token.clone(), signer: signer.clone(), ..Default::default() };
+    let health = runtime.block_on(health(&args.url, signer.as_ref()))?;
+    let backends = health.get("backends").and_then(|b| b.as_object()).ok_or("the gateway's /healthz names no backends")?;
+    println!("earshot doctor: {} ({} arm{})", args.url, backends.len(), if backends.len() == 1 { "" } else { "s" });
+    let mut failing = Vec::new();
+    for (arm, status) in backends {
+        let healthy = status.get("ok").and_then(|v| v.as_bool()).unwrap_or(false);
+        let health_code = status.get("code").and_then(|v| v.as_str());
+        let body = SpeakBody { text: Some(SAMPLE.into()), backend: Some(arm.clone()), ..Default::default() };
+        let result = runtime.block_on(speak(&args.url, &body, &options));
+        let verdict = verdict(&result);
+        let health_note = match (healthy, health_code) {
+            (true, _) => "healthy".to_string(),
+            (false, Some(code)) => format!("unhealthy ({code})"),
+            (false, None) => "unhealthy".to_string(),
+        };
+        match &verdict {
+            Verdict::Speaks { ttfa_ms, voice, billed_characters } => {
+                let ttfa = ttfa_ms.map_or("-".into(), |t| format!("{t:.0} ms"));
+                let billed = billed_characters.map_or(String::new(), |b| format!(", {b} characters billed"));
+                println!("  {arm}: speaks ({health_note}); voice {voice}, first audio at the server after {ttfa}{billed}");
+            }
+            Verdict::Failed { code } => {
+                println!("  {arm}: CANNOT SPEAK ({health_note}): {code}");
+                println!("      fix: {}", fix(code));
+                failing.push(arm.clone());
+            }
+        }
+    }
+    if failing.is_empty() {
+        println!("every arm speaks");
+        Ok(())
+    } else {
+        Err(format!("{} cannot speak", failing.join(", ")))
+    }
+}
+
+/// The gateway's `/healthz` report (200 or 503 alike).
+async fn health(url: &str, signer: Option<&earshot_client::Signer>) -> Result<serde_json::Value, String> {
+    let url = format!("{}/healthz", url.trim_end_matches('/'));
+    let mut request = reqwest::Client::new().get(&url);
+    if let Some(signer) = signer {
+        for (name, value) in (signer.0)("GET", &url, &[], b"")? {
+            request = request.header(name, value);
+        }
+    }
+    let response = request.send().await.map_err(|e| format!("cannot reach {url}: {e}"))?;
+    let status = response.status();
+    let text = response.text().await.map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|_| format!("{url} answered {status} without the health report: {}", text.chars().take(200).collect::<String>()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fix_names_what_to_do_and_aws_codes_are_recognised() {
+        assert!(fix("access_denied_exception").contains("InvokeEndpointWithBidirectionalStream"));
+        assert!(fix("polly_throttled").contains("Service Quotas"));
+        assert!(fix("backend_not_ready").contains("10 to 15 minutes"));
+        assert!(fix("agent_model_not_found").contains("Model access"));
+        assert!(fix("model_stream_error").contains("/aws/sagemaker/Endpoints"));
+        assert!(fix("something_new").contains("request id"));
+    }
+}

@@ -1,0 +1,145 @@
+//! The A/B experiment as a new user runs it: `make run-aws`'s gateway (Kokoro on the SageMaker stand-in
+//! and Polly's, 50/50, the real SDK clients), a few dozen answers, then `earshot ab` on the gateway's
+//! log, and the same lines read back from CloudWatch Logs (moto's server) through the real SDK.
+
+use std::process::Command;
+use std::time::Duration;
+
+use earshot_client::{speak, CallOptions, SpeakBody};
+use earshot_e2e::moto::Moto;
+use earshot_e2e::{earshot_bin, EarshotProcess, Kokoro};
+use earshot_standins::StandInsConfig;
+use serde_json::Value;
+
+const ANSWERS: usize = 36;
+const EXPERIMENT: &str = "e2e-voices";
+
+/// `earshot ab` with `args`, its JSON report.
+fn ab(args: &[&str], env: &[(&str, &str)]) -> Value {
+    let out = Command::new(earshot_bin()).arg("ab").args(args).arg("--json").envs(env.iter().copied()).output().expect("earshot ab runs");
+    assert!(out.status.success(), "earshot ab failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+/// What does not depend on the window the lines were read for (the endpoint's share does).
+fn figures(report: &Value) -> Vec<(String, u64, Value, Value)> {
+    report["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["arm"].as_str().unwrap().to_string(), a["answers"].as_u64().unwrap(), a["ttfa_ms"].clone(), a["served_by"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn earshot_ab_reports_both_arms_of_a_run_aws_session_from_its_log_and_from_cloudwatch_logs() {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let standins = earshot_standins::start(StandInsConfig { kokoro_url: kokoro.url.clone(), ..Default::default() }, 0).await.expect("the stand-ins start");
+    let pem = std::env::temp_dir().join(format!("earshot-e2e-ab-{}.pem", std::process::id()));
+    std::fs::write(&pem, &standins.cert_pem).unwrap();
+    let credentials = [("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_REGION", "us-east-1")];
+    // The flags of `make run-aws` (scripts/run-local.sh), with an experiment named.
+    let earshot = EarshotProcess::start_with_env(
+        &[
+            "--backends",
+            "kokoro,polly",
+            "--sagemaker-endpoint",
+            "earshot-kokoro",
+            "--kokoro-voice",
+            "jf_alpha",
+            "--agent",
+            "bedrock",
+            "--aws-endpoint",
+            &standins.url,
+            "--aws-trust-pem",
+            pem.to_str().unwrap(),
+            "--ab-weights",
+            "kokoro=50,polly=50",
+            "--failover",
+            "--ab-experiment",
+            EXPERIMENT,
+        ],
+        &credentials,
+    )
+    .await;
+    earshot.healthy().await;
+
+    let mut arms = std::collections::BTreeMap::<String, usize>::new();
+    for i in 0..ANSWERS {
+        let body = SpeakBody { text: Some("Sure. Your order ships today.".into()), conversation_id: Some(format!("ab:{i}")), ..Default::default() };
+        let r = speak(&earshot.url, &body, &CallOptions::default()).await.expect("the answer is spoken");
+        let session = r.session.as_ref().expect("a session");
+        assert_eq!(session.experiment.as_deref(), Some(EXPERIMENT), "the session names the experiment");
+        *arms.entry(session.arm.clone().expect("an arm")).or_default() += 1;
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    assert_eq!(arms.len(), 2, "both arms were assigned: {arms:?}");
+    for _ in 0..100 {
+        if earshot.metric_lines().len() >= ANSWERS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = earshot.stdout.to_str().unwrap().to_string();
+
+    // The local log, as `make run-aws` leaves it, with the picture.
+    let plot = std::env::temp_dir().join(format!("earshot-e2e-ab-{}.svg", std::process::id()));
+    let local = ab(&["--log", &log, "--plot", plot.to_str().unwrap(), "--no-lambda"], &[]);
+    assert_eq!(local["experiment"], EXPERIMENT);
+    let reported: Vec<(String, u64)> = figures(&local).into_iter().map(|(arm, n, _, _)| (arm, n)).collect();
+    assert_eq!(reported, arms.iter().map(|(a, n)| (a.clone(), *n as u64)).collect::<Vec<_>>(), "every answer in the arm its session named");
+    for arm in local["arms"].as_array().unwrap() {
+        let name = arm["arm"].as_str().unwrap();
+        let p50 = arm["ttfa_ms"]["p50"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 < 10_000.0, "{name}: first audio p50 {p50} ms");
+        assert!(arm["ttfa_ms"]["p90"].as_f64().unwrap() >= p50);
+        assert_eq!(arm["failures"], 0, "{arm}");
+        let parts = &arm["cost_parts_per_1000"];
+        assert_eq!(parts["lambda"], 0.0, "--no-lambda: the gateway's time bills nothing");
+        // Polly bills the characters it spoke; the endpoint's hours go to the answers Kokoro spoke.
+        let (polly, endpoint) = (parts["polly"].as_f64().unwrap(), parts["endpoint"].as_f64().unwrap());
+        match name {
+            "polly" => assert!(polly > 0.0 && endpoint == 0.0, "{parts}"),
+            _ => assert!(polly == 0.0 && endpoint > 0.0, "{parts}"),
+        }
+    }
+    assert!(local["verdict"].as_str().unwrap().starts_with("Not enough data yet"), "{}", local["verdict"]);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 2, "one curve per arm");
+
+    // The same lines in a log group, as the Lambda's stdout lands there, among Lambda's own lines.
+    let moto = Moto::start().await;
+    let lines_file = std::env::temp_dir().join(format!("earshot-e2e-ab-{}.lines", std::process::id()));
+    std::fs::write(&lines_file, std::fs::read_to_string(&earshot.stdout).unwrap()).unwrap();
+    moto.boto3(&format!(
+        r#"
+import json, time
+logs = client('logs')
+logs.create_log_group(logGroupName='/aws/lambda/earshot-gateway')
+logs.create_log_stream(logGroupName='/aws/lambda/earshot-gateway', logStreamName='stream')
+events = [{{'timestamp': int(time.time() * 1000) - 1000, 'message': 'START RequestId: 1 Version: $LATEST'}}]
+for line in open('{}'):
+    line = line.strip()
+    if line.startswith('{{') and '"_aws"' in line:
+        events.append({{'timestamp': json.loads(line)['_aws']['Timestamp'], 'message': line}})
+events.sort(key=lambda e: e['timestamp'])
+logs.put_log_events(logGroupName='/aws/lambda/earshot-gateway', logStreamName='stream', logEvents=events)
+"#,
+        lines_file.display()
+    ));
+    let env = [("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret")];
+    let cloud = ab(&["--log-group", "/aws/lambda/earshot-gateway", "--region", "us-east-1", "--endpoint-url", &moto.url, "--since", "1h", "--no-lambda"], &env);
+    assert_eq!(figures(&cloud), figures(&local), "the same answers, read through the SDK");
+    // A log group that is not there is named, with where to look.
+    let out = Command::new(earshot_bin())
+        .args(["ab", "--log-group", "/aws/lambda/nothing", "--region", "us-east-1", "--endpoint-url", &moto.url])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/aws/lambda/nothing"), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in [pem, plot, lines_file] {
+        let _ = std::fs::remove_file(f);
+    }
+}
