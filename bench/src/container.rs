@@ -66,8 +66,10 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
 pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, f64, usize), String> {
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
-    let mut session =
-        voice.open(SessionOptions { voice: voice.default_voice(), conversation_id: "bench-container".into(), cancel }).await.map_err(|e| e.to_string())?;
+    let mut session = voice
+        .open(SessionOptions { voice: voice.default_voice(), language: None, conversation_id: "bench-container".into(), cancel })
+        .await
+        .map_err(|e| e.to_string())?;
     let bytes_per_ms = session.format.sample_rate as f64 * 2.0 / 1000.0;
     let sent = Instant::now();
     let ms = || sent.elapsed().as_secs_f64() * 1000.0;

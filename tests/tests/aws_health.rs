@@ -17,6 +17,7 @@ fn sagemaker(config: &earshot_aws::SdkConfig, endpoint: &str) -> Arc<dyn SpeechB
         target_variant: None,
         voices: vec!["af_heart".into()],
         default_voice: "af_heart".into(),
+        language_voices: vec![],
         speed: 1.0,
     };
     Arc::new(SageMakerBackend::new(config, settings))

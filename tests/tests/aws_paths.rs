@@ -38,6 +38,7 @@ fn sagemaker_settings(endpoint: &str, variant: Option<&str>) -> SageMakerSetting
         target_variant: variant.map(str::to_string),
         voices: vec!["jf_alpha".into(), "jm_kumo".into()],
         default_voice: "jf_alpha".into(),
+        language_voices: vec![],
         speed: 1.0,
     }
 }
@@ -350,7 +351,14 @@ async fn health_probes_reach_the_standins_through_the_trusted_certificate() {
     // Without the stand-in's certificate the probe fails: the control client trusts no one else's.
     let untrusted = SageMakerBackend::new(
         &config,
-        SageMakerSettings { endpoint_name: "earshot-kokoro".into(), target_variant: None, voices: vec![], default_voice: "x".into(), speed: 1.0 },
+        SageMakerSettings {
+            endpoint_name: "earshot-kokoro".into(),
+            target_variant: None,
+            voices: vec![],
+            default_voice: "x".into(),
+            language_voices: vec![],
+            speed: 1.0,
+        },
     );
     assert!(untrusted.health().await.is_err());
     polly(&config, PollySettings::default()).health().await.expect("DescribeVoices answers");

@@ -26,15 +26,16 @@ use async_trait::async_trait;
 use aws_sdk_polly::error::ProvideErrorMetadata;
 use aws_sdk_polly::types::error::{StartSpeechSynthesisStreamActionStreamError, StartSpeechSynthesisStreamEventStreamError};
 use aws_sdk_polly::types::{
-    CloseStreamEvent, Engine, FlushStreamConfiguration, OutputFormat, StartSpeechSynthesisStreamActionStream, StartSpeechSynthesisStreamEventStream, TextEvent,
-    VoiceId,
+    CloseStreamEvent, Engine, FlushStreamConfiguration, LanguageCode, OutputFormat, StartSpeechSynthesisStreamActionStream,
+    StartSpeechSynthesisStreamEventStream, TextEvent, VoiceId,
 };
 use aws_sdk_polly::Client;
 
 use crate::health::{CachedHealth, DEFAULT_HEALTH_TTL};
-use crate::polly_voices::VoiceCatalogue;
+use crate::polly_voices::{PollyVoice, VoiceCatalogue};
 use aws_smithy_types::Blob;
 use bytes::Bytes;
+use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
 use std::sync::Arc;
@@ -55,6 +56,9 @@ pub const MAX_EVENT_CHARS: usize = 3_000;
 #[derive(Debug, Clone)]
 pub struct PollySettings {
     pub default_voice: String,
+    /// The voice each language is spoken in when a request names none, where it should not be the
+    /// default voice (when that speaks it) or Polly's first voice of the language.
+    pub language_voices: Vec<(Language, String)>,
     /// Sentences synthesizing at once, each on its own stream.
     pub ahead: usize,
     /// A sentence with no audio at all after this long fails.
@@ -73,6 +77,7 @@ impl Default for PollySettings {
     fn default() -> Self {
         PollySettings {
             default_voice: "ruth".into(),
+            language_voices: Vec::new(),
             ahead: 2,
             first_audio_timeout: Duration::from_secs(15),
             keep_alive: Duration::from_secs(3),
@@ -185,6 +190,8 @@ impl Stream {
 struct Opener {
     client: Client,
     voice: VoiceId,
+    /// Set where a bilingual voice speaks its other language (Polly's `LanguageCode`).
+    language_code: Option<LanguageCode>,
     output: mpsc::Sender<(u64, FromStream)>,
     /// Cancelled when the session ends: every stream's reader stops and its HTTP/2 stream is reset.
     cancel: CancellationToken,
@@ -200,6 +207,7 @@ impl Opener {
             .output_format(OutputFormat::Pcm)
             .sample_rate(POLLY_SAMPLE_RATE.to_string())
             .voice_id(self.voice.clone())
+            .set_language_code(self.language_code.clone())
             .action_stream(ReceiverStream::new(action_stream).into())
             .send()
             .await
@@ -242,6 +250,11 @@ impl Opener {
     }
 }
 
+/// Whether a Polly voice speaks `language`, as its first language or a second.
+fn speaks(voice: &PollyVoice, language: &Language) -> bool {
+    std::iter::once(&voice.language).chain(&voice.other_languages).any(|tag| Language::of_voice(tag).as_ref() == Some(language))
+}
+
 #[async_trait]
 impl SpeechBackend for PollyBackend {
     fn name(&self) -> &str {
@@ -263,13 +276,52 @@ impl SpeechBackend for PollyBackend {
         self.settings.default_voice.clone()
     }
 
+    /// Every language of Polly's voices (a bilingual voice's second language too), each spoken by the
+    /// configured voice, else the default voice where it speaks it, else the first voice whose own
+    /// language it is, else the first that speaks it as a second language.
+    fn languages(&self) -> Vec<(Language, String)> {
+        let voices = self.catalogue.voices();
+        let mut languages: Vec<Language> =
+            voices.iter().flat_map(|v| std::iter::once(&v.language).chain(&v.other_languages)).filter_map(|tag| Language::of_voice(tag)).collect();
+        languages.sort();
+        languages.dedup();
+        let first_language = |v: &PollyVoice| Language::of_voice(&v.language);
+        languages
+            .into_iter()
+            .filter_map(|language| {
+                let configured = self.settings.language_voices.iter().find(|(l, _)| *l == language).map(|(_, v)| v.as_str());
+                let voice = configured
+                    .into_iter()
+                    .chain([self.settings.default_voice.as_str()])
+                    .filter_map(|id| self.catalogue.find(id))
+                    .find(|v| speaks(v, &language))
+                    .or_else(|| voices.iter().find(|v| first_language(v).as_ref() == Some(&language)).cloned())
+                    .or_else(|| voices.iter().find(|v| speaks(v, &language)).cloned())?;
+                Some((language, voice.id))
+            })
+            .collect()
+    }
+
+    fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
+        self.catalogue.find(voice).is_some_and(|v| speaks(&v, language))
+    }
+
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let Some(voice) = self.catalogue.find(&options.voice) else {
             let known: Vec<String> = self.catalogue.voices().iter().map(|v| v.id.clone()).collect();
             return Err(SpeechError::new("unknown_voice", format!("Polly has no generative voice `{}` (voices: {})", options.voice, known.join(", ")), false));
         };
         let (output, from_streams) = mpsc::channel(64);
-        let opener = Opener { client: self.client.clone(), voice: VoiceId::from(voice.polly_id.as_str()), output, cancel: options.cancel.child_token() };
+        // A bilingual voice (Kajal: en-IN and hi-IN) is told which of its languages to speak when it is
+        // not its first; a voice's first language needs no code.
+        let language_code = options
+            .language
+            .as_ref()
+            .and_then(|l| voice.other_languages.iter().find(|tag| Language::of_voice(tag).as_ref() == Some(l)))
+            .filter(|_| options.language.as_ref() != Language::of_voice(&voice.language).as_ref())
+            .map(|tag| LanguageCode::from(tag.as_str()));
+        let opener =
+            Opener { client: self.client.clone(), voice: VoiceId::from(voice.polly_id.as_str()), language_code, output, cancel: options.cancel.child_token() };
         // The first stream opens with the session, so that a Polly that cannot be reached fails the
         // request before any stream starts (and the gateway can answer or fail over).
         let spare = opener.open(0).await?;

@@ -15,6 +15,7 @@ use aws_sdk_sagemakerruntimehttp2::Client;
 use aws_smithy_types::Blob;
 use bytes::Bytes;
 use earshot_backends::container_session::{self, ContainerTransport, Frame, TransportError};
+use earshot_core::language::Language;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
 use std::time::Duration;
 
@@ -31,7 +32,22 @@ pub struct SageMakerSettings {
     /// synthesis).
     pub voices: Vec<String>,
     pub default_voice: String,
+    /// The languages the container speaks other than English (its production front ends: French,
+    /// Mandarin, Japanese), each with its voice; English is the default voice's. Configured, since the
+    /// endpoint cannot be asked (its `/voices` is not reachable through SageMaker).
+    pub language_voices: Vec<(Language, String)>,
     pub speed: f32,
+}
+
+/// The production container's voice for each language besides English (`PRODUCTION_DEFAULT_VOICES` in
+/// `infra/kokoro/kokoro_server/engines/onnx_engine.py`): what the endpoint speaks unless configured.
+pub const SAGEMAKER_LANGUAGE_VOICES: [(&str, &str); 3] = [("fr", "ff_siwis"), ("zh", "zf_xiaobei"), ("ja", "jf_alpha")];
+
+impl SageMakerSettings {
+    /// [`SAGEMAKER_LANGUAGE_VOICES`], as settings take them.
+    pub fn production_language_voices() -> Vec<(Language, String)> {
+        SAGEMAKER_LANGUAGE_VOICES.iter().filter_map(|(l, v)| Some((Language::parse(l).ok()?, v.to_string()))).collect()
+    }
 }
 
 pub struct SageMakerBackend {
@@ -93,15 +109,32 @@ impl SpeechBackend for SageMakerBackend {
     }
 
     fn voices(&self) -> Vec<Voice> {
-        self.settings
-            .voices
-            .iter()
-            .map(|v| Voice { id: v.clone(), language: v.chars().next().map(|c| c.to_string()).unwrap_or_default(), description: "Kokoro on SageMaker".into() })
-            .collect()
+        // Kokoro's voice names say their language in their first letter (`af_heart`: American English).
+        let language = |v: &str| match v.chars().next() {
+            Some('a') => "en-US",
+            Some('b') => "en-GB",
+            Some('f') => "fr",
+            Some('z') => "zh",
+            Some('j') => "ja",
+            _ => "?",
+        };
+        let mut names: Vec<&String> = self.settings.voices.iter().chain(self.settings.language_voices.iter().map(|(_, v)| v)).collect();
+        names.dedup();
+        names.into_iter().map(|v| Voice { id: v.clone(), language: language(v).into(), description: "Kokoro on SageMaker".into() }).collect()
     }
 
     fn default_voice(&self) -> String {
         self.settings.default_voice.clone()
+    }
+
+    fn languages(&self) -> Vec<(Language, String)> {
+        let english = Language::parse("en").ok().map(|en| (en, self.settings.default_voice.clone()));
+        english.into_iter().chain(self.settings.language_voices.iter().filter(|(l, _)| l.as_str() != "en").cloned()).collect()
+    }
+
+    /// Any of the container's voices reads any language it has a front end for.
+    fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
+        self.voices().iter().any(|v| v.id == voice) && self.languages().iter().any(|(l, _)| l == language)
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
 use earshot_core::speech::{FinishReport, SessionOptions, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use tokio::sync::mpsc;
@@ -47,7 +48,15 @@ pub trait ContainerTransport: Send + Sync + 'static {
 pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed: f32) -> SpeechSession {
     let (commands_tx, commands_rx) = mpsc::channel(COMMAND_CHANNEL);
     let (events_tx, events_rx) = mpsc::channel(EVENT_CHANNEL);
-    let session = Session { transport, events: events_tx, cancel: options.cancel.clone(), voice: options.voice.clone(), speed, live: HashMap::new() };
+    let session = Session {
+        transport,
+        events: events_tx,
+        cancel: options.cancel.clone(),
+        voice: options.voice.clone(),
+        language: options.language.clone(),
+        speed,
+        live: HashMap::new(),
+    };
     tokio::spawn(session.drive(commands_rx));
     SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
 }
@@ -57,6 +66,9 @@ struct Session<T> {
     events: mpsc::Sender<SpeechEvent>,
     cancel: CancellationToken,
     voice: String,
+    /// Sent with each sentence, so the container reads it with that language's front end (it would
+    /// otherwise tell the language by script alone, and read French as English).
+    language: Option<Language>,
     speed: f32,
     /// Request id → sentence index, for requests sent and not yet ended.
     live: HashMap<String, u32>,
@@ -81,7 +93,13 @@ impl<T: ContainerTransport> Session<T> {
                 command = commands.recv(), if !finishing => match command {
                     Some(SpeechCommand::Speak(request)) => {
                         let id = format!("s{}", request.index);
-                        let message = kokoro_wire::synthesize(&id, &request.text, &self.voice, self.speed);
+                        // The container's front ends read digits but not `1er`, `10 h 30` or `¥12.5` as a speaker would:
+                        // the sentence goes in its spoken form for its language (captions keep the text as written).
+                        let text = match &self.language {
+                            Some(language) => earshot_core::text::spoken::spoken(&request.text, language.as_str()),
+                            None => std::borrow::Cow::Borrowed(request.text.as_str()),
+                        };
+                        let message = kokoro_wire::synthesize(&id, &text, &self.voice, self.language.as_ref(), self.speed);
                         self.live.insert(id, request.index);
                         self.send(message).await
                     }

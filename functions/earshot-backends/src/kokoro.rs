@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use async_trait::async_trait as transport_trait;
 use bytes::Bytes;
+use earshot_core::language::Language;
 use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
@@ -27,18 +28,31 @@ pub struct KokoroConfig {
     pub url: String,
     /// The voice when a request names none; the container's English default when unset.
     pub default_voice: Option<String>,
+    /// The voice each language is spoken in when a request names none, where it should not be the
+    /// container's own choice (its `default_voices`).
+    pub language_voices: Vec<(Language, String)>,
     pub speed: f32,
     pub connect_timeout: Duration,
 }
 
 impl Default for KokoroConfig {
     fn default() -> Self {
-        KokoroConfig { url: "http://127.0.0.1:8080".into(), default_voice: None, speed: 1.0, connect_timeout: Duration::from_secs(5) }
+        KokoroConfig {
+            url: "http://127.0.0.1:8080".into(),
+            default_voice: None,
+            language_voices: Vec::new(),
+            speed: 1.0,
+            connect_timeout: Duration::from_secs(5),
+        }
     }
 }
 
 #[derive(Deserialize)]
 struct VoiceList {
+    /// The languages the container has text front ends for: what it can speak, whatever the voices'
+    /// own languages (any Kokoro voice reads any language's phonemes, with its accent).
+    #[serde(default)]
+    languages: Vec<String>,
     default_voices: HashMap<String, String>,
     voices: Vec<VoiceEntry>,
 }
@@ -56,6 +70,8 @@ struct VoiceEntry {
 struct Catalogue {
     voices: Vec<Voice>,
     default_voice: String,
+    /// Each language the container speaks, with the voice it is spoken in by default.
+    languages: Vec<(Language, String)>,
 }
 
 /// The Kokoro backend. It exists before the container is ready (the gateway listens, and answers
@@ -132,8 +148,38 @@ impl KokoroBackend {
             Some(v) => return Err(SpeechError::new("unknown_voice", format!("the Kokoro container has no voice `{v}`"), false)),
             None => list.default_voices.get("en").cloned().or_else(|| voices.first().map(|v| v.id.clone())).unwrap_or_default(),
         };
-        *self.catalogue.write().unwrap_or_else(|e| e.into_inner()) = Some(Catalogue { voices, default_voice });
+        let languages = self.languages_of(&list.languages, &list.default_voices, &voices, &default_voice)?;
+        *self.catalogue.write().unwrap_or_else(|e| e.into_inner()) = Some(Catalogue { voices, default_voice, languages });
         Ok(())
+    }
+
+    /// The languages of the container's front ends, each with its voice: the configured one, else (for
+    /// English) the arm's default voice, else the container's default for the language.
+    fn languages_of(
+        &self,
+        tags: &[String],
+        defaults: &HashMap<String, String>,
+        voices: &[Voice],
+        default_voice: &str,
+    ) -> Result<Vec<(Language, String)>, SpeechError> {
+        let mut languages = Vec::new();
+        for tag in tags {
+            let Some(language) = Language::of_voice(tag) else { continue };
+            let configured = self.cfg.language_voices.iter().find(|(l, _)| *l == language).map(|(_, v)| v.clone());
+            let voice = match configured {
+                Some(v) if voices.iter().any(|x| x.id == v) => v,
+                Some(v) => {
+                    return Err(SpeechError::new("unknown_voice", format!("the Kokoro container has no voice `{v}` (configured for {language})"), false))
+                }
+                None if language.as_str() == "en" => default_voice.to_string(),
+                None => match defaults.get(tag) {
+                    Some(v) => v.clone(),
+                    None => continue,
+                },
+            };
+            languages.push((language, voice));
+        }
+        Ok(languages)
     }
 
     /// Waits until the container is ready, however long its model takes, and logs it; a reply that
@@ -178,6 +224,16 @@ impl SpeechBackend for KokoroBackend {
             Some(c) => c.default_voice,
             None => self.cfg.default_voice.clone().unwrap_or_default(),
         }
+    }
+
+    /// What the container's front ends read, not its voices' own languages: a local container's voices
+    /// may all be Japanese packs and still speak English and French.
+    fn languages(&self) -> Vec<(Language, String)> {
+        self.catalogue().map(|c| c.languages).unwrap_or_default()
+    }
+
+    fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
+        self.catalogue().is_some_and(|c| c.voices.iter().any(|v| v.id == voice) && c.languages.iter().any(|(l, _)| l == language))
     }
 
     fn readiness(&self) -> Result<(), SpeechError> {

@@ -3,14 +3,19 @@
 //! reaches the container (a direct WebSocket here, SageMaker's bidirectional stream elsewhere).
 
 use bytes::Bytes;
+use earshot_core::language::Language;
 use serde::Deserialize;
 
 /// The kind byte of an audio frame; other kinds are reserved and skipped.
 pub const AUDIO_KIND: u8 = 0x01;
 
 /// `synthesize`, as JSON.
-pub fn synthesize(request_id: &str, text: &str, voice: &str, speed: f32) -> String {
-    serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed}).to_string()
+pub fn synthesize(request_id: &str, text: &str, voice: &str, language: Option<&Language>, speed: f32) -> String {
+    let mut message = serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed});
+    if let Some(language) = language {
+        message["language"] = serde_json::Value::from(language.as_str());
+    }
+    message.to_string()
 }
 
 /// `cancel`, as JSON.

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
 use tokio::sync::mpsc;
@@ -83,6 +84,15 @@ impl SpeechBackend for SyntheticBackend {
 
     fn default_voice(&self) -> String {
         "tone".into()
+    }
+
+    /// A tone has no language: it stands in for any.
+    fn voice_for_language(&self, _language: &Language) -> Option<String> {
+        Some("tone".into())
+    }
+
+    fn voice_speaks(&self, voice: &str, _language: &Language) -> bool {
+        voice == "tone"
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
@@ -203,7 +213,7 @@ mod tests {
             chunk: Duration::from_millis(50),
             ..Default::default()
         });
-        let options = SessionOptions { voice: "tone".into(), conversation_id: "c".into(), cancel: CancellationToken::new() };
+        let options = SessionOptions { voice: "tone".into(), language: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         for (index, text) in ["ten chars.", "ten chars."].into_iter().enumerate() {

@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::codes as error_codes;
+use crate::language::Language;
 use crate::protocol::AudioFormat;
 use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
 
@@ -94,13 +95,14 @@ pub struct Switch {
 pub struct Failover {
     arms: Vec<Arm>,
     open_timeout: Duration,
+    language: Option<Language>,
 }
 
 impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT }
+        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None }
     }
 
     /// The longest an arm may take to open its session before the next is tried.
@@ -109,29 +111,27 @@ impl Failover {
         self
     }
 
+    /// The language every arm's session is opened in ([`SessionOptions::language`]).
+    pub fn language(mut self, language: Option<Language>) -> Self {
+        self.language = language;
+        self
+    }
+
     /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
     /// of the last arm tried beside its error.
     pub async fn open_arms(&self, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, (String, SpeechError)> {
         let mut rest: VecDeque<Arm> = self.arms.iter().cloned().collect();
         let mut handovers = Vec::new();
+        let with = OpenWith { conversation_id: conversation_id.to_string(), language: self.language.clone(), cancel: cancel.clone(), limit: self.open_timeout };
         while let Some(arm) = rest.pop_front() {
             let name = arm.backend.name().to_string();
-            match open_arm(&arm, conversation_id, cancel, self.open_timeout).await {
+            match open_arm(&arm, &with).await {
                 Ok(session) if rest.is_empty() => return Ok(Opened { session, backend: name, handovers }),
                 Ok(session) => {
                     let (commands, from_scheduler) = mpsc::channel(RELAY_CHANNEL);
                     let (to_scheduler, events) = mpsc::channel(RELAY_CHANNEL);
                     let (format, voice) = (session.format.clone(), session.voice.clone());
-                    let relay = Relay {
-                        current: session,
-                        rest,
-                        conversation_id: conversation_id.to_string(),
-                        cancel: cancel.clone(),
-                        open_timeout: self.open_timeout,
-                        unfinished: VecDeque::new(),
-                        finishing: false,
-                        heard: false,
-                    };
+                    let relay = Relay { current: session, rest, with, unfinished: VecDeque::new(), finishing: false, heard: false };
                     tokio::spawn(relay.run(from_scheduler, to_scheduler));
                     return Ok(Opened { session: SpeechSession { commands, events, format, voice }, backend: name, handovers });
                 }
@@ -151,11 +151,26 @@ impl Failover {
     }
 }
 
-/// Opens one arm, if it is ready, within `limit` (past it, what the open started is cancelled).
-async fn open_arm(arm: &Arm, conversation_id: &str, cancel: &CancellationToken, limit: Duration) -> Result<SpeechSession, SpeechError> {
+/// What every arm of one conversation is opened with.
+struct OpenWith {
+    conversation_id: String,
+    language: Option<Language>,
+    cancel: CancellationToken,
+    /// How long an arm may take to open.
+    limit: Duration,
+}
+
+/// Opens one arm, if it is ready, within its time (past it, what the open started is cancelled).
+async fn open_arm(arm: &Arm, with: &OpenWith) -> Result<SpeechSession, SpeechError> {
     arm.backend.readiness()?;
-    let session_cancel = cancel.child_token();
-    let options = SessionOptions { voice: arm.voice.clone(), conversation_id: conversation_id.to_string(), cancel: session_cancel.clone() };
+    let session_cancel = with.cancel.child_token();
+    let options = SessionOptions {
+        voice: arm.voice.clone(),
+        language: with.language.clone(),
+        conversation_id: with.conversation_id.clone(),
+        cancel: session_cancel.clone(),
+    };
+    let limit = with.limit;
     match tokio::time::timeout(limit, arm.backend.open(options)).await {
         Ok(opened) => opened,
         Err(_) => {
@@ -181,10 +196,22 @@ impl SpeechBackend for Failover {
         self.arms[0].voice.clone()
     }
 
+    fn languages(&self) -> Vec<(Language, String)> {
+        self.arms[0].backend.languages()
+    }
+
+    fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
+        self.arms[0].backend.voice_speaks(voice, language)
+    }
+
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let mut arms = self.arms.clone();
         arms[0].voice = options.voice;
-        Failover { arms, open_timeout: self.open_timeout }.open_arms(&options.conversation_id, &options.cancel).await.map(|o| o.session).map_err(|(_, e)| e)
+        Failover { arms, open_timeout: self.open_timeout, language: options.language }
+            .open_arms(&options.conversation_id, &options.cancel)
+            .await
+            .map(|o| o.session)
+            .map_err(|(_, e)| e)
     }
 
     /// Healthy while any arm answers.
@@ -217,9 +244,7 @@ struct Relay {
     current: SpeechSession,
     /// Arms not yet tried.
     rest: VecDeque<Arm>,
-    conversation_id: String,
-    cancel: CancellationToken,
-    open_timeout: Duration,
+    with: OpenWith,
     /// Sentences sent and not finished: what a new session must speak again.
     unfinished: VecDeque<SpeechRequest>,
     /// The scheduler has said `Finish`.
@@ -236,7 +261,7 @@ impl Relay {
         loop {
             tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => return,
+                _ = self.with.cancel.cancelled() => return,
                 // The scheduler has ended: whatever the session is doing, let it go.
                 _ = to_scheduler.closed() => return,
                 permit = to_scheduler.reserve(), if to_send.is_some() => {
@@ -288,7 +313,7 @@ impl Relay {
             if let Some(cause) = failure.take() {
                 let Some(switch) = self.hand_over(&cause).await else {
                     // Cancelled while opening, or no arm left that opens: the first failure is the answer.
-                    if !self.cancel.is_cancelled() {
+                    if !self.with.cancel.is_cancelled() {
                         let _ = to_scheduler.send(SpeechEvent::Failed(cause)).await;
                     }
                     return;
@@ -307,8 +332,8 @@ impl Relay {
         while let Some(arm) = self.rest.pop_front() {
             let opened = tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => return None,
-                opened = open_arm(&arm, &self.conversation_id, &self.cancel, self.open_timeout) => opened,
+                _ = self.with.cancel.cancelled() => return None,
+                opened = open_arm(&arm, &self.with) => opened,
             };
             match opened {
                 Ok(session) => {

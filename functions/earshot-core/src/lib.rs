@@ -2,7 +2,8 @@
 //! it. The TTS backends, the agent sources and the binaries build on this crate; it depends on none of
 //! them.
 //!
-//! - [`text`]: the streaming sentence segmenter and the speech normaliser.
+//! - [`text`]: the streaming sentence segmenter and the speech normaliser; [`language`]: which language
+//!   an answer is spoken in (a request's BCP 47 tag, or detected).
 //! - [`scheduler`]: agent text to ordered speech, with a release policy, bounded queues and
 //!   cancellation.
 //! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends ([`agent_deadlines`]: the
@@ -18,6 +19,7 @@ pub mod agent;
 pub mod agent_deadlines;
 pub mod error;
 pub mod failover;
+pub mod language;
 pub mod playback;
 pub mod protocol;
 pub mod scheduler;

@@ -13,6 +13,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::language::Language;
 use crate::protocol::AudioFormat;
 
 /// One sentence to speak. `index` is the sentence's place in the conversation.
@@ -89,6 +90,9 @@ pub struct SpeechSession {
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
     pub voice: String,
+    /// The language the conversation is spoken in, where known: a backend whose text front end
+    /// depends on it (the Kokoro container's) is told; a voice already fixes it for the others.
+    pub language: Option<Language>,
     pub conversation_id: String,
     /// Cancelled when the conversation ends for any reason.
     pub cancel: CancellationToken,
@@ -113,9 +117,61 @@ pub trait SpeechBackend: Send + Sync {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError>;
     /// Whether the backend answers now.
     async fn health(&self) -> Result<(), SpeechError>;
+    /// The languages the backend speaks now, each with the voice it speaks it in when a request names
+    /// none. By default, the languages of its voices, each spoken by the default voice where that is
+    /// one of them and by the first of them otherwise. Empty while the backend does not know (a
+    /// container still starting).
+    fn languages(&self) -> Vec<(Language, String)> {
+        languages_of(&self.voices(), &self.default_voice())
+    }
+
+    /// The voice a request that names none is spoken in `language` with; `None` when the backend
+    /// cannot speak it.
+    fn voice_for_language(&self, language: &Language) -> Option<String> {
+        self.languages().into_iter().find(|(l, _)| l == language).map(|(_, voice)| voice)
+    }
+
+    /// Whether `voice` can speak `language`. By default, whether the voice's own language is it.
+    fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
+        self.voices().iter().any(|v| v.id == voice && Language::of_voice(&v.language).as_ref() == Some(language))
+    }
+
     /// Whether the backend can take a conversation at all, known without a network call: `Err` with
     /// [`codes::NOT_READY`] while it is still starting (its model loading, its voices unknown).
     fn readiness(&self) -> Result<(), SpeechError> {
         Ok(())
+    }
+}
+
+/// The languages of `voices`, each with the voice that speaks it by default: `default_voice` where it is
+/// one of that language's, else the first of them.
+pub fn languages_of(voices: &[Voice], default_voice: &str) -> Vec<(Language, String)> {
+    let mut languages: Vec<(Language, String)> = Vec::new();
+    for voice in voices {
+        let Some(language) = Language::of_voice(&voice.language) else { continue };
+        match languages.iter_mut().find(|(l, _)| *l == language) {
+            Some((_, chosen)) if voice.id == default_voice => *chosen = voice.id.clone(),
+            Some(_) => {}
+            None => languages.push((language, voice.id.clone())),
+        }
+    }
+    languages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn voice(id: &str, language: &str) -> Voice {
+        Voice { id: id.into(), language: language.into(), description: String::new() }
+    }
+
+    #[test]
+    fn each_language_is_spoken_by_the_default_voice_where_it_is_one_of_its_voices() {
+        let voices = [voice("amy", "en-GB"), voice("lea", "fr-FR"), voice("ruth", "en-US"), voice("remi", "fr-FR"), voice("zhiyu", "cmn-CN")];
+        let got = languages_of(&voices, "ruth");
+        let want: Vec<(Language, String)> =
+            [("en", "ruth"), ("fr", "lea"), ("zh", "zhiyu")].into_iter().map(|(l, v)| (Language::parse(l).unwrap(), v.to_string())).collect();
+        assert_eq!(got, want);
     }
 }

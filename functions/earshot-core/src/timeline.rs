@@ -99,6 +99,13 @@ pub struct Timeline {
     /// The backend that was full when the conversation started here instead (`backend_reason: overflow`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overflow_from: Option<String>,
+    /// The backend chosen first that could not speak the conversation's language
+    /// (`backend_reason: language`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_from: Option<String>,
+    /// The language the answer was spoken in, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     pub sentences: Vec<SentenceMarks>,
     /// Bookkeeping for the sentences' `stalls`.
     #[serde(skip)]

@@ -20,6 +20,8 @@ fn conversation() -> Vec<ServerEvent> {
             experiment: None,
             release: "incremental".into(),
             voice: "jf_alpha".into(),
+            language: Some(earshot_core::language::Language::parse("fr").unwrap()),
+            language_source: Some(earshot_core::language::LanguageSource::Request),
             audio: AudioFormat::pcm_s16le(24_000),
         }),
         ServerEvent::Text(TextDelta { text: "Sure.\n\"quoted\" ✓".into() }),

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use earshot_core::failover::{Arm, Failover, Opened};
+use earshot_core::language::{Language, LanguageSource};
 use earshot_core::protocol::{BackendReason, Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
 use earshot_core::scheduler::{self, Conversation, Outcome};
 use earshot_core::speech::{codes, SpeechBackend};
@@ -87,6 +88,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         experiment: experiment.clone(),
         release: request.release.as_str().to_string(),
         voice: opened.session.voice.clone(),
+        language: route.language.as_ref().map(|(l, _)| l.clone()),
+        language_source: route.language.as_ref().map(|(_, source)| *source),
         audio: opened.session.format.clone(),
     };
     let conversation = Conversation {
@@ -98,6 +101,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         timeline: Timeline {
             session_open_ms: Some(session_open_ms),
             overflow_from,
+            language_from: route.language_from.clone(),
+            language: route.language.as_ref().map(|(l, _)| l.to_string()),
             // Why an arm before this one could not open the conversation (a full arm is `overflow_from`).
             failover_from: opened.handovers.iter().rev().find(|h| !h.is_overflow()).map(|h| h.cause.code.clone()),
             ..Default::default()
@@ -128,19 +133,67 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
 pub(crate) struct Route {
     pub choice: Choice,
     pub arms: Vec<Arm>,
+    /// The conversation's language, where known, and where it came from.
+    pub language: Option<(Language, LanguageSource)>,
+    /// The backend chosen first, passed over because it cannot speak the language.
+    pub language_from: Option<String>,
 }
 
 /// Step 1: chooses the backend and its failover order among those the caller's token allows, with
 /// the voice each would speak in. The requested voice is the chosen backend's (checked once it is
-/// ready: a backend still starting does not know its voices); the others speak their default voice,
-/// and one whose default the token does not allow is left out, as the token would refuse it.
+/// ready: a backend still starting does not know its voices); the others speak their voice for the
+/// conversation's language (or their default), and one whose voice the token does not allow is left
+/// out, as the token would refuse it.
+///
+/// Languages: a backend that cannot speak the conversation's language is passed over, as a full one
+/// is. A backend the request names must speak it (else 400 `language_unsupported`); one the split or
+/// the default chose is replaced by the first backend that can, with `backend_reason: language` and no
+/// A/B arm (the arms are compared on answers each could have given). A language the request names that
+/// no backend speaks is refused; a detected one that none speaks is set aside, and the default voice
+/// speaks, as before languages were known. A voice the request names settles the language where only
+/// detection would: the caller chose it.
 pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>, owner: &Owner) -> Result<Route, ApiError> {
     let names: Vec<String> = gw.backend_names().into_iter().filter(|n| scope.is_none_or(|s| s.allows_backend(n))).collect();
     let routing = &gw.settings().routing;
-    let choice = routing.choose(request.backend.as_deref(), owner.assignment_unit(&request.conversation_id), &names)?;
+    let mut language = request.language();
+    if request.voice.is_some() && matches!(language, Some((_, LanguageSource::Detected))) {
+        language = None;
+    }
+    // Which backends can speak it: all, where the language is not known; a backend still starting
+    // does not know its languages yet and is kept (it is refused as not ready when opened).
+    let speaks = |name: &str, language: &Language| gw.backend(name).is_some_and(|b| b.readiness().is_err() || b.voice_for_language(language).is_some());
+    let capable: Vec<String> = match &language {
+        Some((l, _)) => names.iter().filter(|n| speaks(n, l)).cloned().collect(),
+        None => names.clone(),
+    };
+    if let Some((l, source)) = &language {
+        if capable.is_empty() && *source == LanguageSource::Request {
+            return Err(language_unsupported(gw, &names, l, None));
+        }
+        if capable.is_empty() {
+            language = None;
+        }
+    }
+    let unit = owner.assignment_unit(&request.conversation_id);
+    let mut choice = routing.choose(request.backend.as_deref(), unit, &names)?;
+    let mut language_from = None;
+    if language.is_some() && !capable.contains(&choice.backend) {
+        if choice.reason == BackendReason::Request {
+            let (l, _) = language.as_ref().expect("a language");
+            return Err(language_unsupported(gw, &names, l, Some(&choice.backend)));
+        }
+        language_from = Some(choice.backend.clone());
+        let instead = routing.choose(None, unit, &capable)?;
+        choice = Choice { backend: instead.backend, reason: BackendReason::Language, arm: None };
+    }
     let chosen = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
     let ready = chosen.readiness().is_ok();
-    let voice = if ready { voice_for(&chosen, request.voice.as_ref())? } else { request.voice.clone().unwrap_or_else(|| chosen.default_voice()) };
+    let spoken = language.as_ref().map(|(l, _)| l);
+    let voice = match (ready, &request.voice) {
+        (true, requested) => voice_for(&chosen, requested.as_ref(), spoken)?,
+        (false, Some(v)) => v.clone(),
+        (false, None) => chosen.default_voice(),
+    };
     if ready && scope.is_some_and(|s| !s.allows_voice(&voice)) {
         return Err(ApiError::forbidden(
             "token_out_of_scope",
@@ -148,31 +201,54 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
         ));
     }
     let mut arms = vec![Arm { backend: chosen, voice }];
-    for name in routing.fallbacks(&choice, &names) {
+    for name in routing.fallbacks(&choice, &capable) {
         let Some(backend) = gw.backend(&name).cloned() else { continue };
-        let voice = backend.default_voice();
+        let voice = spoken.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice());
         if scope.is_none_or(|s| s.allows_voice(&voice)) {
             arms.push(Arm { backend, voice });
         }
     }
-    Ok(Route { choice, arms })
+    Ok(Route { choice, arms, language, language_from })
 }
 
-fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>) -> Result<String, ApiError> {
+/// 400 `language_unsupported`: the named backend (or every one) cannot speak `language`; says what
+/// each can speak.
+fn language_unsupported(gw: &Gateway, names: &[String], language: &Language, named: Option<&str>) -> ApiError {
+    let spoken = |name: &str| {
+        let languages: Vec<String> = gw.backend(name).map(|b| b.languages().into_iter().map(|(l, _)| l.to_string()).collect()).unwrap_or_default();
+        format!("{name}: {}", if languages.is_empty() { "none known yet".to_string() } else { languages.join(", ") })
+    };
+    let message = match named {
+        Some(name) => format!("backend `{name}` cannot speak {language} ({}); choose another backend or leave `backend` out", spoken(name)),
+        None => format!("no backend here can speak {language} ({})", names.iter().map(|n| spoken(n)).collect::<Vec<_>>().join("; ")),
+    };
+    ApiError::bad_request("language_unsupported", message)
+}
+
+/// The voice a ready backend speaks: the requested one (which must be its, and speak the language the
+/// request names), else its voice for the language, else its default.
+fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>, language: Option<&Language>) -> Result<String, ApiError> {
     match requested {
-        Some(v) if backend.voices().iter().any(|x| &x.id == v) => Ok(v.clone()),
+        Some(v) if backend.voices().iter().any(|x| &x.id == v) => match language {
+            Some(l) if !backend.voice_speaks(v, l) => Err(ApiError::bad_request(
+                "voice_language_mismatch",
+                format!("the voice `{v}` of {} cannot speak {l}: name one of its {l} voices, or leave `voice` out", backend.name()),
+            )),
+            _ => Ok(v.clone()),
+        },
         Some(v) => {
             let known: Vec<String> = backend.voices().into_iter().map(|x| x.id).collect();
             Err(ApiError::bad_request("unknown_voice", format!("backend `{}` has no voice `{v}` (voices: {})", backend.name(), known.join(", "))))
         }
-        None => Ok(backend.default_voice()),
+        None => Ok(language.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice())),
     }
 }
 
 /// Step 2: opens the first arm that takes the conversation. With none, the client is told before any
 /// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
 pub(crate) async fn open(gw: &Gateway, route: &Route, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
-    match Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).open_arms(conversation_id, cancel).await {
+    let language = route.language.as_ref().map(|(l, _)| l.clone());
+    match Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).language(language).open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {
             if e.code == codes::BUSY {

@@ -37,7 +37,8 @@ pub struct ConversationEnd<'a> {
 /// release mode and the A/B arm as dimensions (and billing per backend, when the backend says). The
 /// arm alone is a dimension set too, so that the arms compare whole: a conversation counts in the arm
 /// the split chose for it, whichever backend spoke (overflow, failover). Properties that are not
-/// metrics (the experiment, the failure's code, where it overflowed or failed over from, the memory)
+/// metrics (the experiment, the failure's code, where it overflowed or failed over from, the language
+/// and the backend that could not speak it, the memory)
 /// stay in the log line for `earshot ab` and Logs Insights.
 pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &ConversationEnd, epoch_ms: u64) -> Value {
     let d = timeline.derive();
@@ -99,6 +100,8 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         ("FailureCode", ending.failure.map(Value::from)),
         ("OverflowFrom", timeline.overflow_from.as_deref().map(Value::from)),
         ("FailoverFrom", timeline.failover_from.as_deref().map(Value::from)),
+        ("Language", timeline.language.as_deref().map(Value::from)),
+        ("LanguageFrom", timeline.language_from.as_deref().map(Value::from)),
         ("MemoryMb", ending.memory_mb.map(Value::from)),
     ];
     for (name, value) in properties {
@@ -173,12 +176,20 @@ mod tests {
         assert_eq!((line["Experiment"].as_str(), line["ComputeTime"].as_f64(), line["Answers"].as_u64()), (Some("voices"), Some(812.346), Some(1)));
         assert!(line.get("FailureCode").is_none() && line.get("MemoryMb").is_none());
 
-        let polly = Timeline { backend: "polly".into(), billed_characters: Some(120), overflow_from: Some("kokoro".into()), ..Default::default() };
+        let polly = Timeline {
+            backend: "polly".into(),
+            billed_characters: Some(120),
+            overflow_from: Some("kokoro".into()),
+            language: Some("fr".into()),
+            language_from: Some("synthetic".into()),
+            ..Default::default()
+        };
         let line = conversation_line(&polly, "earshot", &ConversationEnd { failure: Some("backend_gone"), memory_mb: Some(1024), ..Default::default() }, 1);
         assert_eq!(line["BilledCharacters"], 120);
         assert_eq!((line["Failures"].as_u64(), line["FailureCode"].as_str()), (Some(1), Some("backend_gone")));
         assert_eq!((line["OverflowFrom"].as_str(), line["MemoryMb"].as_u64(), line["Arm"].as_str()), (Some("kokoro"), Some(1024), Some("none")));
         assert!(line.get("Experiment").is_none());
+        assert_eq!((line["Language"].as_str(), line["LanguageFrom"].as_str()), (Some("fr"), Some("synthetic")));
         assert_eq!(line["_aws"]["CloudWatchMetrics"][2]["Dimensions"], json!([["Backend"], ["Arm"]]));
     }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 use earshot_core::agent::{AgentInput, Role, Turn};
+use earshot_core::language::{Language, LanguageSource};
 use earshot_core::protocol::Delivery;
 use earshot_core::scheduler::Release;
 use earshot_core::text::normalise;
@@ -23,6 +24,8 @@ pub struct SpeakBody {
     pub messages: Option<Vec<Message>>,
     pub backend: Option<String>,
     pub voice: Option<String>,
+    /// The answer's language, a BCP 47 tag (`fr`, `zh-CN`); detected when left out.
+    pub language: Option<String>,
     pub release: Option<String>,
     pub format: Option<String>,
     pub conversation_id: Option<String>,
@@ -70,6 +73,8 @@ pub struct SpeakRequest {
     /// `None` or `auto`: the gateway chooses.
     pub backend: Option<String>,
     pub voice: Option<String>,
+    /// The language the request names; `None`: detected ([`SpeakRequest::language`]).
+    pub language: Option<Language>,
     pub release: Release,
     pub delivery: Delivery,
     pub conversation_id: String,
@@ -78,6 +83,21 @@ pub struct SpeakRequest {
 }
 
 impl SpeakRequest {
+    /// The conversation's language and where it came from: the request's, else detected from the text to
+    /// speak or, for an agent, from the prompt it answers (the answer's own first words come only after
+    /// its voice is chosen, and choosing then would cost a session's opening in time to first audio).
+    /// `None` where neither names nor shows one.
+    pub fn language(&self) -> Option<(Language, LanguageSource)> {
+        if let Some(language) = &self.language {
+            return Some((language.clone(), LanguageSource::Request));
+        }
+        let sample: String = match &self.input {
+            AgentInput::Text(t) => t.chars().take(DETECTION_SAMPLE_CHARS).collect(),
+            AgentInput::Prompt { prompt, .. } => prompt.chars().take(DETECTION_SAMPLE_CHARS).collect(),
+        };
+        earshot_core::language::detect(&sample).map(|l| (l, LanguageSource::Detected))
+    }
+
     /// The characters the request sends to be spoken or answered: text, or a prompt and its earlier turns.
     pub fn input_chars(&self) -> usize {
         match &self.input {
@@ -86,6 +106,9 @@ impl SpeakRequest {
         }
     }
 }
+
+/// How much of a text or prompt language detection reads: enough for trigrams to tell, bounded work.
+const DETECTION_SAMPLE_CHARS: usize = 400;
 
 pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakRequest, ApiError> {
     if body.len() > limits.max_body_bytes {
@@ -140,7 +163,11 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
             return Err(ApiError::bad_request("unknown_voice", "`voice` must name a voice of GET /v1/voices"));
         }
     }
-    Ok(SpeakRequest { input, backend, voice: body.voice, release, delivery, conversation_id, conversation_id_given })
+    let language = match body.language.as_deref() {
+        None => None,
+        Some(tag) => Some(Language::parse(tag).map_err(|e| ApiError::bad_request("invalid_language", e))?),
+    };
+    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, conversation_id, conversation_id_given })
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be

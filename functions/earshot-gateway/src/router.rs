@@ -172,8 +172,15 @@ fn stream_response(started: conversation::Started, keep_alive: Duration) -> Resp
 }
 
 async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
-    let backends: Vec<serde_json::Value> =
-        gw.backends().iter().map(|b| serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "voices": b.voices()})).collect();
+    let backends: Vec<serde_json::Value> = gw
+        .backends()
+        .iter()
+        .map(|b| {
+            // Each language the backend speaks, with its voice for it when a request names none.
+            let languages: serde_json::Map<String, serde_json::Value> = b.languages().into_iter().map(|(l, v)| (l.to_string(), v.into())).collect();
+            serde_json::json!({"name": b.name(), "default_voice": b.default_voice(), "languages": languages, "voices": b.voices()})
+        })
+        .collect();
     // The agent's name and the input limits, so that a page can say what it is talking to and check lengths
     // as the user types.
     let limits = serde_json::json!({"max_prompt_chars": gw.settings().limits.max_prompt_chars, "max_text_chars": gw.settings().limits.max_text_chars, "max_messages": gw.settings().limits.max_messages});

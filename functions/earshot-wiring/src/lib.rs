@@ -13,6 +13,7 @@ use std::time::Duration;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
+use earshot_core::language::Language;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::{Gateway, GatewaySettings, Interrupts, Routing};
@@ -78,6 +79,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                     target_variant: None,
                     voices: vec![voice.clone()],
                     default_voice: voice,
+                    language_voices: with_configured(earshot_aws::SageMakerSettings::production_language_voices(), &settings.kokoro_language_voices.0),
                     speed: 1.0,
                 };
                 backends.push(Arc::new(earshot_aws::SageMakerBackend::new(sdk(), sagemaker).with_control_client(control())));
@@ -85,7 +87,12 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             BackendKind::Kokoro => {
                 // Not waited for: the gateway listens at once and answers 503 `backend_not_ready`
                 // (and `/healthz` 503) until the container has loaded its model.
-                let cfg = KokoroConfig { url: settings.kokoro_url.clone(), default_voice: settings.kokoro_voice.clone(), ..Default::default() };
+                let cfg = KokoroConfig {
+                    url: settings.kokoro_url.clone(),
+                    default_voice: settings.kokoro_voice.clone(),
+                    language_voices: settings.kokoro_language_voices.0.clone(),
+                    ..Default::default()
+                };
                 let backend = Arc::new(KokoroBackend::new(cfg).map_err(|e| e.to_string())?);
                 tracing::info!("waiting in the background for the Kokoro container at {}", settings.kokoro_url);
                 let watched = backend.clone();
@@ -93,7 +100,11 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                 backends.push(backend);
             }
             BackendKind::Polly => {
-                let polly = earshot_aws::PollySettings { default_voice: settings.polly_voice.to_lowercase(), ..Default::default() };
+                let polly = earshot_aws::PollySettings {
+                    default_voice: settings.polly_voice.to_lowercase(),
+                    language_voices: settings.polly_language_voices.0.iter().map(|(l, v)| (l.clone(), v.to_lowercase())).collect(),
+                    ..Default::default()
+                };
                 let backend = Arc::new(earshot_aws::PollyBackend::new(sdk(), polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?);
                 // Polly's own list of generative voices, in the background: the built-in list answers
                 // until it comes (and where Polly cannot be reached, which the health probe reports).
@@ -234,4 +245,11 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
     };
     tracing::info!("agent: the HTTP agent at {}", http.url);
     Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(|e| format!("EARSHOT_HTTP_AGENT_URL (--http-agent-url): {e}"))?))
+}
+
+/// `defaults` with each language `configured` names given its configured voice instead.
+fn with_configured(defaults: Vec<(Language, String)>, configured: &[(Language, String)]) -> Vec<(Language, String)> {
+    let mut voices: Vec<(Language, String)> = defaults.into_iter().filter(|(l, _)| !configured.iter().any(|(c, _)| c == l)).collect();
+    voices.extend(configured.iter().cloned());
+    voices
 }

@@ -6,6 +6,7 @@
 //! apart, and `--help` lists the variable beside each flag.
 
 use clap::{ArgAction, Args, CommandFactory, Parser, ValueEnum};
+use earshot_core::language::Language;
 use std::time::Duration;
 
 /// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
@@ -88,6 +89,15 @@ pub struct Settings {
     /// The Polly voice (a generative voice: ruth, stephen, matthew, joanna, danielle, amy, olivia, lea, remi).
     #[arg(long, env = "EARSHOT_POLLY_VOICE", default_value = "ruth")]
     pub polly_voice: String,
+    /// The Kokoro voice of each language when a request names none, e.g. `fr=ff_siwis,zh=zf_xiaobei` (the
+    /// container's own choice otherwise; through SageMaker, the production voices fr=ff_siwis,
+    /// zh=zf_xiaobei, ja=jf_alpha).
+    #[arg(long, env = "EARSHOT_KOKORO_LANGUAGE_VOICES", value_parser = language_voices, default_value = "")]
+    pub kokoro_language_voices: LanguageVoices,
+    /// The Polly voice of each language when a request names none, e.g. `fr=remi` (otherwise the
+    /// default voice where it speaks the language, else Polly's first voice of it).
+    #[arg(long, env = "EARSHOT_POLLY_LANGUAGE_VOICES", value_parser = language_voices, default_value = "")]
+    pub polly_language_voices: LanguageVoices,
     /// Where the agent comes from.
     #[arg(long, env = "EARSHOT_AGENT", value_enum, ignore_case = true, default_value = "scripted")]
     pub agent: AgentKind,
@@ -373,6 +383,27 @@ impl Settings {
 }
 
 /// An experiment's name: a metric property and a hash input, so short and printable.
+/// A voice for each language: `fr=ff_siwis,zh=zf_xiaobei` (BCP 47 tags, read as their language).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LanguageVoices(pub Vec<(Language, String)>);
+
+fn language_voices(spec: &str) -> Result<LanguageVoices, String> {
+    let mut voices: Vec<(Language, String)> = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (tag, voice) = part.split_once('=').ok_or_else(|| format!("`{part}` is not LANGUAGE=VOICE (fr=ff_siwis)"))?;
+        let language = Language::parse(tag)?;
+        let voice = voice.trim();
+        if voice.is_empty() {
+            return Err(format!("`{part}` names no voice"));
+        }
+        if voices.iter().any(|(l, _)| *l == language) {
+            return Err(format!("{language} is given a voice twice"));
+        }
+        voices.push((language, voice.to_string()));
+    }
+    Ok(LanguageVoices(voices))
+}
+
 fn experiment_name(name: &str) -> Result<String, String> {
     let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
     if ok {

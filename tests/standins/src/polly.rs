@@ -274,7 +274,7 @@ async fn speak_buffer(state: &State, ws: &mut Ws, buffer: &mut String, voice: &s
     }
     let id = format!("p{next_request}");
     *next_request += 1;
-    if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, 1.0).into())).await.is_err() {
+    if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, None, 1.0).into())).await.is_err() {
         return false;
     }
     let mut spoken = state.stats.polly_spoken.lock().expect("the log");

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::language::{Language, LanguageSource};
 use crate::timeline::Timeline;
 
 /// The protocol version carried by every `session` message.
@@ -42,6 +43,8 @@ pub enum BackendReason {
     Failover,
     /// The backend chosen first was full (`busy`), and the conversation spilled over to this one.
     Overflow,
+    /// The backend chosen first cannot speak the conversation's language; this one can.
+    Language,
     /// A reason this client does not know (a newer server's).
     #[serde(other)]
     Unknown,
@@ -55,6 +58,7 @@ impl BackendReason {
             BackendReason::Ab => "ab",
             BackendReason::Failover => "failover",
             BackendReason::Overflow => "overflow",
+            BackendReason::Language => "language",
             BackendReason::Unknown => "unknown",
         }
     }
@@ -84,6 +88,12 @@ pub struct SessionInfo {
     pub experiment: Option<String>,
     pub release: String,
     pub voice: String,
+    /// The language the answer is spoken in, where known: the request's, or detected
+    /// (`language_source` says which).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Language>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_source: Option<LanguageSource>,
     pub audio: AudioFormat,
 }
 

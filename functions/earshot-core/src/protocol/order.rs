@@ -82,6 +82,8 @@ mod tests {
             experiment: None,
             release: "incremental".into(),
             voice: "af_heart".into(),
+            language: None,
+            language_source: None,
             audio: AudioFormat::pcm_s16le(24_000),
         })
     }

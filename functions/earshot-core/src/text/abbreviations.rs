@@ -175,11 +175,12 @@ pub fn is_proper_abbreviation(word: &str) -> bool {
     matches!(w, "u.s" | "u.s.a" | "u.k" | "u.n" | "e.u" | "n.y" | "d.c" | "l.a" | "s.f" | "n.j" | "u.a.e")
 }
 
-/// Abbreviations that never end a sentence in practice: `e.g.`, `i.e.`, `vs.`, `cf.`, `viz.`.
+/// Abbreviations that never end a sentence in practice: `e.g.`, `i.e.`, `vs.`, `cf.`, `viz.`, and French
+/// `av.` and `apr.` before `J.-C.`.
 pub fn never_ends(word: &str) -> bool {
     let mut buf = [0u8; 16];
     let Some(w) = lower(word, &mut buf) else { return false };
-    matches!(w, "e.g" | "i.e" | "vs" | "cf" | "viz" | "a.k.a" | "approx" | "ca" | "resp")
+    matches!(w, "e.g" | "i.e" | "vs" | "cf" | "viz" | "a.k.a" | "approx" | "ca" | "resp" | "av" | "apr")
 }
 
 /// Abbreviations of a time (`a.m.`, `P.M.`, `B.C.`, `A.D.`): they end a sentence that has a subject

@@ -288,6 +288,8 @@ pub fn first_info() -> SessionInfo {
         experiment: Some("default".into()),
         release: "incremental".into(),
         voice: "test".into(),
+        language: None,
+        language_source: None,
         audio: AudioFormat::pcm_s16le(24_000),
     }
 }
