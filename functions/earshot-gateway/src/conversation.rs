@@ -411,7 +411,8 @@ mod tests {
     /// A backend known by its name, voices and readiness alone (`route` opens nothing).
     struct Named {
         name: &'static str,
-        voices: Vec<&'static str>,
+        /// Each voice with its language.
+        voices: Vec<(&'static str, &'static str)>,
         ready: bool,
     }
 
@@ -421,10 +422,10 @@ mod tests {
             self.name
         }
         fn voices(&self) -> Vec<Voice> {
-            self.voices.iter().map(|v| Voice { id: v.to_string(), language: "en".into(), description: String::new() }).collect()
+            self.voices.iter().map(|(v, l)| Voice { id: v.to_string(), language: l.to_string(), description: String::new() }).collect()
         }
         fn default_voice(&self) -> String {
-            self.voices[0].to_string()
+            self.voices[0].0.to_string()
         }
         async fn open(&self, _: SessionOptions) -> Result<SpeechSession, SpeechError> {
             Err(SpeechError::new("backend_unreachable", "not opened in these tests", true))
@@ -442,12 +443,83 @@ mod tests {
     }
 
     fn gateway(kokoro_ready: bool, failover: bool) -> Gateway {
-        let kokoro = Arc::new(Named { name: "kokoro", voices: vec!["af_heart", "am_adam"], ready: kokoro_ready });
-        let polly = Arc::new(Named { name: "polly", voices: vec!["Joanna"], ready: true });
+        gateway_with(kokoro_ready, Routing { failover, ..Default::default() })
+    }
+
+    /// Kokoro speaks English and French; Polly English, French and Mandarin.
+    fn gateway_with(kokoro_ready: bool, routing: Routing) -> Gateway {
+        let kokoro = Arc::new(Named { name: "kokoro", voices: vec![("af_heart", "en-US"), ("am_adam", "en-US"), ("ff_siwis", "fr")], ready: kokoro_ready });
+        let polly = Arc::new(Named { name: "polly", voices: vec![("Joanna", "en-US"), ("Lea", "fr-FR"), ("Zhiyu", "cmn-CN")], ready: true });
         let agent =
             Arc::new(earshot_agents::ScriptedAgent::new(earshot_agents::ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO }));
-        let settings = GatewaySettings { routing: Routing { failover, ..Default::default() }, metrics_namespace: None, ..Default::default() };
+        let settings = GatewaySettings { routing, metrics_namespace: None, ..Default::default() };
         Gateway::new(vec![kokoro, polly], agent, settings)
+    }
+
+    fn language(route: &Route) -> Option<(String, LanguageSource)> {
+        route.language.as_ref().map(|(l, s)| (l.to_string(), *s))
+    }
+
+    #[test]
+    fn a_backend_that_cannot_speak_the_language_is_passed_over_with_the_reason() {
+        let gw = gateway(true, true);
+        let zh = route(&gw, &request(r#"{"text":"今天天气很好，我们去公园散步吧。"}"#), None, &Owner::local()).unwrap();
+        assert_eq!((zh.choice.backend.as_str(), zh.choice.reason, zh.language_from.as_deref()), ("polly", BackendReason::Language, Some("kokoro")));
+        assert_eq!(language(&zh), Some(("zh".into(), LanguageSource::Detected)));
+        assert_eq!(arms(&zh), vec![("polly".into(), "Zhiyu".into())], "no failover to an arm that cannot speak it");
+        // French: both speak it, each arm in its French voice.
+        let fr = route(&gw, &request(r#"{"text":"Bonjour, je suis votre assistant et je vais vous répondre tout de suite."}"#), None, &Owner::local()).unwrap();
+        assert_eq!((fr.choice.reason, fr.language_from.as_deref()), (BackendReason::Default, None));
+        assert_eq!(arms(&fr), vec![("kokoro".into(), "ff_siwis".into()), ("polly".into(), "Lea".into())]);
+        // Named, not detected: the tag's language.
+        let named = route(&gw, &request(r#"{"text":"OK.","language":"cmn-Hans-CN"}"#), None, &Owner::local()).unwrap();
+        assert_eq!(language(&named), Some(("zh".into(), LanguageSource::Request)));
+    }
+
+    #[test]
+    fn a_language_no_backend_speaks_is_refused_when_named_and_set_aside_when_detected() {
+        let gw = gateway(true, true);
+        let named = route(&gw, &request(r#"{"text":"Hi.","language":"ko"}"#), None, &Owner::local()).err().unwrap();
+        assert_eq!((named.status.as_u16(), named.error.code.as_str()), (400, "language_unsupported"));
+        assert!(named.error.message.contains("kokoro: en, fr") && named.error.message.contains("polly: en, fr, zh"), "{}", named.error.message);
+        let asked = route(&gw, &request(r#"{"text":"Hi.","language":"zh","backend":"kokoro"}"#), None, &Owner::local()).err().unwrap();
+        assert_eq!(asked.error.code, "language_unsupported");
+        assert!(asked.error.message.contains("backend `kokoro` cannot speak zh"), "{}", asked.error.message);
+        let detected = route(&gw, &request(r#"{"text":"Привет, как дела? Всё хорошо."}"#), None, &Owner::local()).unwrap();
+        assert_eq!((language(&detected), detected.choice.reason), (None, BackendReason::Default));
+    }
+
+    #[test]
+    fn a_named_voice_settles_a_detected_language_but_must_speak_a_named_one() {
+        let gw = gateway(true, true);
+        let chose = route(&gw, &request(r#"{"text":"今天天气很好。","voice":"am_adam"}"#), None, &Owner::local()).unwrap();
+        assert_eq!((chose.choice.backend.as_str(), language(&chose)), ("kokoro", None));
+        let mismatch = route(&gw, &request(r#"{"text":"Bonjour.","language":"fr","voice":"am_adam"}"#), None, &Owner::local()).err().unwrap();
+        assert_eq!(mismatch.error.code, "voice_language_mismatch");
+    }
+
+    #[test]
+    fn the_split_keeps_its_arms_for_answers_both_can_speak_and_passes_over_the_other_for_the_rest() {
+        let routing = Routing { weights: vec![("kokoro".into(), 50), ("polly".into(), 50)], failover: true, ..Default::default() };
+        let gw = gateway_with(true, routing);
+        let (mut passed_over, mut assigned) = (0, 0);
+        for i in 0..40 {
+            let body = format!(r#"{{"text":"今天天气很好。","conversation_id":"c-{i}"}}"#);
+            let r = route(&gw, &request(&body), None, &Owner::local()).unwrap();
+            assert_eq!(r.choice.backend, "polly", "only Polly speaks Mandarin");
+            match r.choice.reason {
+                BackendReason::Language => {
+                    assert_eq!((r.choice.arm.as_deref(), r.language_from.as_deref()), (None, Some("kokoro")));
+                    passed_over += 1;
+                }
+                BackendReason::Ab => {
+                    assert_eq!(r.choice.arm.as_deref(), Some("polly"));
+                    assigned += 1;
+                }
+                other => panic!("unexpected reason {other:?}"),
+            }
+        }
+        assert!(passed_over > 5 && assigned > 5, "both halves of the split seen: {passed_over} passed over, {assigned} assigned");
     }
 
     fn request(body: &str) -> SpeakRequest {
@@ -478,6 +550,7 @@ mod tests {
         let gw = gateway(true, true);
         let route = route(&gw, &request(r#"{"text":"Hi","voice":"am_adam"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&route), vec![("kokoro".into(), "am_adam".into()), ("polly".into(), "Joanna".into())]);
+        assert_eq!(route.language, None, "`Hi` is too short to tell");
         let off = gateway(true, false);
         assert_eq!(route_len(&off), 1, "no failover: one arm");
     }

@@ -466,6 +466,8 @@ mod tests {
             ("EARSHOT_SAGEMAKER_ENDPOINT", "earshot-kokoro"),
             ("EARSHOT_AGENT", "bedrock"),
             ("EARSHOT_POLLY_VOICE", "Matthew"),
+            ("EARSHOT_KOKORO_LANGUAGE_VOICES", "fr=ff_siwis, zh-CN=zf_xiaobei"),
+            ("EARSHOT_POLLY_LANGUAGE_VOICES", ""),
             ("EARSHOT_IDLE_RELEASE_MS", "0"),
             ("EARSHOT_SYSTEM_PROMPT", "   "),
         ])
@@ -476,6 +478,9 @@ mod tests {
         assert_eq!(s.ab_experiment, "voices-2026-12");
         assert_eq!(s.agent, AgentKind::Bedrock);
         assert_eq!(s.polly_voice, "Matthew");
+        let language = |tag: &str| Language::parse(tag).unwrap();
+        assert_eq!(s.kokoro_language_voices.0, vec![(language("fr"), "ff_siwis".to_string()), (language("zh"), "zf_xiaobei".to_string())]);
+        assert!(s.polly_language_voices.0.is_empty());
         assert_eq!(s.idle_release_ms, 0);
         assert_eq!(s.system_prompt, None, "an empty variable is unset");
     }
@@ -494,6 +499,14 @@ mod tests {
         assert_eq!((from_flags.max_prompt_chars, from_flags.max_text_chars, from_flags.idle_release_ms), (4_000, 20_000, 150));
         // `--failover` alone still switches it on.
         assert!(Serve::try_parse_from(["earshot", "--failover"]).unwrap().settings.failover);
+    }
+
+    #[test]
+    fn language_voices_refuse_what_is_not_a_language_or_a_pair() {
+        for (spec, why) in [("french=ff_siwis", "BCP 47"), ("fr", "LANGUAGE=VOICE"), ("fr=", "names no voice"), ("fr=a,fr-CA=b", "twice")] {
+            let e = language_voices(spec).unwrap_err();
+            assert!(e.contains(why), "{spec}: {e}");
+        }
     }
 
     #[test]

@@ -36,6 +36,9 @@ export interface EarshotConfig {
   readonly failover: boolean;
   readonly kokoroVoice: string;
   readonly pollyVoice: string;
+  /** The voice of each language per arm when a request names none (BCP 47 language to voice); empty: the arm's own choice. */
+  readonly kokoroLanguageVoices: Record<string, string>;
+  readonly pollyLanguageVoices: Record<string, string>;
   /** The agent: a Bedrock model, an OpenAI-compatible endpoint, or any HTTP agent that streams text. */
   readonly agent: (typeof AGENTS)[number];
   /** A Bedrock foundation-model id or a cross-Region inference profile id (agent bedrock). */
@@ -101,7 +104,7 @@ export interface EarshotConfig {
   readonly targetConcurrentStreams: number;
 }
 
-type Kind = 'boolean' | 'integer' | 'string' | 'list' | 'weights';
+type Kind = 'boolean' | 'integer' | 'string' | 'list' | 'weights' | 'voices';
 
 const KINDS: Record<keyof EarshotConfig, Kind> = {
   pollyOnly: 'boolean',
@@ -112,6 +115,8 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   failover: 'boolean',
   kokoroVoice: 'string',
   pollyVoice: 'string',
+  kokoroLanguageVoices: 'voices',
+  pollyLanguageVoices: 'voices',
   agent: 'string',
   bedrockModelId: 'string',
   openaiBaseUrl: 'string',
@@ -212,6 +217,25 @@ function coerce(key: string, kind: Kind, value: unknown): unknown {
         if (!Number.isSafeInteger(weight) || (weight as number) < 0) fail(key, `weight of ${name} must be a non-negative integer, got ${JSON.stringify(weight)}`);
       }
       return weights;
+    }
+    case 'voices': {
+      let voices: unknown = value;
+      if (text !== undefined) {
+        voices = text.startsWith('{')
+          ? JSON.parse(text)
+          : Object.fromEntries(text === '' ? [] : text.split(',').map((pair) => {
+              const [language, voice, ...rest] = pair.split('=').map((s) => s.trim());
+              if (!language || !voice || rest.length) fail(key, `must look like fr=ff_siwis,zh=zf_xiaobei, got ${JSON.stringify(value)}`);
+              return [language, voice];
+            }));
+      }
+      if (typeof voices !== 'object' || voices === null || Array.isArray(voices)) fail(key, `must map languages to voices, got ${JSON.stringify(value)}`);
+      for (const [language, voice] of Object.entries(voices)) {
+        // BCP 47 as the gateway reads it: a language of 2 or 3 letters, then subtags of 1 to 8 letters or digits.
+        if (!/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$/.test(language)) fail(key, `has ${JSON.stringify(language)}, which is not a BCP 47 language tag (fr, zh-CN)`);
+        if (typeof voice !== 'string' || !/^[A-Za-z0-9_]{1,64}$/.test(voice)) fail(key, `must give ${language} a voice name such as ff_siwis, got ${JSON.stringify(voice)}`);
+      }
+      return voices;
     }
   }
 }

@@ -11,6 +11,8 @@ export const ENV_NAMES = [
   'EARSHOT_SAGEMAKER_ENDPOINT',
   'EARSHOT_KOKORO_VOICE',
   'EARSHOT_POLLY_VOICE',
+  'EARSHOT_KOKORO_LANGUAGE_VOICES',
+  'EARSHOT_POLLY_LANGUAGE_VOICES',
   'EARSHOT_AGENT',
   'EARSHOT_BEDROCK_MODEL_ID',
   'EARSHOT_OPENAI_BASE_URL',
@@ -83,6 +85,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_FAILOVER: String(c.failover && backends.length > 1),
     EARSHOT_KOKORO_VOICE: c.kokoroVoice,
     EARSHOT_POLLY_VOICE: c.pollyVoice,
+    EARSHOT_KOKORO_LANGUAGE_VOICES: languageVoices(c.kokoroLanguageVoices),
+    EARSHOT_POLLY_LANGUAGE_VOICES: languageVoices(c.pollyLanguageVoices),
     // The deployed gateway answers with the configured agent (`earshot serve` defaults to a scripted one).
     EARSHOT_AGENT: c.agent,
     EARSHOT_BEDROCK_MODEL_ID: c.bedrockModelId,
@@ -130,4 +134,9 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
   }
   if ((c.agent === 'openai' || c.agent === 'http') && c.agentKeySecret !== '') env.EARSHOT_AGENT_KEY_SECRET = c.agentKeySecret;
   return env;
+}
+
+/** `fr=ff_siwis,zh=zf_xiaobei`, as the gateway's settings read it. */
+function languageVoices(voices: Record<string, string>): string {
+  return Object.entries(voices).map(([language, voice]) => `${language}=${voice}`).join(',');
 }

@@ -52,6 +52,15 @@ describe('-c overrides (strings from the command line)', () => {
     assert.deepEqual(withContext({ abWeights: '{"kokoro":1,"polly":3}' }).abWeights, { kokoro: 1, polly: 3 });
   });
 
+  it('takes a voice per language, as pairs or JSON, and refuses what is not a language or a voice', () => {
+    assert.deepEqual(withContext({ kokoroLanguageVoices: 'fr=ff_siwis, zh-CN=zf_xiaobei' }).kokoroLanguageVoices, { fr: 'ff_siwis', 'zh-CN': 'zf_xiaobei' });
+    assert.deepEqual(withContext({ pollyLanguageVoices: '{"fr":"remi"}' }).pollyLanguageVoices, { fr: 'remi' });
+    assert.deepEqual(withContext({ pollyLanguageVoices: '' }).pollyLanguageVoices, {});
+    rejects({ kokoroLanguageVoices: 'french=ff_siwis' }, /`kokoroLanguageVoices` has "french", which is not a BCP 47 language tag/);
+    rejects({ pollyLanguageVoices: 'fr' }, /`pollyLanguageVoices` must look like fr=ff_siwis/);
+    rejects({ pollyLanguageVoices: '{"fr":"L\u00e9a Voice"}' }, /`pollyLanguageVoices` must give fr a voice name/);
+  });
+
   it('leaves settings that are not overridden at their file values', () => {
     const c = withContext({ kokoroVoice: 'af_bella' });
     assert.equal(c.kokoroVoice, 'af_bella');
