@@ -76,7 +76,10 @@ if [ "${PATH_MODE:-direct}" = aws ]; then
   for _ in $(seq 1 100); do [ -s "$logs/standins.pem" ] && break; sleep 0.1; done
   [ -s "$logs/standins.pem" ] || { echo "run: the stand-ins wrote no certificate; see $logs/standins.log"; exit 1; }
   export AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=secret AWS_REGION=us-east-1
+  # The local container has Japanese voice packs only (they read any language it has a front end for):
+  # one of them for each language, where production speaks ff_siwis and zf_xiaobei.
   extra=(--backends kokoro,polly --sagemaker-endpoint earshot-kokoro --kokoro-voice jf_alpha --agent bedrock
+         --kokoro-language-voices fr=jf_nezumi,zh=jf_tebukuro
          --aws-endpoint "https://127.0.0.1:$standins_port" --aws-trust-pem "$logs/standins.pem"
          --ab-weights kokoro=50,polly=50 --failover)
 fi
@@ -94,6 +97,8 @@ earshot is running at http://127.0.0.1:$port  (Ctrl-C stops it)
   stream a reply:       curl -N http://127.0.0.1:$port/v1/speak -d '{"prompt":"brief"}'
   hear it as a WAV:     $earshot say --url http://127.0.0.1:$port --prompt brief --out answer.wav
   compare buffering:    $earshot say --url http://127.0.0.1:$port --prompt brief --release buffered
+  in French, Mandarin:  curl -N http://127.0.0.1:$port/v1/speak -d '{"prompt":"Bonjour, où en est ma commande ?"}'
+                        curl -N http://127.0.0.1:$port/v1/speak -d '{"prompt":"我的订单什么时候到？"}'
 
 MSG
 wait -n "${pids[@]}"

@@ -22,6 +22,7 @@ const promptBox = $('prompt');
 const stopButton = $('stop');
 const statusLine = $('status');
 const voiceSelect = $('voice');
+const languageSelect = $('language');
 const captions = new Captions($('captions'));
 const timeline = $('timeline');
 
@@ -38,6 +39,8 @@ function newConversationId() {
   return `page:${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 }
 let voicesByBackend = new Map();
+// Per backend: each language it speaks, with its voice for it (GET /v1/voices `languages`).
+let languagesByBackend = new Map();
 // The code of the error on show, if any.
 let shownError = null;
 
@@ -57,6 +60,9 @@ const ERROR_TITLES = {
   missing_input: 'There is nothing to speak',
   unknown_backend: 'That voice engine is not available here',
   unknown_voice: 'That voice is not available',
+  language_unsupported: 'That voice engine cannot speak this language',
+  voice_language_mismatch: 'That voice cannot speak this language',
+  invalid_language: 'That language is not one earshot knows',
   backend_unreachable: 'The voice engine could not be reached',
   network_error: 'The gateway could not be reached',
   stream_ended: 'The answer stopped before its end',
@@ -106,6 +112,7 @@ function start(overrides = {}) {
     token: token || undefined,
     backend: choice('backend'),
     voice: voiceSelect.value || undefined,
+    language: languageSelect.value || undefined,
     release: overrides.release ?? choice('release'),
     format: choice('format'),
   };
@@ -117,7 +124,8 @@ function start(overrides = {}) {
       agentText.scrollTop = agentText.scrollHeight;
     },
     onSession: (session) => {
-      $('session-info').textContent = `${session.backend} · ${session.voice} · ${session.audio.sample_rate / 1000} kHz${session.arm ? ` · arm ${session.arm}` : ''}`;
+      const language = session.language ? ` · ${session.language}${session.language_source === 'detected' ? ' (detected)' : ''}` : '';
+      $('session-info').textContent = `${session.backend} · ${session.voice}${language} · ${session.audio.sample_rate / 1000} kHz${session.arm ? ` · arm ${session.arm}` : ''}`;
       if (isLatest()) setStatus(session.release === 'buffered' ? 'The agent is writing; speech starts when it has finished…' : 'Waiting for the agent…');
     },
     onSentence: (sentence) => {
@@ -368,6 +376,7 @@ async function checkGateway() {
     const info = voices.ok ? await voices.json() : {};
     const offered = info.backends ?? [];
     voicesByBackend = new Map(offered.map((b) => [b.name, b.voices]));
+    languagesByBackend = new Map(offered.map((b) => [b.name, b.languages ?? {}]));
     for (const input of form.elements.backend) {
       if (input.value === 'auto') continue;
       const available = voicesByBackend.has(input.value);
@@ -387,11 +396,29 @@ async function checkGateway() {
   }
 }
 
+// The voices of the chosen engine, grouped by their language; `Default` names the engine's voice for the
+// chosen language, and an engine that cannot speak it says so.
 function fillVoices() {
-  const voices = voicesByBackend.get(choice('backend')) ?? [];
+  const backend = choice('backend');
+  const voices = voicesByBackend.get(backend) ?? [];
+  const languages = languagesByBackend.get(backend) ?? {};
+  const wanted = languageSelect.value;
   const previous = voiceSelect.value;
-  voiceSelect.replaceChildren(new Option('Default', ''));
-  for (const voice of voices) voiceSelect.append(new Option(`${voice.id} · ${voice.description ?? voice.language ?? ''}`, voice.id));
+  const byDefault = wanted ? languages[wanted] : undefined;
+  const unspoken = wanted && backend !== 'auto' && voicesByBackend.has(backend) && !byDefault;
+  voiceSelect.replaceChildren(new Option(unspoken ? `Default (${backend} cannot speak ${wanted})` : byDefault ? `Default (${byDefault})` : 'Default', ''));
+  const groups = new Map();
+  for (const voice of voices) {
+    const language = voice.language || '?';
+    if (!groups.has(language)) groups.set(language, []);
+    groups.get(language).push(voice);
+  }
+  for (const [language, members] of [...groups].sort(([a], [b]) => a.localeCompare(b))) {
+    const group = document.createElement('optgroup');
+    group.label = language;
+    for (const voice of members) group.append(new Option(`${voice.id} · ${voice.description ?? language}`, voice.id));
+    voiceSelect.append(group);
+  }
   voiceSelect.value = voices.some((v) => v.id === previous) ? previous : '';
   voiceSelect.disabled = voices.length === 0;
 }
@@ -411,6 +438,7 @@ for (const chip of document.querySelectorAll('[data-sample]')) {
   });
 }
 for (const input of form.elements.backend) input.addEventListener('change', fillVoices);
+languageSelect.addEventListener('change', fillVoices);
 promptBox.addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && (event.metaKey || event.ctrlKey)) {
     event.preventDefault();
@@ -443,7 +471,7 @@ function describeAgent(info) {
   if (info.limits) limits = info.limits;
   const note = $('agent-note');
   note.hidden = info.agent !== 'scripted';
-  note.textContent = 'The agent here is scripted: whatever you ask, it answers with one of its samples (brief, long, pause). Start earshot serve with --agent to talk to a real one.';
+  note.textContent = 'The agent here is scripted: whatever you ask, it answers with one of its samples (brief, long, pause; in French or Mandarin to a prompt in either). Start earshot serve with --agent to talk to a real one.';
   updateCounter();
 }
 

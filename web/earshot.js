@@ -54,7 +54,7 @@ export function interrupt() {
   player.stopAll();
 }
 
-const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', messages: 'messages', backend: 'backend', voice: 'voice', release: 'release', format: 'format', conversationId: 'conversation_id' };
+const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', messages: 'messages', backend: 'backend', voice: 'voice', language: 'language', release: 'release', format: 'format', conversationId: 'conversation_id' };
 
 /** The JSON body of `POST /v1/speak` for `speak()`'s options: the fields that are set, by their wire names. */
 export function requestBody(options) {
@@ -92,6 +92,7 @@ export function curlCommand(options) {
  * @param {{role: 'user'|'assistant', content: string}[]} [options.messages]  the conversation so far, oldest first
  * @param {'kokoro'|'polly'|'auto'} [options.backend]
  * @param {string} [options.voice]
+ * @param {string} [options.language]  the answer's language, a BCP 47 tag (`fr`, `zh`); detected when absent
  * @param {'incremental'|'buffered'} [options.release]
  * @param {'sse'|'binary'} [options.format]   default 'sse'
  * @param {string} [options.conversationId]
@@ -135,6 +136,9 @@ export class Conversation {
       backend: null,
       backendReason: null,
       voice: null,
+      // The answer's language, where the gateway knows it, and whether it was asked for or detected.
+      language: null,
+      languageSource: null,
       conversationId: null,
       requestId: null,
       sampleRate: null,
@@ -325,6 +329,8 @@ export class Conversation {
       conversationId: session.conversation_id,
       requestId: session.request_id,
       arm: session.arm ?? null,
+      language: session.language ?? null,
+      languageSource: session.language_source ?? null,
       sampleRate: session.audio.sample_rate,
     });
     this.options.onSession?.(session);

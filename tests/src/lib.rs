@@ -6,6 +6,7 @@
 //! that it never outlives the test process, whichever way that process ends.
 
 pub mod moto;
+pub mod run_aws;
 
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -6,9 +6,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use earshot_client::{speak, CallOptions, SpeakBody};
+use earshot_e2e::earshot_bin;
 use earshot_e2e::moto::Moto;
-use earshot_e2e::{earshot_bin, EarshotProcess, Kokoro};
-use earshot_standins::StandInsConfig;
+use earshot_e2e::run_aws::RunAws;
 use serde_json::Value;
 
 const ANSWERS: usize = 36;
@@ -33,37 +33,9 @@ fn figures(report: &Value) -> Vec<(String, u64, Value, Value)> {
 
 #[tokio::test]
 async fn earshot_ab_reports_both_arms_of_a_run_aws_session_from_its_log_and_from_cloudwatch_logs() {
-    let kokoro = Kokoro::shared();
-    kokoro.ready().await;
-    let standins = earshot_standins::start(StandInsConfig { kokoro_url: kokoro.url.clone(), ..Default::default() }, 0).await.expect("the stand-ins start");
-    let pem = std::env::temp_dir().join(format!("earshot-e2e-ab-{}.pem", std::process::id()));
-    std::fs::write(&pem, &standins.cert_pem).unwrap();
-    let credentials = [("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_REGION", "us-east-1")];
     // The flags of `make run-aws` (scripts/run-local.sh), with an experiment named.
-    let earshot = EarshotProcess::start_with_env(
-        &[
-            "--backends",
-            "kokoro,polly",
-            "--sagemaker-endpoint",
-            "earshot-kokoro",
-            "--kokoro-voice",
-            "jf_alpha",
-            "--agent",
-            "bedrock",
-            "--aws-endpoint",
-            &standins.url,
-            "--aws-trust-pem",
-            pem.to_str().unwrap(),
-            "--ab-weights",
-            "kokoro=50,polly=50",
-            "--failover",
-            "--ab-experiment",
-            EXPERIMENT,
-        ],
-        &credentials,
-    )
-    .await;
-    earshot.healthy().await;
+    let stack = RunAws::start("ab", &["--ab-experiment", EXPERIMENT]).await;
+    let earshot = &stack.earshot;
 
     let mut arms = std::collections::BTreeMap::<String, usize>::new();
     for i in 0..ANSWERS {
@@ -139,7 +111,7 @@ logs.put_log_events(logGroupName='/aws/lambda/earshot-gateway', logStreamName='s
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/aws/lambda/nothing"), "{}", String::from_utf8_lossy(&out.stderr));
-    for f in [pem, plot, lines_file] {
+    for f in [plot, lines_file] {
         let _ = std::fs::remove_file(f);
     }
 }

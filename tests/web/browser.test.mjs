@@ -484,6 +484,28 @@ test('while it speaks the page shows the agent\'s text as written and the voice\
   for (const sentence of record.sentences) assert.ok(written.includes(sentence.text.split(' ')[0]), `${sentence.text} is in what the agent wrote`);
 });
 
+test('the French and Mandarin samples are answered and spoken in their language, each voice grouped by language', { skip, timeout: 120_000 }, async () => {
+  await page.goto(`${EARSHOT_URL}/`);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
+  // The voice list groups the engine's voices by language, and names its voice for a chosen language.
+  await page.selectOption('#language', 'fr');
+  const defaultOption = await page.textContent('#voice option[value=""]');
+  assert.match(defaultOption, /^Default \(.+\)$/, defaultOption);
+  assert.ok((await page.$$('#voice optgroup')).length >= 1);
+  await page.selectOption('#language', '');
+  for (const [chip, language, words] of [['français', 'fr', 'commande'], ['中文', 'zh', '订单']]) {
+    const before = await page.evaluate(() => window.earshot.records.length);
+    await page.click(`.chip:text-is("${chip}")`);
+    await page.waitForFunction((n) => window.earshot.records.length === n + 1, before);
+    const record = await untilHeardToTheEnd(90_000);
+    assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+    assert.equal(record.language, language, `the ${chip} sample is spoken in ${language}`);
+    assert.equal(record.languageSource, 'detected');
+    assert.ok(record.sentences.some((s) => s.text.includes(words)), JSON.stringify(record.sentences));
+    assert.match(await page.textContent('#session-info'), new RegExp(`· ${language} \\(detected\\)`));
+  }
+});
+
 test('the last request, copied as curl, runs in a shell and speaks the same answer', { skip, timeout: 90_000 }, async () => {
   await speakOnPage({ input: 'text', value: "It's a fine day. Isn't it?" });
   await untilHeardToTheEnd();

@@ -88,16 +88,22 @@ pub enum Sample {
     Long,
     /// An answer with a tool call between its first sentence and the rest.
     Pause,
+    /// The brief reply in French, with what French answers write: an amount in euros, a time, a title.
+    French,
+    /// The brief reply in Mandarin, with a date, a time and an amount in yuan.
+    Mandarin,
 }
 
 impl Sample {
-    pub const ALL: [Sample; 3] = [Sample::Brief, Sample::Long, Sample::Pause];
+    pub const ALL: [Sample; 5] = [Sample::Brief, Sample::Long, Sample::Pause, Sample::French, Sample::Mandarin];
 
     pub fn name(self) -> &'static str {
         match self {
             Sample::Brief => "brief",
             Sample::Long => "long",
             Sample::Pause => "pause",
+            Sample::French => "french",
+            Sample::Mandarin => "mandarin",
         }
     }
 
@@ -128,6 +134,12 @@ impl Sample {
                 "Let me check that for you.{pause:2000} Your order shipped this morning. It should arrive \
                  on Thursday, and the tracking number is in your e-mail."
             }
+            Sample::French => {
+                "Bien sûr ! Votre commande est partie ce matin de notre entrepôt de Lyon. Elle arrivera \
+                 jeudi avant 18 h 30, et la livraison coûte 4,90 €. M. Martin, votre conseiller, reste à \
+                 votre disposition."
+            }
+            Sample::Mandarin => "好的！您的订单今天早上已经从上海仓库发出。预计12月3日下午3:30之前送达，运费是¥12.5。还有什么可以帮您的吗？",
         }
     }
 
@@ -170,9 +182,10 @@ impl ScriptedAgent {
         self
     }
 
-    /// The script for an input: a prompt naming a script or a sample (`brief`, `long`, `pause`)
-    /// gets it; a prompt mentioning a tool or a pause gets the pause sample, one asking to explain
-    /// gets the long one, any other the brief one. Text is spoken as given.
+    /// The script for an input: a prompt naming a script or a sample (`brief`, `long`, `pause`,
+    /// `french`, `mandarin`) gets it; a prompt in French or Chinese gets the answer in its language (as
+    /// a real agent answers in the user's); a prompt mentioning a tool or a pause gets the pause sample,
+    /// one asking to explain gets the long one, any other the brief one. Text is spoken as given.
     pub fn script_for(&self, input: &AgentInput) -> Script {
         match input {
             AgentInput::Text(text) => Script::plain(text),
@@ -183,6 +196,11 @@ impl ScriptedAgent {
                 }
                 if let Some(sample) = Sample::from_name(&p) {
                     return sample.script();
+                }
+                match earshot_core::language::detect(prompt).as_ref().map(|l| l.as_str()) {
+                    Some("fr") => return Sample::French.script(),
+                    Some("zh") => return Sample::Mandarin.script(),
+                    _ => {}
                 }
                 let sample = if p.contains("pause") || p.contains("tool") || p.contains("check") {
                     Sample::Pause
@@ -285,6 +303,16 @@ mod tests {
                 ScriptItem::Text(" {x}".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_prompt_in_french_or_chinese_is_answered_in_its_language() {
+        let agent = ScriptedAgent::default();
+        let answer = |prompt: &str| agent.script_for(&AgentInput::prompt(prompt)).text();
+        assert_eq!(answer("Bonjour, où en est ma commande, s'il vous plaît ?"), Sample::French.script().text());
+        assert_eq!(answer("我的订单什么时候到？"), Sample::Mandarin.script().text());
+        assert_eq!(answer("mandarin"), Sample::Mandarin.script().text());
+        assert_eq!(answer("Where is my order?"), Sample::Brief.script().text());
     }
 
     #[tokio::test]

@@ -24,6 +24,9 @@ pub struct SpeakBody {
     pub backend: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub voice: Option<String>,
+    /// The answer's language, a BCP 47 tag; detected when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub release: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -177,9 +177,8 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     let unit = owner.assignment_unit(&request.conversation_id);
     let mut choice = routing.choose(request.backend.as_deref(), unit, &names)?;
     let mut language_from = None;
-    if language.is_some() && !capable.contains(&choice.backend) {
+    if let Some((l, _)) = language.as_ref().filter(|_| !capable.contains(&choice.backend)) {
         if choice.reason == BackendReason::Request {
-            let (l, _) = language.as_ref().expect("a language");
             return Err(language_unsupported(gw, &names, l, Some(&choice.backend)));
         }
         language_from = Some(choice.backend.clone());

@@ -44,6 +44,13 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
     if voice_id.is_empty() {
         return error(StatusCode::BAD_REQUEST, "ValidationException", "VoiceId is required");
     }
+    // The language the voice speaks: a bilingual voice's `LanguageCode` where given, else its own. The
+    // local Kokoro reads it with that language's front end (it speaks en, fr, zh and ja).
+    let language = Some(header("x-amzn-languagecode"))
+        .filter(|l| !l.is_empty())
+        .or_else(|| VOICES.iter().find(|(name, _, _)| *name == voice_id).map(|(_, l, _)| l.to_string()))
+        .and_then(|tag| earshot_core::language::Language::parse(&tag).ok())
+        .filter(|l| ["en", "fr", "zh", "ja"].contains(&l.as_str()));
     *state.stats.last_polly_voice.lock().expect("stats lock") = Some(voice_id);
     let rate: u32 = header("x-amzn-samplerate").parse().unwrap_or(16_000);
     let ws = match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
@@ -56,7 +63,7 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
     let events = read_events(req.into_body());
     tokio::spawn(async move {
         let live = state.clone();
-        session(state, events, ws, out, rate).await;
+        session(state, events, ws, out, rate, language).await;
         live.stats.polly_streams_live.fetch_sub(1, Ordering::SeqCst);
     });
     stream_response(body, &[])
@@ -68,6 +75,7 @@ async fn session(
     mut ws: Ws,
     out: tokio::sync::mpsc::Sender<Bytes>,
     rate: u32,
+    language: Option<earshot_core::language::Language>,
 ) {
     let voice = state.config.polly_voice.clone();
     let idle = state.config.polly_idle_timeout;
@@ -105,12 +113,12 @@ async fn session(
                     characters += text.chars().count() as u64;
                     buffer.push_str(&text);
                     let flush = json["FlushStreamConfiguration"]["Force"].as_bool() == Some(true);
-                    if flush && !speak_buffer(&state, &mut ws, &mut buffer, &voice, &mut next_request, &mut utterances).await {
+                    if flush && !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref()), &mut next_request, &mut utterances).await {
                         break;
                     }
                 }
                 Some(Ok(e)) if e.event_type == "CloseStreamEvent" => {
-                    if !speak_buffer(&state, &mut ws, &mut buffer, &voice, &mut next_request, &mut utterances).await {
+                    if !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref()), &mut next_request, &mut utterances).await {
                         break;
                     }
                     closing = true;
@@ -267,14 +275,21 @@ type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<t
 
 /// Sends the buffered text, if there is any, to the voice as one utterance; says whether the voice is
 /// still there.
-async fn speak_buffer(state: &State, ws: &mut Ws, buffer: &mut String, voice: &str, next_request: &mut u32, utterances: &mut HashMap<String, usize>) -> bool {
+async fn speak_buffer(
+    state: &State,
+    ws: &mut Ws,
+    buffer: &mut String,
+    (voice, language): (&str, Option<&earshot_core::language::Language>),
+    next_request: &mut u32,
+    utterances: &mut HashMap<String, usize>,
+) -> bool {
     if buffer.trim().is_empty() {
         buffer.clear();
         return true;
     }
     let id = format!("p{next_request}");
     *next_request += 1;
-    if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, None, 1.0).into())).await.is_err() {
+    if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, language, 1.0).into())).await.is_err() {
         return false;
     }
     let mut spoken = state.stats.polly_spoken.lock().expect("the log");
@@ -288,29 +303,33 @@ fn kokoro_wire_rate() -> u32 {
     earshot_backends::container_session::KOKORO_SAMPLE_RATE
 }
 
+/// The generative voices the stand-in offers: (Id, LanguageCode, an additional language). None speaks
+/// Mandarin, so that a Mandarin answer must go to another arm: the case the router's language rule is for.
+const VOICES: [(&str, &str, Option<&str>); 7] = [
+    ("Ruth", "en-US", None),
+    ("Matthew", "en-US", None),
+    ("Amy", "en-GB", None),
+    ("Ayanda", "en-ZA", None),
+    ("Kajal", "en-IN", Some("hi-IN")),
+    ("Lea", "fr-FR", None),
+    ("Remi", "fr-FR", None),
+];
+
 /// `DescribeVoices` (`GET /v1/voices`), which the backend reads its voices from: generative voices of
 /// several languages from the developer guide's "Generative voices" table, two of them outside earshot's
 /// built-in list (Ayanda, and Kajal, bilingual), in the response shape of Polly's API reference
 /// (`Voices`, each with `Id`, `Name`, `LanguageCode`, `AdditionalLanguageCodes`, `SupportedEngines`).
 pub fn describe_voices() -> Response<Body> {
-    let voices: Vec<serde_json::Value> = [
-        ("Ruth", "en-US", None),
-        ("Matthew", "en-US", None),
-        ("Amy", "en-GB", None),
-        ("Ayanda", "en-ZA", None),
-        ("Kajal", "en-IN", Some("hi-IN")),
-        ("Lea", "fr-FR", None),
-        ("Remi", "fr-FR", None),
-    ]
-    .iter()
-    .map(|(name, language, other)| {
-        let mut voice = serde_json::json!({"Id": name, "Name": name, "LanguageCode": language, "SupportedEngines": ["generative", "neural"]});
-        if let Some(other) = other {
-            voice["AdditionalLanguageCodes"] = serde_json::json!([other]);
-        }
-        voice
-    })
-    .collect();
+    let voices: Vec<serde_json::Value> = VOICES
+        .iter()
+        .map(|(name, language, other)| {
+            let mut voice = serde_json::json!({"Id": name, "Name": name, "LanguageCode": language, "SupportedEngines": ["generative", "neural"]});
+            if let Some(other) = other {
+                voice["AdditionalLanguageCodes"] = serde_json::json!([other]);
+            }
+            voice
+        })
+        .collect();
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "application/json")

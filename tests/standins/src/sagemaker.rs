@@ -74,7 +74,14 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                     Some(Ok(e)) if e.event_type == "PayloadPart" => {
                         let frame = if e.header("DataType") == Some("UTF8") {
                             match String::from_utf8(e.payload.to_vec()) {
-                                Ok(text) => Message::Text(text.into()),
+                                Ok(text) => {
+                                    if let Ok(message) = serde_json::from_str::<serde_json::Value>(&text) {
+                                        if message["type"] == "synthesize" {
+                                            state.stats.sagemaker_synthesize.lock().expect("stats lock").push(message);
+                                        }
+                                    }
+                                    Message::Text(text.into())
+                                }
                                 Err(_) => {
                                     let _ = out.send(exception("InputValidationError", &serde_json::json!({"Message": "a UTF8 part is not UTF-8"}))).await;
                                     break;

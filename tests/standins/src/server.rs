@@ -84,6 +84,9 @@ pub struct Stats {
     /// Every utterance voiced, in the order its text was flushed.
     pub polly_spoken: std::sync::Mutex<Vec<Spoken>>,
     pub sagemaker_streams: AtomicU64,
+    /// Every `synthesize` message carried to the container through SageMaker, as JSON (its text, voice
+    /// and language), in order.
+    pub sagemaker_synthesize: std::sync::Mutex<Vec<serde_json::Value>>,
     /// The production variant the last SageMaker request addressed, if any.
     pub last_target_variant: std::sync::Mutex<Option<String>>,
     /// The `VoiceId` of the last Polly stream.

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-use super::numbers::{pattern, Amount};
+use super::numbers::{pattern, rewrite_all, Amount, Rewrite};
 
 /// A number: digits grouped in threes by a space (plain, no-break or narrow), or not grouped; then a
 /// decimal comma or point with its digits.
@@ -75,7 +75,7 @@ pub fn spoken(sentence: &str) -> String {
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, *with).into_owned();
     }
-    let steps: [(&Regex, fn(&Captures) -> Option<String>); 12] = [
+    let steps: [(&Regex, Rewrite); 12] = [
         (&rules.iso_date, date),
         (&rules.date, date),
         (&rules.time, time),
@@ -89,9 +89,7 @@ pub fn spoken(sentence: &str) -> String {
         (&rules.percent, |c| Some(format!("{} pour cent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))),
         (&rules.unit, unit),
     ];
-    for (pattern, rewrite) in steps {
-        text = pattern.replace_all(&text, |c: &Captures| rewrite(c).unwrap_or_else(|| c[0].to_string())).into_owned();
-    }
+    text = rewrite_all(text, &steps);
     rules
         .number
         .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-use super::numbers::{pattern, Amount};
+use super::numbers::{pattern, rewrite_all, Amount, Rewrite};
 
 /// A number: digits grouped in threes by commas, or not grouped; then a decimal point with its digits.
 const NUMBER: &str = r"(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<fraction>\d+))?";
@@ -42,7 +42,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
 pub fn spoken(sentence: &str) -> String {
     let rules = &*RULES;
     let mut text = sentence.to_string();
-    let steps: [(&Regex, fn(&Captures) -> Option<String>); 9] = [
+    let steps: [(&Regex, Rewrite); 9] = [
         (&rules.iso_date, |c| Some(format!("{}年{}月{}日", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))),
         (&rules.year, |c| Some(format!("{}年", if c["y"].len() == 4 { digits(&c["y"]) } else { cardinal(c["y"].parse().ok()?) }))),
         (&rules.time, time),
@@ -56,9 +56,7 @@ pub fn spoken(sentence: &str) -> String {
         (&rules.negative, |c| Some(format!("{}负{}", &c["before"], &c["digit"]))),
         (&rules.unit, unit),
     ];
-    for (pattern, rewrite) in steps {
-        text = pattern.replace_all(&text, |c: &Captures| rewrite(c).unwrap_or_else(|| c[0].to_string())).into_owned();
-    }
+    text = rewrite_all(text, &steps);
     rules
         .number
         .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))
@@ -145,7 +143,7 @@ pub fn cardinal(n: u64) -> String {
     let high = n / 1_000_000_000_000;
     if high > 0 {
         out.push_str(&cardinal(high));
-        out.push_str("万");
+        out.push('万');
     }
     for (group, name) in groups.iter().zip(names) {
         if *group == 0 {
