@@ -373,3 +373,21 @@ async fn finish_is_sent_once_after_the_last_sentence_and_done_waits_for_the_clos
     assert_eq!((t.audio_chunks_sent, t.audio_bytes_sent), (4, 4 * CHUNK_BYTES as u64), "every chunk counted once");
     assert_eq!(t.sentences.iter().map(|m| (m.chars, m.audio_chunks)).collect::<Vec<_>>(), vec![(12, 2), (12, 2)]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_silent_past_its_limit_with_a_sentence_to_speak_ends_the_conversation_with_backend_stalled() {
+    let cfg = SchedulerConfig { backend_silence: Some(Duration::from_secs(15)), ..Default::default() };
+    // The first sentence is spoken at once; the second is heard of 20 s after it was sent.
+    let steps = vec![say("The order shipped today. It arrives on Friday."), Step::Done];
+    let plan = |i: u32| if i == 0 { speak_ms(100, 2, 50) } else { speak_ms(20_000, 1, 0) };
+    let (run, _, _) = converse(steps, plan, cfg.clone()).await;
+    assert_eq!(run.last_error_code().as_deref(), Some("backend_stalled"));
+    let failed_at = run.events.last().map(|(at, _)| *at).unwrap();
+    // Silent from the end of the first sentence's audio (about 150 ms) for the 15 s limit.
+    assert!((15_000..15_400).contains(&failed_at), "failed at {failed_at} ms");
+    // Within the limit, the same answer completes; and a quiet agent (no sentence to speak) is not the voice's fault.
+    let (run, _, _) = converse(vec![say("The order shipped today. It arrives on Friday."), Step::Done], |i| if i == 0 { speak_ms(100, 2, 50) } else { speak_ms(14_000, 1, 0) }, cfg.clone()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    let (run, _, _) = converse(vec![say("The order shipped today."), wait_ms(30_000), say(" It arrives on Friday."), Step::Done], |_| speak_ms(100, 2, 50), cfg).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+}

@@ -18,6 +18,7 @@ APP_ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("onnx", "torch")
 PIECE_PLANS = ("paced", "fixed")
 ENGLISH_G2PS = ("auto", "misaki", "espeak")
+CHINESE_G2PS = ("auto", "misaki", "espeak")
 
 
 class ConfigError(ValueError):
@@ -34,6 +35,8 @@ class Settings:
     device: str | None = None
     # English front end: misaki (the official pipeline's) where installed, else espeak-ng.
     english_g2p: str = "auto"
+    # Mandarin front end: misaki's Chinese G2P where installed (the official pipeline's), else espeak-ng's cmn.
+    chinese_g2p: str = "auto"
     default_voice: str | None = None
     queue_size: int = 16
     # Concurrent synthesis sessions (WebSocket connections) admitted; any other is refused with ``busy``.
@@ -91,6 +94,7 @@ class Settings:
             model_dir=r.path_or_none("KOKORO_MODEL_DIR"),
             device=r.text("KOKORO_DEVICE", "") or None,
             english_g2p=r.choice("KOKORO_ENGLISH_G2P", "auto", ENGLISH_G2PS),
+            chinese_g2p=r.choice("KOKORO_CHINESE_G2P", "auto", CHINESE_G2PS),
             default_voice=r.text("KOKORO_DEFAULT_VOICE", "") or None,
             queue_size=r.integer("KOKORO_QUEUE_SIZE", 16, 1, 10_000),
             max_sessions=r.integer("KOKORO_MAX_SESSIONS", 0, 0, 100_000),

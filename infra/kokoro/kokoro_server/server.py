@@ -77,6 +77,8 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
                 "encoding": protocol.ENCODING,
                 "channels": protocol.CHANNELS,
                 "languages": list(protocol.LANGUAGES),
+                # Which front end reads each language (espeak-ng, misaki, pyopenjtalk), once loaded.
+                "front_ends": engine.front_ends(),
                 "default_voices": {lang: engine.default_voice(lang) for lang in protocol.LANGUAGES},
                 "voices": [{"name": v.name, "language": v.language, "gender": v.gender} for v in engine.voices()],
             }

@@ -97,9 +97,10 @@ def test_the_production_image_runs_the_onnx_engine_on_cuda_12_without_torch() ->
     assert "onnxruntime" not in gpu and "onnxruntime" not in pins("requirements.txt")
     assert all(name.endswith("-cu12") for name in gpu if name.startswith("nvidia-")), sorted(gpu)
     assert not {"torch", "triton"} & set(gpu), "torch stays in the export stage"
-    assert {"misaki", "spacy"} <= set(gpu) and "en_core_web_sm" in (APP_ROOT / "requirements-gpu.txt").read_text()
+    assert {"misaki", "spacy", "jieba", "pypinyin", "cn2an", "ordered-set"} <= set(gpu) and "en_core_web_sm" in (APP_ROOT / "requirements-gpu.txt").read_text()
     parser = parsed("Dockerfile")
     assert parser.envs["KOKORO_MODEL_DIR"] == "/opt/kokoro/model" and parser.envs["KOKORO_ENGLISH_G2P"] == "misaki"
+    assert parser.envs["KOKORO_CHINESE_G2P"] == "misaki", "Mandarin as the voices were trained: a missing front end is a refusal"
     text = (APP_ROOT / "Dockerfile").read_text()
     assert "python -m kokoro_server.export /opt/kokoro/model" in text
     assert "COPY --from=export /opt/kokoro/model /opt/kokoro/model" in text

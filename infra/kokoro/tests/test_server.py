@@ -69,6 +69,10 @@ def test_voices_are_listed_with_stable_names(server: Server) -> None:
     names = [v["name"] for v in body["voices"]]
     assert names == ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
     assert body["default_voices"]["en"] == "jf_alpha"
+    # It says plainly which front end reads each language (misaki's Chinese one where installed).
+    from kokoro_server.phonemes import misaki_chinese_available
+
+    assert body["front_ends"] == {"en": "espeak-ng", "fr": "espeak-ng", "zh": "misaki" if misaki_chinese_available() else "espeak-ng", "ja": "pyopenjtalk"}
 
 
 def test_three_requests_get_speech_in_order(server: Server) -> None:

@@ -104,6 +104,10 @@ class Engine(ABC):
 
         May raise ``Stopped`` once ``stop`` is set."""
 
+    def front_ends(self) -> dict[str, str]:
+        """Which front end reads each language (``/voices`` says it, so a local stack states it plainly)."""
+        return {lang: getattr(g2p, "name", type(g2p).__name__) for lang, g2p in self._g2p.items()}
+
     def has_voice(self, name: str) -> bool:
         return any(v.name == name for v in self.voices())
 

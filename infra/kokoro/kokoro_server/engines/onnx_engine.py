@@ -21,7 +21,7 @@ import onnxruntime as ort
 
 from .. import cuda_libraries, model_files
 from ..config import Settings
-from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, english_g2p
+from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, chinese_g2p, english_g2p
 from .base import Engine, EngineUnavailable, Stop, Stopped, Voice
 
 log = logging.getLogger(__name__)
@@ -105,15 +105,20 @@ class OnnxEngine(Engine):
         with (voices_file.open("rb") if voices_file else (data / "voices_ja.npz").open("rb")) as f:
             packs = np.load(f)
             self._styles = {name: np.asarray(packs[name], dtype=np.float32) for name in self._voice_names}
-        self._g2p = {"en": english_g2p(settings.english_g2p), "fr": EspeakG2P("fr"), "zh": EspeakG2P("zh"), "ja": JapaneseG2P()}
+        self._g2p = {
+            "en": english_g2p(settings.english_g2p),
+            "fr": EspeakG2P("fr"),
+            "zh": chinese_g2p(settings.chinese_g2p),
+            "ja": JapaneseG2P(),
+        }
         self.phonemize("はい。", "ja")  # warm-up: the first call of each part is the slow one
         self.infer(self.phonemize("Ready.", "en"), self.default_voice("en"), 1.0)
         log.info(
-            "onnx engine ready on %s: %s (%s), English G2P %s, %d intra-op threads, spinning %s",
+            "onnx engine ready on %s: %s (%s), front ends %s, %d intra-op threads, spinning %s",
             self.device,
             model.name,
             self._export.source if self._export else "PyPI int8",
-            type(self._g2p["en"]).__name__,
+            ", ".join(f"{lang} {name}" for lang, name in self.front_ends().items()),
             settings.intra_threads,
             spinning == "1",
         )

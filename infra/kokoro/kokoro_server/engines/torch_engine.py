@@ -99,4 +99,5 @@ def _phonemes_only(g2p: Any) -> Any:
     def run(text: str) -> str:
         return g2p(text)[0] or ""
 
+    run.name = "misaki"  # type: ignore[attr-defined]
     return run
