@@ -62,6 +62,10 @@ else
   wait_for "http://127.0.0.1:$kokoro_port/ping" "the Kokoro server" 180
   echo "run: Kokoro is ready"
 fi
+# Which front end reads each language (misaki's Chinese one where installed, espeak-ng otherwise).
+front_ends=$(curl -fsS "http://127.0.0.1:$kokoro_port/voices" 2>/dev/null \
+  | python3 -c 'import json, sys; print(", ".join(f"{k} by {v}" for k, v in json.load(sys.stdin).get("front_ends", {}).items()))' 2>/dev/null || true)
+[ -n "$front_ends" ] && echo "run: the container reads $front_ends"
 
 extra=()
 if [ "${PATH_MODE:-direct}" = aws ]; then

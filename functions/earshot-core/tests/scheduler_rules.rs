@@ -386,8 +386,14 @@ async fn a_backend_silent_past_its_limit_with_a_sentence_to_speak_ends_the_conve
     // Silent from the end of the first sentence's audio (about 150 ms) for the 15 s limit.
     assert!((15_000..15_400).contains(&failed_at), "failed at {failed_at} ms");
     // Within the limit, the same answer completes; and a quiet agent (no sentence to speak) is not the voice's fault.
-    let (run, _, _) = converse(vec![say("The order shipped today. It arrives on Friday."), Step::Done], |i| if i == 0 { speak_ms(100, 2, 50) } else { speak_ms(14_000, 1, 0) }, cfg.clone()).await;
+    let (run, _, _) = converse(
+        vec![say("The order shipped today. It arrives on Friday."), Step::Done],
+        |i| if i == 0 { speak_ms(100, 2, 50) } else { speak_ms(14_000, 1, 0) },
+        cfg.clone(),
+    )
+    .await;
     assert_eq!(run.outcome, Outcome::Completed);
-    let (run, _, _) = converse(vec![say("The order shipped today."), wait_ms(30_000), say(" It arrives on Friday."), Step::Done], |_| speak_ms(100, 2, 50), cfg).await;
+    let (run, _, _) =
+        converse(vec![say("The order shipped today."), wait_ms(30_000), say(" It arrives on Friday."), Step::Done], |_| speak_ms(100, 2, 50), cfg).await;
     assert_eq!(run.outcome, Outcome::Completed);
 }
