@@ -161,6 +161,8 @@ export class Conversation {
       playedOrder: [],
       underruns: 0,
       audioChunks: 0,
+      // Second `session` messages before any audio: the backends the conversation moved through.
+      switches: 0,
       audioBytes: 0,
       server: null,
       fetch: { aborted: false, readerEnded: false, interrupt: null },
@@ -310,7 +312,10 @@ export class Conversation {
   }
 
   onSession(session) {
-    if (this.format !== undefined) throw new ProtocolError('out_of_order', 'a second `session` message');
+    // A second `session` may come before any audio (docs/protocol.md): the conversation moved to another
+    // backend (failover) and its audio follows in the new format. After audio it is out of order.
+    if (this.format !== undefined && this.record.audioChunks > 0) throw new ProtocolError('out_of_order', 'a second `session` message after audio');
+    if (this.format !== undefined) this.record.switches += 1;
     if (session.v !== PROTOCOL_VERSION) {
       throw new ProtocolError('unsupported_protocol', `the server speaks protocol version ${session.v}; this client speaks ${PROTOCOL_VERSION}`);
     }

@@ -178,9 +178,19 @@ test('a sample split across two audio messages is played whole', async () => {
   assert.deepStrictEqual(samples, [1, 2, 3]);
 });
 
+test('a second session before any audio is taken: the conversation moved to another backend, in its format', async () => {
+  const player = newPlayer();
+  const polly = session({ backend: 'polly', backend_reason: 'failover', voice: 'ruth', audio: { encoding: 'pcm_s16le', sample_rate: 16000, channels: 1 } });
+  serve('binary', encodeAll('binary', [session(), S(0), polly, A(0, 0, tone(10)), E(0), DONE]));
+  const record = await speak({ prompt: 'brief', format: 'binary', player }).finished;
+  assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+  assert.deepStrictEqual([record.backend, record.backendReason, record.voice, record.sampleRate, record.switches], ['polly', 'failover', 'ruth', 16000, 1]);
+  assert.equal(player.ctx.sources[0].buffer.sampleRate, 16000, 'the audio is played at the new rate');
+});
+
 const INVALID_STREAMS = [
   ['audio before the session', [S(0), A(0, 0, tone(10))], 'out_of_order'],
-  ['a second session', [session(), session()], 'out_of_order'],
+  ['a second session after audio', [session(), S(0), A(0, 0, tone(10)), session()], 'out_of_order'],
   ['audio of a sentence never announced', [session(), A(0, 0, tone(10))], 'out_of_order'],
   ['audio of the next sentence before the end of this one', [session(), S(0), S(1), A(0, 0, tone(10)), A(1, 0, tone(10))], 'out_of_order'],
   ['a missing sequence number', [session(), S(0), A(0, 0, tone(10)), A(0, 2, tone(10))], 'out_of_order'],
