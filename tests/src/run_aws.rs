@@ -55,3 +55,15 @@ impl RunAws {
         RunAws { standins, earshot, pem }
     }
 }
+
+/// An SDK configuration that reaches `standins` (their endpoint, their certificate, test credentials).
+pub async fn sdk_for(standins: &StandIns) -> earshot_aws::SdkConfig {
+    earshot_aws::AwsSettings {
+        region: Some("us-east-1".into()),
+        endpoint_url: Some(standins.url.clone()),
+        trust_pem: Some(standins.cert_pem.clone().into_bytes()),
+        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
+    }
+    .sdk_config()
+    .await
+}

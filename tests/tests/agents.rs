@@ -336,14 +336,7 @@ async fn the_agents_key_comes_from_secrets_manager_once_at_start() {
 /// The AWS stand-ins at token pace, and an SDK configuration that reaches them.
 async fn aws_standins() -> (earshot_standins::StandIns, earshot_aws::SdkConfig) {
     let standins = earshot_standins::start(earshot_standins::StandInsConfig { tokens_per_second: TOKENS_PER_SECOND, ..Default::default() }, 0).await.unwrap();
-    let config = earshot_aws::AwsSettings {
-        region: Some("us-east-1".into()),
-        endpoint_url: Some(standins.url.clone()),
-        trust_pem: Some(standins.cert_pem.clone().into_bytes()),
-        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
-    }
-    .sdk_config()
-    .await;
+    let config = earshot_e2e::run_aws::sdk_for(&standins).await;
     (standins, config)
 }
 

@@ -22,14 +22,7 @@ async fn standins(config: StandInsConfig) -> StandIns {
 }
 
 async fn sdk(standins: &StandIns) -> earshot_aws::SdkConfig {
-    AwsSettings {
-        region: Some("us-east-1".into()),
-        endpoint_url: Some(standins.url.clone()),
-        trust_pem: Some(standins.cert_pem.clone().into_bytes()),
-        static_credentials: Some(("AKIDTEST".into(), "secret".into())),
-    }
-    .sdk_config()
-    .await
+    earshot_e2e::run_aws::sdk_for(standins).await
 }
 
 fn sagemaker_settings(endpoint: &str, variant: Option<&str>) -> SageMakerSettings {

@@ -5,8 +5,9 @@
 //! and the container is sent the sentence's spoken form with its language.
 
 use earshot_client::{speak, CallOptions, ClientError, Received, SpeakBody};
-use earshot_core::protocol::BackendReason;
+use earshot_core::protocol::{BackendReason, ServerEvent};
 use earshot_e2e::run_aws::RunAws;
+use earshot_e2e::{EarshotProcess, Kokoro};
 
 const FRENCH: &str = "Votre commande est partie ce matin de notre entrepôt. La livraison coûte 12,50 € et arrivera avant 18 h 30.";
 const MANDARIN: &str = "您的订单今天早上已经发出。运费是¥12.5，预计下午3:30之前送达。";
@@ -90,4 +91,83 @@ async fn french_and_mandarin_answers_are_spoken_by_an_arm_that_speaks_them_in_it
     // The metric lines carry the language and, where an arm was passed over, which.
     let lines = earshot.metric_lines();
     assert!(lines.iter().any(|l| l["Language"] == "zh" && l["LanguageFrom"] == "polly"), "{lines:?}");
+}
+
+/// The events of one answer to `prompt` from the local stack (the scripted agent, the Kokoro container).
+async fn sessions_for(earshot: &EarshotProcess, prompt: &str) -> (Received, Vec<earshot_core::protocol::SessionInfo>) {
+    let body = SpeakBody { prompt: Some(prompt.into()), ..Default::default() };
+    let r = speak(&earshot.url, &body, &CallOptions::default()).await.expect("the answer is spoken");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let sessions = r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s.clone()) } else { None }).collect();
+    (r, sessions)
+}
+
+#[tokio::test]
+async fn a_prompt_that_tells_no_language_is_spoken_in_the_language_of_the_answers_first_sentence() {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    earshot.healthy().await;
+    // `mandarin` is one English-looking word: the voice is chosen without a language, and the answer's first
+    // sentence (Chinese) tells it, before any audio, in a second `session`.
+    let (r, sessions) = sessions_for(&earshot, "mandarin").await;
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!((sessions[0].language.as_ref(), sessions[0].backend_reason), (None, BackendReason::Default));
+    let second = &sessions[1];
+    assert_eq!(second.language.as_ref().map(|l| l.as_str()), Some("zh"));
+    // The local container's one voice speaks Mandarin too: the same backend and voice, the language told
+    // (the reason stands); the container gets each sentence with it, in its spoken form.
+    assert_eq!((second.language_source, second.backend_reason), (Some(earshot_core::language::LanguageSource::Detected), BackendReason::Default));
+    assert_eq!((second.backend.as_str(), second.voice.as_str()), (sessions[0].backend.as_str(), sessions[0].voice.as_str()));
+    let first_audio = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).expect("audio");
+    let second_session = r.events.iter().rposition(|e| matches!(e, ServerEvent::Session(_))).unwrap();
+    assert!(second_session < first_audio, "the switch comes before any audio");
+    assert_eq!(r.timeline.as_ref().and_then(|t| t.language.as_deref()), Some("zh"));
+    // The same for French; and an English answer to an English-looking prompt costs no switch.
+    let (_, sessions) = sessions_for(&earshot, "french").await;
+    assert_eq!(sessions.last().and_then(|s| s.language.as_ref()).map(|l| l.as_str()), Some("fr"));
+    let (_, sessions) = sessions_for(&earshot, "brief").await;
+    assert_eq!(sessions.len(), 1, "the first sentence is English, as the voice was chosen for: {sessions:?}");
+}
+
+#[tokio::test]
+async fn a_first_sentence_another_voice_must_speak_moves_the_conversation_to_it_before_any_audio() {
+    // Polly first (English voice Ruth; French voices; no Mandarin), Kokoro on SageMaker second, the
+    // scripted agent: prompts that tell no language, answers that do.
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let standins = earshot_standins::start(earshot_standins::StandInsConfig { kokoro_url: kokoro.url.clone(), ..Default::default() }, 0).await.unwrap();
+    let config = earshot_e2e::run_aws::sdk_for(&standins).await;
+    let polly = std::sync::Arc::new(earshot_aws::PollyBackend::new(&config, earshot_aws::PollySettings::default()).unwrap());
+    let sagemaker = earshot_aws::SageMakerSettings {
+        endpoint_name: "earshot-kokoro".into(),
+        target_variant: None,
+        voices: vec!["jf_alpha".into()],
+        default_voice: "jf_alpha".into(),
+        language_voices: vec![(earshot_core::language::Language::parse("zh").unwrap(), "jf_tebukuro".into())],
+        speed: 1.0,
+    };
+    let backends: Vec<std::sync::Arc<dyn earshot_core::speech::SpeechBackend>> =
+        vec![polly, std::sync::Arc::new(earshot_aws::SageMakerBackend::new(&config, sagemaker))];
+    let settings = earshot_gateway::GatewaySettings { metrics_namespace: None, ..Default::default() };
+    let served = earshot_e2e::serve(earshot_gateway::Gateway::new(backends, std::sync::Arc::new(earshot_e2e::agent(200.0)), settings)).await;
+    let ask = |prompt: &str| SpeakBody { prompt: Some(prompt.into()), ..Default::default() };
+    let sessions = |r: &Received| r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s.clone()) } else { None }).collect::<Vec<_>>();
+
+    // French: Polly still, in its French voice, on a new stream.
+    let r = speak(&served.url, &ask("french"), &CallOptions::default()).await.unwrap();
+    let s = sessions(&r);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!((s.len(), s[0].voice.as_str(), s[1].voice.as_str(), s[1].backend_reason), (2, "ruth", "lea", BackendReason::Language));
+    assert_eq!(standins.stats.last_polly_voice.lock().unwrap().as_deref(), Some("Lea"), "the French voice spoke");
+    // Mandarin: Polly cannot; Kokoro takes it, in its Mandarin voice, the language and its spoken forms sent.
+    let r = speak(&served.url, &ask("mandarin"), &CallOptions::default()).await.unwrap();
+    let s = sessions(&r);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!((s[1].backend.as_str(), s[1].voice.as_str(), s[1].backend_reason), ("kokoro", "jf_tebukuro", BackendReason::Language));
+    let timeline = r.timeline.as_ref().unwrap();
+    assert_eq!((timeline.language.as_deref(), timeline.language_from.as_deref()), (Some("zh"), Some("polly")));
+    let sent = standins.stats.sagemaker_synthesize.lock().unwrap().clone();
+    assert!(sent.iter().any(|m| m["language"] == "zh" && m["text"].as_str().unwrap_or("").contains("十二点五元")), "{sent:?}");
+    assert!(!r.audio.is_empty());
 }

@@ -135,7 +135,7 @@ impl Sample {
                  on Thursday, and the tracking number is in your e-mail."
             }
             Sample::French => {
-                "Bien sûr ! Votre commande est partie ce matin de notre entrepôt de Lyon. Elle arrivera \
+                "Bien sûr, votre commande est partie ce matin de notre entrepôt de Lyon. Elle arrivera \
                  jeudi avant 18 h 30, et la livraison coûte 4,90 €. M. Martin, votre conseiller, reste à \
                  votre disposition."
             }

@@ -95,11 +95,12 @@ impl<T: ContainerTransport> Session<T> {
                         let id = format!("s{}", request.index);
                         // The container's front ends read digits but not `1er`, `10 h 30` or `¥12.5` as a speaker would:
                         // the sentence goes in its spoken form for its language (captions keep the text as written).
-                        let text = match &self.language {
+                        let language = request.language.as_ref().or(self.language.as_ref());
+                        let text = match language {
                             Some(language) => earshot_core::text::spoken::spoken(&request.text, language.as_str()),
                             None => std::borrow::Cow::Borrowed(request.text.as_str()),
                         };
-                        let message = kokoro_wire::synthesize(&id, &text, &self.voice, self.language.as_ref(), self.speed);
+                        let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, self.speed);
                         self.live.insert(id, request.index);
                         self.send(message).await
                     }

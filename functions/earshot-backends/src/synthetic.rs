@@ -217,7 +217,7 @@ mod tests {
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         for (index, text) in ["ten chars.", "ten chars."].into_iter().enumerate() {
-            session.commands.send(SpeechCommand::Speak(SpeechRequest { index: index as u32, text: text.into() })).await.unwrap();
+            session.commands.send(SpeechCommand::Speak(SpeechRequest { index: index as u32, text: text.into(), language: None })).await.unwrap();
         }
         session.commands.send(SpeechCommand::Finish).await.unwrap();
         let mut first_audio = Vec::new();

@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::codes as error_codes;
 use crate::language::Language;
 use crate::protocol::AudioFormat;
+use crate::protocol::BackendReason;
 use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
 
 /// The composite session's channels: small, since each side's own channel already buffers.
@@ -80,7 +81,8 @@ pub struct Opened {
     pub handovers: Vec<Handover>,
 }
 
-/// The session a conversation now speaks through, after a failover before any audio.
+/// The session a conversation now speaks through, after a switch before any audio: a failover, or the
+/// answer's first sentence in a language its voice was not chosen for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Switch {
     pub backend: String,
@@ -88,6 +90,11 @@ pub struct Switch {
     pub format: AudioFormat,
     /// Why the previous session was given up.
     pub cause: SpeechError,
+    /// What the second `session` says of why (`failover`, `language`); `None`: the reason stands (the same
+    /// session, its language now known).
+    pub reason: Option<BackendReason>,
+    /// The language the new session speaks, when the switch was for it.
+    pub language: Option<Language>,
 }
 
 /// Backends in order: the first that can take the conversation speaks it.
@@ -338,8 +345,14 @@ impl Relay {
             match opened {
                 Ok(session) => {
                     tracing::warn!("{}: {}; continuing on {}", cause.code, cause.message, arm.backend.name());
-                    let switch =
-                        Switch { backend: arm.backend.name().to_string(), voice: session.voice.clone(), format: session.format.clone(), cause: cause.clone() };
+                    let switch = Switch {
+                        backend: arm.backend.name().to_string(),
+                        voice: session.voice.clone(),
+                        format: session.format.clone(),
+                        cause: cause.clone(),
+                        reason: Some(BackendReason::Failover),
+                        language: None,
+                    };
                     // The old session is dropped here, which cancels it.
                     self.current = session;
                     return Some(switch);

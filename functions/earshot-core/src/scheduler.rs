@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentEvent, AgentStream};
 use crate::error::codes as error_codes;
+use crate::language::LanguageSource;
 use crate::protocol::{AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta};
 use crate::speech::{SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
@@ -370,7 +371,7 @@ impl Scheduler<'_> {
             if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
                 return Flow::End(o);
             }
-            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text })).await.is_err() {
+            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text, language: None })).await.is_err() {
                 let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 return Flow::End(self.fail(info).await);
             }
@@ -441,13 +442,24 @@ impl Scheduler<'_> {
             Some(SpeechEvent::Switched(switch)) => {
                 // The sentences in flight stay in flight: the new session speaks them again.
                 self.format = switch.format.clone();
-                self.timeline.backend = switch.backend.clone();
-                self.timeline.failover_from = Some(switch.cause.code.clone());
+                let from = std::mem::replace(&mut self.timeline.backend, switch.backend.clone());
+                match (switch.reason, &switch.language) {
+                    (Some(BackendReason::Language) | None, Some(language)) => {
+                        self.timeline.language = Some(language.to_string());
+                        if from != switch.backend {
+                            self.timeline.language_from = Some(from);
+                        }
+                    }
+                    _ => self.timeline.failover_from = Some(switch.cause.code.clone()),
+                }
+                let detected = switch.language.is_some().then_some(LanguageSource::Detected);
                 self.info = SessionInfo {
                     backend: switch.backend,
-                    backend_reason: BackendReason::Failover,
+                    backend_reason: switch.reason.unwrap_or(self.info.backend_reason),
                     voice: switch.voice,
                     audio: switch.format,
+                    language: switch.language.or_else(|| self.info.language.clone()),
+                    language_source: detected.or(self.info.language_source),
                     ..self.info.clone()
                 };
                 self.send(ServerEvent::Session(self.info.clone())).await

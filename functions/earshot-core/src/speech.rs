@@ -21,6 +21,9 @@ use crate::protocol::AudioFormat;
 pub struct SpeechRequest {
     pub index: u32,
     pub text: String,
+    /// The sentence's language where it became known after the session opened (the answer's first
+    /// sentence told it); `None`: the session's own ([`SessionOptions::language`]).
+    pub language: Option<Language>,
 }
 
 /// What the scheduler tells a session.

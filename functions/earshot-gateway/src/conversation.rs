@@ -3,7 +3,8 @@
 //! 1. [`route`]: which backends may answer (the request's choice, the A/B split or the default, then
 //!    the failover order), each with its voice, within what the caller's token allows;
 //! 2. [`open`]: the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
-//!    failover are decided there, not here);
+//!    failover are decided there, not here); where the language is not known yet, the answer's first
+//!    sentence settles it ([`crate::language_gate`]);
 //! 3. [`start_agent`]: the agent starts. A failure up to here is an HTTP error: no stream has started;
 //! 4. [`track`]: the conversation is findable by an interrupt (this process's registry, and the shared
 //!    store where conversations run in other processes);
@@ -33,6 +34,7 @@ use crate::auth::Claims;
 use crate::client_error;
 use crate::config::Gateway;
 use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper};
+use crate::language_gate::Reroute;
 use crate::owner::Owner;
 use crate::request::SpeakRequest;
 use crate::routing::Choice;
@@ -62,8 +64,23 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
     let stopper = Stopper::child_of(gw.shutdown());
-    let opened = open(&gw, &route, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
+    let mut opened = open(&gw, &route, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
+    // Neither the request nor its text told the language, and no voice was named: the answer's first
+    // sentence will (language_gate.rs).
+    if route.language.is_none() && request.voice.is_none() {
+        let reroute = Reroute {
+            gw: gw.clone(),
+            request: request.clone(),
+            scope: scope.clone(),
+            owner: owner.clone(),
+            backend: opened.backend.clone(),
+            voice: opened.session.voice.clone(),
+            format: opened.session.format.clone(),
+            cancel: stopper.token().clone(),
+        };
+        opened.session = crate::language_gate::wrap(opened.session, reroute);
+    }
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
     let input = request.input.clone().for_conversation(&key);
     let agent = match gw.settings().agent_deadlines.start(gw.agent().as_ref(), input, stopper.token().child_token()).await {

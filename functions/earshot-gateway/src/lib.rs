@@ -14,6 +14,7 @@ pub mod config;
 pub mod conversation;
 pub mod conversation_scope;
 pub mod interrupts;
+pub mod language_gate;
 pub mod metrics;
 pub mod owner;
 pub mod request;

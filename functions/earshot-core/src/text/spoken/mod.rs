@@ -23,6 +23,11 @@ mod zh;
 
 use std::borrow::Cow;
 
+/// Whether `language` has spoken-form rules here (`fr`, `zh`).
+pub fn has_rules(language: &str) -> bool {
+    matches!(language, "fr" | "zh")
+}
+
 /// `sentence` as a voice should say it in `language` (a BCP 47 primary language: `fr`, `zh`); unchanged
 /// for a language with no rules here.
 pub fn spoken<'a>(sentence: &'a str, language: &str) -> Cow<'a, str> {
