@@ -11,6 +11,10 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/earshot/target
 export EARSHOT_TESTDATA ?= $(abspath $(ROOT)/../shared/testdata)
 CARGO ?= cargo
 EARSHOT := $(CARGO_TARGET_DIR)/release/earshot
+# `make run` and `make run-aws` run the dev build that the tests build too: a gateway that waits on sockets
+# gains about a millisecond per sentence from optimisation (BENCHMARKS.md, "Build and test times"), and a
+# first run waits two minutes instead of nine. `make run` also leaves the AWS SDK out (cargo feature `aws`).
+LOCAL_DIR := $(CARGO_TARGET_DIR)/debug
 # Tools the checks install on first use, kept beside the build outputs.
 TOOLS := $(HOME)/.cache/earshot/tools
 MACHETE := $(TOOLS)/bin/cargo-machete
@@ -38,22 +42,42 @@ deps-rust:
 	@echo "==> fetching Rust crates (cargo fetch --locked)"
 	@$(CARGO) fetch --locked --quiet
 
-run: build kokoro-venv
-	@EARSHOT_BIN=$(EARSHOT) $(ROOT)/scripts/run-local.sh
+# The Kokoro venv installs (network) while the gateway compiles (CPU): a first run waits for the longer of the two.
+run: deps-rust
+	@mkdir -p $(ROOT)/.run; echo "==> building earshot for the local stack (dev build, no AWS SDK) while the Kokoro venv installs (log: .run/venv.log)"
+	@$(MAKE) --no-print-directory kokoro-venv > $(ROOT)/.run/venv.log 2>&1 & venv=$$!; \
+	started=$$(date +%s); \
+	$(CARGO) build --locked -p earshot --no-default-features || { kill $$venv 2>/dev/null; exit 1; }; \
+	echo "==> earshot built in $$(( $$(date +%s) - started )) s; waiting for the Kokoro venv"; \
+	wait $$venv || { cat $(ROOT)/.run/venv.log; exit 1; }; echo "==> the Kokoro venv is ready ($$(( $$(date +%s) - started )) s)"
+	@EARSHOT_BIN=$(LOCAL_DIR)/earshot $(ROOT)/scripts/run-local.sh
 
-run-aws: build kokoro-venv
-	@echo "==> building the AWS stand-ins"
-	$(CARGO) build --release --locked -p earshot-standins
-	@PATH_MODE=aws EARSHOT_BIN=$(EARSHOT) STANDINS_BIN=$(CARGO_TARGET_DIR)/release/earshot-standins $(ROOT)/scripts/run-local.sh
+run-aws: deps-rust kokoro-venv
+	@echo "==> building earshot with its AWS clients and the AWS stand-ins (dev build)"
+	$(CARGO) build --locked -p earshot -p earshot-standins
+	@PATH_MODE=aws EARSHOT_BIN=$(LOCAL_DIR)/earshot STANDINS_BIN=$(LOCAL_DIR)/earshot-standins $(ROOT)/scripts/run-local.sh
 
-test: lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-lambda-package test-bench
-	@echo "==> all tests passed"
+# The stages of make test, in order. Each prints its wall time as it ends, and the table comes at the end
+# (BENCHMARKS.md, "Build and test times", keeps the figures).
+TEST_STAGES := lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-lambda-package test-bench
+test:
+	@times=(); suite=$$(date +%s); \
+	for stage in $(TEST_STAGES); do \
+	  started=$$(date +%s); \
+	  if ! $(MAKE) --no-print-directory $$stage; then echo "==> $$stage FAILED after $$(( $$(date +%s) - started )) s"; exit 1; fi; \
+	  took=$$(( $$(date +%s) - started )); times+=("$$stage $$took"); \
+	  echo "==> $$stage took $$took s ($$(( ($$(date +%s) - suite) / 60 )) min so far)"; \
+	done; \
+	echo "==> stage times (s):"; printf '    %-22s %6s\n' $${times[@]}; \
+	echo "==> all tests passed in $$(( ($$(date +%s) - suite) / 60 )) min $$(( ($$(date +%s) - suite) % 60 )) s"
 
 lint: deps-rust
 	@echo "==> formatting (cargo fmt --check; rustfmt.toml)"
 	$(CARGO) fmt --all --check
 	@echo "==> clippy on every target, warnings as errors"
 	$(CARGO) clippy --workspace --all-targets --locked --quiet -- -D warnings
+	@echo "==> clippy on make run's build (earshot without the cargo feature aws)"
+	$(CARGO) clippy -p earshot --no-default-features --all-targets --locked --quiet -- -D warnings
 	@test -x $(MACHETE) || { echo "==> installing cargo-machete (finds unused dependencies) into $(TOOLS)"; $(CARGO) install --quiet --locked cargo-machete@0.9.2 --root $(TOOLS); }
 	@echo "==> unused dependencies (cargo machete)"
 	$(MACHETE)

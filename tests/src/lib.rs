@@ -7,6 +7,9 @@
 
 pub mod moto;
 pub mod run_aws;
+pub mod speed;
+
+pub use speed::Speed;
 
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -24,6 +27,8 @@ use earshot_gateway::Gateway;
 pub struct Kokoro {
     pub url: String,
     child: Mutex<Option<(Child, ChildStdin)>>,
+    /// Its speed on this machine, measured on first use ([`Kokoro::speed`]).
+    speed: tokio::sync::OnceCell<Speed>,
 }
 
 fn kokoro_dir() -> PathBuf {
@@ -67,7 +72,7 @@ impl Kokoro {
             .spawn()
             .expect("the Kokoro container starts");
         let stdin = child.stdin.take().expect("stdin");
-        Kokoro { url: format!("http://127.0.0.1:{port}"), child: Mutex::new(Some((child, stdin))) }
+        Kokoro { url: format!("http://127.0.0.1:{port}"), child: Mutex::new(Some((child, stdin))), speed: tokio::sync::OnceCell::new() }
     }
 
     /// The container shared by the tests of one test binary.
@@ -88,6 +93,19 @@ impl Kokoro {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         panic!("the Kokoro container at {} did not become ready", self.url);
+    }
+
+    /// How fast this container renders on this machine: measured once (it must be idle for that), then
+    /// kept. Tests derive their time limits from it ([`Speed::scaled`]).
+    pub async fn speed(&self) -> Speed {
+        *self
+            .speed
+            .get_or_init(|| async {
+                self.ready().await;
+                self.wait_idle(Duration::from_secs(60)).await;
+                Speed::measure(&self.url).await
+            })
+            .await
     }
 
     /// Kills the container's server with SIGKILL, as a crash would, and waits for it to end.

@@ -188,11 +188,17 @@ async fn a_conversation_outlives_pollys_stream_time_limit() {
     // replaces its waiting stream after 2 s. The agent thinks for 7 s before its first sentence. A stream
     // taken for a sentence is then at most 2 s old and has 3 s left to voice it: enough on a busy 2-core
     // machine (with 2 s and 1 s, a sentence queued behind another in the one container could meet the
-    // limit before its audio, and the test failed now and then for that reason alone).
-    let s = standins(StandInsConfig { polly_max_duration: Duration::from_secs(5), ..Default::default() }).await;
+    // limit before its audio, and the test failed now and then for that reason alone). On a slower
+    // machine the time to voice it grows with the model's measured speed, and the limit and the agent's
+    // wait with it, so that the first stream would still meet the limit had it not been replaced.
+    let max_stream_age = Duration::from_secs(2);
+    let to_voice = Kokoro::shared().speed().await.scaled(Duration::from_secs(3));
+    let polly_max_duration = max_stream_age + to_voice;
+    let wait = polly_max_duration + Duration::from_secs(2);
+    let s = standins(StandInsConfig { polly_max_duration, ..Default::default() }).await;
     let config = sdk(&s).await;
-    let settings = PollySettings { max_stream_age: Duration::from_secs(2), ..Default::default() };
-    let scripted = agent(100.0).with_script("slow", "{wait:7000}Here is the answer. It shipped.");
+    let settings = PollySettings { max_stream_age, ..Default::default() };
+    let scripted = agent(100.0).with_script("slow", &format!("{{wait:{}}}Here is the answer. It shipped.", wait.as_millis()));
     let url = gateway(vec![polly(&config, settings)], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("slow"), &CallOptions::default()).await.unwrap();
     assert_eq!(check_conversation(&r).len(), 2);

@@ -463,17 +463,31 @@ async fn a_gateway_started_before_its_container_listens_and_says_not_ready() {
 // ---------------------------------------------------------------- signals
 
 async fn signal_with_a_live_stream(signal: &str) {
-    let (kokoro, mut earshot) = gateway(&[]).await;
+    // The drain is long enough for the short answer by construction: four times the model's measured
+    // time for a sentence of its length (it may wait behind the long answer's first piece), and never
+    // under 1 s. The long answer takes many times that, which is checked rather than hoped for.
+    let kokoro = Kokoro::shared();
+    let speed = kokoro.speed().await;
+    let drain = speed.scaled(Duration::from_secs(1)).max(speed.probe * 4);
+    let signalled_after = Duration::from_millis(800);
+    assert!(
+        speed.estimate(LONG) > signalled_after + drain,
+        "the long answer ({:?} estimated) must outlast the signal and the drain ({drain:?})",
+        speed.estimate(LONG)
+    );
+    let drain_arg = format!("{:.3}", drain.as_secs_f64());
+    let mut earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url, "--header-timeout", "1", "--body-timeout", "1", "--drain", &drain_arg]).await;
+    earshot.healthy().await;
     let url = earshot.url.clone();
     let long = tokio::spawn(async move { speak(&url, &text(LONG), &CallOptions::default()).await });
     let url = earshot.url.clone();
     let short = tokio::spawn(async move { speak(&url, &text("Short and sweet."), &CallOptions::default()).await });
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::time::sleep(signalled_after).await;
     earshot.signal(signal);
     tokio::time::sleep(Duration::from_millis(100)).await;
     // No new connections once the signal has arrived.
     assert!(reqwest::get(format!("{}/healthz", earshot.url)).await.is_err(), "{signal}: still accepting");
-    // The long answer cannot finish within the 1 s drain: it ends with a message, not a cut body.
+    // The long answer cannot finish within the drain: it ends with a message, not a cut body.
     let r = long.await.unwrap().expect("a complete body");
     let error = r.error.as_ref().unwrap_or_else(|| panic!("{signal}: an error event, got {:?}", event_kinds(&r)));
     assert_eq!((error.code.as_str(), error.retryable), ("shutting_down", true), "{signal}");

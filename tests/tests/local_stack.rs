@@ -10,11 +10,17 @@ use earshot_core::speech::SpeechBackend;
 use earshot_e2e::{agent, check_conversation, kokoro_backend, prompt, serve, text, Kokoro};
 use earshot_gateway::{Gateway, GatewaySettings};
 
+/// How long the `quiet` script goes silent after its first sentence without saying so: 2.5 s, longer
+/// than the first sentence takes the model on a busy 2-core machine (about 1.2 s, up to 1.6 s at the
+/// slowest), so that its audio can come inside the silence; longer in proportion on a slower machine.
+async fn quiet_wait() -> Duration {
+    Kokoro::shared().speed().await.scaled(Duration::from_millis(2500))
+}
+
 async fn stack(tokens_per_second: f64, tweak: impl FnOnce(&mut GatewaySettings)) -> (String, Arc<dyn SpeechBackend>) {
     let backend = kokoro_backend(Kokoro::shared()).await;
-    let agent = agent(tokens_per_second)
-        .with_script("quiet", "Let me check that for you.{wait:2500} It shipped today.")
-        .with_script("three", "One two three. Four five six. Seven eight nine.");
+    let quiet = format!("Let me check that for you.{{wait:{}}} It shipped today.", quiet_wait().await.as_millis());
+    let agent = agent(tokens_per_second).with_script("quiet", &quiet).with_script("three", "One two three. Four five six. Seven eight nine.");
     let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
     tweak(&mut settings);
     let gateway = Gateway::new(vec![backend.clone()], Arc::new(agent), settings);
@@ -65,19 +71,20 @@ async fn a_finished_sentence_is_released_while_the_agent_is_quiet() {
         check_conversation(&r);
         r.timeline.unwrap()
     };
-    // The script goes quiet for 2.5 s after its first sentence, without saying so: longer than the first
-    // sentence takes the model on a busy 2-core machine (about 1.2 s, up to 1.6 s at the slowest), so that
-    // its audio can come inside the silence. The shared container first finishes what earlier tests left.
+    // The script goes quiet after its first sentence without saying so (`quiet_wait`), long enough for
+    // the first sentence's audio to come inside the silence. The shared container first finishes what
+    // earlier tests left.
+    let silence = quiet_wait().await.as_millis() as f64;
     Kokoro::shared().wait_idle(Duration::from_secs(10)).await;
     let with_idle = quiet(Some(Duration::from_millis(150))).await;
     let first_token = with_idle.first_agent_token_ms.unwrap();
-    assert!(with_idle.sentences[0].released_ms.unwrap() < first_token + 2500.0, "released during the silence: {with_idle:?}");
+    assert!(with_idle.sentences[0].released_ms.unwrap() < first_token + silence, "released during the silence: {with_idle:?}");
     assert!(with_idle.first_audio_sent_ms.unwrap() < with_idle.sentences[1].complete_ms, "first audio inside the silence: {with_idle:?}");
 
     Kokoro::shared().wait_idle(Duration::from_secs(10)).await;
     let without = quiet(None).await;
     let first_token = without.first_agent_token_ms.unwrap();
-    assert!(without.sentences[0].released_ms.unwrap() >= first_token + 2500.0, "held until the next token: {without:?}");
+    assert!(without.sentences[0].released_ms.unwrap() >= first_token + silence, "held until the next token: {without:?}");
 }
 
 #[tokio::test]

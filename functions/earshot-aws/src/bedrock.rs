@@ -27,13 +27,7 @@ pub struct BedrockSettings {
 
 impl Default for BedrockSettings {
     fn default() -> Self {
-        BedrockSettings {
-            model_id: DEFAULT_MODEL_ID.into(),
-            system_prompt: "You are a helpful voice assistant. Answer in short, complete sentences that read well aloud. \
-                            Avoid tables and code unless asked."
-                .into(),
-            max_tokens: 1024,
-        }
+        BedrockSettings { model_id: DEFAULT_MODEL_ID.into(), system_prompt: earshot_core::agent::VOICE_SYSTEM_PROMPT.into(), max_tokens: 1024 }
     }
 }
 

@@ -7,6 +7,11 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// What a model is told when the deployment gives it no system prompt of its own: answers that read
+/// well aloud (every agent source that takes a system prompt starts from it).
+pub const VOICE_SYSTEM_PROMPT: &str =
+    "You are a helpful voice assistant. Answer in short, complete sentences that read well aloud. Avoid tables and code unless asked.";
+
 /// What the agent is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentInput {

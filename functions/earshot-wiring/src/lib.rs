@@ -4,7 +4,10 @@
 //!
 //! - [`settings`]: the configuration, from flags or `EARSHOT_*` variables, and the rules across it.
 //! - [`build`]: the backends, the agent and the gateway that the settings describe.
+//! - `aws_edge`: the AWS parts among them, behind the cargo feature `aws` (on by default; `make run`
+//!   builds without it and refuses AWS settings with a message saying so).
 
+mod aws_edge;
 pub mod settings;
 
 use std::sync::Arc;
@@ -13,7 +16,6 @@ use std::time::Duration;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
-use earshot_core::language::Language;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::{Gateway, GatewaySettings, Interrupts, Routing};
@@ -46,43 +48,21 @@ impl Built {
 /// Builds the gateway the settings describe. Must run inside a tokio runtime.
 pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     settings.check(place)?;
-    let kokoro_through_sagemaker = settings.sagemaker_endpoint.is_some();
-    let needs_aws = kokoro_through_sagemaker
-        || settings.backends.contains(&BackendKind::Polly)
-        || matches!(settings.agent, AgentKind::Bedrock | AgentKind::Agentcore)
-        || settings.agent_key_secret.is_some()
-        || settings.token_keys_secret.is_some()
-        || settings.interrupt_table.is_some();
-    let aws = if needs_aws {
-        let trust_pem = match &settings.aws_trust_pem {
-            Some(path) => Some(std::fs::read(path).map_err(|e| format!("EARSHOT_AWS_TRUST_PEM: cannot read {}: {e}", path.display()))?),
-            None => None,
-        };
-        let aws = earshot_aws::AwsSettings { endpoint_url: settings.aws_endpoint.clone(), trust_pem, ..Default::default() };
-        Some((aws.sdk_config().await, aws.control_client()?))
-    } else {
-        None
+    let aws = match aws_edge::needs_aws(settings) {
+        Some(_) => Some(aws_edge::connect(settings).await?),
+        None => None,
     };
-    let sdk = || &aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured").0;
-    let control = || aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured").1.clone();
+    let aws = || aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured");
 
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
     let mut watches = JoinSet::new();
     for kind in &settings.backends {
         match kind {
-            BackendKind::Kokoro if kokoro_through_sagemaker => {
+            BackendKind::Kokoro if settings.sagemaker_endpoint.is_some() => {
                 let endpoint = settings.sagemaker_endpoint.clone().unwrap_or_default();
                 let voice = settings.kokoro_voice.clone().unwrap_or_else(|| SAGEMAKER_DEFAULT_VOICE.into());
                 tracing::info!("Kokoro through the SageMaker endpoint {endpoint}");
-                let sagemaker = earshot_aws::SageMakerSettings {
-                    endpoint_name: endpoint,
-                    target_variant: None,
-                    voices: vec![voice.clone()],
-                    default_voice: voice,
-                    language_voices: with_configured(earshot_aws::SageMakerSettings::production_language_voices(), &settings.kokoro_language_voices.0),
-                    speed: 1.0,
-                };
-                backends.push(Arc::new(earshot_aws::SageMakerBackend::new(sdk(), sagemaker).with_control_client(control())));
+                backends.push(aws().sagemaker(endpoint, voice, &settings.kokoro_language_voices.0));
             }
             BackendKind::Kokoro => {
                 // Not waited for: the gateway listens at once and answers 503 `backend_not_ready`
@@ -99,23 +79,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                 watches.spawn(async move { watched.poll_ready_forever().await });
                 backends.push(backend);
             }
-            BackendKind::Polly => {
-                let polly = earshot_aws::PollySettings {
-                    default_voice: settings.polly_voice.to_lowercase(),
-                    language_voices: settings.polly_language_voices.0.iter().map(|(l, v)| (l.clone(), v.to_lowercase())).collect(),
-                    ..Default::default()
-                };
-                let backend = Arc::new(earshot_aws::PollyBackend::new(sdk(), polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?);
-                // Polly's own list of generative voices, in the background: the built-in list answers
-                // until it comes (and where Polly cannot be reached, which the health probe reports).
-                let described = backend.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = described.describe_voices().await {
-                        tracing::warn!("Polly's voices stay the built-in list: {}", e.message);
-                    }
-                });
-                backends.push(backend);
-            }
+            BackendKind::Polly => backends.push(aws().polly(&settings.polly_voice, &settings.polly_language_voices.0)?),
             BackendKind::Synthetic => {
                 let cfg = SyntheticConfig { first_audio: Duration::from_millis(settings.synthetic_latency_ms), ..Default::default() };
                 backends.push(Arc::new(SyntheticBackend::new(cfg)));
@@ -128,30 +92,16 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             tokens_per_second: settings.tokens_per_second,
             first_token_delay: Duration::from_millis(settings.first_token_ms),
         })),
-        AgentKind::Bedrock => {
-            let mut bedrock = earshot_aws::BedrockSettings { model_id: settings.bedrock_model.clone(), ..Default::default() };
-            if let Some(prompt) = &settings.system_prompt {
-                bedrock.system_prompt = prompt.clone();
-            }
-            Arc::new(earshot_aws::BedrockAgent::new(sdk(), bedrock))
-        }
-        AgentKind::Agentcore => {
-            let agentcore = earshot_aws::AgentCoreSettings {
-                runtime_arn: settings.agentcore_runtime_arn.clone().unwrap_or_default(),
-                qualifier: settings.agentcore_qualifier.clone(),
-                text_pointer: settings.agentcore_text_pointer.clone(),
-            };
-            tracing::info!("agent: the AgentCore runtime {}", agentcore.runtime_arn);
-            Arc::new(earshot_aws::AgentCoreAgent::new(sdk(), agentcore).map_err(|e| format!("EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): {e}"))?)
-        }
+        AgentKind::Bedrock => aws().bedrock(&settings.bedrock_model, settings.system_prompt.as_deref()),
+        AgentKind::Agentcore => aws().agentcore(
+            settings.agentcore_runtime_arn.clone().unwrap_or_default(),
+            settings.agentcore_qualifier.clone(),
+            settings.agentcore_text_pointer.clone(),
+        )?,
         AgentKind::Openai | AgentKind::Http => {
             // The key, when the operator keeps it in Secrets Manager: read once, here, never per request.
             let secret = match &settings.agent_key_secret {
-                Some(id) => Some(
-                    earshot_aws::aws_json::secret_string(&control(), sdk(), id)
-                        .await
-                        .map_err(|e| format!("EARSHOT_AGENT_KEY_SECRET (--agent-key-secret): cannot read {id}: {}: {}", e.error_type, e.message))?,
-                ),
+                Some(id) => Some(aws().secret(id, false).await.map_err(|e| format!("EARSHOT_AGENT_KEY_SECRET (--agent-key-secret): {e}"))?),
                 None => None,
             };
             agent_source(settings, place, secret)?
@@ -162,10 +112,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     if settings.auth == AuthMode::Token {
         let keys = match (&settings.token_keys_secret, &settings.token_keys) {
             (Some(id), _) => {
-                let (sdk, control) = aws.as_ref().expect("the AWS configuration is loaded for a secret");
-                let raw = earshot_aws::aws_json::secret_raw(control, sdk, id)
-                    .await
-                    .map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): cannot read {id}: {}: {}", e.error_type, e.message))?;
+                let raw = aws().secret(id, true).await.map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): {e}"))?;
                 TokenAuth::parse_keys(&raw).map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): {e}"))?
             }
             (None, Some(spec)) => TokenAuth::parse_keys(spec).map_err(|e| format!("EARSHOT_TOKEN_KEYS (--token-keys): {e}"))?,
@@ -196,11 +143,8 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.interrupts = match (&settings.interrupt_table, place) {
         (Some(table), _) => {
             let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));
-            let store = match &settings.interrupt_endpoint {
-                Some(endpoint) => earshot_aws::DynamoStore::at(sdk(), table.clone(), endpoint),
-                None => earshot_aws::DynamoStore::new(sdk(), table.clone()),
-            };
-            Interrupts::Shared { store: Arc::new(store), poll }
+            let store = aws().interrupt_store(table, settings.interrupt_endpoint.as_deref());
+            Interrupts::Shared { store, poll }
         }
         // Conversations run in other invocations, out of this process's reach.
         (None, Place::Lambda) => Interrupts::Unavailable,
@@ -213,7 +157,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
 /// `OPENAI_API_KEY` where no earshot setting is given; the Lambda reads its own variables alone.
 fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Result<Arc<dyn AgentSource>, String> {
     let ecosystem = |name: &str| if place == Place::Serve { std::env::var(name).ok().filter(|v| !v.trim().is_empty()) } else { None };
-    let system_prompt = settings.system_prompt.clone().unwrap_or_else(|| earshot_aws::BedrockSettings::default().system_prompt);
+    let system_prompt = settings.system_prompt.clone().unwrap_or_else(|| earshot_core::agent::VOICE_SYSTEM_PROMPT.to_string());
     let connect_timeout = Duration::from_secs(10);
     if settings.agent == AgentKind::Openai {
         let openai = earshot_agents::OpenAiSettings {
@@ -245,11 +189,4 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
     };
     tracing::info!("agent: the HTTP agent at {}", http.url);
     Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(|e| format!("EARSHOT_HTTP_AGENT_URL (--http-agent-url): {e}"))?))
-}
-
-/// `defaults` with each language `configured` names given its configured voice instead.
-fn with_configured(defaults: Vec<(Language, String)>, configured: &[(Language, String)]) -> Vec<(Language, String)> {
-    let mut voices: Vec<(Language, String)> = defaults.into_iter().filter(|(l, _)| !configured.iter().any(|(c, _)| c == l)).collect();
-    voices.extend(configured.iter().cloned());
-    voices
 }

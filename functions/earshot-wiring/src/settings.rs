@@ -10,8 +10,9 @@ use earshot_core::language::Language;
 use std::time::Duration;
 
 /// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
-/// (the CDK app's default too; `infra/cdk/earshot.config.json`), defined once in the AWS adapter.
-pub const DEFAULT_BEDROCK_MODEL: &str = earshot_aws::bedrock::DEFAULT_MODEL_ID;
+/// (the CDK app's default too; `infra/cdk/earshot.config.json`). The AWS adapter's own default, which
+/// a test holds equal to this one: a build without the feature `aws` has no adapter to ask.
+pub const DEFAULT_BEDROCK_MODEL: &str = "amazon.nova-lite-v1:0";
 
 /// A text-to-speech backend a gateway can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -496,6 +497,8 @@ mod tests {
         let from_vars = Settings::from_vars(|_| None, Place::Serve).unwrap();
         assert_eq!(format!("{from_flags:?}"), format!("{from_vars:?}"));
         assert_eq!(from_flags.bedrock_model, DEFAULT_BEDROCK_MODEL);
+        #[cfg(feature = "aws")]
+        assert_eq!(DEFAULT_BEDROCK_MODEL, earshot_aws::bedrock::DEFAULT_MODEL_ID, "the wiring's default model is the adapter's");
         assert_eq!((from_flags.max_prompt_chars, from_flags.max_text_chars, from_flags.idle_release_ms), (4_000, 20_000, 150));
         // `--failover` alone still switches it on.
         assert!(Serve::try_parse_from(["earshot", "--failover"]).unwrap().settings.failover);

@@ -155,6 +155,7 @@ fn read_logs(paths: &[PathBuf]) -> Result<Lines, String> {
     Ok(lines)
 }
 
+#[cfg(feature = "aws")]
 fn read_log_group(args: &AbArgs, group: &str, (from, to): (u64, u64)) -> Result<Vec<String>, String> {
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(async {
@@ -162,6 +163,14 @@ fn read_log_group(args: &AbArgs, group: &str, (from, to): (u64, u64)) -> Result<
         let config = settings.sdk_config().await;
         earshot_aws::logs::metric_lines(&config, group, from as i64, to as i64).await
     })
+}
+
+/// A build without AWS cannot read CloudWatch Logs.
+#[cfg(not(feature = "aws"))]
+fn read_log_group(_: &AbArgs, _: &str, _: (u64, u64)) -> Result<Vec<String>, String> {
+    Err("--log-group: this earshot was built without AWS (cargo feature `aws`, left out of `make run`'s build): use `make build` \
+         or `cargo build --release -p earshot`, or read a log file with --log"
+        .into())
 }
 
 /// `90s`, `30m`, `24h`, `7d` as milliseconds.

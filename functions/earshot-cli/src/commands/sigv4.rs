@@ -1,18 +1,15 @@
 //! SigV4 for a deployed gateway behind IAM (`authType: AWS_IAM`): server-side callers sign each request
 //! for the `lambda` service with their AWS credentials, as AWS documents for function URLs. The signature
 //! is `aws-sigv4`'s (the AWS SDKs' own signer); the credentials come from the SDK's default chain
-//! (environment, profile, SSO, instance role).
+//! (environment, profile, SSO, instance role). A build without the cargo feature `aws` (`make run`'s)
+//! has no signer and says so when `--sigv4` is asked for.
 
-use std::sync::Arc;
-use std::time::SystemTime;
-
-use aws_credential_types::provider::ProvideCredentials;
-use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use earshot_client::Signer;
+#[cfg(feature = "aws")]
+pub use signing::{credentials, signer};
 
 /// The region of a function URL (`https://ID.lambda-url.REGION.on.aws`), when the URL says it.
+#[cfg_attr(not(feature = "aws"), allow(dead_code))]
 pub fn region_of(url: &str) -> Option<String> {
     let host = url.split("://").nth(1)?.split(['/', ':']).next()?;
     let mut parts = host.split('.');
@@ -47,6 +44,7 @@ impl Access {
 }
 
 /// The signer for `--sigv4` against `url`: the region from `--region`, the function URL, or `AWS_REGION`.
+#[cfg(feature = "aws")]
 pub fn signer_for(url: &str, region: Option<String>, runtime: &tokio::runtime::Runtime) -> Result<Signer, String> {
     let region =
         region.or_else(|| region_of(url)).or_else(|| std::env::var("AWS_REGION").ok()).ok_or("--sigv4: name the region with --region (or AWS_REGION)")?;
@@ -54,31 +52,51 @@ pub fn signer_for(url: &str, region: Option<String>, runtime: &tokio::runtime::R
     Ok(signer(credentials, region))
 }
 
-/// The credentials of the SDK's default chain.
-pub async fn credentials() -> Result<Credentials, String> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
-    let provider = config.credentials_provider().ok_or("no AWS credentials provider is configured")?;
-    provider.provide_credentials().await.map_err(|e| format!("no AWS credentials: {e}"))
+/// A build without AWS cannot sign.
+#[cfg(not(feature = "aws"))]
+pub fn signer_for(_: &str, _: Option<String>, _: &tokio::runtime::Runtime) -> Result<Signer, String> {
+    Err("--sigv4: this earshot was built without AWS (cargo feature `aws`, left out of `make run`'s build): use `make build` or \
+         `cargo build --release -p earshot`"
+        .into())
 }
 
-/// Signs requests for `lambda` in `region` with `credentials`.
-pub fn signer(credentials: Credentials, region: String) -> Signer {
-    Signer(Arc::new(move |method: &str, url: &str, headers: &[(String, String)], body: &[u8]| {
-        let identity = credentials.clone().into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&region)
-            .name("lambda")
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| e.to_string())?
-            .into();
-        let signable =
-            SignableRequest::new(method, url, headers.iter().map(|(k, v)| (k.as_str(), v.as_str())), SignableBody::Bytes(body)).map_err(|e| e.to_string())?;
-        let (instructions, _) = sign(signable, &params).map_err(|e| e.to_string())?.into_parts();
-        Ok(instructions.headers().map(|(k, v)| (k.to_string(), v.to_string())).collect())
-    }))
+#[cfg(feature = "aws")]
+mod signing {
+    use std::sync::Arc;
+    use std::time::SystemTime;
+
+    use aws_credential_types::provider::ProvideCredentials;
+    use aws_credential_types::Credentials;
+    use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::sign::v4;
+    use earshot_client::Signer;
+
+    /// The credentials of the SDK's default chain.
+    pub async fn credentials() -> Result<Credentials, String> {
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+        let provider = config.credentials_provider().ok_or("no AWS credentials provider is configured")?;
+        provider.provide_credentials().await.map_err(|e| format!("no AWS credentials: {e}"))
+    }
+
+    /// Signs requests for `lambda` in `region` with `credentials`.
+    pub fn signer(credentials: Credentials, region: String) -> Signer {
+        Signer(Arc::new(move |method: &str, url: &str, headers: &[(String, String)], body: &[u8]| {
+            let identity = credentials.clone().into();
+            let params = v4::SigningParams::builder()
+                .identity(&identity)
+                .region(&region)
+                .name("lambda")
+                .time(SystemTime::now())
+                .settings(SigningSettings::default())
+                .build()
+                .map_err(|e| e.to_string())?
+                .into();
+            let signable = SignableRequest::new(method, url, headers.iter().map(|(k, v)| (k.as_str(), v.as_str())), SignableBody::Bytes(body))
+                .map_err(|e| e.to_string())?;
+            let (instructions, _) = sign(signable, &params).map_err(|e| e.to_string())?.into_parts();
+            Ok(instructions.headers().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        }))
+    }
 }
 
 #[cfg(test)]
