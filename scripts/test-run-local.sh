@@ -49,17 +49,3 @@ kill -KILL "$script"
 wait_until 20 none_listening "$port" "$kport" || { echo "test-run: the children outlived a killed run script (ports $port $kport)"; exit 1; }
 echo "test-run: nothing left running"
 
-echo "test-run: 3. make run as a new user types it: it builds without the AWS SDK, speaks, and that build refuses AWS settings, saying why"
-port=$(free_port) kport=$(free_port)
-setsid env PORT="$port" KOKORO_PORT="$kport" EARSHOT_LOG_DIR="$logs" make --no-print-directory -C "$root" run > "$logs/make-run.out" 2>&1 &
-script=$!
-wait_until 600 answers "http://127.0.0.1:$port/healthz" || { echo "test-run: make run did not become healthy"; tail -30 "$logs/make-run.out"; kill -KILL -- "-$script" 2>/dev/null; exit 1; }
-reply=$(curl -sS -N --max-time 60 "http://127.0.0.1:$port/v1/speak" -d '{"prompt":"brief"}')
-grep -q '^event: done' <<<"$reply" || { echo "test-run: make run did not speak the brief answer:"; head -c 600 <<<"$reply"; kill -KILL -- "-$script"; exit 1; }
-kill -TERM -- "-$script"
-wait_until 20 none_listening "$port" "$kport" || { echo "test-run: something still listens after make run was stopped (ports $port $kport)"; exit 1; }
-lean=$(sed -n 's/^ *hear it as a WAV: *\([^ ]*\) say .*/\1/p' "$logs/make-run.out" | head -1)
-[ -x "$lean" ] || { echo "test-run: make run did not say which earshot it built"; tail -30 "$logs/make-run.out"; exit 1; }
-if out=$("$lean" serve --port "$(free_port)" --backends kokoro,polly 2>&1); then echo "test-run: make run's earshot started with Polly: $out"; exit 1; fi
-grep -q "built without it" <<<"$out" || { echo "test-run: make run's earshot refused Polly without saying why: $out"; exit 1; }
-echo "test-run: make run spoke, stopped cleanly, and its build says AWS settings need make run-aws: $out"
