@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 pub const PROBE: &str = "Short and sweet.";
 
 /// The probe's time on the kind of machine the suite's fixed limits were chosen on (2 cores, onnx
-/// engine: 1.5 to 2.0 s measured idle for the whole 1.1 s of audio through `/invocations`; the streamed
+/// engine: 1.2 to 2.1 s measured here with curl and the probe itself for the whole 1.1 s of audio through `/invocations`; the streamed
 /// path's first audio comes sooner). A machine at or below it keeps the fixed limits.
 pub const REFERENCE: Duration = Duration::from_millis(1500);
 
@@ -41,8 +41,8 @@ impl Speed {
     /// estimate for text of the probe's length.
     pub fn estimate(&self, text: &str) -> Duration {
         let chars = text.chars().count() as f64 / PROBE.chars().count() as f64;
-        // Half the probe's time a probe's length of text: the per-call overhead is half the probe's
-        // time or less on every machine measured, so longer text takes at least this.
+        // Half the probe's time a probe's length of text: an assumed margin for the model's fixed cost
+        // per call (not measured apart), so that longer text is not over-estimated.
         self.probe.mul_f64(chars.max(1.0) * 0.5)
     }
 
