@@ -3,7 +3,10 @@
 # never trusts the previous run's certificate: the local run script itself under test.
 #   1. run-aws with a stale certificate left in its log folder: it must speak through the stand-ins
 #      (TLS with this run's certificate), then SIGTERM to its process group must leave nothing running;
-#   2. run, then SIGKILL to the script alone (no trap can run): its children must still stop.
+#   2. run, then SIGKILL to the script alone (no trap can run): its children must still stop;
+#   3. `make run` as a new user types it: it builds the lean binary (no AWS SDK), says how long that
+#      took, becomes healthy, its printed "hear it as a WAV" command writes a WAV of the brief answer,
+#      the binary it ran refuses AWS settings saying why, and Ctrl-C (SIGINT to the group) stops it all.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,3 +52,29 @@ kill -KILL "$script"
 wait_until 20 none_listening "$port" "$kport" || { echo "test-run: the children outlived a killed run script (ports $port $kport)"; exit 1; }
 echo "test-run: nothing left running"
 
+
+echo "test-run: 3. make run as typed: the lean build, the printed command, Ctrl-C"
+port=$(free_port) kport=$(free_port)
+setsid env PORT="$port" KOKORO_PORT="$kport" EARSHOT_LOG_DIR="$logs" make --no-print-directory -C "$root" run > "$logs/run3.out" 2>&1 &
+make_pid=$!
+fail3() { echo "test-run: $1"; tail -30 "$logs/run3.out"; kill -KILL -- "-$make_pid" 2>/dev/null; exit 1; }
+# The build is part of what is timed here: a new user waits for it too.
+started=$(date +%s)
+wait_until 900 answers "http://127.0.0.1:$port/healthz" || fail3 "make run did not become healthy"
+echo "test-run: make run answered after $(( $(date +%s) - started )) s"
+grep -q '^==> earshot built in [0-9]* s' "$logs/run3.out" || fail3 "make run did not say how long the build took"
+# The command it prints, run as printed (the WAV written into the test's folder).
+say=$(sed -n 's/^  hear it as a WAV: *//p' "$logs/run3.out")
+[ -n "$say" ] || fail3 "make run printed no way to hear the answer"
+read -r -a say_words <<<"${say/answer.wav/$logs/answer.wav}"
+"${say_words[@]}" > "$logs/say.out" 2>&1 || { cat "$logs/say.out"; fail3 "the printed command failed: $say"; }
+[ "$(head -c 4 "$logs/answer.wav")" = RIFF ] && [ "$(stat -c %s "$logs/answer.wav")" -gt 48000 ] \
+  || fail3 "the printed command wrote no WAV of the answer ($(stat -c %s "$logs/answer.wav" 2>/dev/null || echo 0) bytes)"
+# The binary make run built has no AWS SDK: asked for Polly, it refuses at once and says what to run.
+bin=${say_words[0]}
+if refusal=$("$bin" serve --port "$(free_port)" --web-dir "" --backends kokoro,polly 2>&1); then fail3 "the lean binary started with Polly"; fi
+grep -q "built without it" <<<"$refusal" && grep -q "make run-aws" <<<"$refusal" || fail3 "the lean binary's refusal does not say why: $refusal"
+kill -INT -- "-$make_pid"
+wait_until 30 bash -c "! kill -0 $make_pid 2>/dev/null" || fail3 "make run did not end on Ctrl-C"
+wait_until 20 none_listening "$port" "$kport" || fail3 "something still listens after Ctrl-C (ports $port $kport)"
+echo "test-run: make run spoke the brief answer into a WAV, its binary refuses AWS settings, Ctrl-C left nothing running"

@@ -39,6 +39,9 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
+/// The container every test of one binary shares ([`Kokoro::shared`]), once one has asked for it.
+static SHARED_KOKORO: OnceLock<Kokoro> = OnceLock::new();
+
 impl Kokoro {
     /// Starts a container of its own (for tests that stop it).
     pub fn start() -> Kokoro {
@@ -77,8 +80,7 @@ impl Kokoro {
 
     /// The container shared by the tests of one test binary.
     pub fn shared() -> &'static Kokoro {
-        static SHARED: OnceLock<Kokoro> = OnceLock::new();
-        SHARED.get_or_init(Kokoro::start)
+        SHARED_KOKORO.get_or_init(Kokoro::start)
     }
 
     /// Waits until `/ping` answers 200.
@@ -173,6 +175,12 @@ pub async fn serve(gateway: Gateway) -> Served {
     Served { url }
 }
 
+/// The backend silence limit of a test that is not about it (and Polly's wait for a sentence's first
+/// audio): the gateway's default, stretched for this machine and the shared container's queue.
+pub async fn untested_silence() -> Duration {
+    Kokoro::shared().speed().await.queued(speed::BACKEND_SILENCE)
+}
+
 /// A Kokoro backend on a container.
 pub async fn kokoro_backend(kokoro: &Kokoro) -> Arc<dyn SpeechBackend> {
     kokoro.ready().await;
@@ -255,7 +263,16 @@ impl EarshotProcess {
     }
 
     /// As [`EarshotProcess::start`], with environment variables of its own (AWS credentials for stand-ins).
+    ///
+    /// Where the test uses the shared container and names no backend silence limit, the gateway is
+    /// given [`untested_silence`]: the default stretched for this machine and the container's queue.
     pub async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> EarshotProcess {
+        let silence;
+        let mut args = args.to_vec();
+        if SHARED_KOKORO.get().is_some() && !args.contains(&"--backend-silence-timeout-ms") {
+            silence = untested_silence().await.as_millis().to_string();
+            args.extend_from_slice(&["--backend-silence-timeout-ms", &silence]);
+        }
         let port = free_port();
         let log = std::env::temp_dir().join(format!("earshot-e2e-serve-{port}.log"));
         let log_file = std::fs::File::create(&log).expect("a log file");

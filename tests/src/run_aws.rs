@@ -1,6 +1,7 @@
 //! `make run-aws`'s gateway in a test: the AWS stand-ins voiced by the shared Kokoro container, and
 //! `earshot serve` with the flags `scripts/run-local.sh` gives it (Kokoro through the SageMaker stand-in
-//! and Polly's, 50/50 with failover, the real SDK clients), plus the test's own.
+//! and Polly's, 50/50 with failover, the real SDK clients), plus the test's own. Its backend silence
+//! limit (Polly's too) is [`crate::untested_silence`] unless the test names one.
 
 use earshot_standins::{StandIns, StandInsConfig};
 

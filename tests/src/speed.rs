@@ -18,6 +18,14 @@ pub const PROBE: &str = "Short and sweet.";
 /// path's first audio comes sooner). A machine at or below it keeps the fixed limits.
 pub const REFERENCE: Duration = Duration::from_millis(1500);
 
+/// How many times longer than its fixed figure a limit no test is about is allowed for the shared
+/// container's queue ([`Speed::queued`]): two tests at a time, four sentences each in flight.
+pub const QUEUE_ALLOWANCE: f64 = 4.0;
+
+/// The gateway's backend silence limit by default (`EARSHOT_BACKEND_SILENCE_TIMEOUT_MS`): what a test
+/// not about it stretches with [`Speed::queued`].
+pub const BACKEND_SILENCE: Duration = Duration::from_secs(15);
+
 /// The measured speed of one container on this machine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Speed {
@@ -34,6 +42,16 @@ impl Speed {
     /// A limit chosen on the reference machine, stretched to this machine's speed (never shortened).
     pub fn scaled(&self, limit: Duration) -> Duration {
         limit.mul_f64(self.factor())
+    }
+
+    /// A limit no test here is about (a backend's silence, Polly's wait for a sentence's first audio),
+    /// stretched to this machine's speed and to the shared container's queue: the tests of one binary
+    /// run two at a time, each conversation with up to four sentences in flight, and the container
+    /// renders one piece at a time, taking turns, so a sentence may wait behind several of others'
+    /// pieces before its first audio. Such a limit only has to catch a backend that never answers; a
+    /// busy one must not trip it.
+    pub fn queued(&self, limit: Duration) -> Duration {
+        self.scaled(limit).mul_f64(QUEUE_ALLOWANCE)
     }
 
     /// About how long `text` takes the model here, by its length in the probe's measure. A lower
@@ -94,5 +112,8 @@ mod tests {
         let three = "Short and sweet. Short and sweet. Short and sweet.";
         assert!(at(3000).estimate(three) > at(1500).estimate(three));
         assert!(at(1500).estimate(&PROBE.repeat(10)) >= Duration::from_millis(7500));
+        // A limit no test is about leaves room for the shared container's queue too.
+        assert_eq!(at(1500).queued(BACKEND_SILENCE), Duration::from_secs(60));
+        assert_eq!(at(3000).queued(BACKEND_SILENCE), Duration::from_secs(120));
     }
 }

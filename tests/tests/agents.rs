@@ -161,17 +161,18 @@ async fn gateway(agent: Arc<dyn AgentSource>) -> String {
 }
 
 fn http_agent(stand: &AgentStandIns, shape: &str, format: AnswerFormat, pointer: Option<&str>) -> Arc<dyn AgentSource> {
-    Arc::new(
-        HttpAgent::new(HttpAgentSettings {
-            url: format!("{}/agent/{shape}", stand.url),
-            headers: vec![("x-tenant".into(), "voice".into())],
-            format,
-            text_pointer: pointer.map(str::to_string),
-            connect_timeout: Duration::from_secs(5),
-            max_event_bytes: earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES,
-        })
-        .unwrap(),
-    )
+    Arc::new(HttpAgent::new(http_agent_settings(stand, shape, format, pointer)).unwrap())
+}
+
+fn http_agent_settings(stand: &AgentStandIns, shape: &str, format: AnswerFormat, pointer: Option<&str>) -> HttpAgentSettings {
+    HttpAgentSettings {
+        url: format!("{}/agent/{shape}", stand.url),
+        headers: vec![("x-tenant".into(), "voice".into())],
+        format,
+        text_pointer: pointer.map(str::to_string),
+        connect_timeout: Duration::from_secs(5),
+        max_event_bytes: earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES,
+    }
 }
 
 #[tokio::test]
@@ -434,10 +435,17 @@ async fn agents_that_hang_stall_or_flood_end_with_their_codes_within_their_limit
         let settings = GatewaySettings { metrics_namespace: None, agent_deadlines: deadlines, ..Default::default() };
         serve(Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent, settings)).await.url
     };
+    // The endless event must meet its size limit before its first-event deadline, however slow the machine:
+    // the limit is set where any token is far below it and an unoptimised parser on a busy machine reaches
+    // it in milliseconds (the default, a megabyte, took longer than 800 ms beside a busy process).
+    let max_event_bytes = 64 << 10;
+    let bounded_http = |shape: &str, pointer: Option<&str>| -> Arc<dyn AgentSource> {
+        Arc::new(HttpAgent::new(HttpAgentSettings { max_event_bytes, ..http_agent_settings(&stand, shape, AnswerFormat::Auto, pointer) }).unwrap())
+    };
     let agents: Vec<(&str, Arc<dyn AgentSource>)> = vec![
-        ("sse", http_agent(&stand, "sse", AnswerFormat::Auto, Some("/delta/text"))),
-        ("ndjson", http_agent(&stand, "ndjson", AnswerFormat::Auto, None)),
-        ("openai", Arc::new(OpenAiAgent::new(openai_settings(format!("{}/v1", stand.url))).unwrap())),
+        ("sse", bounded_http("sse", Some("/delta/text"))),
+        ("ndjson", bounded_http("ndjson", None)),
+        ("openai", Arc::new(OpenAiAgent::new(OpenAiSettings { max_event_bytes, ..openai_settings(format!("{}/v1", stand.url)) }).unwrap())),
     ];
     let before = resident_bytes();
     for (shape, agent) in agents {

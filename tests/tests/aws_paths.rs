@@ -40,12 +40,17 @@ fn sagemaker(config: &earshot_aws::SdkConfig, endpoint: &str, variant: Option<&s
     Arc::new(SageMakerBackend::new(config, sagemaker_settings(endpoint, variant)))
 }
 
-fn polly(config: &earshot_aws::SdkConfig, settings: PollySettings) -> Arc<dyn SpeechBackend> {
+/// Polly through its stand-in, whose audio is the shared container's: its wait for a sentence's first
+/// audio is not what these tests are about, so it leaves room for that container's queue.
+async fn polly(config: &earshot_aws::SdkConfig, settings: PollySettings) -> Arc<dyn SpeechBackend> {
+    let settings = PollySettings { first_audio_timeout: Some(earshot_e2e::untested_silence().await), ..settings };
     Arc::new(PollyBackend::new(config, settings).expect("a Polly backend"))
 }
 
 async fn gateway(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, routing: Routing) -> String {
-    let gw = Gateway::new(backends, agent, GatewaySettings { metrics_namespace: None, routing, ..Default::default() });
+    let mut settings = GatewaySettings { metrics_namespace: None, routing, ..Default::default() };
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    let gw = Gateway::new(backends, agent, settings);
     serve(gw).await.url
 }
 
@@ -100,7 +105,7 @@ async fn sagemaker_stream_errors_reach_the_client() {
 async fn polly_speaks_at_16_khz_and_reports_billed_characters() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;
-    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(200.0)), Routing::default()).await;
+    let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), Routing::default()).await;
     let said = "Hello there. How are you today?";
     let r = speak(&url, &text(said), &CallOptions::default()).await.unwrap();
     let sentences = check_conversation(&r);
@@ -144,7 +149,7 @@ async fn every_byte_polly_sends_reaches_its_own_sentence_however_it_is_delivered
     for (how, delivery) in deliveries {
         let s = standins(StandInsConfig { polly_delivery: delivery, ..Default::default() }).await;
         let config = sdk(&s).await;
-        let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(200.0)), Routing::default()).await;
+        let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), Routing::default()).await;
         let r = speak(&url, &text("Hello there. How are you today? The order shipped this morning."), &CallOptions::default()).await.unwrap();
         assert_eq!(check_conversation(&r).len(), 3, "{how}");
         let spoken = s.stats.polly_spoken.lock().unwrap().clone();
@@ -164,7 +169,7 @@ async fn a_polly_stream_survives_a_long_agent_pause() {
     let config = sdk(&s).await;
     let scripted =
         agent(100.0).with_script("tool", "Let me look that up.{pause:7000} It shipped this morning, and the courier{wait:8000} brings it on Friday.");
-    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(scripted), Routing::default()).await;
+    let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("tool"), &CallOptions::default()).await.unwrap();
     assert_eq!(check_conversation(&r).len(), 2);
     assert!(Stats::get(&s.stats.polly_keep_alives) >= 4, "keep-alives were sent during both silences");
@@ -176,7 +181,7 @@ async fn a_polly_stream_survives_a_long_agent_pause() {
     let config = sdk(&strict).await;
     let no_keep_alive = PollySettings { keep_alive: Duration::from_secs(60), ..Default::default() };
     let scripted = agent(100.0).with_script("tool", "Let me look that up.{pause:4000} It shipped this morning.");
-    let url = gateway(vec![polly(&config, no_keep_alive)], Arc::new(scripted), Routing::default()).await;
+    let url = gateway(vec![polly(&config, no_keep_alive).await], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("tool"), &CallOptions::default()).await.unwrap();
     assert!(Stats::get(&strict.stats.polly_idle_closes) >= 1);
     assert_eq!(check_conversation(&r).len(), 2);
@@ -199,7 +204,7 @@ async fn a_conversation_outlives_pollys_stream_time_limit() {
     let config = sdk(&s).await;
     let settings = PollySettings { max_stream_age, ..Default::default() };
     let scripted = agent(100.0).with_script("slow", &format!("{{wait:{}}}Here is the answer. It shipped.", wait.as_millis()));
-    let url = gateway(vec![polly(&config, settings)], Arc::new(scripted), Routing::default()).await;
+    let url = gateway(vec![polly(&config, settings).await], Arc::new(scripted), Routing::default()).await;
     let r = speak(&url, &prompt("slow"), &CallOptions::default()).await.unwrap();
     assert_eq!(check_conversation(&r).len(), 2);
     assert_eq!(Stats::get(&s.stats.polly_max_duration_closes), 0, "no stream was left to reach the limit");
@@ -210,7 +215,7 @@ async fn a_conversation_outlives_pollys_stream_time_limit() {
 async fn polly_exceptions_reach_the_client_with_their_retry_flag() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;
-    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(500.0)), Routing::default()).await;
+    let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(agent(500.0)), Routing::default()).await;
     for (exception, code, retryable) in [
         ("ValidationException", "polly_validation", false),
         ("ThrottlingException", "polly_throttled", true),
@@ -225,7 +230,7 @@ async fn polly_exceptions_reach_the_client_with_their_retry_flag() {
     // Throttled before any audio, with another arm: the conversation moves there, every sentence spoken.
     let routing = Routing { weights: vec![("polly".into(), 100)], failover: true, ..Default::default() };
     let other: Arc<dyn SpeechBackend> = Arc::new(SyntheticBackend::new(SyntheticConfig::default()));
-    let url = gateway(vec![polly(&config, PollySettings::default()), other], Arc::new(agent(500.0)), routing).await;
+    let url = gateway(vec![polly(&config, PollySettings::default()).await, other], Arc::new(agent(500.0)), routing).await;
     let r = speak(&url, &text("Please say [[ThrottlingException]] now. And then more."), &CallOptions::default()).await.unwrap();
     assert_eq!(check_conversation(&r).len(), 2);
     let last_session = r.events.iter().rev().find_map(|e| if let ServerEvent::Session(s) = e { Some(s.clone()) } else { None }).unwrap();
@@ -264,7 +269,7 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
     let config = sdk(&s).await;
     // An endpoint that cannot be found fails at once, before any audio: the conversation fails over.
     let routing = Routing { weights: vec![("kokoro".into(), 100)], failover: true, ..Default::default() };
-    let url = gateway(vec![sagemaker(&config, "missing", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+    let url = gateway(vec![sagemaker(&config, "missing", None), polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), routing.clone()).await;
     let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
     check_conversation(&r);
     assert_eq!(r.header("x-earshot-backend"), Some("polly"));
@@ -273,7 +278,8 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
     // A stream that fails before any audio hands its sentences to the other backend mid-conversation:
     // a second `session` message announces it, and every sentence is still spoken once.
     let url =
-        gateway(vec![sagemaker(&config, "fail-before-audio", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+        gateway(vec![sagemaker(&config, "fail-before-audio", None), polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), routing.clone())
+            .await;
     let r = speak(&url, &text("Hello there. How are you?"), &CallOptions::default()).await.unwrap();
     let sessions: Vec<&earshot_core::protocol::SessionInfo> =
         r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s) } else { None }).collect();
@@ -288,7 +294,8 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
     assert_eq!(r.timeline.as_ref().unwrap().failover_from.as_deref(), Some("model_stream_error"));
 
     // A failure after audio has been sent is reported, not hidden by a failover.
-    let url = gateway(vec![sagemaker(&config, "fail-model-stream", None), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing).await;
+    let url =
+        gateway(vec![sagemaker(&config, "fail-model-stream", None), polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), routing).await;
     let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
     assert_eq!(r.header("x-earshot-backend"), Some("kokoro"));
     let first_audio = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).expect("audio before the failure");
@@ -303,7 +310,7 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
 async fn an_interrupt_closes_pollys_streams() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;
-    let url = gateway(vec![polly(&config, PollySettings::default())], Arc::new(agent(200.0)), Routing::default()).await;
+    let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), Routing::default()).await;
     let body = earshot_client::SpeakBody {
         text: Some("This answer goes on for a long while, sentence after sentence. ".repeat(20)),
         conversation_id: Some("polly-stop".into()),
@@ -360,7 +367,7 @@ async fn health_probes_reach_the_standins_through_the_trusted_certificate() {
         },
     );
     assert!(untrusted.health().await.is_err());
-    polly(&config, PollySettings::default()).health().await.expect("DescribeVoices answers");
+    polly(&config, PollySettings::default()).await.health().await.expect("DescribeVoices answers");
 }
 
 /// `earshot doctor` against `url`: its exit status and what it printed.
@@ -379,7 +386,7 @@ async fn the_doctor_says_each_arm_speaks_or_what_stops_it_while_failover_hides_i
     let checked = |endpoint: &str| -> Arc<dyn SpeechBackend> {
         Arc::new(SageMakerBackend::new(&config, sagemaker_settings(endpoint, None)).with_control_client(control.clone()))
     };
-    let url = gateway(vec![checked("earshot-kokoro"), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), routing.clone()).await;
+    let url = gateway(vec![checked("earshot-kokoro"), polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), routing.clone()).await;
     let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
     assert!(ok, "{said}");
     assert!(said.contains("kokoro: speaks (healthy)") && said.contains("polly: speaks (healthy)"), "{said}");
@@ -388,7 +395,7 @@ async fn the_doctor_says_each_arm_speaks_or_what_stops_it_while_failover_hides_i
     // A role without the bidirectional action: the gateway still speaks (an unpinned conversation fails
     // over to Polly), which is exactly why the doctor, pinning each arm, must say so.
     let all_to_kokoro = Routing { weights: vec![("kokoro".into(), 100), ("polly".into(), 0)], failover: true, allow_override: true, ..Default::default() };
-    let url = gateway(vec![checked("denied-kokoro"), polly(&config, PollySettings::default())], Arc::new(agent(200.0)), all_to_kokoro).await;
+    let url = gateway(vec![checked("denied-kokoro"), polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), all_to_kokoro).await;
     let r = speak(&url, &text("Hello there."), &CallOptions::default()).await.unwrap();
     check_conversation(&r);
     assert_eq!(r.header("x-earshot-backend-reason"), Some("failover"), "the gateway keeps speaking");

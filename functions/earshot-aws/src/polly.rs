@@ -61,8 +61,10 @@ pub struct PollySettings {
     pub language_voices: Vec<(Language, String)>,
     /// Sentences synthesizing at once, each on its own stream.
     pub ahead: usize,
-    /// A sentence with no audio at all after this long fails.
-    pub first_audio_timeout: Duration,
+    /// A sentence with no audio at all after this long fails (`polly_timeout`, retryable); `None`: no
+    /// limit of Polly's own. A gateway gives it its backend silence limit, so that one setting bounds
+    /// every backend's silence.
+    pub first_audio_timeout: Option<Duration>,
     /// White space is sent to the spare stream after this long without input, to keep it open
     /// (Polly closes a stream after 5 s).
     pub keep_alive: Duration,
@@ -79,7 +81,7 @@ impl Default for PollySettings {
             default_voice: "ruth".into(),
             language_voices: Vec::new(),
             ahead: 2,
-            first_audio_timeout: Duration::from_secs(15),
+            first_audio_timeout: Some(Duration::from_secs(15)),
             keep_alive: Duration::from_secs(3),
             max_stream_age: Duration::from_secs(9 * 60),
             close_wait: Duration::from_secs(2),
@@ -520,8 +522,8 @@ impl Session {
                 at(spare.opened + self.settings.max_stream_age);
             }
         }
-        if let Some(front) = self.live.front().filter(|s| !s.got_audio && !s.closed) {
-            at(front.sent_at + self.settings.first_audio_timeout);
+        if let (Some(front), Some(limit)) = (self.live.front().filter(|s| !s.got_audio && !s.closed), self.settings.first_audio_timeout) {
+            at(front.sent_at + limit);
         }
         if let Some(done) = self.finished_at.filter(|_| !self.retiring.is_empty()) {
             at(done + self.settings.close_wait);
@@ -531,8 +533,8 @@ impl Session {
 
     async fn on_timer(&mut self) -> Next {
         let now = Instant::now();
-        if let Some(front) = self.live.front().filter(|s| !s.got_audio && !s.closed) {
-            if now >= front.sent_at + self.settings.first_audio_timeout {
+        if let (Some(front), Some(limit)) = (self.live.front().filter(|s| !s.got_audio && !s.closed), self.settings.first_audio_timeout) {
+            if now >= front.sent_at + limit {
                 return self.fail(SpeechError::new("polly_timeout", "Polly sent no audio for a sentence", true)).await;
             }
         }

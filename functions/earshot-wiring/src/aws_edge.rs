@@ -48,6 +48,7 @@ pub(crate) fn needs_aws(settings: &Settings) -> Option<&'static str> {
 mod with_aws {
     use super::*;
     use earshot_core::language::Language;
+    use std::time::Duration;
 
     /// The AWS SDK's configuration and the client for the JSON calls made without an SDK crate.
     pub struct Aws {
@@ -81,11 +82,13 @@ mod with_aws {
 
         /// Polly's bidirectional stream; its list of generative voices is asked for in the background
         /// (the built-in list answers until it comes, and where Polly cannot be reached, which the
-        /// health probe reports).
-        pub fn polly(&self, default_voice: &str, language_voices: &[(Language, String)]) -> Result<Arc<dyn SpeechBackend>, String> {
+        /// health probe reports). A sentence Polly leaves without audio for `silence` fails on Polly's
+        /// side too (`polly_timeout`, which failover may retry), so one setting bounds both.
+        pub fn polly(&self, default_voice: &str, language_voices: &[(Language, String)], silence: Option<Duration>) -> Result<Arc<dyn SpeechBackend>, String> {
             let polly = earshot_aws::PollySettings {
                 default_voice: default_voice.to_lowercase(),
                 language_voices: language_voices.iter().map(|(l, v)| (l.clone(), v.to_lowercase())).collect(),
+                first_audio_timeout: silence,
                 ..Default::default()
             };
             let backend = Arc::new(earshot_aws::PollyBackend::new(&self.sdk, polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?);

@@ -79,7 +79,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                 watches.spawn(async move { watched.poll_ready_forever().await });
                 backends.push(backend);
             }
-            BackendKind::Polly => backends.push(aws().polly(&settings.polly_voice, &settings.polly_language_voices.0)?),
+            BackendKind::Polly => backends.push(aws().polly(&settings.polly_voice, &settings.polly_language_voices.0, settings.backend_silence())?),
             BackendKind::Synthetic => {
                 let cfg = SyntheticConfig { first_audio: Duration::from_millis(settings.synthetic_latency_ms), ..Default::default() };
                 backends.push(Arc::new(SyntheticBackend::new(cfg)));
@@ -135,7 +135,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.scheduler.idle_release = (settings.idle_release_ms > 0).then(|| Duration::from_millis(settings.idle_release_ms));
     gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
     gateway.scheduler.max_in_flight = settings.max_in_flight;
-    gateway.scheduler.backend_silence = (settings.backend_silence_timeout_ms > 0).then(|| Duration::from_millis(settings.backend_silence_timeout_ms));
+    gateway.scheduler.backend_silence = settings.backend_silence();
     gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
     gateway.agent_deadlines = settings.agent_deadlines();
     gateway.backend_open_timeout = Duration::from_millis(settings.backend_open_timeout_ms);

@@ -211,7 +211,7 @@ pub struct Settings {
     #[arg(long, env = "EARSHOT_AGENT_MAX_EVENT_BYTES", default_value_t = earshot_agents::http_stream::DEFAULT_MAX_EVENT_BYTES)]
     pub agent_max_event_bytes: usize,
     /// The longest a backend may stay silent while it has sentences to speak, in milliseconds
-    /// (`backend_stalled`; 0: no limit).
+    /// (`backend_stalled`; Polly's sentence with no audio for as long: `polly_timeout`; 0: no limit).
     #[arg(long, env = "EARSHOT_BACKEND_SILENCE_TIMEOUT_MS", default_value_t = 15_000)]
     pub backend_silence_timeout_ms: u64,
     /// The longest a backend may take to open a session before the next in the failover order is tried,
@@ -319,6 +319,12 @@ impl Settings {
             first_event: Duration::from_millis(self.agent_first_token_timeout_ms),
             between_events: Duration::from_millis(self.agent_idle_timeout_ms),
         }
+    }
+
+    /// The longest a backend may stay silent while it has sentences to speak (`None`: no limit): the
+    /// conversation's limit (`backend_stalled`) and Polly's own for a sentence's first audio.
+    pub fn backend_silence(&self) -> Option<Duration> {
+        (self.backend_silence_timeout_ms > 0).then(|| Duration::from_millis(self.backend_silence_timeout_ms))
     }
 
     /// The rules across settings, checked before anything is built.
