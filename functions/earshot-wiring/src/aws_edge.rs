@@ -168,7 +168,7 @@ mod without_aws {
         pub fn sagemaker(&self, _: String, _: String, _: &[(Language, String)]) -> Arc<dyn SpeechBackend> {
             match *self {}
         }
-        pub fn polly(&self, _: &str, _: &[(Language, String)]) -> Result<Arc<dyn SpeechBackend>, String> {
+        pub fn polly(&self, _: &str, _: &[(Language, String)], _: Option<std::time::Duration>) -> Result<Arc<dyn SpeechBackend>, String> {
             match *self {}
         }
         pub fn bedrock(&self, _: &str, _: Option<&str>) -> Arc<dyn AgentSource> {
