@@ -55,7 +55,9 @@ echo "test-run: nothing left running"
 
 echo "test-run: 3. make run as typed: the lean build, the printed command, Ctrl-C"
 port=$(free_port) kport=$(free_port)
-setsid env PORT="$port" KOKORO_PORT="$kport" EARSHOT_LOG_DIR="$logs" make --no-print-directory -C "$root" run > "$logs/run3.out" 2>&1 &
+# A background job of a script starts with SIGINT ignored, which no trap can undo: it is restored first, as
+# a terminal's foreground job has it.
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' setsid env PORT="$port" KOKORO_PORT="$kport" EARSHOT_LOG_DIR="$logs" make --no-print-directory -C "$root" run > "$logs/run3.out" 2>&1 &
 make_pid=$!
 fail3() { echo "test-run: $1"; tail -30 "$logs/run3.out"; kill -KILL -- "-$make_pid" 2>/dev/null; exit 1; }
 # The build is part of what is timed here: a new user waits for it too.
@@ -65,6 +67,8 @@ wait_until 900 healthy_or_ended && answers "http://127.0.0.1:$port/healthz" || f
 echo "test-run: make run answered after $(( $(date +%s) - started )) s"
 grep -q '^==> earshot built in [0-9]* s' "$logs/run3.out" || fail3 "make run did not say how long the build took"
 # The command it prints, run as printed (the WAV written into the test's folder).
+# It prints how to try it just after it is healthy.
+wait_until 30 grep -q '^  hear it as a WAV:' "$logs/run3.out" || fail3 "make run printed no way to hear the answer"
 say=$(sed -n 's/^  hear it as a WAV: *//p' "$logs/run3.out")
 [ -n "$say" ] || fail3 "make run printed no way to hear the answer"
 read -r -a say_words <<<"${say/answer.wav/$logs/answer.wav}"
