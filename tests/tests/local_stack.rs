@@ -22,6 +22,8 @@ async fn stack(tokens_per_second: f64, tweak: impl FnOnce(&mut GatewaySettings))
     let quiet = format!("Let me check that for you.{{wait:{}}} It shipped today.", quiet_wait().await.as_millis());
     let agent = agent(tokens_per_second).with_script("quiet", &quiet).with_script("three", "One two three. Four five six. Seven eight nine.");
     let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
+    // No test here is about the backend's silence limit: it waits for the shared container's queue.
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
     tweak(&mut settings);
     let gateway = Gateway::new(vec![backend.clone()], Arc::new(agent), settings);
     (serve(gateway).await.url, backend)
