@@ -19,7 +19,8 @@ pub const PROBE: &str = "Short and sweet.";
 pub const REFERENCE: Duration = Duration::from_millis(1500);
 
 /// How many times longer than its fixed figure a limit no test is about is allowed for the shared
-/// container's queue ([`Speed::queued`]): two tests at a time, four sentences each in flight.
+/// container's queue ([`Speed::queued`]): up to four sentences of a conversation in flight (and two
+/// tests at a time where a binary runs without `--test-threads=1`, as `make test-e2e` gives it).
 pub const QUEUE_ALLOWANCE: f64 = 4.0;
 
 /// The gateway's backend silence limit by default (`EARSHOT_BACKEND_SILENCE_TIMEOUT_MS`): what a test
@@ -45,8 +46,8 @@ impl Speed {
     }
 
     /// A limit no test here is about (a backend's silence, Polly's wait for a sentence's first audio),
-    /// stretched to this machine's speed and to the shared container's queue: the tests of one binary
-    /// run two at a time, each conversation with up to four sentences in flight, and the container
+    /// stretched to this machine's speed and to the shared container's queue: a conversation has up to
+    /// four sentences in flight (more where tests run side by side), and the container
     /// renders one piece at a time, taking turns, so a sentence may wait behind several of others'
     /// pieces before its first audio. Such a limit only has to catch a backend that never answers; a
     /// busy one must not trip it.
