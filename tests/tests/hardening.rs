@@ -409,6 +409,44 @@ async fn a_client_that_leaves_at_any_point_leaves_nothing_running() {
     check_conversation(&r);
 }
 
+#[tokio::test]
+async fn a_caller_that_reads_nothing_is_let_go_at_the_client_read_limit() {
+    let (kokoro, earshot) = gateway(&["--client-read-timeout-ms", "2000"]).await;
+    let before = kokoro.stats().await["cancelled_requests"].as_u64().unwrap();
+    // Forty sentences in binary: far more audio than earshot's queue and the connection's buffers hold
+    // (they took about 25 s of this machine's synthesis to fill; the whole answer takes over 60 s).
+    let answer = LONG.repeat(4);
+    let body = serde_json::json!({ "text": answer, "format": "binary" }).to_string();
+    let request = format!("POST /v1/speak HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let mut caller = TcpStream::connect(("127.0.0.1", earshot.port)).unwrap();
+    caller.write_all(request.as_bytes()).unwrap();
+    let sent = Instant::now();
+    // The caller reads nothing: the queue and the buffers fill, then the limit runs and the work stops,
+    // long before the model could have spoken the whole answer.
+    let whole = kokoro.speed().await.estimate(&answer);
+    while kokoro.stats().await["active_requests"] == 0 {
+        assert!(sent.elapsed() < Duration::from_secs(30), "the container was given no work");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = kokoro.wait_idle(whole).await;
+    let stopped = sent.elapsed();
+    assert!(stats["cancelled_requests"].as_u64().unwrap() > before, "the work was not cancelled: {stats}");
+    eprintln!("a caller that read nothing: the container idle {stopped:?} after the request; the whole answer takes at least {whole:?}");
+    // The connection is let go: what earshot had buffered, then the end of the connection, with no
+    // chunked body's last chunk (an aborted answer is not a finished one).
+    caller.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut received = Vec::new();
+    let ended = caller.read_to_end(&mut received);
+    assert!(received.starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&received[..received.len().min(200)]));
+    assert!(
+        ended.is_ok() || matches!(ended.as_ref().map_err(|e| e.kind()), Err(std::io::ErrorKind::ConnectionReset)),
+        "the connection was not closed: {ended:?}"
+    );
+    assert!(!received.ends_with(b"0\r\n\r\n"), "the cut answer was finished as if whole");
+    // Nothing is held: the next caller is served.
+    check_conversation(&speak(&earshot.url, &text("Still here."), &CallOptions::default()).await.expect("spoken"));
+}
+
 // ---------------------------------------------------------------- the container fails
 
 #[tokio::test]

@@ -86,6 +86,11 @@ pub struct SchedulerConfig {
     /// Only time the scheduler spends listening counts: a client that does not read is not the
     /// backend's fault.
     pub backend_silence: Option<Duration>,
+    /// The longest the client may leave one message untaken once the bounded queue to it is full
+    /// (`None`: no limit). A caller that reads nothing would otherwise hold the conversation, its
+    /// place under the server's cap and the backend's session until the maximum length; past this
+    /// the conversation ends as [`Outcome::ClientStalled`].
+    pub client_read_timeout: Option<Duration>,
 }
 
 impl Default for SchedulerConfig {
@@ -97,6 +102,7 @@ impl Default for SchedulerConfig {
             max_in_flight: 4,
             max_answer_chars: 100_000,
             backend_silence: Some(Duration::from_secs(15)),
+            client_read_timeout: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -132,8 +138,11 @@ pub enum Outcome {
     Failed(ErrorInfo),
     /// The conversation's token was cancelled.
     Cancelled,
-    /// The client stopped reading.
+    /// The client went away (the stream to it was dropped).
     ClientGone,
+    /// The client is still connected but took nothing for the client read limit
+    /// ([`SchedulerConfig::client_read_timeout`]): nothing more can reach it, so nothing is sent.
+    ClientStalled,
 }
 
 struct Scheduler<'a> {
@@ -279,19 +288,30 @@ async fn sleep_until_opt(at: Option<Instant>) {
 }
 
 impl Scheduler<'_> {
+    /// Hands one message to the client's queue, waiting while it is full for no longer than the
+    /// client read limit.
+    async fn deliver(&mut self, event: ServerEvent) -> Result<(), Outcome> {
+        let sent = match self.cfg.client_read_timeout {
+            Some(limit) => tokio::time::timeout(limit, self.out.send(event)).await.map_err(|_| Outcome::ClientStalled)?,
+            None => self.out.send(event).await,
+        };
+        sent.map_err(|_| Outcome::ClientGone)
+    }
+
     async fn send(&mut self, event: ServerEvent) -> Flow {
-        match self.out.send(event).await {
+        match self.deliver(event).await {
             Ok(()) => Flow::Continue,
-            Err(_) => Flow::End(Outcome::ClientGone),
+            Err(outcome) => Flow::End(outcome),
         }
     }
 
     /// Ends with `error`. An error the client can no longer receive is not reported as sent: the
-    /// outcome is then `ClientGone`, as [`Outcome::Failed`] promises an `error` message went out.
+    /// outcome is then `ClientGone` or `ClientStalled`, as [`Outcome::Failed`] promises an `error`
+    /// message went out.
     async fn fail(&mut self, info: ErrorInfo) -> Outcome {
-        match self.out.send(ServerEvent::Error(info.clone())).await {
+        match self.deliver(ServerEvent::Error(info.clone())).await {
             Ok(()) => Outcome::Failed(info),
-            Err(_) => Outcome::ClientGone,
+            Err(outcome) => outcome,
         }
     }
 

@@ -165,6 +165,8 @@ fn check(case: Case) -> Result<(), TestCaseError> {
             }
             Outcome::Cancelled => prop_assert_eq!(Some(run.ended_ms), case.cancel_at, "cancellation ends the conversation at once"),
             Outcome::ClientGone => prop_assert!(case.leave_after.is_some()),
+            // The client here reads everything it takes at once: it never stalls.
+            Outcome::ClientStalled => prop_assert!(false, "a client that reads was held to be stalled"),
             Outcome::Completed | Outcome::Failed(_) => {}
         }
         // The bounds: never more sentences at a backend than the in-flight bound (a fallback is sent

@@ -281,9 +281,33 @@ async fn a_client_that_does_not_read_is_not_counted_as_the_backends_silence() {
     let (agent, _) = agent(vec![say("One long sentence."), Step::Done], origin);
     let (session, _) = backend_with_capacity(|_| speak_ms(0, 200, 1), origin, 8);
     let client = Client { capacity: 4, stall: Duration::from_secs(40), ..Default::default() };
-    let run = run(agent, session, Setup { client, ..Default::default() }, origin).await;
+    // Forty seconds is past the client read limit's default: this is about the backend's silence alone.
+    let cfg = SchedulerConfig { client_read_timeout: None, ..Default::default() };
+    let run = run(agent, session, Setup { client, cfg, ..Default::default() }, origin).await;
     assert_eq!(run.outcome, Outcome::Completed);
     assert_protocol(&run);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_takes_nothing_past_the_read_limit_ends_the_conversation_and_frees_the_backend() {
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("One long sentence."), Step::Done], origin);
+    let (session, backend) = backend_with_capacity(|_| speak_ms(0, 1000, 1), origin, 8);
+    let client = Client { capacity: 4, stall: Duration::from_secs(3600), ..Default::default() };
+    let cfg = SchedulerConfig { client_read_timeout: Some(Duration::from_secs(30)), ..Default::default() };
+    let run = run(agent, session, Setup { client, cfg: cfg.clone(), ..Default::default() }, origin).await;
+    assert_eq!(run.outcome, Outcome::ClientStalled);
+    // The queue filled at once (4 messages); the limit counts from the message that did not fit.
+    assert!((30_000..30_100).contains(&run.ended_ms), "ended at {} ms", run.ended_ms);
+    assert_protocol(&run);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(backend.log().dropped_ms.is_some_and(|ms| ms <= run.ended_ms + 1), "the session is let go when the conversation ends");
+    // A client that pauses for less than the limit loses nothing.
+    let (paused_agent, _) = scheduler_harness::agent(vec![say("One long sentence."), Step::Done], origin);
+    let (session, _) = backend_with_capacity(|_| speak_ms(0, 1000, 1), origin, 8);
+    let client = Client { capacity: 4, stall: Duration::from_secs(29), ..Default::default() };
+    let paused = scheduler_harness::run(paused_agent, session, Setup { client, cfg, ..Default::default() }, origin).await;
+    assert_eq!(paused.outcome, Outcome::Completed);
 }
 
 // --- Cancellation ----------------------------------------------------------------------------------

@@ -322,6 +322,11 @@ async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sende
         Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
         Outcome::Failed(e) => tracing::warn!(conversation = %conversation_id, code = %e.code, "conversation failed: {}", e.message),
         Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
+        Outcome::ClientStalled => tracing::warn!(
+            conversation = %conversation_id,
+            limit_ms = ?gw.settings().scheduler.client_read_timeout.map(|l| l.as_millis()),
+            "conversation ended: the client took nothing for the client read limit"
+        ),
     }
     if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.settings().metrics_namespace, &outcome) {
         let failure = match &outcome {

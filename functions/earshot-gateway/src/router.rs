@@ -1,11 +1,10 @@
 //! The routes, and the response stream of a conversation. Locally, the files of the web folder (the
 //! demo page and the browser client) are served at `/` as well.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -130,23 +129,30 @@ fn is_length_limit(e: &axum::Error) -> bool {
 
 /// The response: headers that say which backend answers and why, then the messages as they come,
 /// with keep-alives while nothing flows. Dropping the body (the client went away) cancels the
-/// conversation.
+/// conversation. A stream that ends with neither `done` nor `error` (the client stopped reading, or
+/// could not be told why the conversation stopped) is aborted rather than finished, so that the
+/// connection is let go and no client mistakes a cut answer for a whole one.
 fn stream_response(started: conversation::Started, keep_alive: Duration) -> Response {
     let delivery = started.delivery;
     let guard: DropGuard = started.cancel.clone().drop_guard();
     let request_id: Arc<str> = started.request_id.as_str().into();
-    let body = stream::unfold((started.events, guard), move |(mut events, guard)| {
+    let body = stream::unfold(Some((started.events, guard, false)), move |state| {
         let request_id = request_id.clone();
         async move {
+            let (mut events, guard, told_the_end) = state?;
             match tokio::time::timeout(keep_alive, events.recv()).await {
                 // An upstream's words never reach the client (client_error.rs).
                 Ok(Some(ServerEvent::Error(e))) => {
                     let told = ServerEvent::Error(client_error::for_client(e, &request_id));
-                    Some((Ok::<Bytes, Infallible>(delivery.encode(&told)), (events, guard)))
+                    Some((Ok(delivery.encode(&told)), Some((events, guard, true))))
                 }
-                Ok(Some(event)) => Some((Ok::<Bytes, Infallible>(delivery.encode(&event)), (events, guard))),
-                Ok(None) => None,
-                Err(_) => Some((Ok(delivery.keep_alive()), (events, guard))),
+                Ok(Some(event)) => {
+                    let ends = matches!(event, ServerEvent::Done(_));
+                    Some((Ok(delivery.encode(&event)), Some((events, guard, told_the_end || ends))))
+                }
+                Ok(None) if told_the_end => None,
+                Ok(None) => Some((Err(std::io::Error::other("the conversation ended without done or error")), None)),
+                Err(_) => Some((Ok(delivery.keep_alive()), Some((events, guard, told_the_end)))),
             }
         }
     });

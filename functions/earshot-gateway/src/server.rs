@@ -140,6 +140,13 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {e}");
         }
+        // What the kernel holds for a client that does not read is bounded, so that such a client
+        // meets the client read limit (`client_read_timeout`) within seconds of its last read, not
+        // after megabytes of audio (Linux grows a socket's send buffer to `tcp_wmem`'s maximum, 4 MiB
+        // by default, unless it is set). Audio is about 48 KB a second: a fixed buffer is ample.
+        if let Err(e) = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER_BYTES) {
+            tracing::debug!("cannot set SO_SNDBUF: {e}");
+        }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tokio::spawn(refuse(stream));
             continue;
@@ -185,6 +192,10 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         tracing::warn!("some clients did not read their last message within {} s; closing", limits.grace.as_secs_f64());
     }
 }
+
+/// Each accepted socket's send buffer (Linux doubles it for its own bookkeeping): over two seconds
+/// of 24 kHz audio, and room for a far client's bandwidth-delay product at audio rates.
+const SEND_BUFFER_BYTES: usize = 128 << 10;
 
 /// HTTP/2's connection preface (RFC 9113, section 3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

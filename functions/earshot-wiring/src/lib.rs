@@ -136,6 +136,8 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
     gateway.scheduler.max_in_flight = settings.max_in_flight;
     gateway.scheduler.backend_silence = settings.backend_silence();
+    gateway.scheduler.client_read_timeout = settings.client_read_timeout();
+    gateway.keep_alive = Duration::from_millis(settings.keep_alive_ms);
     gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
     gateway.agent_deadlines = settings.agent_deadlines();
     gateway.backend_open_timeout = Duration::from_millis(settings.backend_open_timeout_ms);

@@ -214,6 +214,15 @@ pub struct Settings {
     /// (`backend_stalled`; Polly's sentence with no audio for as long: `polly_timeout`; 0: no limit).
     #[arg(long, env = "EARSHOT_BACKEND_SILENCE_TIMEOUT_MS", default_value_t = 15_000)]
     pub backend_silence_timeout_ms: u64,
+    /// The longest a client may leave the stream untaken once earshot's queue to it is full, in
+    /// milliseconds (0: no limit): past it the conversation ends, its place and the backend's session
+    /// are given back and the connection is let go.
+    #[arg(long, env = "EARSHOT_CLIENT_READ_TIMEOUT_MS", default_value_t = 30_000)]
+    pub client_read_timeout_ms: u64,
+    /// How long a stream may go quiet before a keep-alive is sent, in milliseconds: what keeps a proxy
+    /// from closing a quiet stream, and (under Lambda's emulator) how soon a departed client is noticed.
+    #[arg(long, env = "EARSHOT_KEEP_ALIVE_MS", default_value_t = 15_000)]
+    pub keep_alive_ms: u64,
     /// The longest a backend may take to open a session before the next in the failover order is tried,
     /// in milliseconds (`backend_open_timeout`).
     #[arg(long, env = "EARSHOT_BACKEND_OPEN_TIMEOUT_MS", default_value_t = 5_000)]
@@ -327,6 +336,11 @@ impl Settings {
         (self.backend_silence_timeout_ms > 0).then(|| Duration::from_millis(self.backend_silence_timeout_ms))
     }
 
+    /// The longest a client may take nothing (`None`: no limit).
+    pub fn client_read_timeout(&self) -> Option<Duration> {
+        (self.client_read_timeout_ms > 0).then(|| Duration::from_millis(self.client_read_timeout_ms))
+    }
+
     /// The rules across settings, checked before anything is built.
     pub fn check(&self, place: Place) -> Result<(), String> {
         if self.backends.is_empty() {
@@ -335,6 +349,15 @@ impl Settings {
         self.agent_deadlines().check().map_err(|e| format!("EARSHOT_AGENT_*_TIMEOUT_MS: {e}"))?;
         if !(1024..=64 << 20).contains(&self.agent_max_event_bytes) {
             return Err(format!("EARSHOT_AGENT_MAX_EVENT_BYTES (--agent-max-event-bytes): must be 1 KiB to 64 MiB, not {}", self.agent_max_event_bytes));
+        }
+        if self.client_read_timeout_ms > 3_600_000 {
+            return Err(format!(
+                "EARSHOT_CLIENT_READ_TIMEOUT_MS (--client-read-timeout-ms): must be at most 3600000 (0: no limit), not {}",
+                self.client_read_timeout_ms
+            ));
+        }
+        if !(100..=600_000).contains(&self.keep_alive_ms) {
+            return Err(format!("EARSHOT_KEEP_ALIVE_MS (--keep-alive-ms): must be 100 to 600000, not {}", self.keep_alive_ms));
         }
         if !(1..=60_000).contains(&self.backend_open_timeout_ms) {
             return Err(format!("EARSHOT_BACKEND_OPEN_TIMEOUT_MS (--backend-open-timeout-ms): must be 1 to 60000, not {}", self.backend_open_timeout_ms));

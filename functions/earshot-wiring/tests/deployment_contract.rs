@@ -65,3 +65,16 @@ fn the_limits_the_cdk_app_writes_out_are_the_gateways_defaults() {
         assert_eq!(value, default, "{name}: the CDK app writes {value}, the gateway's default is {default}");
     }
 }
+
+#[test]
+fn the_client_limits_the_cdk_app_writes_out_are_the_gateways_defaults() {
+    let source = cdk("lib/lambda-env.ts");
+    let written = |name: &str| {
+        let start = format!("export const {name} = ");
+        let line = source.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("lambda-env.ts exports {name}"));
+        line.trim_start_matches(&start).trim_end_matches(';').to_string()
+    };
+    let defaults = Settings::from_vars(|_: &str| None, earshot_wiring::Place::Serve).expect("the defaults parse");
+    assert_eq!(written("CLIENT_READ_TIMEOUT_MS"), defaults.client_read_timeout_ms.to_string());
+    assert_eq!(written("KEEP_ALIVE_MS"), defaults.keep_alive_ms.to_string());
+}

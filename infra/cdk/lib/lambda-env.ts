@@ -41,6 +41,8 @@ export const ENV_NAMES = [
   'EARSHOT_AGENT_IDLE_TIMEOUT_MS',
   'EARSHOT_BACKEND_OPEN_TIMEOUT_MS',
   'EARSHOT_BACKEND_SILENCE_TIMEOUT_MS',
+  'EARSHOT_CLIENT_READ_TIMEOUT_MS',
+  'EARSHOT_KEEP_ALIVE_MS',
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
@@ -52,6 +54,13 @@ export const ENV_NAMES = [
 /** How often a conversation reads the interrupt table, and how long before the Lambda's timeout a conversation is stopped. */
 export const INTERRUPT_POLL_MS = 250;
 export const CONVERSATION_MARGIN_SECONDS = 20;
+/**
+ * How long a caller may leave the stream untaken once the gateway's queue to it is full (docs/protocol.md,
+ * "A client that stops reading"): the gateway's default, written out.
+ */
+export const CLIENT_READ_TIMEOUT_MS = 30000;
+/** How long a stream may go quiet before a keep-alive is sent: the gateway's default, written out. */
+export const KEEP_ALIVE_MS = 15000;
 
 /**
  * The time and size limits on what the gateway calls (docs/protocol.md, "Limits on what earshot calls"), the
@@ -101,6 +110,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_INTERRUPT_POLL_MS: String(INTERRUPT_POLL_MS),
     EARSHOT_MAX_CONVERSATION_SECONDS: String(Math.max(10, c.lambdaTimeoutSeconds - CONVERSATION_MARGIN_SECONDS)),
     EARSHOT_LOG: c.logLevel,
+    EARSHOT_CLIENT_READ_TIMEOUT_MS: String(CLIENT_READ_TIMEOUT_MS),
+    EARSHOT_KEEP_ALIVE_MS: String(KEEP_ALIVE_MS),
     ...UPSTREAM_LIMITS,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;

@@ -176,6 +176,8 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_AGENT_MAX_EVENT_BYTES: '1048576',
       EARSHOT_BACKEND_OPEN_TIMEOUT_MS: '5000',
       EARSHOT_BACKEND_SILENCE_TIMEOUT_MS: '15000',
+      EARSHOT_CLIENT_READ_TIMEOUT_MS: '30000',
+      EARSHOT_KEEP_ALIVE_MS: '15000',
     });
   });
 
@@ -222,6 +224,8 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'debug',
       EARSHOT_AUTH: 'none',
+      EARSHOT_CLIENT_READ_TIMEOUT_MS: '30000',
+      EARSHOT_KEEP_ALIVE_MS: '15000',
       ...UPSTREAM_LIMITS,
     });
   });

@@ -497,7 +497,9 @@ pub fn check_protocol(run: &Run) -> Result<(), String> {
     match (&run.outcome, events.last()) {
         (Outcome::Completed, Some(ServerEvent::Done(_))) => Ok(()),
         (Outcome::Failed(info), Some(ServerEvent::Error(e))) if e == info => Ok(()),
-        (Outcome::Cancelled | Outcome::ClientGone, last) if !matches!(last, Some(ServerEvent::Done(_) | ServerEvent::Error(_))) => Ok(()),
+        (Outcome::Cancelled | Outcome::ClientGone | Outcome::ClientStalled, last) if !matches!(last, Some(ServerEvent::Done(_) | ServerEvent::Error(_))) => {
+            Ok(())
+        }
         (outcome, last) => Err(format!("outcome {outcome:?} but the stream ended with {:?}", last.map(|e| e.kind()))),
     }
 }
