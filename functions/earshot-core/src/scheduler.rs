@@ -145,8 +145,28 @@ pub enum Outcome {
     ClientStalled,
 }
 
+/// Where a conversation's timeline is left however its task ends: returned, aborted from outside (an
+/// interrupt, the maximum length, shutdown, a client that left) or unwound by a panic. Whoever owns
+/// the conversation's ending reads it there, so that every conversation that got a session is counted
+/// with what it did, not only the ones that finished.
+#[derive(Debug, Clone, Default)]
+pub struct TimelineCell(std::sync::Arc<std::sync::Mutex<Option<Timeline>>>);
+
+impl TimelineCell {
+    /// The timeline left in the cell, once the scheduler's task has ended (None before).
+    pub fn take(&self) -> Option<Timeline> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
+
+    fn put(&self, timeline: Timeline) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(timeline);
+    }
+}
+
 struct Scheduler<'a> {
     cfg: &'a SchedulerConfig,
+    /// Receives the timeline when the scheduler is dropped, whatever dropped it.
+    cell: TimelineCell,
     release: Release,
     clock: Clock,
     timeline: Timeline,
@@ -172,16 +192,31 @@ enum Flow {
     End(Outcome),
 }
 
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        self.cell.put(std::mem::take(&mut self.timeline));
+    }
+}
+
 /// Runs one conversation to its end: sends its `session` message, then everything after it, ending
 /// with `done` or `error` (unless the client is gone or the conversation was cancelled). Returns how
 /// it ended and the timeline.
 pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::Sender<ServerEvent>) -> (Outcome, Timeline) {
+    let cell = TimelineCell::default();
+    let outcome = run_into(conversation, cfg, out, cell.clone()).await;
+    (outcome, cell.take().unwrap_or_default())
+}
+
+/// [`run`], leaving the timeline in `cell` rather than returning it: there too when the task running
+/// this future is aborted or panics before the end.
+pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::Sender<ServerEvent>, cell: TimelineCell) -> Outcome {
     let Conversation { mut agent, session, info, release, clock, mut timeline, cancel } = conversation;
     let SpeechSession { commands, mut events, format, .. } = session;
     timeline.backend = info.backend.clone();
     timeline.release = release.as_str().to_string();
     let mut s = Scheduler {
         cfg,
+        cell,
         release,
         clock,
         timeline,
@@ -209,7 +244,7 @@ pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::S
     let mut backend_silent_for = Duration::ZERO;
 
     if let Flow::End(outcome) = s.send(ServerEvent::Session(s.info.clone())).await {
-        return (outcome, s.timeline);
+        return outcome;
     }
     let outcome = loop {
         let can_pull = !s.agent_done
@@ -277,7 +312,7 @@ pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::S
             break outcome;
         }
     };
-    (outcome, s.timeline)
+    outcome
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

@@ -90,6 +90,9 @@ pub struct Timeline {
     pub done_ms: Option<f64>,
     pub audio_chunks_sent: u32,
     pub audio_bytes_sent: u64,
+    /// Milliseconds of audio handed to the client, every sentence's.
+    #[serde(default)]
+    pub audio_sent_ms: f64,
     /// Characters the backend billed, when it says (Polly).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billed_characters: Option<u64>,
@@ -186,6 +189,15 @@ impl Timeline {
             }
         };
         self.listener = Listener { until_ms: Some(start + duration_ms), last_sentence: Some(index) };
+        self.audio_sent_ms += duration_ms;
+    }
+
+    /// Of the audio handed to the client, what its listener had heard by `at_ms` at real-time playback:
+    /// all of it less what was still queued ahead of them then. For a conversation stopped at `at_ms`
+    /// whose client stops playing (an interrupt, a client that left), this is how much was heard.
+    pub fn heard_by_ms(&self, at_ms: f64) -> f64 {
+        let queued = self.listener.until_ms.map_or(0.0, |until| (until - at_ms).max(0.0));
+        (self.audio_sent_ms - queued).max(0.0)
     }
 
     pub fn derive(&self) -> Derived {
@@ -274,6 +286,18 @@ mod tests {
         assert_eq!(d.gaps_ms, vec![0.0, 200.0, 3.0]);
         assert_eq!(d.underruns, 1);
         assert_eq!(d.orchestration_overhead_ms, Some(1.5));
+    }
+
+    #[test]
+    fn what_was_heard_by_a_moment_is_the_audio_sent_less_what_was_still_queued() {
+        let mut t = Timeline { sentences: vec![SentenceMarks { index: 0, ..Default::default() }], ..Default::default() };
+        assert_eq!(t.heard_by_ms(1000.0), 0.0, "nothing sent, nothing heard");
+        // Two seconds of audio handed over at once at 100 ms: playing until 2100.
+        t.note_audio_sent(0, 100.0, 1000.0);
+        t.note_audio_sent(0, 100.0, 1000.0);
+        assert_eq!(t.audio_sent_ms, 2000.0);
+        assert_eq!(t.heard_by_ms(600.0), 500.0);
+        assert_eq!(t.heard_by_ms(5000.0), 2000.0, "all of it once it has played out");
     }
 
     #[test]

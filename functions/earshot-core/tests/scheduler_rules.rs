@@ -9,9 +9,12 @@ use std::time::Duration;
 
 use earshot_core::agent::AGENT_CHANNEL;
 use earshot_core::protocol::ServerEvent;
-use earshot_core::scheduler::{Outcome, Release, SchedulerConfig};
+use earshot_core::protocol::SessionInfo;
+use earshot_core::scheduler::{self, Conversation, Outcome, Release, SchedulerConfig};
+use earshot_core::timeline::{Clock, Timeline};
 use scheduler_harness::*;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 fn assert_protocol(run: &Run) {
     if let Err(broken) = check_protocol(run) {
@@ -308,6 +311,39 @@ async fn a_client_that_takes_nothing_past_the_read_limit_ends_the_conversation_a
     let client = Client { capacity: 4, stall: Duration::from_secs(29), ..Default::default() };
     let paused = scheduler_harness::run(paused_agent, session, Setup { client, cfg, ..Default::default() }, origin).await;
     assert_eq!(paused.outcome, Outcome::Completed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_aborted_mid_answer_leaves_its_timeline_with_what_was_sent() {
+    // The gateway's supervisor aborts a conversation's task it stops from outside (a client that
+    // reads nothing cannot be waited for); the conversation must still be counted with what it did.
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("First sentence here. Second sentence follows."), wait_ms(60_000), Step::Done], origin);
+    let (session, _) = backend(|_| speak_ms(100, 10, 50), origin);
+    let (out, mut rx) = tokio::sync::mpsc::channel(1024);
+    let cell = scheduler::TimelineCell::default();
+    let info = SessionInfo { audio: session.format.clone(), ..first_info() };
+    let conversation = Conversation {
+        agent,
+        session,
+        info,
+        release: Release::Incremental,
+        clock: Clock::start(),
+        timeline: Timeline::default(),
+        cancel: CancellationToken::new(),
+    };
+    let cfg = SchedulerConfig::default();
+    let left = cell.clone();
+    let task = tokio::spawn(async move { scheduler::run_into(conversation, &cfg, out, left).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(cell.take().is_none(), "nothing is left while the conversation runs");
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let timeline = cell.take().expect("the aborted scheduler left its timeline");
+    assert_eq!(timeline.sentences.len(), 2, "both sentences were spoken before the abort");
+    assert!(timeline.first_audio_sent_ms.is_some() && timeline.done_ms.is_none(), "{timeline:?}");
+    assert!(timeline.audio_chunks_sent >= 20);
+    while rx.try_recv().is_ok() {}
 }
 
 // --- Cancellation ----------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-//! The gateway's metric lines, as records: one [`Answer`] per conversation that completed or failed,
+//! The gateway's metric lines, as records: one [`Answer`] per conversation that got a session, however
+//! it ended (gateways before the `Ending` property wrote lines only for those that completed or failed),
 //! one refusal per conversation a full backend turned away before it started. Anything else in a log
 //! (the gateway's own log lines, Lambda's START/END/REPORT) is skipped.
 
@@ -22,6 +23,11 @@ pub struct Answer {
     pub underruns: f64,
     /// The `error` code of a failed conversation (`unknown` for a line that counts a failure without one).
     pub failure: Option<String>,
+    /// How it ended: `completed`, `failed`, `interrupted`, `client_left`, `client_stalled`, `too_long`,
+    /// `shutting_down` or `stopped` (lines without the property: `completed` or `failed`).
+    pub ending: String,
+    /// Milliseconds of audio the listener heard, where the line says.
+    pub heard_ms: Option<f64>,
     pub overflow_from: Option<String>,
     pub failover_from: Option<String>,
     pub billed_characters: u64,
@@ -45,6 +51,8 @@ impl Answer {
             stall_ms: 0.0,
             underruns: 0.0,
             failure: None,
+            ending: "completed".into(),
+            heard_ms: None,
             overflow_from: None,
             failover_from: None,
             billed_characters: 0,
@@ -74,7 +82,7 @@ impl Lines {
     pub fn extend<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
         for line in lines {
             match parse(line) {
-                Some(Parsed::Answer(a)) => self.answers.push(a),
+                Some(Parsed::Answer(a)) => self.answers.push(*a),
                 Some(Parsed::Refusal(at, backend)) => self.refusals.push((at, backend)),
                 None => {}
             }
@@ -96,7 +104,7 @@ impl Lines {
 }
 
 enum Parsed {
-    Answer(Answer),
+    Answer(Box<Answer>),
     Refusal(u64, String),
 }
 
@@ -118,7 +126,7 @@ fn parse(line: &str) -> Option<Parsed> {
     // A conversation's line has its arm and its failure count (both always written).
     let arm = text("Arm")?;
     let failed = number("Failures")? > 0.0;
-    Some(Parsed::Answer(Answer {
+    Some(Parsed::Answer(Box::new(Answer {
         epoch_ms,
         arm,
         experiment: text("Experiment"),
@@ -128,12 +136,14 @@ fn parse(line: &str) -> Option<Parsed> {
         stall_ms: number("StallTime").unwrap_or(0.0),
         underruns: number("Underruns").unwrap_or(0.0),
         failure: failed.then(|| text("FailureCode").unwrap_or_else(|| "unknown".into())),
+        ending: text("Ending").unwrap_or_else(|| if failed { "failed" } else { "completed" }.into()),
+        heard_ms: number("HeardTime"),
         overflow_from: text("OverflowFrom"),
         failover_from: text("FailoverFrom"),
         billed_characters: v.get("BilledCharacters").and_then(Value::as_u64).unwrap_or(0),
         compute_ms: number("ComputeTime"),
         memory_mb: v.get("MemoryMb").and_then(Value::as_u64).and_then(|m| u32::try_from(m).ok()),
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -147,11 +157,12 @@ START RequestId: 1 Version: $LATEST
 {"_aws":{"Timestamp":1000,"CloudWatchMetrics":[]},"Backend":"polly","Release":"incremental","Arm":"kokoro","Experiment":"voices","TimeToFirstAudio":412.5,"Stalls":1,"StallTime":80.0,"Underruns":2,"Failures":0,"OverflowFrom":"kokoro","BilledCharacters":120,"ComputeTime":2300.0,"MemoryMb":1024}
 {"_aws":{"Timestamp":2000,"CloudWatchMetrics":[]},"Backend":"kokoro","Release":"incremental","Arm":"kokoro","Failures":1,"FailureCode":"backend_gone"}
 {"_aws":{"Timestamp":3000,"CloudWatchMetrics":[]},"Backend":"kokoro","BusyRefusals":1}
+{"_aws":{"Timestamp":4000,"CloudWatchMetrics":[]},"Backend":"kokoro","Release":"incremental","Arm":"kokoro","Failures":0,"Ending":"client_left","AudioSent":3000.0,"HeardTime":1200.5}
 {"not":"a metric line"}
 {"_aws": broken
 "#;
         let lines = Lines::read(log);
-        assert_eq!(lines.answers.len(), 2);
+        assert_eq!(lines.answers.len(), 3);
         let first = &lines.answers[0];
         assert_eq!((first.arm.as_str(), first.backend.as_str(), first.experiment.as_deref()), ("kokoro", "polly", Some("voices")));
         assert_eq!((first.ttfa_ms, first.stalls, first.stall_ms, first.underruns), (Some(412.5), 1.0, 80.0, 2.0));
@@ -159,6 +170,9 @@ START RequestId: 1 Version: $LATEST
         assert_eq!(first.overflow_from.as_deref(), Some("kokoro"));
         let failed = &lines.answers[1];
         assert_eq!((failed.failure.as_deref(), failed.ttfa_ms, failed.compute_ms), (Some("backend_gone"), None, None));
+        assert_eq!((first.ending.as_str(), failed.ending.as_str()), ("completed", "failed"), "older lines: the ending from the failure count");
+        let left = &lines.answers[2];
+        assert_eq!((left.ending.as_str(), left.heard_ms, left.failure.as_deref()), ("client_left", Some(1200.5), None));
         assert_eq!(lines.refusals, vec![(3000, "kokoro".to_string())]);
         assert_eq!(lines.experiments(), vec![("voices".to_string(), 1)]);
     }

@@ -3,8 +3,10 @@
 //! more answers it would take.
 //!
 //! Answers count in the arm the split assigned them (intent to treat): an arm whose backend was full
-//! or failing keeps its overflows and failures, whichever backend spoke instead. Lower is better for
-//! every measure compared.
+//! or failing keeps its overflows and failures, whichever backend spoke instead, and every
+//! conversation counts however it ended: an arm that makes listeners leave keeps them, and the rate
+//! of listeners who leave is compared like the other measures. Lower is better for every measure
+//! compared.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -60,6 +62,12 @@ pub struct ArmFigures {
     pub failovers: BTreeMap<String, usize>,
     /// Answers by the backend that spoke them: the split actually served.
     pub served_by: BTreeMap<String, usize>,
+    /// Conversations by how they ended (`completed`, `client_left`, `interrupted`, ...).
+    pub endings: BTreeMap<String, usize>,
+    /// Conversations whose listener went away before the end (`client_left`).
+    pub left: usize,
+    /// Audio heard per conversation, in milliseconds (lines that say).
+    pub heard_ms_per_answer: Option<f64>,
     /// Time to first audio (answers with audio).
     pub ttfa_ms: Option<Percentiles>,
     pub stalls_per_answer: f64,
@@ -119,7 +127,10 @@ struct Measure {
 
 const TTFA: fn(&Answer, &Cost) -> Option<f64> = |a, _| a.ttfa_ms;
 
-const MEASURES: [Measure; 5] = [
+/// The ending of a conversation whose listener went away before it ended.
+const LEFT: &str = "client_left";
+
+const MEASURES: [Measure; 6] = [
     Measure { name: "ttfa_p50_ms", label: "time to first audio p50", unit: "ms", statistic: Statistic::Percentile(50.0), value: TTFA },
     Measure { name: "ttfa_p90_ms", label: "time to first audio p90", unit: "ms", statistic: Statistic::Percentile(90.0), value: TTFA },
     Measure { name: "stalls_per_answer", label: "stalls per answer", unit: "", statistic: Statistic::Mean, value: |a, _| Some(a.stalls) },
@@ -129,6 +140,13 @@ const MEASURES: [Measure; 5] = [
         unit: "",
         statistic: Statistic::Mean,
         value: |a, _| Some(if a.failure.is_some() { 1.0 } else { 0.0 }),
+    },
+    Measure {
+        name: "left_per_answer",
+        label: "listeners who left",
+        unit: "",
+        statistic: Statistic::Mean,
+        value: |a, _| Some(if a.ending == LEFT { 1.0 } else { 0.0 }),
     },
     Measure { name: "cost_per_1000", label: "cost per 1,000 answers", unit: "$", statistic: Statistic::Mean, value: |_, c| Some(c.total() * 1000.0) },
 ];
@@ -240,6 +258,9 @@ fn figures(arm: &str, answers: &[(&Answer, Cost)]) -> ArmFigures {
         overflows: answers.iter().filter(|(a, _)| a.overflow_from.is_some()).count(),
         failovers: count(&|a| a.failover_from.clone()),
         served_by: count(&|a| Some(a.backend.clone())),
+        endings: count(&|a| Some(a.ending.clone())),
+        left: answers.iter().filter(|(a, _)| a.ending == LEFT).count(),
+        heard_ms_per_answer: stats::mean(&answers.iter().filter_map(|(a, _)| a.heard_ms).collect::<Vec<_>>()),
         ttfa_ms: (!ttfa.is_empty()).then(|| Percentiles {
             p50: stats::percentile(&ttfa, 50.0).unwrap_or(0.0),
             p90: stats::percentile(&ttfa, 90.0).unwrap_or(0.0),
@@ -300,20 +321,23 @@ fn verdict(arms: &[ArmFigures], comparisons: &[Comparison], min_answers: usize) 
         );
     }
     let mut parts = Vec::new();
+    // (measure, what the arm found lower is, the quality not yet told, the same after "no difference
+    // seen in", what to say when neither arm has any)
     let measures = [
-        ("ttfa_p50_ms", "faster to first audio", ""),
-        ("stalls_per_answer", "steadier", "neither stalls"),
-        ("failures_per_answer", "fails less", "neither fails"),
-        ("cost_per_1000", "cheaper", ""),
+        ("ttfa_p50_ms", "is faster to first audio", "faster to first audio", "being faster to first audio", ""),
+        ("stalls_per_answer", "is steadier", "steadier", "being steadier", "neither stalls"),
+        ("failures_per_answer", "fails less", "failing less", "failing less", "neither fails"),
+        ("left_per_answer", "loses fewer listeners", "losing fewer listeners", "losing listeners", "no listener left"),
+        ("cost_per_1000", "is cheaper", "cheaper", "being cheaper", ""),
     ];
-    for (measure, word, neither) in measures {
+    for (measure, claim, not_yet, seen_in, neither) in measures {
         for c in comparisons.iter().filter(|c| c.measure == measure) {
             let Some(d) = c.difference else { continue };
             let part = match (&c.better, c.more_answers_per_arm) {
-                (Some(better), _) => format!("{better} is {word} ({})", amount(c.unit, d)),
-                (None, Some(more)) => format!("not yet {word} either way (about {more} more answers per arm)"),
+                (Some(better), _) => format!("{better} {claim} ({})", amount(c.unit, d)),
+                (None, Some(more)) => format!("not yet {not_yet} either way (about {more} more answers per arm)"),
                 (None, None) if c.a_value == Some(0.0) && c.b_value == Some(0.0) && !neither.is_empty() => neither.to_string(),
-                (None, None) => format!("no difference seen in being {word}"),
+                (None, None) => format!("no difference seen in {seen_in}"),
             };
             parts.push(part);
         }
@@ -361,6 +385,8 @@ pub fn render(report: &Report) -> String {
         ("answers".into(), report.arms.iter().map(|a| a.answers.to_string()).collect()),
         ("served by".into(), report.arms.iter().map(|a| join_counts(&a.served_by)).collect()),
         ("failures".into(), report.arms.iter().map(|a| with_causes(a.failures, &a.failure_causes)).collect()),
+        ("endings".into(), report.arms.iter().map(|a| join_counts(&a.endings)).collect()),
+        ("heard s per answer".into(), report.arms.iter().map(|a| a.heard_ms_per_answer.map_or("-".into(), |ms| format!("{:.1}", ms / 1000.0))).collect()),
         ("overflows".into(), report.arms.iter().map(|a| a.overflows.to_string()).collect()),
         ("failovers".into(), report.arms.iter().map(|a| with_causes(a.failovers.values().sum(), &a.failovers)).collect()),
         (

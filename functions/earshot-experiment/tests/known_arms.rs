@@ -5,7 +5,7 @@
 use earshot_core::timeline::{SentenceMarks, Timeline};
 use earshot_experiment::report::{self, Options};
 use earshot_experiment::{Deployment, Lines, Prices};
-use earshot_gateway::metrics::{conversation_line, ConversationEnd};
+use earshot_gateway::metrics::{conversation_line, ConversationEnd, Ended};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -18,10 +18,13 @@ struct Arm {
     /// Characters Polly bills per answer (0: Kokoro speaks).
     billed: u64,
     compute_ms: f64,
+    /// The chance a listener leaves after the first audio (no draw at 0: the other figures' draws
+    /// stay as they were).
+    leave_chance: f64,
 }
 
-const KOKORO: Arm = Arm { name: "kokoro", ttfa_median_ms: 300.0, ttfa_spread_ms: 40.0, stall_chance: 0.25, billed: 0, compute_ms: 4000.0 };
-const POLLY: Arm = Arm { name: "polly", ttfa_median_ms: 450.0, ttfa_spread_ms: 60.0, stall_chance: 0.0, billed: 150, compute_ms: 5000.0 };
+const KOKORO: Arm = Arm { name: "kokoro", ttfa_median_ms: 300.0, ttfa_spread_ms: 40.0, stall_chance: 0.25, billed: 0, compute_ms: 4000.0, leave_chance: 0.0 };
+const POLLY: Arm = Arm { name: "polly", ttfa_median_ms: 450.0, ttfa_spread_ms: 60.0, stall_chance: 0.0, billed: 150, compute_ms: 5000.0, leave_chance: 0.0 };
 
 /// A normal draw (Box-Muller), whose median is its mean.
 fn normal(rng: &mut ChaCha8Rng, mean: f64, sd: f64) -> f64 {
@@ -49,8 +52,16 @@ fn log_of(arms: [Arm; 2], per_arm: usize, seed: u64, start_ms: u64) -> String {
                 sentences: vec![sentence],
                 ..Default::default()
             };
-            let ending =
-                ConversationEnd { arm: Some(arm.name), experiment: Some("voices"), compute_ms: arm.compute_ms, memory_mb: Some(1024), ..Default::default() };
+            let left = arm.leave_chance > 0.0 && rng.random_bool(arm.leave_chance);
+            let ended = if left { Ended::ClientLeft } else { Ended::Completed };
+            let ending = ConversationEnd {
+                ended,
+                arm: Some(arm.name),
+                experiment: Some("voices"),
+                compute_ms: arm.compute_ms,
+                memory_mb: Some(1024),
+                ..Default::default()
+            };
             let at = start_ms + (2 * i + k) as u64 * 1000;
             out.push_str(&conversation_line(&timeline, "earshot", &ending, at).to_string());
             out.push('\n');
@@ -96,8 +107,33 @@ fn the_report_recovers_the_differences_put_in_the_log() {
 
     assert!(r.verdict.starts_with("Verdict: kokoro is faster to first audio (by 1"), "{}", r.verdict);
     assert!(r.verdict.contains("polly is steadier") && r.verdict.contains("neither fails"), "{}", r.verdict);
+    assert!(r.verdict.contains("no listener left"), "{}", r.verdict);
     let text = report::render(&r);
     assert!(text.contains("arm kokoro") && text.contains("first audio p50/p90/p99 ms") && text.contains(&r.verdict), "{text}");
+}
+
+#[test]
+fn an_arm_that_makes_listeners_leave_keeps_them_and_is_found_out() {
+    // Polly's listeners leave after its first audio five times as often as Kokoro's: every
+    // conversation counts in its arm however it ended, and the rate of leaving is compared.
+    let quitters = Arm { leave_chance: 0.15, ..POLLY };
+    let stayers = Arm { leave_chance: 0.03, ..KOKORO };
+    let lines = Lines::read(&log_of([stayers, quitters], 400, 7, 1_796_198_400_000));
+    let r = report::build(&lines, &Options { prices: prices(), ..Default::default() }).unwrap();
+    for arm in &r.arms {
+        assert_eq!(arm.answers, 400, "every conversation of {} counted", arm.arm);
+        assert_eq!(arm.endings.values().sum::<usize>(), 400);
+        assert_eq!(arm.endings.get("client_left").copied().unwrap_or(0), arm.left);
+    }
+    let (kokoro, polly) = (&r.arms[0], &r.arms[1]);
+    assert!(kokoro.left < 25 && (40..=80).contains(&polly.left), "left: kokoro {}, polly {}", kokoro.left, polly.left);
+    let left = r.comparisons.iter().find(|c| c.measure == "left_per_answer").unwrap();
+    let d = left.difference.unwrap();
+    assert!(d.low <= 0.12 && 0.12 <= d.high && d.excludes_zero(), "{d:?}");
+    assert_eq!(left.better.as_deref(), Some("kokoro"));
+    assert!(r.verdict.contains("kokoro loses fewer listeners (by 0.1"), "{}", r.verdict);
+    let text = report::render(&r);
+    assert!(text.contains("endings") && text.contains(&format!("client_left {}", polly.left)), "{text}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::auth::TokenAuth;
 use crate::interrupts::{Interrupts, Registry};
@@ -85,12 +86,16 @@ pub struct Gateway {
     registry: Arc<Registry>,
     /// A permit per conversation that may speak at once (`max_conversations`).
     conversation_slots: Option<Arc<Semaphore>>,
+    /// Every task a conversation spawns (its scheduler, its supervisor, its watchers, the relay of
+    /// its language gate): a server that stops waits for them, so that nothing a conversation does
+    /// after its stream ends (its metric line, clearing the interrupt store) is cut off.
+    tasks: TaskTracker,
 }
 
 impl Gateway {
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
-        Gateway { backends, agent, settings, shutdown: CancellationToken::new(), registry: Arc::default(), conversation_slots }
+        Gateway { backends, agent, settings, shutdown: CancellationToken::new(), registry: Arc::default(), conversation_slots, tasks: TaskTracker::new() }
     }
 
     /// A place for one more conversation, held until it ends; `Err` when every place is taken.
@@ -126,6 +131,11 @@ impl Gateway {
     /// Cancel it to end every live conversation (the server does, after its drain time).
     pub fn shutdown(&self) -> &CancellationToken {
         &self.shutdown
+    }
+
+    /// The conversations' tasks: spawn through it; on shutdown, close it and wait.
+    pub fn tasks(&self) -> &TaskTracker {
+        &self.tasks
     }
 
     pub fn registry(&self) -> &Arc<Registry> {

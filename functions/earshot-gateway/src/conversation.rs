@@ -22,12 +22,13 @@ use std::time::Duration;
 use earshot_core::failover::{Arm, Failover, Opened};
 use earshot_core::language::{Language, LanguageSource};
 use earshot_core::protocol::{BackendReason, Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
-use earshot_core::scheduler::{self, Conversation, Outcome};
+use earshot_core::scheduler::{self, Conversation, Outcome, TimelineCell};
 use earshot_core::speech::{codes, SpeechBackend};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::api_error::ApiError;
 use crate::auth::Claims;
@@ -35,6 +36,7 @@ use crate::client_error;
 use crate::config::Gateway;
 use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper};
 use crate::language_gate::Reroute;
+use crate::metrics::Ended;
 use crate::owner::Owner;
 use crate::request::SpeakRequest;
 use crate::routing::Choice;
@@ -131,9 +133,27 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // Metrics count a conversation in its arm (its `Backend` dimension says which spoke): an arm's
     // overflows and failures are the arm's.
     let assignment = arm.clone().zip(experiment);
-    let task = tokio::spawn(converse(gw.clone(), conversation, out.clone(), assignment));
-    let ending = Ending { shutdown: gw.shutdown().clone(), stopper: stopper.clone(), max: gw.settings().max_conversation, tracked, slot };
-    tokio::spawn(supervise(task, out, request_id.clone(), ending));
+    let cell = TimelineCell::default();
+    let task = gw.tasks().spawn(converse(gw.clone(), conversation, out.clone(), cell.clone()));
+    let counting = Counting {
+        conversation_id: request.conversation_id.clone(),
+        request_id: request_id.clone(),
+        namespace: gw.settings().metrics_namespace.clone(),
+        assignment,
+        clock,
+        cell,
+        client_read_limit: gw.settings().scheduler.client_read_timeout,
+    };
+    let ending = Ending {
+        shutdown: gw.shutdown().clone(),
+        stopper: stopper.clone(),
+        max: gw.settings().max_conversation,
+        tracked,
+        slot,
+        counting,
+        tasks: gw.tasks().clone(),
+    };
+    gw.tasks().spawn(supervise(task, out, request_id.clone(), ending));
     Ok(Started {
         backend: opened.backend,
         reason,
@@ -309,35 +329,55 @@ pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &S
     if let Err(e) = store.begin(key, request_id, ttl).await {
         tracing::warn!(conversation = %key, "cannot record the conversation in the interrupt store: {e}");
     }
-    tokio::spawn(interrupts::watch(store.clone(), key.to_string(), *poll, stopper.clone()));
+    gw.tasks().spawn(interrupts::watch(store.clone(), key.to_string(), *poll, stopper.clone()));
     Tracked { registered, store: Some((store.clone(), key.to_string(), request_id.to_string())) }
 }
 
-/// Step 5: runs the scheduler to the conversation's end, then logs how it ended and its metrics line.
-async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sender<ServerEvent>, assignment: Option<(String, String)>) -> Outcome {
-    let conversation_id = conversation.info.conversation_id.clone();
-    let clock = conversation.clock;
-    let (outcome, timeline) = scheduler::run(conversation, &gw.settings().scheduler, out).await;
-    match &outcome {
-        Outcome::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
-        Outcome::Failed(e) => tracing::warn!(conversation = %conversation_id, code = %e.code, "conversation failed: {}", e.message),
-        Outcome::Cancelled | Outcome::ClientGone => tracing::info!(conversation = %conversation_id, "conversation cancelled"),
-        Outcome::ClientStalled => tracing::warn!(
-            conversation = %conversation_id,
-            limit_ms = ?gw.settings().scheduler.client_read_timeout.map(|l| l.as_millis()),
-            "conversation ended: the client took nothing for the client read limit"
-        ),
+/// Step 5: runs the scheduler to the conversation's end, leaving its timeline in `cell` (there too if
+/// the task is aborted: the supervisor counts every conversation, step 6).
+async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sender<ServerEvent>, cell: TimelineCell) -> Outcome {
+    scheduler::run_into(conversation, &gw.settings().scheduler, out, cell).await
+}
+
+/// What the supervisor needs to count the conversation once it has ended: one metric line for every
+/// conversation that got a session, with its ending.
+pub(crate) struct Counting {
+    pub conversation_id: String,
+    pub request_id: String,
+    /// The metrics namespace (none: no line is written).
+    pub namespace: Option<String>,
+    /// The arm the split assigned and its experiment.
+    pub assignment: Option<(String, String)>,
+    pub clock: Clock,
+    /// Where the scheduler leaves its timeline, however its task ends.
+    pub cell: TimelineCell,
+    /// The client read limit, for the log line of a client that stalled.
+    pub client_read_limit: Option<Duration>,
+}
+
+impl Counting {
+    /// Logs how the conversation ended and writes its metric line.
+    fn count(self, ended: Ended, failure: Option<&str>, message: Option<&str>) {
+        let Counting { conversation_id, request_id, namespace, assignment, clock, cell, client_read_limit } = self;
+        let timeline = cell.take().unwrap_or_default();
+        let ending = ended.as_str();
+        match ended {
+            Ended::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
+            Ended::Failed => tracing::warn!(conversation = %conversation_id, code = ?failure, "conversation failed: {}", message.unwrap_or_default()),
+            Ended::ClientStalled => tracing::warn!(
+                conversation = %conversation_id,
+                limit_ms = ?client_read_limit.map(|l| l.as_millis()),
+                "conversation ended: the client took nothing for the client read limit"
+            ),
+            _ => tracing::info!(conversation = %conversation_id, ending, "conversation stopped"),
+        }
+        if let Some(namespace) = &namespace {
+            let (arm, experiment) = assignment.as_ref().map(|(a, e)| (a.as_str(), e.as_str())).unzip();
+            let ending =
+                crate::metrics::ConversationEnd { ended, request_id: Some(&request_id), arm, experiment, failure, compute_ms: clock.now_ms(), memory_mb: None };
+            crate::metrics::log_conversation(&timeline, namespace, ending);
+        }
     }
-    if let (Some(namespace), Outcome::Completed | Outcome::Failed(_)) = (&gw.settings().metrics_namespace, &outcome) {
-        let failure = match &outcome {
-            Outcome::Failed(e) => Some(e.code.as_str()),
-            _ => None,
-        };
-        let (arm, experiment) = assignment.as_ref().map(|(a, e)| (a.as_str(), e.as_str())).unzip();
-        let ending = crate::metrics::ConversationEnd { arm, experiment, failure, compute_ms: clock.now_ms(), memory_mb: None };
-        crate::metrics::log_conversation(&timeline, namespace, ending);
-    }
-    outcome
 }
 
 /// What can end a conversation from outside its task, and what to let go of when it ends.
@@ -350,6 +390,10 @@ pub(crate) struct Ending {
     pub tracked: Tracked,
     /// The conversation's place under the server's cap, given back when it ends.
     pub slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Its metric line, written once it has ended.
+    pub counting: Counting,
+    /// Where the tasks it spawns are tracked (the gateway's).
+    pub tasks: TaskTracker,
 }
 
 /// Step 6: watches a conversation's task so that its client is never left hanging, and owns every way
@@ -360,8 +404,10 @@ pub(crate) struct Ending {
 /// stream ends with the reason as an `error`: `interrupted`, `conversation_too_long`, `shutting_down`
 /// (retryable), or nothing for a client that is gone. Either way the conversation's token ends up
 /// cancelled, which stops the agent and the backend session, and what [`track`] recorded is let go.
-pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending) {
-    let Ending { shutdown, stopper, max, tracked, slot } = ending;
+/// Then, however it ended, the conversation is counted: its log line and its metric line. Returns how
+/// it ended.
+pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending) -> Ended {
+    let Ending { shutdown, stopper, max, tracked, slot, counting, tasks } = ending;
     let too_long = async {
         match max {
             Some(max) => tokio::time::sleep(max).await,
@@ -369,25 +415,29 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
         }
     };
     // Biased: when the task has ended, its outcome is what happened, whatever else is ready.
-    let error = tokio::select! {
+    let (error, ended, failure) = tokio::select! {
         biased;
         joined = &mut task => match joined {
             Err(e) if e.is_panic() => {
                 let panic = e.into_panic();
                 let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
                 tracing::error!(request_id = %request_id, "a conversation task panicked: {what}");
-                Some(ErrorInfo::new(error_codes::INTERNAL, format!("earshot failed inside this conversation (request id {request_id}); the failure is logged"), true))
+                let error = ErrorInfo::new(error_codes::INTERNAL, format!("earshot failed inside this conversation (request id {request_id}); the failure is logged"), true);
+                (Some(error), Ended::Failed, Some(error_codes::INTERNAL.to_string()))
             }
             // The task saw the conversation's token first (it is the scheduler's too): the stop's
             // reason still has to be told.
-            Ok(Outcome::Cancelled) => stopped_because(&stopper, &shutdown),
-            _ => None,
+            Ok(Outcome::Cancelled) | Err(_) => stopped(stopped_because(&stopper, &shutdown)),
+            Ok(Outcome::Completed) => (None, Ended::Completed, None),
+            Ok(Outcome::Failed(e)) => (None, Ended::Failed, Some(e.code)),
+            Ok(Outcome::ClientGone) => (None, Ended::ClientLeft, None),
+            Ok(Outcome::ClientStalled) => (None, Ended::ClientStalled, None),
         },
-        _ = stopper.stopped() => stopped_because(&stopper, &shutdown),
+        _ = stopper.stopped() => stopped(stopped_because(&stopper, &shutdown)),
         _ = too_long => {
             let max = max.unwrap_or_default();
             stopper.stop(ErrorInfo::new(error_codes::CONVERSATION_TOO_LONG, format!("the conversation ran longer than its limit of {} s", max.as_secs()), false));
-            stopper.why()
+            stopped(stopper.why())
         }
     };
     stopper.token().cancel();
@@ -401,16 +451,32 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
     drop(registered);
     drop(slot);
     if let Some((store, id, token)) = store {
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             if let Err(e) = store.end(&id, &token).await {
                 tracing::warn!(conversation = %id, "cannot clear the conversation from the interrupt store: {e}");
             }
         });
     }
+    let message = error.as_ref().map(|e| e.message.clone());
     if let Some(error) = error {
         // A client that does not read is not waited for long.
         let _ = tokio::time::timeout(Duration::from_secs(1), out.send(ServerEvent::Error(error))).await;
     }
+    counting.count(ended, failure.as_deref(), message.as_deref());
+    ended
+}
+
+/// How a conversation stopped from outside ended, by the reason it was stopped: the `error` the client
+/// is told, the ending counted, and no failure code (a stop is not the gateway failing).
+fn stopped(why: Option<ErrorInfo>) -> (Option<ErrorInfo>, Ended, Option<String>) {
+    let ended = match why.as_ref().map(|e| e.code.as_str()) {
+        None => Ended::ClientLeft,
+        Some(error_codes::INTERRUPTED) => Ended::Interrupted,
+        Some(error_codes::CONVERSATION_TOO_LONG) => Ended::TooLong,
+        Some(error_codes::SHUTTING_DOWN) => Ended::ShuttingDown,
+        Some(_) => Ended::Stopped,
+    };
+    (why, ended, None)
 }
 
 /// The error a stopped conversation ends with: the reason given, else the server's shutdown, else
@@ -600,7 +666,23 @@ mod tests {
         assert_eq!(arms(&route), vec![("kokoro".into(), "nobody".into()), ("polly".into(), "Joanna".into())]);
     }
 
-    async fn supervised(task: impl std::future::Future<Output = ()> + Send + 'static, shutdown: &CancellationToken) -> (Vec<ServerEvent>, CancellationToken) {
+    /// Counting with no metric line (no namespace): the ending is what `supervise` returns.
+    fn uncounted() -> Counting {
+        Counting {
+            conversation_id: "c-1".into(),
+            request_id: "req-1".into(),
+            namespace: None,
+            assignment: None,
+            clock: Clock::start(),
+            cell: TimelineCell::default(),
+            client_read_limit: None,
+        }
+    }
+
+    async fn supervised(
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+        shutdown: &CancellationToken,
+    ) -> (Vec<ServerEvent>, CancellationToken, Ended) {
         supervised_with(task, shutdown, Stopper::child_of(shutdown), None).await
     }
 
@@ -611,7 +693,7 @@ mod tests {
         shutdown: &CancellationToken,
         stopper: Stopper,
         max: Option<Duration>,
-    ) -> (Vec<ServerEvent>, CancellationToken) {
+    ) -> (Vec<ServerEvent>, CancellationToken, Ended) {
         let (tx, mut rx) = mpsc::channel(8);
         let inner_tx = tx.clone();
         let task = tokio::spawn(async move {
@@ -622,19 +704,27 @@ mod tests {
         let registry: Arc<crate::interrupts::Registry> = Arc::default();
         let registered = registry.register("c-1", stopper.clone());
         let token = stopper.token().clone();
-        let ending = Ending { shutdown: shutdown.clone(), stopper, max, tracked: Tracked { registered, store: None }, slot: None };
-        tokio::spawn(supervise(task, tx, "req-1".into(), ending));
+        let ending = Ending {
+            shutdown: shutdown.clone(),
+            stopper,
+            max,
+            tracked: Tracked { registered, store: None },
+            slot: None,
+            counting: uncounted(),
+            tasks: TaskTracker::new(),
+        };
+        let supervisor = tokio::spawn(supervise(task, tx, "req-1".into(), ending));
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
             events.push(e);
         }
         assert!(!registry.interrupt("c-1"), "the conversation is no longer registered once it ended");
-        (events, token)
+        (events, token, supervisor.await.expect("the supervisor ends"))
     }
 
     #[tokio::test]
     async fn a_panic_ends_the_stream_with_an_internal_error() {
-        let (events, cancel) = supervised(async { panic!("injected") }, &CancellationToken::new()).await;
+        let (events, cancel, ended) = supervised(async { panic!("injected") }, &CancellationToken::new()).await;
         assert!(matches!(events[0], ServerEvent::Text(_)));
         match &events[1] {
             ServerEvent::Error(e) => {
@@ -645,6 +735,7 @@ mod tests {
         }
         assert_eq!(events.len(), 2);
         assert!(cancel.is_cancelled(), "the agent and the backend are stopped");
+        assert_eq!(ended, Ended::Failed, "a panic is counted as a failure");
     }
 
     #[tokio::test]
@@ -655,9 +746,10 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
             trigger.cancel();
         });
-        let (events, cancel) = supervised(std::future::pending(), &shutdown).await;
+        let (events, cancel, ended) = supervised(std::future::pending(), &shutdown).await;
         assert!(matches!(&events[1], ServerEvent::Error(e) if e.code == "shutting_down" && e.retryable), "{events:?}");
         assert!(cancel.is_cancelled());
+        assert_eq!(ended, Ended::ShuttingDown);
     }
 
     #[tokio::test]
@@ -670,10 +762,11 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
             token.cancel();
         });
-        let (events, cancel) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
+        let (events, cancel, ended) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
         assert_eq!(events.len(), 1, "nothing follows the text: {events:?}");
         assert!(cancel.is_cancelled());
         assert!(!shutdown.is_cancelled(), "a conversation's end does not reach the server");
+        assert_eq!(ended, Ended::ClientLeft);
     }
 
     #[tokio::test]
@@ -691,7 +784,15 @@ mod tests {
             });
             let registry: Arc<crate::interrupts::Registry> = Arc::default();
             let registered = registry.register("c-1", stopper.clone());
-            let ending = Ending { shutdown: shutdown.clone(), stopper: stopper.clone(), max: None, tracked: Tracked { registered, store: None }, slot: None };
+            let ending = Ending {
+                shutdown: shutdown.clone(),
+                stopper: stopper.clone(),
+                max: None,
+                tracked: Tracked { registered, store: None },
+                slot: None,
+                counting: uncounted(),
+                tasks: TaskTracker::new(),
+            };
             // The task is already over when the supervisor starts.
             if by_shutdown {
                 shutdown.cancel();
@@ -701,17 +802,20 @@ mod tests {
             while !task.is_finished() {
                 tokio::task::yield_now().await;
             }
-            tokio::spawn(supervise(task, tx, "req-1".into(), ending));
+            let supervisor = tokio::spawn(supervise(task, tx, "req-1".into(), ending));
             let event = rx.recv().await;
             assert!(matches!(&event, Some(ServerEvent::Error(e)) if e.code == code), "{code}: {event:?}");
+            let ended = supervisor.await.unwrap();
+            assert_eq!(ended, if by_shutdown { Ended::ShuttingDown } else { Ended::Interrupted });
         }
     }
 
     #[tokio::test]
     async fn a_task_that_ends_adds_nothing() {
-        let (events, cancel) = supervised(async {}, &CancellationToken::new()).await;
+        let (events, cancel, ended) = supervised(async {}, &CancellationToken::new()).await;
         assert_eq!(events.len(), 1);
         assert!(cancel.is_cancelled());
+        assert_eq!(ended, Ended::Completed);
     }
 
     #[tokio::test(start_paused = true)]
@@ -723,17 +827,20 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             trigger.stop(crate::interrupts::interrupted());
         });
-        let (events, cancel) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
+        let (events, cancel, ended) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
         assert!(matches!(events.last(), Some(ServerEvent::Error(e)) if e.code == "interrupted" && !e.retryable), "{events:?}");
         assert!(cancel.is_cancelled(), "the agent and the backend are stopped too");
+        assert_eq!(ended, Ended::Interrupted);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_conversation_past_its_maximum_length_is_stopped() {
         let started = tokio::time::Instant::now();
-        let (events, cancel) = supervised_with(std::future::pending(), &CancellationToken::new(), Stopper::default(), Some(Duration::from_secs(280))).await;
+        let (events, cancel, ended) =
+            supervised_with(std::future::pending(), &CancellationToken::new(), Stopper::default(), Some(Duration::from_secs(280))).await;
         assert!(matches!(events.last(), Some(ServerEvent::Error(e)) if e.code == "conversation_too_long"), "{events:?}");
         assert_eq!(started.elapsed().as_secs(), 280);
         assert!(cancel.is_cancelled());
+        assert_eq!(ended, Ended::TooLong);
     }
 }

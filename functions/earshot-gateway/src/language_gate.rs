@@ -93,7 +93,8 @@ pub(crate) fn wrap(session: SpeechSession, reroute: Reroute) -> SpeechSession {
     let (commands, from_scheduler) = mpsc::channel(GATE_CHANNEL);
     let (to_scheduler, events) = mpsc::channel(GATE_CHANNEL);
     let (format, voice) = (session.format.clone(), session.voice.clone());
-    tokio::spawn(relay(session, reroute, from_scheduler, to_scheduler));
+    let tasks = reroute.gw.tasks().clone();
+    tasks.spawn(relay(session, reroute, from_scheduler, to_scheduler));
     SpeechSession { commands, events, format, voice }
 }
 
@@ -137,7 +138,7 @@ async fn relay(mut current: SpeechSession, reroute: Reroute, mut from_scheduler:
     if commands.send(first).await.is_err() {
         return;
     }
-    tokio::spawn(async move {
+    reroute.gw.tasks().spawn(async move {
         while let Some(mut command) = from_scheduler.recv().await {
             tell(&mut command);
             if commands.send(command).await.is_err() {

@@ -17,10 +17,60 @@ fn epoch_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// How a conversation that got a session ended. Every one of them leaves a line with its ending, so
+/// that an A/B arm whose listeners hang up is not judged by the ones who stayed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ended {
+    /// `done` was sent.
+    #[default]
+    Completed,
+    /// The gateway ended it with an `error` of its own (the code is [`ConversationEnd::failure`]):
+    /// an upstream failure, an answer too long, a panic (`internal`).
+    Failed,
+    /// Its owner interrupted it.
+    Interrupted,
+    /// The client went away.
+    ClientLeft,
+    /// The client took nothing for the client read limit.
+    ClientStalled,
+    /// It ran past the maximum length.
+    TooLong,
+    /// The server stopped under it.
+    ShuttingDown,
+    /// Stopped from outside for a reason not named above.
+    Stopped,
+}
+
+impl Ended {
+    /// The name in the line's `Ending` (a dimension: a small, fixed set).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ended::Completed => "completed",
+            Ended::Failed => "failed",
+            Ended::Interrupted => "interrupted",
+            Ended::ClientLeft => "client_left",
+            Ended::ClientStalled => "client_stalled",
+            Ended::TooLong => "too_long",
+            Ended::ShuttingDown => "shutting_down",
+            Ended::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the listener stops playing when the conversation ends this way: what was still queued
+    /// for them then is not heard. A conversation that ends by itself, or with an `error` the client
+    /// reads after its audio, plays out what it was sent.
+    pub fn stops_playback(self) -> bool {
+        matches!(self, Ended::Interrupted | Ended::ClientLeft | Ended::ClientStalled)
+    }
+}
+
 /// How a conversation ended, beside its timeline: what the A/B report (`earshot ab`) and the cost
 /// widgets need that the timeline does not hold.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConversationEnd<'a> {
+    pub ended: Ended,
+    /// The request id the client was given (its `session` message): finds the line for a conversation.
+    pub request_id: Option<&'a str>,
     /// The arm the split assigned and its experiment (none: the request chose, or no split).
     pub arm: Option<&'a str>,
     pub experiment: Option<&'a str>,
@@ -33,7 +83,7 @@ pub struct ConversationEnd<'a> {
     pub memory_mb: Option<u32>,
 }
 
-/// The line for one conversation that completed or failed: its timings, with the backend, the
+/// The line for one conversation that got a session, however it ended: its timings, with the backend, the
 /// release mode and the A/B arm as dimensions (and billing per backend, when the backend says). The
 /// arm alone is a dimension set too, so that the arms compare whole: a conversation counts in the arm
 /// the split chose for it, whichever backend spoke (overflow, failover). Properties that are not
@@ -57,6 +107,8 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         ("Overflows", "Count"),
         ("Failures", "Count"),
         ("ComputeTime", "Milliseconds"),
+        ("AudioSent", "Milliseconds"),
+        ("HeardTime", "Milliseconds"),
     ]
     .map(|(name, unit)| json!({"Name": name, "Unit": unit}));
     let mut line = json!({
@@ -88,6 +140,11 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         // 1 when the conversation ended with an `error`: summed per arm, the arm's failures.
         "Failures": u32::from(ending.failure.is_some()),
         "ComputeTime": round_ms(ending.compute_ms),
+        "Ending": ending.ended.as_str(),
+        // Audio handed to the client, and what of it was heard: all of it unless the listener stopped
+        // playing when the conversation ended (then what had played out by the end).
+        "AudioSent": round_ms(timeline.audio_sent_ms),
+        "HeardTime": round_ms(if ending.ended.stops_playback() { timeline.heard_by_ms(ending.compute_ms) } else { timeline.audio_sent_ms }),
     });
     if let Some(ttfa) = d.ttfa_ms {
         line["TimeToFirstAudio"] = json!(ttfa);
@@ -96,6 +153,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         line["OrchestrationOverhead"] = json!(overhead);
     }
     let properties = [
+        ("RequestId", ending.request_id.map(Value::from)),
         ("Experiment", ending.experiment.map(Value::from)),
         ("FailureCode", ending.failure.map(Value::from)),
         ("OverflowFrom", timeline.overflow_from.as_deref().map(Value::from)),
@@ -111,6 +169,8 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
     }
     // Answers by the backend that spoke and by the arm assigned: the traffic split actually served.
     add_metric(&mut line, namespace, "Answers", "Count", json!(1), json!([["Backend"], ["Arm"], ["Backend", "Arm"]]));
+    // Conversations by how they ended, overall and per arm: the rate of listeners who leave, by arm.
+    add_metric(&mut line, namespace, "Conversations", "Count", json!(1), json!([["Ending"], ["Arm", "Ending"]]));
     // Figures that depend on the backend alone have a dimension set of their own: what a pacing backend held
     // back (Kokoro says it), and what a billing one billed (Polly says it; per arm too, for its cost).
     if let Some(held) = d.backend_held_ms {
@@ -190,7 +250,24 @@ mod tests {
         assert_eq!((line["OverflowFrom"].as_str(), line["MemoryMb"].as_u64(), line["Arm"].as_str()), (Some("kokoro"), Some(1024), Some("none")));
         assert!(line.get("Experiment").is_none());
         assert_eq!((line["Language"].as_str(), line["LanguageFrom"].as_str()), (Some("fr"), Some("synthetic")));
-        assert_eq!(line["_aws"]["CloudWatchMetrics"][2]["Dimensions"], json!([["Backend"], ["Arm"]]));
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][3]["Dimensions"], json!([["Backend"], ["Arm"]]));
+        assert_eq!((line["Ending"].as_str(), line["Conversations"].as_u64()), (Some("completed"), Some(1)));
+    }
+
+    #[test]
+    fn what_was_heard_stops_where_the_listener_stopped_playing() {
+        // Three seconds of audio handed over by 1 s, playing from 500 ms: 2.5 s queued at 1 s.
+        let mut t = Timeline { backend: "kokoro".into(), sentences: vec![SentenceMarks::default()], ..Default::default() };
+        t.note_audio_sent(0, 500.0, 3000.0);
+        let line = |ended| conversation_line(&t, "earshot", &ConversationEnd { ended, compute_ms: 1000.0, ..Default::default() }, 1);
+        for ended in [Ended::Interrupted, Ended::ClientLeft, Ended::ClientStalled] {
+            let l = line(ended);
+            assert_eq!((l["Ending"].as_str(), l["AudioSent"].as_f64(), l["HeardTime"].as_f64()), (Some(ended.as_str()), Some(3000.0), Some(500.0)));
+        }
+        // Ended by itself or with an error after its audio: what was sent plays out.
+        for ended in [Ended::Completed, Ended::Failed, Ended::TooLong, Ended::ShuttingDown] {
+            assert_eq!(line(ended)["HeardTime"].as_f64(), Some(3000.0), "{ended:?}");
+        }
     }
 
     /// `(metric, dimension set)` for every metric a line declares, with a check that the line holds

@@ -107,7 +107,14 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         };
         let _ = reason_tx.send(reason);
     };
-    earshot_gateway::serve(listener, earshot_gateway::router(gateway), limits, signal, conversations).await;
+    let grace = limits.grace;
+    earshot_gateway::serve(listener, earshot_gateway::router(gateway.clone()), limits, signal, conversations).await;
+    // The streams have ended; what their conversations still do (their metric lines, clearing the
+    // interrupt store) is waited for within the same grace.
+    gateway.tasks().close();
+    if tokio::time::timeout(grace, gateway.tasks().wait()).await.is_err() {
+        tracing::warn!("{} conversation tasks were still running {} s after the streams ended", gateway.tasks().len(), grace.as_secs_f64());
+    }
     match reason_rx.await {
         Ok(Some(message)) => Err(message),
         _ => Ok(()),
