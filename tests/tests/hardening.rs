@@ -336,6 +336,72 @@ async fn idle_connections_and_half_http2_prefaces_are_closed_at_their_deadline_a
     assert!(*slowest < all_open + Duration::from_millis(2500), "the last was closed after {slowest:?} (all open after {all_open:?})");
 }
 
+/// An HTTP/2 peer that sends the preface and SETTINGS, acknowledges the server's SETTINGS, answers
+/// every PING and opens no stream: how long after `opened` the server closed its connection (None:
+/// still open after 10 s).
+fn idle_http2_peer(port: u16, opened: Instant) -> Option<Duration> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    loop {
+        let mut header = [0u8; 9];
+        if stream.read_exact(&mut header).is_err() {
+            return (opened.elapsed() < Duration::from_secs(10)).then(|| opened.elapsed());
+        }
+        let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let mut payload = vec![0u8; length];
+        if stream.read_exact(&mut payload).is_err() {
+            return Some(opened.elapsed());
+        }
+        let (kind, flags) = (header[3], header[4]);
+        let answer: Option<Vec<u8>> = match (kind, flags & 1) {
+            (4, 0) => Some(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00".to_vec()),
+            (6, 0) => Some([&b"\x00\x00\x08\x06\x01\x00\x00\x00\x00"[..], &payload].concat()),
+            _ => None,
+        };
+        if let Some(answer) = answer {
+            let _ = stream.write_all(&answer);
+        }
+    }
+}
+
+#[tokio::test]
+async fn connections_with_no_request_in_flight_are_closed_at_the_idle_deadline() {
+    // Seven HTTP/2 peers that open no stream (answering the server's SETTINGS and PINGs) and one
+    // HTTP/1 keep-alive connection after one request hold all eight slots; every one is closed at the
+    // idle deadline (2 s here), and callers are served again.
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-connections", "8", "--idle-timeout", "2"]).await;
+    earshot.healthy().await;
+    let port = earshot.port;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let opened = Instant::now();
+    let peers: Vec<_> = (0..7).map(|_| std::thread::spawn(move || idle_http2_peer(port, opened))).collect();
+    let keep_alive = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut first = [0u8; 12];
+        stream.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"HTTP/1.1 200");
+        let answered = Instant::now();
+        (closed_within(stream, Duration::from_secs(10)), answered.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let busy = reqwest::get(format!("{}/healthz", earshot.url)).await.map(|r| r.status().as_u16());
+    assert!(matches!(busy, Ok(503)), "every slot is held by an idle connection: {busy:?}");
+    for peer in peers {
+        let closed = peer.join().unwrap().expect("an idle HTTP/2 connection was still open after 10 s");
+        assert!(closed >= Duration::from_millis(1500) && closed < Duration::from_secs(5), "closed {closed:?} after it opened");
+    }
+    let (closed, since_answer) = keep_alive.join().unwrap();
+    assert!(closed.is_some(), "the keep-alive connection was still open after 10 s");
+    assert!(since_answer >= Duration::from_millis(1500), "kept alive for the idle time, not closed after its answer: {since_answer:?}");
+    // A conversation is a request in flight for as long as it speaks, however long that is.
+    let long = SpeakBody { text: Some("This answer speaks for longer than the idle time of two seconds.".into()), ..Default::default() };
+    let r = speak(&earshot.url, &long, &CallOptions::default()).await.expect("served once the idle connections are gone");
+    check_conversation(&r);
+    assert!(r.error.is_none());
+}
+
 #[tokio::test]
 async fn an_http2_connection_is_told_its_stream_cap_and_conversations_are_capped_overall() {
     let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-streams-per-connection", "16", "--max-conversations", "2"]).await;

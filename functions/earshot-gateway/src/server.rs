@@ -8,8 +8,9 @@
 //! `503 server_busy` and closed); each must show its protocol within `header_timeout` (the first bytes
 //! of an HTTP/1 request, or HTTP/2's whole 24-byte preface), else it is closed unanswered; an HTTP/2
 //! connection carries at most `max_streams_per_connection` requests at once (more are refused by
-//! HTTP/2's own flow, `REFUSED_STREAM`); and the gateway speaks at most `max_conversations` at once
-//! whatever the connections (over it, `503 server_busy` with `Retry-After`).
+//! HTTP/2's own flow, `REFUSED_STREAM`); a connection with no request in flight for `idle_timeout` is
+//! closed, HTTP/1 keep-alive and HTTP/2 alike ([`crate::idle`]); and the gateway speaks at most
+//! `max_conversations` at once whatever the connections (over it, `503 server_busy` with `Retry-After`).
 //!
 //! Written on hyper-util's connection builder and graceful-shutdown watcher (the pieces `axum::serve`
 //! is made of), because axum's own server offers no header timeout and no connection cap. The body's
@@ -36,6 +37,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
+use crate::idle::{BusyBody, IdleWatch};
+
 /// Limits of the socket server.
 #[derive(Debug, Clone)]
 pub struct ServerLimits {
@@ -52,6 +55,9 @@ pub struct ServerLimits {
     /// bare 431 itself.
     pub max_header_bytes: usize,
     pub max_headers: usize,
+    /// How long a connection may stay open with no request in flight (a keep-alive HTTP/1 connection,
+    /// an HTTP/2 connection with no stream): past it, it is closed and its slot given back.
+    pub idle_timeout: Duration,
     /// On shutdown, how long live conversations may go on before they are ended.
     pub drain: Duration,
     /// After the drain, how long the server waits for the ended streams to reach their clients.
@@ -66,6 +72,7 @@ impl Default for ServerLimits {
             max_streams_per_connection: 16,
             max_header_bytes: 16 * 1024,
             max_headers: 100,
+            idle_timeout: Duration::from_secs(60),
             drain: Duration::from_secs(5),
             grace: Duration::from_secs(2),
         }
@@ -153,17 +160,22 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         };
         let router = router.clone();
         let header_limits = limits.clone();
+        let idle = IdleWatch::default();
+        let requests = idle.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let busy = requests.busy();
             let refused = oversized_headers(request.headers(), &header_limits);
             let mut router = router.clone();
             async move {
-                match refused {
+                let response = match refused {
                     Some(response) => Ok(response),
                     None => router.call(request.map(Body::new)).await,
-                }
+                };
+                // The request stays in flight until its body has been sent (or the client is gone).
+                response.map(|r| r.map(|body| Body::new(BusyBody::new(body, busy))))
             }
         });
-        let (builder, watcher, first_bytes) = (builder.clone(), graceful.watcher(), limits.header_timeout);
+        let (builder, watcher, first_bytes, idle_limit) = (builder.clone(), graceful.watcher(), limits.header_timeout, limits.idle_timeout);
         tokio::spawn(async move {
             // A connection that sends nothing, or half of HTTP/2's preface, does not keep its slot.
             if !matches!(tokio::time::timeout(first_bytes, shows_its_protocol(&stream)).await, Ok(true)) {
@@ -172,8 +184,11 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
                 return;
             }
             let connection = builder.serve_connection(TokioIo::new(stream), service).into_owned();
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!("connection ended: {e}");
+            tokio::select! {
+                ended = watcher.watch(connection) => if let Err(e) = ended {
+                    tracing::debug!("connection ended: {e}");
+                },
+                _ = idle.idle_for(idle_limit) => tracing::debug!("a connection had no request for {idle_limit:?}: closed"),
             }
             drop(slot);
         });

@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// The most header fields one request may carry; over it, 431.
     #[arg(long, default_value_t = 100)]
     max_headers: usize,
+    /// Seconds a connection may stay open with no request in flight (HTTP/1 keep-alive, an HTTP/2
+    /// connection with no stream) before it is closed.
+    #[arg(long, env = "EARSHOT_IDLE_TIMEOUT", default_value_t = 60.0)]
+    idle_timeout: f64,
     /// On SIGTERM or SIGINT, seconds live conversations may go on before they end with `shutting_down`.
     #[arg(long, default_value_t = 5.0)]
     drain: f64,
@@ -78,6 +82,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         max_streams_per_connection: within(args.max_streams_per_connection as usize, 1, 1000, "--max-streams-per-connection")? as u32,
         max_header_bytes: within(args.max_header_bytes, 1024, earshot_gateway::server::HARD_HEADER_BYTES, "--max-header-bytes")?,
         max_headers: within(args.max_headers, 8, 1000, "--max-headers")?,
+        idle_timeout: time_limit(args.idle_timeout, "--idle-timeout")?,
         drain: seconds(args.drain, "--drain")?,
         ..Default::default()
     };
