@@ -403,6 +403,45 @@ async fn connections_with_no_request_in_flight_are_closed_at_the_idle_deadline()
 }
 
 #[tokio::test]
+async fn a_server_without_authentication_is_closed_unless_opened_on_purpose() {
+    // Reachable from other machines with no authentication: refused at start, naming the choices.
+    let out = std::process::Command::new(earshot_e2e::earshot_bin())
+        .args(["serve", "--host", "0.0.0.0", "--port", "0", "--backends", "synthetic", "--web-dir", ""])
+        .output()
+        .expect("earshot serve runs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "earshot serve listened on 0.0.0.0 with no authentication");
+    assert!(said.contains("--auth token") && said.contains("--allow-unauthenticated"), "{said}");
+
+    // On loopback, a page elsewhere cannot use a visitor's browser to reach it: a cross-site
+    // `text/plain` POST (no CORS preflight) and a DNS-rebinding name are refused before anything runs.
+    let earshot = EarshotProcess::start(&["--backends", "synthetic"]).await;
+    earshot.healthy().await;
+    let client = reqwest::Client::new();
+    let speak_url = format!("{}/v1/speak", earshot.url);
+    let cross_site = client
+        .post(&speak_url)
+        .header("origin", "https://evil.example")
+        .header("content-type", "text/plain")
+        .body(r#"{"text":"Hello there."}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site.status().as_u16(), 403);
+    let body: serde_json::Value = cross_site.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "origin_not_allowed", "{body}");
+    let rebound = client.get(format!("{}/healthz", earshot.url)).header("host", format!("rebind.example:{}", earshot.port)).send().await.unwrap();
+    assert_eq!(rebound.status().as_u16(), 403);
+    let body: serde_json::Value = rebound.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "host_not_allowed", "{body}");
+    // The page served by the gateway itself, and tools that send no Origin, are served.
+    let own_page = client.post(&speak_url).header("origin", earshot.url.as_str()).json(&serde_json::json!({"text": "Hi."})).send().await.unwrap();
+    assert_eq!(own_page.status().as_u16(), 200);
+    let _ = own_page.bytes().await;
+    check_conversation(&speak(&earshot.url, &text("Hello there."), &CallOptions::default()).await.expect("spoken"));
+}
+
+#[tokio::test]
 async fn an_http2_connection_is_told_its_stream_cap_and_conversations_are_capped_overall() {
     let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-streams-per-connection", "16", "--max-conversations", "2"]).await;
     earshot.healthy().await;

@@ -26,6 +26,12 @@ const PREFIXES: &[&str] = &[
     "server_",
     "interrupt",
     "conversation_",
+    "token_",
+    "language_",
+    "voice_",
+    "headers_",
+    "host_",
+    "origin_",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::TokenAuth;
+use crate::host_check::AllowedHosts;
 use crate::interrupts::{Interrupts, Registry};
 pub use crate::request::Limits;
 use crate::routing::Routing;
@@ -50,6 +51,9 @@ pub struct GatewaySettings {
     /// Token mode: every `/v1/speak` and interrupt must carry a token these keys verify (`None`: open,
     /// as behind IAM or locally).
     pub auth: Option<Arc<TokenAuth>>,
+    /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
+    /// check (Lambda, where the function URL and IAM stand in front).
+    pub allowed_hosts: Option<AllowedHosts>,
 }
 
 impl Default for GatewaySettings {
@@ -68,6 +72,7 @@ impl Default for GatewaySettings {
             backend_open_timeout: earshot_core::failover::DEFAULT_OPEN_TIMEOUT,
             max_conversations: None,
             auth: None,
+            allowed_hosts: None,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod client_error;
 pub mod config;
 pub mod conversation;
 pub mod conversation_scope;
+pub mod host_check;
 pub mod idle;
 pub mod interrupts;
 pub mod language_gate;

@@ -33,7 +33,16 @@ pub fn router(gw: Arc<Gateway>) -> Router {
     if let Some(dir) = &gw.settings().web_dir {
         router = router.fallback_service(tower_http::services::ServeDir::new(dir));
     }
-    router.layer(DefaultBodyLimit::disable()).with_state(gw)
+    let allowed_hosts = gw.settings().allowed_hosts.clone();
+    let router = router.layer(DefaultBodyLimit::disable()).with_state(gw);
+    match allowed_hosts {
+        // Outermost: a request from a page elsewhere is refused before anything else runs.
+        Some(allowed) => router.layer(axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
+            let allowed = allowed.clone();
+            async move { crate::host_check::check(allowed, request, next).await }
+        })),
+        None => router,
+    }
 }
 
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use earshot_gateway::host_check::AllowedHosts;
+use earshot_wiring::settings::AuthMode;
 use earshot_wiring::{Place, Settings};
 
 #[derive(Args)]
@@ -48,6 +50,14 @@ pub struct ServeArgs {
     /// connection with no stream) before it is closed.
     #[arg(long, env = "EARSHOT_IDLE_TIMEOUT", default_value_t = 60.0)]
     idle_timeout: f64,
+    /// Listen on an address other machines reach with no authentication (`--auth none`): only when
+    /// something in front of the server checks its callers.
+    #[arg(long, env = "EARSHOT_ALLOW_UNAUTHENTICATED")]
+    allow_unauthenticated: bool,
+    /// Without authentication, the names the server answers to besides the loopback ones and its bound
+    /// address (`Host`, and the `Origin` of a page), comma-separated; `*`: any.
+    #[arg(long, env = "EARSHOT_ALLOWED_HOSTS", value_delimiter = ',')]
+    allowed_hosts: Vec<String>,
     /// On SIGTERM or SIGINT, seconds live conversations may go on before they end with `shutting_down`.
     #[arg(long, default_value_t = 5.0)]
     drain: f64,
@@ -87,8 +97,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         ..Default::default()
     };
 
-    let (gateway, mut watches) = built.gateway();
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|e| format!("bad address: {e}"))?;
+    if args.settings.auth == AuthMode::None {
+        built.settings.allowed_hosts = Some(unauthenticated_hosts(addr, args.allow_unauthenticated, &args.allowed_hosts)?);
+    }
+    let (gateway, mut watches) = built.gateway();
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!("earshot is listening on http://{addr}");
     // A backend that can never be used (a default voice the container lacks) stops the server.
@@ -126,6 +139,27 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
 }
 
+/// The names a server with no authentication answers to, or why it may not listen on `addr`: an
+/// address other machines reach needs `--auth token`, or `--allow-unauthenticated` said on purpose.
+fn unauthenticated_hosts(addr: SocketAddr, allow_unauthenticated: bool, extra: &[String]) -> Result<AllowedHosts, String> {
+    let ip = addr.ip();
+    if !ip.is_loopback() && !allow_unauthenticated {
+        return Err(format!(
+            "--host {ip} is reachable from other machines, and this server asks callers for no credentials (--auth none): \
+             choose --auth token (with --token-keys or --token-keys-secret), or say --allow-unauthenticated \
+             (EARSHOT_ALLOW_UNAUTHENTICATED=true) when something in front of it checks callers"
+        ));
+    }
+    let mut names = extra.to_vec();
+    if !ip.is_unspecified() && !ip.is_loopback() {
+        names.push(match ip {
+            std::net::IpAddr::V4(v4) => v4.to_string(),
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+        });
+    }
+    Ok(AllowedHosts::loopback_and(&names))
+}
+
 /// `value` when it lies in `min..=max`; a flag outside it is refused at start, with the range.
 fn within(value: usize, min: usize, max: usize, flag: &str) -> Result<usize, String> {
     if (min..=max).contains(&value) {
@@ -150,7 +184,24 @@ fn time_limit(value: f64, flag: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{time_limit, within};
+    use super::{time_limit, unauthenticated_hosts, within};
+    use earshot_gateway::host_check::AllowedHosts;
+
+    #[test]
+    fn a_public_address_without_authentication_is_refused_unless_said_on_purpose() {
+        let public = "0.0.0.0:8787".parse().unwrap();
+        let refused = unauthenticated_hosts(public, false, &[]).unwrap_err();
+        assert!(refused.contains("--auth token") && refused.contains("--allow-unauthenticated"), "{refused}");
+        assert_eq!(unauthenticated_hosts(public, true, &[]), Ok(AllowedHosts::Names(vec![])));
+        // Bound to one address: it is one of the names, beside the loopback ones.
+        let lan = "192.168.1.20:8787".parse().unwrap();
+        let names = unauthenticated_hosts(lan, true, &["speech.example.com".into()]).unwrap();
+        assert!(names.allows("192.168.1.20:8787") && names.allows("speech.example.com") && names.allows("localhost:8787"));
+        assert!(!names.allows("rebind.example"));
+        let v6 = "[fd00::5]:8787".parse().unwrap();
+        assert!(unauthenticated_hosts(v6, true, &[]).unwrap().allows("[fd00::5]:8787"));
+        assert_eq!(unauthenticated_hosts("127.0.0.1:8787".parse().unwrap(), false, &[]), Ok(AllowedHosts::Names(vec![])));
+    }
 
     #[test]
     fn zero_or_absurd_limits_are_refused_at_start() {
