@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification};
 use earshot_aws::DynamoStore;
+use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
 use earshot_e2e::moto::Moto;
 use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
+use earshot_gateway::auth::{mint, now, Claims, TokenAuth};
 use earshot_gateway::{ConversationStore, Gateway, GatewaySettings, Interrupts};
 
 async fn sdk(moto: &Moto) -> earshot_aws::SdkConfig {
@@ -71,6 +73,96 @@ async fn the_store_records_live_conversations_and_their_interrupts() {
     let gone = DynamoStore::new(&config, "no-such-table");
     let e = gone.interrupt("c1").await.unwrap_err();
     assert_eq!((e.code.as_str(), e.retryable), ("interrupt_store_unreachable", true));
+}
+
+#[tokio::test]
+async fn an_owners_places_are_held_across_instances_and_lapse_by_themselves() {
+    // Two stores with clients of their own, as two Lambda invocations: one owner's places are one count.
+    let moto = Moto::start().await;
+    let config = sdk(&moto).await;
+    table(&config, "places").await;
+    let (one, other) = (DynamoStore::new(&config, "places"), DynamoStore::new(&config, "places"));
+    let minute = Duration::from_secs(60);
+    assert!(one.claim("owner-a", "req-1", 2, minute).await.unwrap());
+    assert!(other.claim("owner-a", "req-2", 2, minute).await.unwrap());
+    assert!(!one.claim("owner-a", "req-3", 2, minute).await.unwrap(), "a third place of one owner is refused on either instance");
+    assert!(other.claim("owner-a", "req-2", 2, minute).await.unwrap(), "a place already held is held");
+    assert!(other.claim("owner-b", "req-4", 2, minute).await.unwrap(), "another owner has places of its own");
+    other.release("owner-a", "req-1").await.unwrap();
+    assert!(one.claim("owner-a", "req-3", 2, minute).await.unwrap(), "a place given back on one instance is free on the other");
+    other.release("owner-a", "req-nobody").await.unwrap();
+
+    // Writers racing for the last places: exactly as many win as there are places.
+    let claims = (0..8).map(|i| {
+        let store = if i % 2 == 0 { &one } else { &other };
+        async move { store.claim("owner-c", &format!("race-{i}"), 3, minute).await.unwrap() }
+    });
+    let won = futures_util::future::join_all(claims).await.into_iter().filter(|w| *w).count();
+    assert_eq!(won, 3, "three places, three winners");
+
+    // A place whose process died lapses at its time to live.
+    assert!(one.claim("owner-d", "crashed", 1, Duration::from_secs(1)).await.unwrap());
+    assert!(!other.claim("owner-d", "next", 1, minute).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert!(other.claim("owner-d", "next", 1, minute).await.unwrap(), "the lapsed place is taken");
+}
+
+#[tokio::test]
+async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
+    // Two gateways in token mode sharing only the table, as two Lambda invocations: one live
+    // conversation per caller, counted across both.
+    let moto = Moto::start().await;
+    let config = sdk(&moto).await;
+    table(&config, "interrupts").await;
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+    let instance = || {
+        let settings = GatewaySettings {
+            interrupts: Interrupts::Shared { store: Arc::new(DynamoStore::new(&config, "interrupts")), poll: Duration::from_millis(250) },
+            auth: Some(Arc::new(TokenAuth::new(vec![("k1".into(), KEY.to_vec())], "earshot").unwrap())),
+            max_conversations_per_owner: Some(1),
+            metrics_namespace: None,
+            ..Default::default()
+        };
+        Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], Arc::new(agent(200.0)), settings)
+    };
+    let (one, other) = (serve(instance()).await.url, serve(instance()).await.url);
+    let token = |sub: &str| {
+        let claims =
+            Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec![format!("{sub}:*")]), ..Default::default() };
+        CallOptions { bearer: Some(mint("k1", KEY, &claims).unwrap()), ..Default::default() }
+    };
+    let long = |id: &str| SpeakBody {
+        text: Some("This answer goes on for a good while, sentence after sentence. ".repeat(4)),
+        conversation_id: Some(id.into()),
+        ..Default::default()
+    };
+    let speaking = tokio::spawn({
+        let (one, body, alice) = (one.clone(), long("alice:1"), token("alice"));
+        async move { speak(&one, &body, &alice).await }
+    });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    match speak(&other, &long("alice:2"), &token("alice")).await {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (429, "too_many_conversations")),
+        other => panic!("the caller's second conversation on another instance was not refused: {:?}", other.map(|r| r.status)),
+    }
+    let bob = speak(&other, &SpeakBody { text: Some("Hello there.".into()), conversation_id: Some("bob:1".into()), ..Default::default() }, &token("bob"))
+        .await
+        .unwrap();
+    assert!(bob.error.is_none(), "another caller is served: {:?}", bob.error);
+    earshot_client::interrupt_as(&other, "alice:1", token("alice").bearer.as_deref()).await.expect("interrupted through the table");
+    assert_eq!(speaking.await.unwrap().unwrap().error.map(|e| e.code).as_deref(), Some("interrupted"));
+    // The place is given back by a task after the stream ends: retried briefly.
+    let mut served = None;
+    for _ in 0..40 {
+        match speak(&other, &SpeakBody { text: Some("Hi.".into()), conversation_id: Some("alice:3".into()), ..Default::default() }, &token("alice")).await {
+            Err(ClientError::Refused { status: 429, .. }) => tokio::time::sleep(Duration::from_millis(50)).await,
+            r => {
+                served = Some(r.expect("served"));
+                break;
+            }
+        }
+    }
+    assert!(served.is_some_and(|r| r.error.is_none()), "the caller is served again once its conversation ended");
 }
 
 #[tokio::test]

@@ -199,3 +199,31 @@ async fn token_edge_cases_each_have_their_code_and_a_challenge() {
     let voices: serde_json::Value = reqwest::get(format!("{}/v1/voices", earshot.url)).await.unwrap().json().await.unwrap();
     assert!(voices.get("agent").is_none(), "{voices}");
 }
+
+#[tokio::test]
+async fn one_caller_holds_at_most_its_share_of_live_conversations() {
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "token", "--token-keys", KEYS, "--max-conversations-per-owner", "2"]).await;
+    let alice = token(&["--sub", "alice", "--conversation", "a:*"]);
+    let bob = token(&["--sub", "bob", "--conversation", "b:*"]);
+    let first = speaking_long(&earshot.url, "a:1", &alice).await;
+    let second = speaking_long(&earshot.url, "a:2", &alice).await;
+    // A third of alice's, while two speak: refused before anything upstream, with when to retry.
+    let third = SpeakBody { conversation_id: Some("a:3".into()), ..text("Hello there.") };
+    match speak(&earshot.url, &third, &with(&alice)).await {
+        Err(ClientError::Refused { status, code, message, .. }) => {
+            assert_eq!((status, code.as_str()), (429, "too_many_conversations"));
+            assert!(message.contains("2 conversations live"), "{message}");
+        }
+        other => panic!("a third live conversation of one caller was not refused: {:?}", other.map(|r| r.status)),
+    }
+    // Another caller is served meanwhile.
+    let bobs = speak(&earshot.url, &SpeakBody { conversation_id: Some("b:1".into()), ..text("Hello there.") }, &with(&bob)).await.unwrap();
+    assert!(bobs.error.is_none(), "{:?}", bobs.error);
+    // One of alice's ends: its place is hers again.
+    interrupt_as(&earshot.url, "a:1", Some(&alice)).await.unwrap();
+    assert_eq!(first.await.unwrap().unwrap().error.map(|e| e.code).as_deref(), Some("interrupted"));
+    let again = speak(&earshot.url, &third, &with(&alice)).await.expect("served once a place was given back");
+    assert!(again.error.is_none(), "{:?}", again.error);
+    interrupt_as(&earshot.url, "a:2", Some(&alice)).await.unwrap();
+    assert_eq!(second.await.unwrap().unwrap().error.map(|e| e.code).as_deref(), Some("interrupted"));
+}

@@ -8,6 +8,14 @@
 //! under the same id). The speaking invocation reads its item with a strongly consistent `GetItem` at each
 //! poll: an interrupt written just before is seen.
 //!
+//! The same table keeps each owner's places (live conversations per owner, `earshot_gateway::owner_places`):
+//! one item per owner under `owner-` and a digest of the owner, holding `places`, a string set of
+//! `expires:token` entries (one per live conversation, lapsing at `expires`, epoch seconds), and
+//! `version`. A place is taken or given back by reading the item and writing it back on condition that
+//! `version` is unchanged, retried on a conflict (optimistic concurrency, as DynamoDB's documentation
+//! describes with a version attribute): lapsed entries are dropped on the way, and `expires_at` (the
+//! item's TTL) is the latest entry's expiry.
+//!
 //! Cost, on-demand: a strongly consistent read of an item under 4 KB is one read request unit; at one read
 //! every 250 ms that is 240 a minute, about $0.00006 per conversation-minute at $0.25 per million (us-east-1
 //! pricing; check yours); the writes (begin, end, interrupt) are three per conversation.
@@ -15,12 +23,13 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use earshot_core::error::Error;
 use earshot_core::store::ConversationStore;
+use std::collections::HashMap;
 
 pub struct DynamoStore {
     client: Client,
@@ -50,6 +59,80 @@ fn unreachable<E: std::error::Error + 'static, R: std::fmt::Debug>(what: &str, e
 
 fn key(id: &str) -> AttributeValue {
     AttributeValue::S(id.to_string())
+}
+
+/// Conflicting writers of one owner's places retried before the store is called busy.
+const PLACE_ATTEMPTS: usize = 8;
+
+/// An owner's places as read: the entries that have not lapsed, and the item's version (0: no item).
+struct Places {
+    live: Vec<(u64, String)>,
+    version: u64,
+}
+
+fn places_of(item: Option<&HashMap<String, AttributeValue>>, now: u64) -> Places {
+    let Some(item) = item else { return Places { live: Vec::new(), version: 0 } };
+    let version = item.get("version").and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let live = item
+        .get("places")
+        .and_then(|p| p.as_ss().ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.split_once(':').and_then(|(at, token)| Some((at.parse::<u64>().ok()?, token.to_string()))))
+        .filter(|(at, _)| *at > now)
+        .collect();
+    Places { live, version }
+}
+
+impl DynamoStore {
+    async fn read_places(&self, key_: &str) -> Result<Places, Error> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("conversation_id", key(key_))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unreachable("GetItem", e))?;
+        Ok(places_of(item.item(), now_s()))
+    }
+
+    /// Writes `live` as the places under `key_` if nobody wrote since `version`: `Ok(false)` on a conflict.
+    async fn write_places(&self, key_: &str, live: &[(u64, String)], version: u64) -> Result<bool, Error> {
+        let unchanged = "attribute_not_exists(conversation_id) OR version = :version";
+        let version_was = AttributeValue::N(version.to_string());
+        if live.is_empty() {
+            let deleted = self.client.delete_item().table_name(&self.table).key("conversation_id", key(key_));
+            let deleted = deleted.condition_expression(unchanged).expression_attribute_values(":version", version_was).send().await;
+            return unless_conflict("DeleteItem", deleted.map(|_| ()));
+        }
+        let entries: Vec<String> = live.iter().map(|(at, token)| format!("{at}:{token}")).collect();
+        let expires = live.iter().map(|(at, _)| *at).max().unwrap_or_else(now_s);
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("conversation_id", key(key_))
+            .item("places", AttributeValue::Ss(entries))
+            .item("version", AttributeValue::N((version + 1).to_string()))
+            .item("expires_at", AttributeValue::N(expires.to_string()));
+        let put = put.condition_expression(unchanged).expression_attribute_values(":version", version_was).send().await;
+        unless_conflict("PutItem", put.map(|_| ()))
+    }
+}
+
+/// `Ok(true)` when a conditional write was made, `Ok(false)` when its condition failed (another writer
+/// came first).
+fn unless_conflict<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    what: &str,
+    written: Result<(), SdkError<E, R>>,
+) -> Result<bool, Error> {
+    match written {
+        Ok(()) => Ok(true),
+        Err(SdkError::ServiceError(e)) if e.err().code() == Some("ConditionalCheckFailedException") => Ok(false),
+        Err(e) => Err(unreachable(what, e)),
+    }
 }
 
 #[async_trait]
@@ -121,5 +204,37 @@ impl ConversationStore for DynamoStore {
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(()),
             Err(e) => Err(unreachable("DeleteItem", e)),
         }
+    }
+
+    async fn claim(&self, key_: &str, token: &str, max: usize, ttl: Duration) -> Result<bool, Error> {
+        for _ in 0..PLACE_ATTEMPTS {
+            let Places { mut live, version } = self.read_places(key_).await?;
+            if live.iter().any(|(_, t)| t == token) {
+                return Ok(true);
+            }
+            if live.len() >= max {
+                return Ok(false);
+            }
+            live.push((now_s() + ttl.as_secs().max(1), token.to_string()));
+            if self.write_places(key_, &live, version).await? {
+                return Ok(true);
+            }
+        }
+        Err(Error::new("interrupt_store_busy", format!("DynamoDB: {PLACE_ATTEMPTS} conflicting writes in a row on one owner's places"), true))
+    }
+
+    async fn release(&self, key_: &str, token: &str) -> Result<(), Error> {
+        for _ in 0..PLACE_ATTEMPTS {
+            let Places { mut live, version } = self.read_places(key_).await?;
+            let before = live.len();
+            live.retain(|(_, t)| t != token);
+            if live.len() == before {
+                return Ok(());
+            }
+            if self.write_places(key_, &live, version).await? {
+                return Ok(());
+            }
+        }
+        Err(Error::new("interrupt_store_busy", format!("DynamoDB: {PLACE_ATTEMPTS} conflicting writes in a row on one owner's places"), true))
     }
 }

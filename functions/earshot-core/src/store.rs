@@ -23,4 +23,10 @@ pub trait ConversationStore: Send + Sync {
     /// Forgets the conversation begun with `token` (not a later one under the same id): later
     /// interrupts find nothing.
     async fn end(&self, id: &str, token: &str) -> Result<(), Error>;
+    /// Takes one of at most `max` places under `key` (an owner's live conversations) for `token`,
+    /// held until [`ConversationStore::release`] or for at most `ttl`: `Ok(false)` when all `max` are
+    /// held by others that have not lapsed.
+    async fn claim(&self, key: &str, token: &str, max: usize, ttl: Duration) -> Result<bool, Error>;
+    /// Gives back the place `token` holds under `key` (nothing when it holds none).
+    async fn release(&self, key: &str, token: &str) -> Result<(), Error>;
 }

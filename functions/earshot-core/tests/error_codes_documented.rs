@@ -32,6 +32,7 @@ const PREFIXES: &[&str] = &[
     "headers_",
     "host_",
     "origin_",
+    "too_many_",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

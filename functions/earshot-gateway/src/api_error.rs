@@ -60,6 +60,11 @@ impl ApiError {
         Self::new(StatusCode::BAD_GATEWAY, code, message, retryable)
     }
 
+    /// 429: this caller is over one of its limits; try again in `retry_after` seconds.
+    pub fn too_many(code: &str, message: impl Into<String>, retry_after: u32) -> Self {
+        ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::TOO_MANY_REQUESTS, code, message, true) }
+    }
+
     /// 503: try again in `retry_after` seconds.
     pub fn unavailable(code: &str, message: impl Into<String>, retry_after: u32) -> Self {
         ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message, true) }

@@ -16,6 +16,7 @@ use tokio_util::task::TaskTracker;
 use crate::auth::TokenAuth;
 use crate::host_check::AllowedHosts;
 use crate::interrupts::{Interrupts, Registry};
+use crate::owner_places::{LocalPlaces, OwnerPlace};
 pub use crate::request::Limits;
 use crate::routing::Routing;
 
@@ -51,6 +52,9 @@ pub struct GatewaySettings {
     /// Token mode: every `/v1/speak` and interrupt must carry a token these keys verify (`None`: open,
     /// as behind IAM or locally).
     pub auth: Option<Arc<TokenAuth>>,
+    /// Live conversations one owner may hold at once (over it, `429 too_many_conversations`); `None`:
+    /// no limit. The one `local` owner has none (see [`crate::owner_places`]).
+    pub max_conversations_per_owner: Option<usize>,
     /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
     /// check (Lambda, where the function URL and IAM stand in front).
     pub allowed_hosts: Option<AllowedHosts>,
@@ -73,6 +77,7 @@ impl Default for GatewaySettings {
             max_conversations: None,
             auth: None,
             allowed_hosts: None,
+            max_conversations_per_owner: Some(4),
         }
     }
 }
@@ -95,12 +100,23 @@ pub struct Gateway {
     /// its language gate): a server that stops waits for them, so that nothing a conversation does
     /// after its stream ends (its metric line, clearing the interrupt store) is cut off.
     tasks: TaskTracker,
+    /// Each owner's live conversations in this process.
+    owner_places: Arc<LocalPlaces>,
 }
 
 impl Gateway {
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
-        Gateway { backends, agent, settings, shutdown: CancellationToken::new(), registry: Arc::default(), conversation_slots, tasks: TaskTracker::new() }
+        Gateway {
+            backends,
+            agent,
+            settings,
+            shutdown: CancellationToken::new(),
+            registry: Arc::default(),
+            conversation_slots,
+            tasks: TaskTracker::new(),
+            owner_places: Arc::default(),
+        }
     }
 
     /// A place for one more conversation, held until it ends; `Err` when every place is taken.
@@ -136,6 +152,13 @@ impl Gateway {
     /// Cancel it to end every live conversation (the server does, after its drain time).
     pub fn shutdown(&self) -> &CancellationToken {
         &self.shutdown
+    }
+
+    /// One of `owner`'s places for the conversation `request_id`, or `429 too_many_conversations`.
+    pub async fn owner_place(&self, owner: &crate::owner::Owner, request_id: &str) -> Result<OwnerPlace, crate::api_error::ApiError> {
+        let ttl = self.settings.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
+        crate::owner_places::take(owner, request_id, self.settings.max_conversations_per_owner, &self.settings.interrupts, &self.owner_places, &self.tasks, ttl)
+            .await
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.

@@ -38,6 +38,7 @@ use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper
 use crate::language_gate::Reroute;
 use crate::metrics::Ended;
 use crate::owner::Owner;
+use crate::owner_places::OwnerPlace;
 use crate::request::SpeakRequest;
 use crate::routing::Choice;
 use earshot_core::error::codes as error_codes;
@@ -63,6 +64,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let route = route(&gw, &request, scope.as_ref(), &owner)?;
     let key = owner.key(&request.conversation_id);
     let request_id = uuid::Uuid::new_v4().to_string();
+    // Before anything upstream: the caller's own share of the server.
+    let owner_place = gw.owner_place(&owner, &request_id).await?;
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
     let stopper = Stopper::child_of(gw.shutdown());
@@ -152,6 +155,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         slot,
         counting,
         tasks: gw.tasks().clone(),
+        owner_place,
     };
     gw.tasks().spawn(supervise(task, out, request_id.clone(), ending));
     Ok(Started {
@@ -394,6 +398,8 @@ pub(crate) struct Ending {
     pub counting: Counting,
     /// Where the tasks it spawns are tracked (the gateway's).
     pub tasks: TaskTracker,
+    /// One of its owner's places, given back when it ends.
+    pub owner_place: OwnerPlace,
 }
 
 /// Step 6: watches a conversation's task so that its client is never left hanging, and owns every way
@@ -407,7 +413,7 @@ pub(crate) struct Ending {
 /// Then, however it ended, the conversation is counted: its log line and its metric line. Returns how
 /// it ended.
 pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending) -> Ended {
-    let Ending { shutdown, stopper, max, tracked, slot, counting, tasks } = ending;
+    let Ending { shutdown, stopper, max, tracked, slot, counting, tasks, owner_place } = ending;
     let too_long = async {
         match max {
             Some(max) => tokio::time::sleep(max).await,
@@ -450,6 +456,7 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
     let Tracked { registered, store } = tracked;
     drop(registered);
     drop(slot);
+    drop(owner_place);
     if let Some((store, id, token)) = store {
         tasks.spawn(async move {
             if let Err(e) = store.end(&id, &token).await {
@@ -712,6 +719,7 @@ mod tests {
             slot: None,
             counting: uncounted(),
             tasks: TaskTracker::new(),
+            owner_place: OwnerPlace::Unlimited,
         };
         let supervisor = tokio::spawn(supervise(task, tx, "req-1".into(), ending));
         let mut events = Vec::new();
@@ -792,6 +800,7 @@ mod tests {
                 slot: None,
                 counting: uncounted(),
                 tasks: TaskTracker::new(),
+                owner_place: OwnerPlace::Unlimited,
             };
             // The task is already over when the supervisor starts.
             if by_shutdown {

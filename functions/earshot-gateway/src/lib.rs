@@ -19,6 +19,7 @@ pub mod interrupts;
 pub mod language_gate;
 pub mod metrics;
 pub mod owner;
+pub mod owner_places;
 pub mod request;
 pub mod router;
 pub mod routing;

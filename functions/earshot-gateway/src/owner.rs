@@ -72,6 +72,15 @@ impl Owner {
         &self.0
     }
 
+    /// The key of this owner's places (live conversations per owner, kept in the shared store beside
+    /// the conversations): `owner-` and a SHA-256 digest of the owner, so the store never holds it.
+    pub fn places_key(&self) -> String {
+        let mut digest = Sha256::new();
+        digest.update(b"earshot owner places\0");
+        digest.update(self.0.as_bytes());
+        format!("owner-{}", hex(&digest.finalize()))
+    }
+
     /// The key of this owner's conversation `id`, for everything kept or sent upstream under it: a
     /// SHA-256 digest of the owner and the id, each preceded by its length (so that no two pairs give
     /// the same input), as 64 hex characters. The same every turn, fixed in length (AgentCore asks

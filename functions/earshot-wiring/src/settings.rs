@@ -230,6 +230,11 @@ pub struct Settings {
     /// The longest a conversation may run, in seconds (0: no limit); under the Lambda's timeout.
     #[arg(long, env = "EARSHOT_MAX_CONVERSATION_SECONDS", default_value_t = 280)]
     pub max_conversation_seconds: u64,
+    /// Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; more are
+    /// refused `429 too_many_conversations` (0: no limit). Shared across instances through the
+    /// interrupt table where there is one.
+    #[arg(long, env = "EARSHOT_MAX_CONVERSATIONS_PER_OWNER", default_value_t = 4)]
+    pub max_conversations_per_owner: usize,
     /// The CloudWatch namespace of the metrics line logged after each conversation.
     #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
     pub metrics_namespace: String,
@@ -354,6 +359,12 @@ impl Settings {
             return Err(format!(
                 "EARSHOT_CLIENT_READ_TIMEOUT_MS (--client-read-timeout-ms): must be at most 3600000 (0: no limit), not {}",
                 self.client_read_timeout_ms
+            ));
+        }
+        if self.max_conversations_per_owner > 10_000 {
+            return Err(format!(
+                "EARSHOT_MAX_CONVERSATIONS_PER_OWNER (--max-conversations-per-owner): must be at most 10000 (0: no limit), not {}",
+                self.max_conversations_per_owner
             ));
         }
         if !(100..=600_000).contains(&self.keep_alive_ms) {

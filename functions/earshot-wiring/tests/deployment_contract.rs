@@ -78,3 +78,10 @@ fn the_client_limits_the_cdk_app_writes_out_are_the_gateways_defaults() {
     assert_eq!(written("CLIENT_READ_TIMEOUT_MS"), defaults.client_read_timeout_ms.to_string());
     assert_eq!(written("KEEP_ALIVE_MS"), defaults.keep_alive_ms.to_string());
 }
+
+#[test]
+fn the_cdk_apps_default_per_caller_limit_is_the_gateways() {
+    let config: serde_json::Value = serde_json::from_str(&cdk("earshot.config.json")).expect("earshot.config.json is JSON");
+    let defaults = Settings::from_vars(|_: &str| None, earshot_wiring::Place::Serve).expect("the defaults parse");
+    assert_eq!(config["maxConversationsPerOwner"].as_u64(), Some(defaults.max_conversations_per_owner as u64));
+}

@@ -80,6 +80,8 @@ export interface EarshotConfig {
   readonly tokenMaxLifetimeSeconds: number;
   /** Simultaneous conversations at most (the function's reserved concurrency); 0 leaves it unreserved. */
   readonly reservedConcurrency: number;
+  /** Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; 0: no limit. */
+  readonly maxConversationsPerOwner: number;
   /** Alarm thresholds: Polly characters billed in an hour, and invocations in an hour (0: no alarm). */
   readonly alarmPollyCharactersPerHour: number;
   readonly alarmInvocationsPerHour: number;
@@ -144,6 +146,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   tokenAudience: 'string',
   tokenMaxLifetimeSeconds: 'integer',
   reservedConcurrency: 'integer',
+  maxConversationsPerOwner: 'integer',
   alarmPollyCharactersPerHour: 'integer',
   alarmInvocationsPerHour: 'integer',
   alarmEmail: 'string',
@@ -276,6 +279,7 @@ function check(c: EarshotConfig): void {
   if (!/^[A-Za-z0-9._:/-]{1,128}$/.test(c.tokenAudience)) fail('tokenAudience', `must be 1 to 128 letters, digits and . _ : / -, got ${JSON.stringify(c.tokenAudience)}`);
   within('tokenMaxLifetimeSeconds', 60, 86_400);
   within('reservedConcurrency', 0, 10_000);
+  within('maxConversationsPerOwner', 0, 10_000);
   within('alarmPollyCharactersPerHour', 0);
   within('alarmInvocationsPerHour', 0);
   if (c.alarmEmail !== '' && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(c.alarmEmail)) fail('alarmEmail', `must be an e-mail address or empty, got ${JSON.stringify(c.alarmEmail)}`);

@@ -43,6 +43,7 @@ export const ENV_NAMES = [
   'EARSHOT_BACKEND_SILENCE_TIMEOUT_MS',
   'EARSHOT_CLIENT_READ_TIMEOUT_MS',
   'EARSHOT_KEEP_ALIVE_MS',
+  'EARSHOT_MAX_CONVERSATIONS_PER_OWNER',
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
@@ -112,6 +113,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_LOG: c.logLevel,
     EARSHOT_CLIENT_READ_TIMEOUT_MS: String(CLIENT_READ_TIMEOUT_MS),
     EARSHOT_KEEP_ALIVE_MS: String(KEEP_ALIVE_MS),
+    // Kept in the interrupt table across invocations (docs/protocol.md, 429 too_many_conversations).
+    EARSHOT_MAX_CONVERSATIONS_PER_OWNER: String(c.maxConversationsPerOwner),
     ...UPSTREAM_LIMITS,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;

@@ -178,6 +178,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_BACKEND_SILENCE_TIMEOUT_MS: '15000',
       EARSHOT_CLIENT_READ_TIMEOUT_MS: '30000',
       EARSHOT_KEEP_ALIVE_MS: '15000',
+      EARSHOT_MAX_CONVERSATIONS_PER_OWNER: '4',
     });
   });
 
@@ -226,6 +227,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_AUTH: 'none',
       EARSHOT_CLIENT_READ_TIMEOUT_MS: '30000',
       EARSHOT_KEEP_ALIVE_MS: '15000',
+      EARSHOT_MAX_CONVERSATIONS_PER_OWNER: '4',
       ...UPSTREAM_LIMITS,
     });
   });
