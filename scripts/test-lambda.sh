@@ -21,7 +21,7 @@ export PATH="$tools/bin:$PATH"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 kokoro_port=$(free_port); standins_port=$(free_port); lambda_port=$(free_port); moto_port=$(free_port)
-agents_port=$(free_port); lambda2_port=$(free_port)
+agents_port=$(free_port); lambda2_port=$(free_port); lambda3_port=$(free_port)
 moto="$root/tests/moto/.venv"
 
 pids=()
@@ -40,6 +40,18 @@ wait_healthy() { # url log
     sleep 0.5
   done
   echo "lambda: the function at $1 did not answer; logs in $logs"; tail -20 "$2"; exit 1
+}
+
+# The AWS credentials every function gets: the stand-ins and moto accept any.
+test_credentials='AWS_ACCESS_KEY_ID="AKIDTEST"
+AWS_SECRET_ACCESS_KEY="secret"
+AWS_REGION="us-east-1"'
+
+# Starts the bootstrap under cargo lambda watch on a port, with an env file; its URL is left in $watched_url.
+watch_function() { # port env-file log
+  setsid cargo lambda watch -p earshot-lambda --invoke-port "$1" --env-file "$2" >"$3" 2>&1 &
+  pids+=($!)
+  watched_url="http://127.0.0.1:$1/lambda-url/bootstrap"
 }
 
 wait_for() { # url what seconds
@@ -92,9 +104,8 @@ EARSHOT_AWS_TRUST_PEM="$logs/standins.pem"
 EARSHOT_INTERRUPT_TABLE="interrupts"
 EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_KEEP_ALIVE_MS="1000"
-AWS_ACCESS_KEY_ID="AKIDTEST"
-AWS_SECRET_ACCESS_KEY="secret"
-AWS_REGION="us-east-1"
+EARSHOT_AUTH="public"
+$test_credentials
 ENV
 
 # Built before the watcher starts: a build while it watches can restart the function mid-test.
@@ -102,9 +113,8 @@ echo "lambda: building the tests"
 cargo test --quiet --locked -p earshot-e2e --test lambda_streaming --no-run
 
 echo "lambda: cargo lambda watch on port $lambda_port (builds the bootstrap)"
-setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda_port" --env-file "$logs/lambda.env" >"$logs/watch.log" 2>&1 &
-pids+=($!)
-url="http://127.0.0.1:$lambda_port/lambda-url/bootstrap"
+watch_function "$lambda_port" "$logs/lambda.env" "$logs/watch.log"
+url=$watched_url
 wait_healthy "$url" "$logs/watch.log"
 
 echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, Polly) speaks"
@@ -127,13 +137,34 @@ EARSHOT_TOKEN_KEYS_SECRET="earshot/token-keys"
 EARSHOT_INTERRUPT_TABLE="interrupts"
 EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_AWS_ENDPOINT="http://127.0.0.1:$moto_port"
-AWS_ACCESS_KEY_ID="AKIDTEST"
-AWS_SECRET_ACCESS_KEY="secret"
-AWS_REGION="us-east-1"
+$test_credentials
 ENV
 echo "lambda: cargo lambda watch on port $lambda2_port with the OpenAI-compatible agent"
-setsid cargo lambda watch -p earshot-lambda --invoke-port "$lambda2_port" --env-file "$logs/lambda-openai.env" >"$logs/watch-openai.log" 2>&1 &
-pids+=($!)
-url2="http://127.0.0.1:$lambda2_port/lambda-url/bootstrap"
+watch_function "$lambda2_port" "$logs/lambda-openai.env" "$logs/watch-openai.log"
+url2=$watched_url
 wait_healthy "$url2" "$logs/watch-openai.log"
 EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent the_lambda_keeps_two_bearers_conversations_apart
+
+# The bootstrap as an AWS_IAM deployment configures it (EARSHOT_AUTH=none), behind a URL that
+# authenticates nobody (cargo lambda's, as a URL with auth NONE would): every request is refused, and
+# the refusal names the ways out.
+cat >"$logs/lambda-iam.env" <<ENV
+EARSHOT_BACKENDS="synthetic"
+EARSHOT_AGENT="scripted"
+$test_credentials
+ENV
+echo "lambda: cargo lambda watch on port $lambda3_port configured for IAM, called without it"
+watch_function "$lambda3_port" "$logs/lambda-iam.env" "$logs/watch-iam.log"
+url3=$watched_url
+code=
+for _ in $(seq 1 900); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$url3/healthz" 2>/dev/null || true)
+  [ "$code" != 000 ] && [ "$code" != 502 ] && break
+  sleep 0.5
+done
+reply=$(curl -s -w ' %{http_code}' "$url3/v1/speak" -H 'content-type: application/json' -d '{"text":"Hello there."}')
+case "$reply" in
+  *'"iam_caller_missing"'*'EARSHOT_AUTH=public'*' 403') echo "lambda: an unsigned caller of an IAM deployment is refused 403 iam_caller_missing (healthz: $code)" ;;
+  *) echo "lambda: an unsigned caller of an IAM deployment was not refused: $reply"; tail -20 "$logs/watch-iam.log"; exit 1 ;;
+esac
+[ "$code" = 403 ] || { echo "lambda: /healthz answered $code to an unsigned caller, not 403"; exit 1; }

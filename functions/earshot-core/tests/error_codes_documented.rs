@@ -33,6 +33,7 @@ const PREFIXES: &[&str] = &[
     "host_",
     "origin_",
     "too_many_",
+    "iam_",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

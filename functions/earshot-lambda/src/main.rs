@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use earshot_wiring::{Place, Settings};
+use axum::response::IntoResponse;
+use earshot_gateway::api_error::ApiError;
+use earshot_wiring::{AuthMode, Place, Settings};
 use lambda_http::{service_fn, Error, Request};
 use tower::ServiceExt;
 
@@ -20,6 +22,9 @@ async fn main() -> Result<(), Error> {
     let built = earshot_wiring::build(&settings, Place::Lambda).await?;
     let (gateway, _watches) = built.gateway();
     let router = earshot_gateway::router(Arc::new(gateway));
+    // `none` means the function URL's IAM stands in front: a request it did not authenticate means the
+    // URL is open (auth NONE) without the deployment saying so (`public`), and is refused.
+    let iam_in_front = settings.auth == AuthMode::None;
     // The runtime loop ends with an error when its connection to the runtime API breaks (seen when a
     // client leaves mid-stream under cargo lambda's emulator): the process would exit and the next
     // invocation pay a cold start. Start the loop again instead; the gateway is already built.
@@ -29,6 +34,9 @@ async fn main() -> Result<(), Error> {
             let router = router.clone();
             async move {
                 let caller = iam_caller(&request);
+                if iam_in_front && caller.is_none() {
+                    return Ok(no_iam_caller());
+                }
                 let (parts, body) = request.into_parts();
                 let mut request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
                 if let Some(caller) = caller {
@@ -47,6 +55,14 @@ async fn main() -> Result<(), Error> {
             }
         }
     }
+}
+
+/// The answer to a request the function URL did not authenticate, where the gateway expects it to.
+fn no_iam_caller() -> axum::response::Response {
+    let message = "this gateway expects its function URL's AWS_IAM auth, and the request carries no IAM caller: \
+                   sign requests (SigV4) against an AWS_IAM URL, deploy with authType TOKEN, or set EARSHOT_AUTH=public \
+                   (authType NONE) to let anyone call";
+    ApiError::forbidden("iam_caller_missing", message).into_response()
 }
 
 /// The caller's IAM principal, where the function URL authenticated it (`AWS_IAM` auth): the owner of

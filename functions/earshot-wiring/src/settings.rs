@@ -28,10 +28,15 @@ pub enum BackendKind {
 /// Who may call the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
-    /// No check in the gateway (IAM in front of it, or a local run).
+    /// No check in the gateway: IAM in front of it (on Lambda a request without an IAM caller is then
+    /// refused `403 iam_caller_missing`: the function URL is not the IAM one it was meant to be), or a
+    /// local run on loopback.
     None,
     /// A signed, short-lived token on every speak and interrupt.
     Token,
+    /// Anyone may call, on purpose: a function URL with auth NONE, or `earshot serve` on a public
+    /// address (as `--allow-unauthenticated`). Every caller is the one local owner.
+    Public,
 }
 
 /// Where the answers come from.
@@ -152,8 +157,8 @@ pub struct Settings {
     /// Where the text is in an AgentCore event that is a JSON object (events that are strings are text).
     #[arg(long, env = "EARSHOT_AGENTCORE_TEXT_POINTER", default_value = "/data")]
     pub agentcore_text_pointer: String,
-    /// Who may call: `none` (open, as behind the function URL's IAM or locally) or `token` (every
-    /// speak and interrupt needs a signed token; see the README).
+    /// Who may call: `none` (no check: behind the function URL's IAM, or locally), `token` (every
+    /// speak and interrupt needs a signed token; see the README) or `public` (anyone, on purpose).
     #[arg(long, env = "EARSHOT_AUTH", value_enum, ignore_case = true, default_value = "none")]
     pub auth: AuthMode,
     /// Token keys, `kid=secret,…` (at least 32 bytes each); the first signs `earshot token`'s tokens.

@@ -119,7 +119,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
   // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.
-  env.EARSHOT_AUTH = c.authType === 'TOKEN' ? 'token' : 'none';
+  // AWS_IAM: `none`, and the gateway refuses a request the URL did not authenticate; NONE: `public`, anyone on purpose.
+  env.EARSHOT_AUTH = c.authType === 'TOKEN' ? 'token' : c.authType === 'NONE' ? 'public' : 'none';
   if (c.authType === 'TOKEN') {
     if (tokenKeysSecret === undefined) throw new Error('token mode needs the token keys secret');
     env.EARSHOT_TOKEN_KEYS_SECRET = tokenKeysSecret;

@@ -56,6 +56,9 @@ describe('function URL', () => {
     assert.ok(url.Cors.ExposeHeaders.includes('x-earshot-backend'), 'a page can read which backend answered');
     assert.ok(url.Cors.ExposeHeaders.includes('x-earshot-arm'), 'a page can read its A/B arm');
     t.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunctionUrl', Principal: '*', FunctionUrlAuthType: 'NONE' });
+    // The gateway is told the URL is open on purpose; with `none` it would refuse every unsigned caller.
+    const env = only(t, 'AWS::Lambda::Function').Properties.Environment.Variables;
+    assert.equal(env.EARSHOT_AUTH, 'public');
   });
 });
 

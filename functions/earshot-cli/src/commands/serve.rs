@@ -98,8 +98,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     };
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse().map_err(|e| format!("bad address: {e}"))?;
-    if args.settings.auth == AuthMode::None {
-        built.settings.allowed_hosts = Some(unauthenticated_hosts(addr, args.allow_unauthenticated, &args.allowed_hosts)?);
+    if args.settings.auth != AuthMode::Token {
+        let on_purpose = args.allow_unauthenticated || args.settings.auth == AuthMode::Public;
+        built.settings.allowed_hosts = Some(unauthenticated_hosts(addr, on_purpose, &args.allowed_hosts)?);
     }
     let (gateway, mut watches) = built.gateway();
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -147,7 +148,7 @@ fn unauthenticated_hosts(addr: SocketAddr, allow_unauthenticated: bool, extra: &
         return Err(format!(
             "--host {ip} is reachable from other machines, and this server asks callers for no credentials (--auth none): \
              choose --auth token (with --token-keys or --token-keys-secret), or say --allow-unauthenticated \
-             (EARSHOT_ALLOW_UNAUTHENTICATED=true) when something in front of it checks callers"
+             (EARSHOT_ALLOW_UNAUTHENTICATED=true, or --auth public) when something in front of it checks callers"
         ));
     }
     let mut names = extra.to_vec();
