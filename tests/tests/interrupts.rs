@@ -166,6 +166,44 @@ async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
 }
 
 #[tokio::test]
+async fn a_store_that_fails_is_told_in_earshots_words_not_dynamodbs() {
+    // The store's own text names the table, the endpoint and the account: the client gets a sentence
+    // and a request id, the log gets the rest.
+    let moto = Moto::start().await;
+    let config = sdk(&moto).await;
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+    let settings = GatewaySettings {
+        interrupts: Interrupts::Shared { store: Arc::new(DynamoStore::at(&config, "interrupts", "http://127.0.0.1:9")), poll: Duration::from_millis(250) },
+        auth: Some(Arc::new(TokenAuth::new(vec![("k1".into(), KEY.to_vec())], "earshot").unwrap())),
+        metrics_namespace: None,
+        ..Default::default()
+    };
+    let url = serve(Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], Arc::new(agent(200.0)), settings)).await.url;
+    let claims =
+        Claims { aud: "earshot".into(), exp: now() + 300, sub: Some("alice".into()), conversations: Some(vec!["alice:*".into()]), ..Default::default() };
+    let bearer = mint("k1", KEY, &claims).unwrap();
+    let told = |e: ClientError| match e {
+        ClientError::Refused { status, code, message } => (status, code, message),
+        other => panic!("{other}"),
+    };
+    let (status, code, message) = told(earshot_client::interrupt_as(&url, "alice:1", Some(&bearer)).await.unwrap_err());
+    assert_eq!((status, code.as_str()), (502, "interrupt_store_unreachable"));
+    let (_, _, speak_message) = told(
+        speak(
+            &url,
+            &SpeakBody { text: Some("Hi.".into()), conversation_id: Some("alice:1".into()), ..Default::default() },
+            &CallOptions { bearer: Some(bearer.clone()), ..Default::default() },
+        )
+        .await
+        .unwrap_err(),
+    );
+    for said in [&message, &speak_message] {
+        assert!(said.contains("request id"), "{said}");
+        assert!(!said.contains("DynamoDB") && !said.contains("127.0.0.1") && !said.contains("dispatch"), "the store's own text reached the client: {said}");
+    }
+}
+
+#[tokio::test]
 async fn an_interrupt_taken_by_another_instance_stops_the_speaking_one() {
     let moto = Moto::start().await;
     let config = sdk(&moto).await;

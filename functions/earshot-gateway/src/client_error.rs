@@ -53,6 +53,8 @@ fn sentence(code: &str) -> &'static str {
         "backend_config" => "the voice is not configured correctly",
         "backend_open_timeout" => "the voice did not open a session within its time limit",
         "backend_stalled" => "the voice went silent mid-answer for longer than its time limit",
+        "interrupt_store_unreachable" => "the gateway's store of live conversations could not be reached; try again shortly",
+        "interrupt_store_busy" => "the gateway's store of live conversations is busy; try again shortly",
         "polly_throttled" | "polly_quota_exceeded" => "Amazon Polly is limiting requests; try again shortly",
         "polly_validation" => "Amazon Polly refused the text",
         c if c.starts_with("polly_") => "Amazon Polly failed",

@@ -64,10 +64,10 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let route = route(&gw, &request, scope.as_ref(), &owner)?;
     let key = owner.key(&request.conversation_id);
     let request_id = uuid::Uuid::new_v4().to_string();
-    // Before anything upstream: the caller's own share of the server.
-    let owner_place = gw.owner_place(&owner, &request_id).await?;
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
+    // Before anything upstream: the caller's own share of the server (a store that fails is upstream).
+    let owner_place = gw.owner_place(&owner, &request_id).await.map_err(|e| if e.status.as_u16() == 429 { e } else { for_client(e) })?;
     let stopper = Stopper::child_of(gw.shutdown());
     let mut opened = open(&gw, &route, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();

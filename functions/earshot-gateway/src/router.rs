@@ -117,7 +117,9 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
             Ok(true) => accepted(),
             Ok(false) => unknown(),
             Err(e) => {
-                ApiError::from_upstream(Error::new("interrupt_store_unreachable", format!("cannot record the interrupt: {}", e.message), true)).into_response()
+                // The store's own text (a table's ARN, an account) stays in the log, under an id to quote.
+                let failed = Error::new("interrupt_store_unreachable", format!("cannot record the interrupt: {}", e.message), true);
+                ApiError::from_upstream(client_error::for_client(failed, &uuid::Uuid::new_v4().to_string())).into_response()
             }
         },
     }
