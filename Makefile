@@ -33,7 +33,7 @@ help:
 	@echo "make build         build the release binaries"
 	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
 	@echo "make deploy        build the Lambda (arm64) and deploy to your AWS account (see infra/cdk/README.md)"
-	@echo "make doctor        after make deploy: does each arm of the deployed gateway speak, and if not, what to fix"
+	@echo "make doctor        after make deploy: does each arm of the deployed gateway speak and its agent answer, and if not, what to fix"
 	@echo "make destroy       remove what make deploy created"
 	@echo "make kokoro-local  start the Kokoro container's server locally (onnx engine, CPU)"
 

@@ -117,7 +117,7 @@ watch_function "$lambda_port" "$logs/lambda.env" "$logs/watch.log"
 url=$watched_url
 wait_healthy "$url" "$logs/watch.log"
 
-echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, Polly) speaks"
+echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, Polly) speaks, the agent (Bedrock) answers"
 cargo build --quiet --locked -p earshot
 "$target/debug/earshot" doctor --url "$url"
 

@@ -409,6 +409,49 @@ async fn the_doctor_says_each_arm_speaks_or_what_stops_it_while_failover_hides_i
 }
 
 #[tokio::test]
+async fn the_doctor_asks_the_agent_and_names_what_stops_it() {
+    // Voices that speak, an agent that cannot answer: a `text` conversation would never notice.
+    let s = standins(StandInsConfig { tokens_per_second: 300.0, ..Default::default() }).await;
+    let config = sdk(&s).await;
+    let voice = || -> Arc<dyn SpeechBackend> {
+        Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(5), chars_per_second: 2000.0, ..Default::default() }))
+    };
+    let bedrock = |model: &str| Arc::new(BedrockAgent::new(&config, BedrockSettings { model_id: model.into(), ..Default::default() }));
+    let url = gateway(vec![voice()], bedrock("test-model"), Routing::default()).await;
+    let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
+    assert!(ok && said.contains("the agent: answers") && said.contains("every arm speaks, and the agent answers"), "{said}");
+    let asked = Stats::get(&s.stats.bedrock_calls);
+    assert_eq!(asked, 1, "the agent itself was asked, once");
+
+    // A role without bedrock:InvokeModelWithResponseStream on the model.
+    let url = gateway(vec![voice()], bedrock("denied-model"), Routing::default()).await;
+    let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
+    assert!(!ok, "the doctor fails when the agent cannot answer: {said}");
+    assert!(said.contains("synthetic: speaks"), "the voice is still reported: {said}");
+    assert!(said.contains("the agent: CANNOT ANSWER: agent_access_denied"), "{said}");
+    assert!(said.contains("bedrock:InvokeModelWithResponseStream"), "the fix names the action: {said}");
+    assert!(said.contains("every arm speaks, but the agent cannot answer"), "{said}");
+
+    // An OpenAI-compatible agent with nothing at its address, through earshot serve as deployed.
+    let earshot = earshot_e2e::EarshotProcess::start(&[
+        "--backends",
+        "synthetic",
+        "--agent",
+        "openai",
+        "--openai-base-url",
+        "http://127.0.0.1:9/v1",
+        "--openai-model",
+        "standin",
+    ])
+    .await;
+    earshot.healthy().await;
+    let url = earshot.url.clone();
+    let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
+    assert!(!ok, "{said}");
+    assert!(said.contains("the agent: CANNOT ANSWER: agent_unreachable") && said.contains("EARSHOT_OPENAI_BASE_URL"), "{said}");
+}
+
+#[tokio::test]
 async fn polly_offers_the_generative_voices_polly_describes() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;

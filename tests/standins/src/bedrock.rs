@@ -2,7 +2,9 @@
 //! samples as local runs) as `contentBlockDelta` events at a chosen token rate, framed as Bedrock
 //! frames them. A prompt holding `[[ThrottlingException]]` is refused with that exception before the
 //! stream; one holding `[[ModelStreamErrorException]]` fails mid-stream; one holding `[[filtered]]`
-//! stops with `content_filtered`.
+//! stops with `content_filtered`. A model id starting with `denied` is refused `AccessDeniedException`
+//! (403), as Bedrock refuses a role without `bedrock:InvokeModelWithResponseStream` on the model
+//! (Bedrock API reference, ConverseStream: Errors).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,6 +36,9 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
     }
     if model.is_empty() || model == "missing" {
         return error(StatusCode::NOT_FOUND, "ResourceNotFoundException", "the model does not exist");
+    }
+    if model.starts_with("denied") {
+        return error(StatusCode::FORBIDDEN, "AccessDeniedException", "the role may not invoke this model (requested by the test)");
     }
     if prompt.contains("[[ThrottlingException]]") {
         return error(StatusCode::TOO_MANY_REQUESTS, "ThrottlingException", "too many requests (requested by the test)");

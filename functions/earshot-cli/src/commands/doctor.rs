@@ -7,7 +7,11 @@
 //! backend the request names is never failed over (`Routing::fallbacks`), so an arm that cannot speak
 //! answers with its own error instead of hiding behind the other. It reports for each arm: healthy or not,
 //! time to first audio, the voice and the billed characters, or the error code and, for each AWS or
-//! earshot code it recognises, the likely fix. It exits non-zero when an arm cannot speak.
+//! earshot code it recognises, the likely fix. Then it asks the agent: one `prompt` conversation with
+//! no backend named, so the configured agent (Bedrock, an OpenAI-compatible endpoint, AgentCore, an
+//! HTTP agent) answers through the path every real prompt takes; a `text` conversation never calls the
+//! agent, so the arms' checks alone cannot prove it. It exits non-zero when an arm cannot speak or the
+//! agent cannot answer.
 
 use clap::Args;
 use earshot_client::{speak, CallOptions, ClientError, Received, SpeakBody};
@@ -23,6 +27,8 @@ pub struct DoctorArgs {
 
 /// What the doctor says the arm says.
 const SAMPLE: &str = "Hello from earshot doctor. This voice works.";
+/// What the doctor asks the agent: short to answer, so that it costs little.
+const QUESTION: &str = "Say hello in one short sentence.";
 
 /// How one arm fared.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,9 +80,19 @@ pub fn fix(code: &str) -> &'static str {
         "backend_busy" => "the arm is at capacity: raise maxInstances (SageMaker) or KOKORO_MAX_SESSIONS, or lower the traffic",
         // SageMaker's model errors (ModelError, ModelStreamError, ModelNotReadyException, in snake case).
         c if c.starts_with("model_") => "the container failed: its log group is /aws/sagemaker/Endpoints/<endpoint> (CloudWatch Logs)",
+        "agent_access_denied" => {
+            "the agent refused the gateway's credentials: for Bedrock the Lambda role needs \
+             bedrock:InvokeModelWithResponseStream on the model or inference profile it names (the CDK stack grants it \
+             for bedrockModelId); for an OpenAI-compatible agent, check the key in EARSHOT_AGENT_KEY_SECRET"
+        }
+        "agent_unreachable" | "agent_no_response" | "agent_timeout" => {
+            "the agent could not be reached or did not answer: check its address (EARSHOT_OPENAI_BASE_URL, \
+             EARSHOT_HTTP_AGENT_URL, the AgentCore runtime ARN) and that the gateway's network reaches it"
+        }
         c if c.starts_with("agent_") || c == "access_denied_exception" => {
-            "the agent failed: for Bedrock, enable the model in the console (Model access), or use an \
-             inference profile id (us./eu./apac.) where the model is not offered on demand"
+            "the agent failed: for Bedrock, check the model id (bedrockModelId), or use an inference profile id \
+             (us./eu./apac.) where the model is not offered on demand; Amazon's serverless models need no \
+             enabling, but a third party's may need its terms accepted once in the Bedrock console"
         }
         c if c.starts_with("token_") => "the token was refused: mint a fresh one (earshot token) with this gateway's key and audience",
         _ => "see the gateway's log (CloudWatch Logs of the function) under the request id",
@@ -115,11 +131,28 @@ pub fn run(args: DoctorArgs) -> Result<(), String> {
             }
         }
     }
-    if failing.is_empty() {
-        println!("every arm speaks");
-        Ok(())
-    } else {
-        Err(format!("{} cannot speak", failing.join(", ")))
+    // The agent, through the path a real prompt takes (the gateway chooses the voice).
+    let asked = SpeakBody { prompt: Some(QUESTION.into()), ..Default::default() };
+    let agent_ok = match verdict(&runtime.block_on(speak(&args.url, &asked, &options))) {
+        Verdict::Speaks { ttfa_ms, .. } => {
+            let ttfa = ttfa_ms.map_or("-".into(), |t| format!("{t:.0} ms"));
+            println!("  the agent: answers; its answer spoken, first audio at the server after {ttfa}");
+            true
+        }
+        Verdict::Failed { code } => {
+            println!("  the agent: CANNOT ANSWER: {code}");
+            println!("      fix: {}", fix(&code));
+            false
+        }
+    };
+    match (failing.is_empty(), agent_ok) {
+        (true, true) => {
+            println!("every arm speaks, and the agent answers");
+            Ok(())
+        }
+        (true, false) => Err("every arm speaks, but the agent cannot answer".into()),
+        (false, true) => Err(format!("{} cannot speak", failing.join(", "))),
+        (false, false) => Err(format!("{} cannot speak, and the agent cannot answer", failing.join(", "))),
     }
 }
 
@@ -147,7 +180,9 @@ mod tests {
         assert!(fix("access_denied_exception").contains("InvokeEndpointWithBidirectionalStream"));
         assert!(fix("polly_throttled").contains("Service Quotas"));
         assert!(fix("backend_not_ready").contains("10 to 15 minutes"));
-        assert!(fix("agent_model_not_found").contains("Model access"));
+        assert!(fix("agent_model_not_found").contains("inference profile") && !fix("agent_model_not_found").contains("Model access"));
+        assert!(fix("agent_access_denied").contains("bedrock:InvokeModelWithResponseStream"));
+        assert!(fix("agent_unreachable").contains("EARSHOT_OPENAI_BASE_URL"));
         assert!(fix("model_stream_error").contains("/aws/sagemaker/Endpoints"));
         assert!(fix("something_new").contains("request id"));
     }
