@@ -1,6 +1,6 @@
 // The gateway: the Rust Lambda behind a response-streaming function URL, its least-privilege role (the
 // Kokoro endpoint, Polly streaming synthesis, one Bedrock model), its logs and its dashboard.
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Validations } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -211,6 +211,30 @@ export class EarshotGatewayStack extends Stack {
           }
         : undefined,
     });
+    // IAM callers: a policy to attach to them. InvokeFunction only as part of a call through the URL
+    // (lambda:InvokedViaFunctionUrl), so that no caller can invoke the function directly with a hand-made
+    // function-URL event naming another principal as its caller, and so reach that principal's
+    // conversations (AWS, "Control access to Lambda function URLs").
+    if (c.authType === 'AWS_IAM') {
+      const callers = new iam.ManagedPolicy(this, 'CallerPolicy', {
+        description: 'Attach to the roles and users that may call the earshot gateway (SigV4, through its function URL only)',
+        statements: [
+          new iam.PolicyStatement({
+            sid: 'InvokeTheUrl',
+            actions: ['lambda:InvokeFunctionUrl'],
+            resources: [this.fn.functionArn],
+            conditions: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } },
+          }),
+          new iam.PolicyStatement({
+            sid: 'InvokeOnlyThroughTheUrl',
+            actions: ['lambda:InvokeFunction'],
+            resources: [this.fn.functionArn],
+            conditions: { Bool: { 'lambda:InvokedViaFunctionUrl': 'true' } },
+          }),
+        ],
+      });
+      new CfnOutput(this, 'CallerPolicyArn', { value: callers.managedPolicyArn, description: 'Attach to IAM callers of the gateway (earshot say --sigv4, make doctor)' });
+    }
     if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (README, token mode)' });
 
     // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
@@ -243,6 +267,19 @@ export class EarshotGatewayStack extends Stack {
         id: 'AwsSolutions-SNS2',
         reason: 'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and an alarm message holds no secret (a threshold and a count), so a customer-managed key would cost without protecting anything.',
       });
+      // enforceSSL writes a topic policy, which replaces SNS's default one: without a statement of its own,
+      // CloudWatch may not publish and every alarm fails to notify (AWS knowledge center, "Why didn't I
+      // receive an SNS notification for my CloudWatch alarm trigger?"). Held to this account's alarms.
+      topic.addToResourcePolicy(new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          ArnLike: { 'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+          StringEquals: { 'aws:SourceAccount': this.account },
+        },
+      }));
       if (c.alarmEmail !== '') topic.addSubscription(new subscriptions.EmailSubscription(c.alarmEmail));
       for (const alarm of alarms) alarm.addAlarmAction(new cwActions.SnsAction(topic));
       new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn, description: 'The spend alarms publish here: subscribe whoever must know' });
@@ -263,6 +300,7 @@ export class EarshotGatewayStack extends Stack {
 
     new CfnOutput(this, 'FunctionUrl', { value: this.url.url, description: `The gateway's URL (auth ${c.authType}); POST /v1/speak` });
     new CfnOutput(this, 'AuthType', { value: c.authType });
+    new CfnOutput(this, 'LogGroup', { value: logGroup.logGroupName, description: "The gateway's log group: earshot ab --log-group reads its metric lines" });
     new CfnOutput(this, 'Backends', { value: deployedBackends(c).join(',') });
     if (props.kokoro) new CfnOutput(this, 'EndpointName', { value: props.kokoro.endpointName, description: 'The Kokoro SageMaker endpoint' });
   }

@@ -115,6 +115,10 @@ export class KokoroModelStack extends Stack {
         initialVariantWeight: 1,
         // Loading the image and the model onto the GPU takes minutes, not the default seconds.
         containerStartupHealthCheckTimeoutInSeconds: c.startupHealthCheckTimeoutSeconds,
+        // A conversation holds its stream for seconds to minutes: a new one goes to the instance with the
+        // fewest in flight, not a random one that may already be full (RANDOM is the default; AWS's own
+        // Kokoro streaming sample sets this for long-lived streams).
+        routingConfig: { routingStrategy: 'LEAST_OUTSTANDING_REQUESTS' },
       }],
     });
 

@@ -369,6 +369,27 @@ describe('token mode and spend guards', () => {
     assert.equal(envOf(s).EARSHOT_AUTH, 'none');
   });
 
+  it('outputs a policy for IAM callers that invokes only through the function URL', () => {
+    const t = synth().gatewayTemplate;
+    const fnId = onlyId(t, 'AWS::Lambda::Function');
+    const doc = only(t, 'AWS::IAM::ManagedPolicy').Properties.PolicyDocument.Statement as Record<string, any>[];
+    const url = doc.find((st) => st.Action === 'lambda:InvokeFunctionUrl');
+    const direct = doc.find((st) => st.Action === 'lambda:InvokeFunction');
+    assert.deepEqual(url?.Resource, { 'Fn::GetAtt': [fnId, 'Arn'] });
+    assert.deepEqual(url?.Condition, { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } });
+    // A direct invoke could carry a hand-made URL event naming another principal as the caller.
+    assert.deepEqual(direct?.Condition, { Bool: { 'lambda:InvokedViaFunctionUrl': 'true' } });
+    assert.equal(doc.length, 2);
+    t.hasOutput('CallerPolicyArn', {});
+    const token = synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com' }).gatewayTemplate;
+    assert.equal(Object.keys(token.findResources('AWS::IAM::ManagedPolicy')).length, 0, 'no IAM callers, no caller policy');
+  });
+
+  it("outputs the gateway's log group for earshot ab", () => {
+    const t = synth().gatewayTemplate;
+    t.hasOutput('LogGroup', { Value: { Ref: onlyId(t, 'AWS::Logs::LogGroup') } });
+  });
+
   it('caps simultaneous conversations when asked, and alarms on an hour of invocations and of Polly characters to a topic', () => {
     const fn = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties;
     assert.equal(fn(synth()).ReservedConcurrentExecutions, undefined, 'unreserved by default: new accounts have 10 in all');
@@ -387,6 +408,14 @@ describe('token mode and spend guards', () => {
     const mailed = only(synth({ alarmEmail: 'ops@example.com' }).gatewayTemplate, 'AWS::SNS::Subscription').Properties;
     assert.deepEqual([mailed.Protocol, mailed.Endpoint], ['email', 'ops@example.com']);
     synth().gatewayTemplate.hasOutput('AlarmTopicArn', {});
+    // enforceSSL replaces SNS's default topic policy: CloudWatch must be let in, for this account's alarms only.
+    const policy = only(synth().gatewayTemplate, 'AWS::SNS::TopicPolicy').Properties.PolicyDocument.Statement as Record<string, any>[];
+    const publish = policy.find((st) => st.Sid === 'CloudWatchAlarmsPublish');
+    assert.ok(publish, `no statement lets CloudWatch publish: ${JSON.stringify(policy)}`);
+    assert.deepEqual([publish.Effect, publish.Principal, publish.Action], ['Allow', { Service: 'cloudwatch.amazonaws.com' }, 'sns:Publish']);
+    assert.match(render(publish.Condition.ArnLike['aws:SourceArn']), new RegExp(`^arn:aws:cloudwatch:${REGION}:${ACCOUNT}:alarm:\\*$`));
+    assert.equal(render(publish.Condition.StringEquals['aws:SourceAccount']), ACCOUNT);
+    assert.ok(policy.some((st) => st.Effect === 'Deny' && st.Condition?.Bool?.['aws:SecureTransport'] === 'false'), 'SSL is still enforced');
     assert.throws(() => synth({ alarmEmail: 'not an address' }), /alarmEmail/);
     const quiet = synth({ alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate;
     assert.equal(Object.keys(quiet.findResources('AWS::CloudWatch::Alarm')).length, 0);

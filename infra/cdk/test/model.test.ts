@@ -49,6 +49,8 @@ describe('model and endpoint', () => {
     assert.equal(variants[0].InitialInstanceCount, 1);
     assert.equal(variants[0].ContainerStartupHealthCheckTimeoutInSeconds, 600);
     assert.equal(variants[0].VariantName, 'AllTraffic');
+    // Streams last: a new one goes to the instance with the fewest in flight.
+    assert.deepEqual(variants[0].RoutingConfig, { RoutingStrategy: 'LEAST_OUTSTANDING_REQUESTS' });
     // A host AMI with a CUDA 12 driver (the default ml.g5 AMI has CUDA 11.4, too old for the image's ONNX Runtime).
     assert.equal(variants[0].InferenceAmiVersion, 'al2-ami-sagemaker-inference-gpu-3-1');
     assert.deepEqual(variants[0].ModelName, { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::Model'), 'ModelName'] });

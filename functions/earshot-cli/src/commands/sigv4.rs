@@ -25,7 +25,8 @@ pub struct Access {
     #[arg(long, env = "EARSHOT_TOKEN", hide_env_values = true, conflicts_with = "sigv4")]
     pub token: Option<String>,
     /// Sign each request with SigV4 (a deployed gateway behind IAM), with the AWS credentials of the
-    /// environment; the caller needs lambda:InvokeFunctionUrl and lambda:InvokeFunction on the function.
+    /// environment; the caller needs lambda:InvokeFunctionUrl and lambda:InvokeFunction on the function:
+    /// attach the stack's CallerPolicyArn output (InvokeFunction only through the URL).
     #[arg(long)]
     pub sigv4: bool,
     /// The region to sign for (default: the function URL's, else AWS_REGION).
