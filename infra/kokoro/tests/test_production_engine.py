@@ -24,6 +24,7 @@ from conftest import SPEECH_RMS, rms
 from kokoro_server import model_files
 from kokoro_server.config import Settings
 from kokoro_server.engines import EngineUnavailable, create_engine
+from kokoro_server.engines.onnx_engine import cuda_options
 from kokoro_server.localrun import ServerProcess, collect, send_requests
 from kokoro_server.phonemes import EspeakG2P, english_g2p, misaki_available
 
@@ -81,6 +82,13 @@ def test_a_changed_file_in_the_export_is_refused(export_dir: Path, tmp_path: Pat
     engine = create_engine(Settings(model_dir=damaged))
     with pytest.raises(model_files.ModelFileError, match="voices.npz: sha256"):
         engine.load()
+
+
+def test_cudnn_chooses_its_convolutions_by_heuristic_not_a_search_per_sentence_length() -> None:
+    options = cuda_options(1)
+    assert options == {"device_id": 1, "cudnn_conv_algo_search": "HEURISTIC"}
+    # Every value is a string or a number, as ONNX Runtime's provider options take them.
+    assert all(isinstance(v, (int, str)) for v in options.values())
 
 
 def test_cuda_asked_for_and_absent_is_a_refusal_not_a_slow_cpu(export_dir: Path) -> None:

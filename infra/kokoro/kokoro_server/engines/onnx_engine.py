@@ -33,6 +33,15 @@ DEFAULT_VOICE = "jf_alpha"
 PRODUCTION_DEFAULT_VOICES = {"en": "af_heart", "fr": "ff_siwis", "zh": "zf_xiaobei", "ja": "jf_alpha"}
 
 
+
+def cuda_options(device_id: int) -> dict[str, int | str]:
+    """The CUDA provider's options. cuDNN's convolution algorithm is chosen by its heuristic rather than by
+    ONNX Runtime's default exhaustive search, which benchmarks every algorithm again for each new input shape
+    and caches the winner per shape: Kokoro's input shape changes with every sentence's length, so the
+    exhaustive search would run on nearly every sentence, inside its time to first audio (ONNX Runtime,
+    "CUDA Execution Provider": ``cudnn_conv_algo_search``)."""
+    return {"device_id": device_id, "cudnn_conv_algo_search": "HEURISTIC"}
+
 class OnnxEngine(Engine):
     name = "onnx"
 
@@ -54,7 +63,7 @@ class OnnxEngine(Engine):
         preferred = PRODUCTION_DEFAULT_VOICES.get(language) if self._export else None
         return preferred if preferred in self._voice_names else self._voice_names[0]
 
-    def providers(self) -> list[str | tuple[str, dict[str, int]]]:
+    def providers(self) -> list[str | tuple[str, dict[str, int | str]]]:
         """ONNX Runtime's execution providers for ``KOKORO_DEVICE``: CUDA when asked for (and then required),
         the CPU otherwise."""
         device = self.settings.device or "cpu"
@@ -69,7 +78,7 @@ class OnnxEngine(Engine):
                 "the GPU image installs onnxruntime-gpu (requirements-gpu.txt)"
             )
         index = int(device.split(":", 1)[1]) if ":" in device else 0
-        return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
+        return [("CUDAExecutionProvider", cuda_options(index)), "CPUExecutionProvider"]
 
     def load(self) -> None:
         settings = self.settings
