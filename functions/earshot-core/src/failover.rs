@@ -36,9 +36,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::codes as error_codes;
 use crate::language::Language;
-use crate::protocol::AudioFormat;
 use crate::protocol::BackendReason;
-use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
+use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Switch, Voice};
 
 /// The composite session's channels: small, since each side's own channel already buffers.
 const RELAY_CHANNEL: usize = 8;
@@ -79,22 +78,6 @@ pub struct Opened {
     pub backend: String,
     /// The arms before it that could not, in order.
     pub handovers: Vec<Handover>,
-}
-
-/// The session a conversation now speaks through, after a switch before any audio: a failover, or the
-/// answer's first sentence in a language its voice was not chosen for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Switch {
-    pub backend: String,
-    pub voice: String,
-    pub format: AudioFormat,
-    /// Why the previous session was given up.
-    pub cause: SpeechError,
-    /// What the second `session` says of why (`failover`, `language`); `None`: the reason stands (the same
-    /// session, its language now known).
-    pub reason: Option<BackendReason>,
-    /// The language the new session speaks, when the switch was for it.
-    pub language: Option<Language>,
 }
 
 /// Backends in order: the first that can take the conversation speaks it.

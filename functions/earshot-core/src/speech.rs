@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::language::Language;
-use crate::protocol::AudioFormat;
+use crate::protocol::{AudioFormat, BackendReason};
 
 /// One sentence to speak. `index` is the sentence's place in the conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,7 @@ pub enum SpeechEvent {
     },
     /// Another backend now speaks the conversation (a [`crate::failover::Failover`] before any audio):
     /// the sentences not yet finished will be spoken again by it, and its audio follows.
-    Switched(crate::failover::Switch),
+    Switched(Switch),
 }
 
 /// What a backend says of a sentence it finished, measured on its side.
@@ -159,6 +159,22 @@ pub fn languages_of(voices: &[Voice], default_voice: &str) -> Vec<(Language, Str
         }
     }
     languages
+}
+
+/// The session a conversation now speaks through, after a switch before any audio: a failover, or the
+/// answer's first sentence in a language its voice was not chosen for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Switch {
+    pub backend: String,
+    pub voice: String,
+    pub format: AudioFormat,
+    /// Why the previous session was given up.
+    pub cause: SpeechError,
+    /// What the second `session` says of why (`failover`, `language`); `None`: the reason stands (the same
+    /// session, its language now known).
+    pub reason: Option<BackendReason>,
+    /// The language the new session speaks, when the switch was for it.
+    pub language: Option<Language>,
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! One conversation, in named steps:
 //!
-//! 1. [`route`]: which backends may answer (the request's choice, the A/B split or the default, then
+//! 1. [`route`](crate::route::route): which backends may answer (the request's choice, the A/B split or the default, then
 //!    the failover order), each with its voice, within what the caller's token allows;
-//! 2. [`open`]: the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
+//! 2. [`open`](crate::route::open): the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
 //!    failover are decided there, not here); where the language is not known yet, the answer's first
 //!    sentence settles it ([`crate::language_gate`]);
 //! 3. [`start_agent`]: the agent starts. A failure up to here is an HTTP error: no stream has started;
@@ -19,11 +19,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use earshot_core::failover::{Arm, Failover, Opened};
-use earshot_core::language::{Language, LanguageSource};
+use earshot_core::failover::Opened;
 use earshot_core::protocol::{BackendReason, Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
 use earshot_core::scheduler::{self, Conversation, Outcome, TimelineCell};
-use earshot_core::speech::{codes, SpeechBackend};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -40,6 +38,7 @@ use crate::metrics::Ended;
 use crate::owner::Owner;
 use crate::owner_places::OwnerPlace;
 use crate::request::SpeakRequest;
+use crate::route::{open, route};
 use crate::routing::Choice;
 use earshot_core::error::codes as error_codes;
 
@@ -168,137 +167,6 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         events,
         cancel: stopper.token().clone(),
     })
-}
-
-/// The backends that may answer, in the order they are tried.
-pub(crate) struct Route {
-    pub choice: Choice,
-    pub arms: Vec<Arm>,
-    /// The conversation's language, where known, and where it came from.
-    pub language: Option<(Language, LanguageSource)>,
-    /// The backend chosen first, passed over because it cannot speak the language.
-    pub language_from: Option<String>,
-}
-
-/// Step 1: chooses the backend and its failover order among those the caller's token allows, with
-/// the voice each would speak in. The requested voice is the chosen backend's (checked once it is
-/// ready: a backend still starting does not know its voices); the others speak their voice for the
-/// conversation's language (or their default), and one whose voice the token does not allow is left
-/// out, as the token would refuse it.
-///
-/// Languages: a backend that cannot speak the conversation's language is passed over, as a full one
-/// is. A backend the request names must speak it (else 400 `language_unsupported`); one the split or
-/// the default chose is replaced by the first backend that can, with `backend_reason: language` and no
-/// A/B arm (the arms are compared on answers each could have given). A language the request names that
-/// no backend speaks is refused; a detected one that none speaks is set aside, and the default voice
-/// speaks, as before languages were known. A voice the request names settles the language where only
-/// detection would: the caller chose it.
-pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>, owner: &Owner) -> Result<Route, ApiError> {
-    let names: Vec<String> = gw.backend_names().into_iter().filter(|n| scope.is_none_or(|s| s.allows_backend(n))).collect();
-    let routing = &gw.settings().routing;
-    let mut language = request.language();
-    if request.voice.is_some() && matches!(language, Some((_, LanguageSource::Detected))) {
-        language = None;
-    }
-    // Which backends can speak it: all, where the language is not known; a backend still starting
-    // does not know its languages yet and is kept (it is refused as not ready when opened).
-    let speaks = |name: &str, language: &Language| gw.backend(name).is_some_and(|b| b.readiness().is_err() || b.voice_for_language(language).is_some());
-    let capable: Vec<String> = match &language {
-        Some((l, _)) => names.iter().filter(|n| speaks(n, l)).cloned().collect(),
-        None => names.clone(),
-    };
-    if let Some((l, source)) = &language {
-        if capable.is_empty() && *source == LanguageSource::Request {
-            return Err(language_unsupported(gw, &names, l, None));
-        }
-        if capable.is_empty() {
-            language = None;
-        }
-    }
-    let unit = owner.assignment_unit(&request.conversation_id);
-    let mut choice = routing.choose(request.backend.as_deref(), unit, &names)?;
-    let mut language_from = None;
-    if let Some((l, _)) = language.as_ref().filter(|_| !capable.contains(&choice.backend)) {
-        if choice.reason == BackendReason::Request {
-            return Err(language_unsupported(gw, &names, l, Some(&choice.backend)));
-        }
-        language_from = Some(choice.backend.clone());
-        let instead = routing.choose(None, unit, &capable)?;
-        choice = Choice { backend: instead.backend, reason: BackendReason::Language, arm: None };
-    }
-    let chosen = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
-    let ready = chosen.readiness().is_ok();
-    let spoken = language.as_ref().map(|(l, _)| l);
-    let voice = match (ready, &request.voice) {
-        (true, requested) => voice_for(&chosen, requested.as_ref(), spoken)?,
-        (false, Some(v)) => v.clone(),
-        (false, None) => chosen.default_voice(),
-    };
-    if ready && scope.is_some_and(|s| !s.allows_voice(&voice)) {
-        return Err(ApiError::forbidden(
-            "token_out_of_scope",
-            format!("this token may not use the voice `{voice}` of {}: name an allowed voice", chosen.name()),
-        ));
-    }
-    let mut arms = vec![Arm { backend: chosen, voice }];
-    for name in routing.fallbacks(&choice, &capable) {
-        let Some(backend) = gw.backend(&name).cloned() else { continue };
-        let voice = spoken.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice());
-        if scope.is_none_or(|s| s.allows_voice(&voice)) {
-            arms.push(Arm { backend, voice });
-        }
-    }
-    Ok(Route { choice, arms, language, language_from })
-}
-
-/// 400 `language_unsupported`: the named backend (or every one) cannot speak `language`; says what
-/// each can speak.
-fn language_unsupported(gw: &Gateway, names: &[String], language: &Language, named: Option<&str>) -> ApiError {
-    let spoken = |name: &str| {
-        let languages: Vec<String> = gw.backend(name).map(|b| b.languages().into_iter().map(|(l, _)| l.to_string()).collect()).unwrap_or_default();
-        format!("{name}: {}", if languages.is_empty() { "none known yet".to_string() } else { languages.join(", ") })
-    };
-    let message = match named {
-        Some(name) => format!("backend `{name}` cannot speak {language} ({}); choose another backend or leave `backend` out", spoken(name)),
-        None => format!("no backend here can speak {language} ({})", names.iter().map(|n| spoken(n)).collect::<Vec<_>>().join("; ")),
-    };
-    ApiError::bad_request("language_unsupported", message)
-}
-
-/// The voice a ready backend speaks: the requested one (which must be its, and speak the language the
-/// request names), else its voice for the language, else its default.
-fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>, language: Option<&Language>) -> Result<String, ApiError> {
-    match requested {
-        Some(v) if backend.voices().iter().any(|x| &x.id == v) => match language {
-            Some(l) if !backend.voice_speaks(v, l) => Err(ApiError::bad_request(
-                "voice_language_mismatch",
-                format!("the voice `{v}` of {} cannot speak {l}: name one of its {l} voices, or leave `voice` out", backend.name()),
-            )),
-            _ => Ok(v.clone()),
-        },
-        Some(v) => {
-            let known: Vec<String> = backend.voices().into_iter().map(|x| x.id).collect();
-            Err(ApiError::bad_request("unknown_voice", format!("backend `{}` has no voice `{v}` (voices: {})", backend.name(), known.join(", "))))
-        }
-        None => Ok(language.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice())),
-    }
-}
-
-/// Step 2: opens the first arm that takes the conversation. With none, the client is told before any
-/// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
-pub(crate) async fn open(gw: &Gateway, route: &Route, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
-    let language = route.language.as_ref().map(|(l, _)| l.clone());
-    match Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).language(language).open_arms(conversation_id, cancel).await {
-        Ok(opened) => Ok(opened),
-        Err((backend, e)) => {
-            if e.code == codes::BUSY {
-                if let Some(namespace) = &gw.settings().metrics_namespace {
-                    crate::metrics::log_refusal(&backend, namespace);
-                }
-            }
-            Err(ApiError::from_backend(e))
-        }
-    }
 }
 
 /// Why the backend that opened speaks: the router's reason, unless arms were passed over (the last
@@ -497,181 +365,6 @@ fn stopped_because(stopper: &Stopper, shutdown: &CancellationToken) -> Option<Er
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::GatewaySettings;
-    use crate::routing::Routing;
-    use async_trait::async_trait;
-    use earshot_core::speech::{SessionOptions, SpeechError, SpeechSession, Voice};
-
-    /// A backend known by its name, voices and readiness alone (`route` opens nothing).
-    struct Named {
-        name: &'static str,
-        /// Each voice with its language.
-        voices: Vec<(&'static str, &'static str)>,
-        ready: bool,
-    }
-
-    #[async_trait]
-    impl SpeechBackend for Named {
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn voices(&self) -> Vec<Voice> {
-            self.voices.iter().map(|(v, l)| Voice { id: v.to_string(), language: l.to_string(), description: String::new() }).collect()
-        }
-        fn default_voice(&self) -> String {
-            self.voices[0].0.to_string()
-        }
-        async fn open(&self, _: SessionOptions) -> Result<SpeechSession, SpeechError> {
-            Err(SpeechError::new("backend_unreachable", "not opened in these tests", true))
-        }
-        async fn health(&self) -> Result<(), SpeechError> {
-            Ok(())
-        }
-        fn readiness(&self) -> Result<(), SpeechError> {
-            if self.ready {
-                Ok(())
-            } else {
-                Err(SpeechError::new(codes::NOT_READY, "loading", true))
-            }
-        }
-    }
-
-    fn gateway(kokoro_ready: bool, failover: bool) -> Gateway {
-        gateway_with(kokoro_ready, Routing { failover, ..Default::default() })
-    }
-
-    /// Kokoro speaks English and French; Polly English, French and Mandarin.
-    fn gateway_with(kokoro_ready: bool, routing: Routing) -> Gateway {
-        let kokoro = Arc::new(Named { name: "kokoro", voices: vec![("af_heart", "en-US"), ("am_adam", "en-US"), ("ff_siwis", "fr")], ready: kokoro_ready });
-        let polly = Arc::new(Named { name: "polly", voices: vec![("Joanna", "en-US"), ("Lea", "fr-FR"), ("Zhiyu", "cmn-CN")], ready: true });
-        let agent =
-            Arc::new(earshot_agents::ScriptedAgent::new(earshot_agents::ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO }));
-        let settings = GatewaySettings { routing, metrics_namespace: None, ..Default::default() };
-        Gateway::new(vec![kokoro, polly], agent, settings)
-    }
-
-    fn language(route: &Route) -> Option<(String, LanguageSource)> {
-        route.language.as_ref().map(|(l, s)| (l.to_string(), *s))
-    }
-
-    #[test]
-    fn a_backend_that_cannot_speak_the_language_is_passed_over_with_the_reason() {
-        let gw = gateway(true, true);
-        let zh = route(&gw, &request(r#"{"text":"今天天气很好，我们去公园散步吧。"}"#), None, &Owner::local()).unwrap();
-        assert_eq!((zh.choice.backend.as_str(), zh.choice.reason, zh.language_from.as_deref()), ("polly", BackendReason::Language, Some("kokoro")));
-        assert_eq!(language(&zh), Some(("zh".into(), LanguageSource::Detected)));
-        assert_eq!(arms(&zh), vec![("polly".into(), "Zhiyu".into())], "no failover to an arm that cannot speak it");
-        // French: both speak it, each arm in its French voice.
-        let fr = route(&gw, &request(r#"{"text":"Bonjour, je suis votre assistant et je vais vous répondre tout de suite."}"#), None, &Owner::local()).unwrap();
-        assert_eq!((fr.choice.reason, fr.language_from.as_deref()), (BackendReason::Default, None));
-        assert_eq!(arms(&fr), vec![("kokoro".into(), "ff_siwis".into()), ("polly".into(), "Lea".into())]);
-        // Named, not detected: the tag's language.
-        let named = route(&gw, &request(r#"{"text":"OK.","language":"cmn-Hans-CN"}"#), None, &Owner::local()).unwrap();
-        assert_eq!(language(&named), Some(("zh".into(), LanguageSource::Request)));
-    }
-
-    #[test]
-    fn a_language_no_backend_speaks_is_refused_when_named_and_set_aside_when_detected() {
-        let gw = gateway(true, true);
-        let named = route(&gw, &request(r#"{"text":"Hi.","language":"ko"}"#), None, &Owner::local()).err().unwrap();
-        assert_eq!((named.status.as_u16(), named.error.code.as_str()), (400, "language_unsupported"));
-        assert!(named.error.message.contains("kokoro: en, fr") && named.error.message.contains("polly: en, fr, zh"), "{}", named.error.message);
-        let asked = route(&gw, &request(r#"{"text":"Hi.","language":"zh","backend":"kokoro"}"#), None, &Owner::local()).err().unwrap();
-        assert_eq!(asked.error.code, "language_unsupported");
-        assert!(asked.error.message.contains("backend `kokoro` cannot speak zh"), "{}", asked.error.message);
-        let detected = route(&gw, &request(r#"{"text":"Привет, как дела? Всё хорошо."}"#), None, &Owner::local()).unwrap();
-        assert_eq!((language(&detected), detected.choice.reason), (None, BackendReason::Default));
-    }
-
-    #[test]
-    fn a_named_voice_settles_a_detected_language_but_must_speak_a_named_one() {
-        let gw = gateway(true, true);
-        let chose = route(&gw, &request(r#"{"text":"今天天气很好。","voice":"am_adam"}"#), None, &Owner::local()).unwrap();
-        assert_eq!((chose.choice.backend.as_str(), language(&chose)), ("kokoro", None));
-        let mismatch = route(&gw, &request(r#"{"text":"Bonjour.","language":"fr","voice":"am_adam"}"#), None, &Owner::local()).err().unwrap();
-        assert_eq!(mismatch.error.code, "voice_language_mismatch");
-    }
-
-    #[test]
-    fn the_split_keeps_its_arms_for_answers_both_can_speak_and_passes_over_the_other_for_the_rest() {
-        let routing = Routing { weights: vec![("kokoro".into(), 50), ("polly".into(), 50)], failover: true, ..Default::default() };
-        let gw = gateway_with(true, routing);
-        let (mut passed_over, mut assigned) = (0, 0);
-        for i in 0..40 {
-            let body = format!(r#"{{"text":"今天天气很好。","conversation_id":"c-{i}"}}"#);
-            let r = route(&gw, &request(&body), None, &Owner::local()).unwrap();
-            assert_eq!(r.choice.backend, "polly", "only Polly speaks Mandarin");
-            match r.choice.reason {
-                BackendReason::Language => {
-                    assert_eq!((r.choice.arm.as_deref(), r.language_from.as_deref()), (None, Some("kokoro")));
-                    passed_over += 1;
-                }
-                BackendReason::Ab => {
-                    assert_eq!(r.choice.arm.as_deref(), Some("polly"));
-                    assigned += 1;
-                }
-                other => panic!("unexpected reason {other:?}"),
-            }
-        }
-        assert!(passed_over > 5 && assigned > 5, "both halves of the split seen: {passed_over} passed over, {assigned} assigned");
-    }
-
-    fn request(body: &str) -> SpeakRequest {
-        crate::request::parse(body.as_bytes(), &axum::http::HeaderMap::new(), &Default::default()).expect("a valid request")
-    }
-
-    fn scope(voices: &[&str]) -> Claims {
-        Claims {
-            aud: "earshot".into(),
-            exp: u64::MAX,
-            iat: None,
-            nbf: None,
-            sub: Some("user-1".into()),
-            backends: None,
-            voices: Some(voices.iter().map(|v| v.to_string()).collect()),
-            releases: None,
-            max_chars: None,
-            conversations: None,
-        }
-    }
-
-    fn arms(route: &Route) -> Vec<(String, String)> {
-        route.arms.iter().map(|a| (a.backend.name().to_string(), a.voice.clone())).collect()
-    }
-
-    #[test]
-    fn the_failover_order_follows_the_chosen_backend_with_each_fallbacks_default_voice() {
-        let gw = gateway(true, true);
-        let route = route(&gw, &request(r#"{"text":"Hi","voice":"am_adam"}"#), None, &Owner::local()).unwrap();
-        assert_eq!(arms(&route), vec![("kokoro".into(), "am_adam".into()), ("polly".into(), "Joanna".into())]);
-        assert_eq!(route.language, None, "`Hi` is too short to tell");
-        let off = gateway(true, false);
-        assert_eq!(route_len(&off), 1, "no failover: one arm");
-    }
-
-    fn route_len(gw: &Gateway) -> usize {
-        route(gw, &request(r#"{"text":"Hi"}"#), None, &Owner::local()).unwrap().arms.len()
-    }
-
-    #[test]
-    fn a_fallback_whose_voice_the_token_does_not_allow_is_left_out() {
-        // A spill to it would be refused by the token; leaving it out makes a full backend a 503, not a 403.
-        let gw = gateway(true, true);
-        let route = route(&gw, &request(r#"{"text":"Hi"}"#), Some(&scope(&["af_heart"])), &Owner::local()).unwrap();
-        assert_eq!(arms(&route), vec![("kokoro".into(), "af_heart".into())]);
-    }
-
-    #[test]
-    fn the_requested_voice_is_checked_once_its_backend_is_ready() {
-        let ready = gateway(true, true);
-        assert_eq!(route(&ready, &request(r#"{"text":"Hi","voice":"nobody"}"#), None, &Owner::local()).err().unwrap().error.code, "unknown_voice");
-        let out_of_scope = route(&ready, &request(r#"{"text":"Hi","voice":"am_adam"}"#), Some(&scope(&["af_heart", "Joanna"])), &Owner::local()).err().unwrap();
-        assert_eq!((out_of_scope.status.as_u16(), out_of_scope.error.code.as_str()), (403, "token_out_of_scope"));
-        // Still loading, its voices unknown: the conversation may fail over rather than be refused.
-        let loading = gateway(false, true);
-        let route = route(&loading, &request(r#"{"text":"Hi","voice":"nobody"}"#), None, &Owner::local()).unwrap();
-        assert_eq!(arms(&route), vec![("kokoro".into(), "nobody".into()), ("polly".into(), "Joanna".into())]);
-    }
 
     /// Counting with no metric line (no namespace): the ending is what `supervise` returns.
     fn uncounted() -> Counting {

@@ -19,10 +19,10 @@
 
 use std::sync::Arc;
 
-use earshot_core::failover::Switch;
 use earshot_core::language::{self, Language};
 use earshot_core::protocol::AudioFormat;
 use earshot_core::protocol::BackendReason;
+use earshot_core::speech::Switch;
 use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use earshot_core::text::spoken;
 use tokio::sync::mpsc;
@@ -30,9 +30,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Claims;
 use crate::config::Gateway;
-use crate::conversation::{open, route};
 use crate::owner::Owner;
 use crate::request::SpeakRequest;
+use crate::route::{open, route};
 
 /// The relay's channels: small, as the session's own channels already buffer.
 const GATE_CHANNEL: usize = 8;

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod owner;
 pub mod owner_places;
 pub mod request;
+pub mod route;
 pub mod router;
 pub mod routing;
 pub mod server;
