@@ -1,11 +1,11 @@
 //! One conversation, in named steps:
 //!
-//! 1. [`route`](crate::route::route): which backends may answer (the request's choice, the A/B split or the default, then
+//! 1. [`route`]: which backends may answer (the request's choice, the A/B split or the default, then
 //!    the failover order), each with its voice, within what the caller's token allows;
-//! 2. [`open`](crate::route::open): the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
+//! 2. [`open`]: the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
 //!    failover are decided there, not here); where the language is not known yet, the answer's first
 //!    sentence settles it ([`crate::language_gate`]);
-//! 3. [`start_agent`]: the agent starts. A failure up to here is an HTTP error: no stream has started;
+//! 3. the agent starts ([`AgentDeadlines::start`](earshot_core::agent_deadlines::AgentDeadlines::start)). A failure up to here is an HTTP error: no stream has started;
 //! 4. [`track`]: the conversation is findable by an interrupt (this process's registry, and the shared
 //!    store where conversations run in other processes);
 //! 5. [`converse`]: a task runs the scheduler, which feeds the response stream, then logs the metrics;

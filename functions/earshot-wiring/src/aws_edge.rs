@@ -4,7 +4,7 @@
 //! `make run` builds without it: the local stack (Kokoro's container, the scripted agent) calls no AWS
 //! service, and the AWS SDK's crates are most of a release build's time on a small machine. Without
 //! the feature, [`connect`] refuses the settings that need AWS with a message that says how to get a
-//! build that has it; everything else is wired the same way. [`Aws`] is then a type with no values,
+//! build that has it; everything else is wired the same way. `Aws` is then a type with no values,
 //! so the compiler proves that no AWS part is built in such a binary.
 
 use std::sync::Arc;
