@@ -198,7 +198,8 @@ fn check(case: Case) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+    // The regressions file beside this one is replayed first (proptest's default persistence).
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
     fn any_conversation_keeps_the_protocol(case in case()) {
