@@ -1,5 +1,5 @@
 //! Token mode through the real `earshot serve` process: tokens minted by `earshot token`, and by PyJWT as
-//! the README shows an app's backend minting them, speak; every failure has its status and code and nothing else happens; scopes
+//! docs/access.md shows an app's backend minting them, speak; every failure has its status and code and nothing else happens; scopes
 //! hold (backends, release modes, size, conversations); one bearer cannot interrupt another's
 //! conversation.
 
@@ -65,7 +65,7 @@ async fn a_valid_token_speaks_and_every_failure_has_its_code() {
     assert_ne!(reqwest::get(format!("{}/healthz", earshot.url)).await.unwrap().status(), 401);
 }
 
-/// A token minted as the README's Python snippet mints one, with PyJWT (a JWT library this project did not write).
+/// A token minted as the Python snippet of docs/access.md mints one, with PyJWT (a JWT library this project did not write).
 fn pyjwt_token(kid: &str, key: &str, audience: &str) -> String {
     let script = "import sys, time, jwt\n\
         kid, key, aud = sys.argv[1:4]\n\

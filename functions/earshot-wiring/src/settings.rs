@@ -158,7 +158,7 @@ pub struct Settings {
     #[arg(long, env = "EARSHOT_AGENTCORE_TEXT_POINTER", default_value = "/data")]
     pub agentcore_text_pointer: String,
     /// Who may call: `none` (no check: behind the function URL's IAM, or locally), `token` (every
-    /// speak and interrupt needs a signed token; see the README) or `public` (anyone, on purpose).
+    /// speak and interrupt needs a signed token; see docs/access.md) or `public` (anyone, on purpose).
     #[arg(long, env = "EARSHOT_AUTH", value_enum, ignore_case = true, default_value = "none")]
     pub auth: AuthMode,
     /// Token keys, `kid=secret,…` (at least 32 bytes each); the first signs `earshot token`'s tokens.

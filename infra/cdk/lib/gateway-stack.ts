@@ -235,7 +235,7 @@ export class EarshotGatewayStack extends Stack {
       });
       new CfnOutput(this, 'CallerPolicyArn', { value: callers.managedPolicyArn, description: 'Attach to IAM callers of the gateway (earshot say --sigv4, make doctor)' });
     }
-    if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (README, token mode)' });
+    if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (docs/access.md)' });
 
     // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
     // An alarm that tells nobody guards nothing: each publishes to a topic of the stack's, which an
