@@ -219,7 +219,7 @@ async fn headers_over_the_caps_are_431_with_the_json_error() {
     // The rest of the request is unread when it closes, so the kernel may reset the connection before
     // the reply is read: what is asserted is that the request is never served and the connection ends.
     for size in [100 * 1024, 1024 * 1024] {
-        let head = format!("POST /v1/speak HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\n{{}}", "a".repeat(size));
+        let head = format!("POST /v1/speak HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {}\r\nContent-Length: 2\r\n\r\n{{}}", "a".repeat(size));
         let port = earshot.port;
         let (reply, closed) =
             tokio::task::spawn_blocking(move || raw_exchange(port, &[(head.as_bytes(), Duration::ZERO)], Duration::from_secs(5))).await.unwrap();
@@ -233,7 +233,7 @@ async fn headers_over_the_caps_are_431_with_the_json_error() {
 #[tokio::test]
 async fn headers_sent_a_byte_at_a_time_are_cut_off() {
     let (_, earshot) = gateway(&[]).await;
-    let request = b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    let request = b"POST /v1/speak HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
     let parts: Vec<(&[u8], Duration)> = request.chunks(1).map(|b| (b, Duration::from_millis(300))).collect();
     let (_, closed) = tokio::task::spawn_blocking(move || raw_exchange(earshot.port, &parts, Duration::from_secs(10))).await.unwrap();
     let closed = closed.expect("the server closed the connection");
@@ -244,7 +244,7 @@ async fn headers_sent_a_byte_at_a_time_are_cut_off() {
 async fn a_body_shorter_than_its_length_times_out_with_408() {
     let (_, earshot) = gateway(&[]).await;
     let port = earshot.port;
-    let request = b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\":\"Hi";
+    let request = b"POST /v1/speak HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\":\"Hi";
     let (reply, closed) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(request, Duration::ZERO)], Duration::from_secs(10))).await.unwrap();
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
     assert!(reply.contains("body_timeout"), "{reply}");
@@ -255,7 +255,7 @@ async fn a_body_shorter_than_its_length_times_out_with_408() {
 async fn a_declared_length_over_the_limit_is_refused_at_once() {
     let (_, earshot) = gateway(&[]).await;
     let port = earshot.port;
-    let request = b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n";
+    let request = b"POST /v1/speak HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n";
     let started = Instant::now();
     let (reply, _) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(request, Duration::ZERO)], Duration::from_secs(5))).await.unwrap();
     assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
@@ -272,7 +272,7 @@ async fn connections_over_the_cap_are_answered_busy() {
     let held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let (reply, _) =
-        tokio::task::spawn_blocking(move || raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", Duration::ZERO)], Duration::from_secs(3)))
+        tokio::task::spawn_blocking(move || raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", Duration::ZERO)], Duration::from_secs(3)))
             .await
             .unwrap();
     assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
@@ -504,7 +504,7 @@ async fn a_client_that_leaves_at_any_point_leaves_nothing_running() {
     let port = earshot.port;
     tokio::task::spawn_blocking(move || {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.write_all(b"POST /v1/speak HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"text\":").unwrap();
+        s.write_all(b"POST /v1/speak HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\n{\"text\":").unwrap();
     })
     .await
     .unwrap();
