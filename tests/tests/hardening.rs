@@ -271,10 +271,11 @@ async fn connections_over_the_cap_are_answered_busy() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let (reply, _) =
-        tokio::task::spawn_blocking(move || raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", Duration::ZERO)], Duration::from_secs(3)))
-            .await
-            .unwrap();
+    let (reply, _) = tokio::task::spawn_blocking(move || {
+        raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", Duration::ZERO)], Duration::from_secs(3))
+    })
+    .await
+    .unwrap();
     assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
     assert!(reply.contains("server_busy") && reply.to_lowercase().contains("retry-after: 1"), "{reply}");
     drop(held);
