@@ -15,8 +15,16 @@
 use earshot_core::error::{codes, Error};
 
 /// Codes whose messages earshot writes from its own values alone.
-const OWN: &[&str] =
-    &[codes::INTERRUPTED, codes::CONVERSATION_TOO_LONG, codes::INTERNAL, codes::SHUTTING_DOWN, codes::EMPTY_ANSWER, codes::ANSWER_TOO_LONG, codes::AGENT_ENDED];
+const OWN: &[&str] = &[
+    codes::INTERRUPTED,
+    codes::CONVERSATION_TOO_LONG,
+    codes::INTERNAL,
+    codes::SHUTTING_DOWN,
+    codes::EMPTY_ANSWER,
+    codes::ANSWER_TOO_LONG,
+    codes::AGENT_ENDED,
+    crate::owner_places::TOO_MANY_CONVERSATIONS,
+];
 
 /// `error` as a client may see it; logs what it replaces.
 pub fn for_client(error: Error, request_id: &str) -> Error {

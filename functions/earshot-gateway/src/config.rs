@@ -154,9 +154,16 @@ impl Gateway {
         &self.shutdown
     }
 
+    /// How long a live conversation's records in the shared store last at most (its interrupt record,
+    /// its owner's place): its longest life and a minute, so that a process that died holding one
+    /// does not hold it for ever.
+    pub fn record_ttl(&self) -> Duration {
+        self.settings.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60)
+    }
+
     /// One of `owner`'s places for the conversation `request_id`, or `429 too_many_conversations`.
     pub async fn owner_place(&self, owner: &crate::owner::Owner, request_id: &str) -> Result<OwnerPlace, crate::api_error::ApiError> {
-        let ttl = self.settings.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
+        let ttl = self.record_ttl();
         crate::owner_places::take(owner, request_id, self.settings.max_conversations_per_owner, &self.settings.interrupts, &self.owner_places, &self.tasks, ttl)
             .await
     }

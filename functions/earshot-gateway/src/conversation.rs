@@ -66,7 +66,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
     // Before anything upstream: the caller's own share of the server (a store that fails is upstream).
-    let owner_place = gw.owner_place(&owner, &request_id).await.map_err(|e| if e.status.as_u16() == 429 { e } else { for_client(e) })?;
+    let owner_place = gw.owner_place(&owner, &request_id).await.map_err(for_client)?;
     let stopper = Stopper::child_of(gw.shutdown());
     let mut opened = open(&gw, &route, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
@@ -197,8 +197,7 @@ pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &S
     let Interrupts::Shared { store, poll } = &gw.settings().interrupts else {
         return Tracked { registered, store: None };
     };
-    let ttl = gw.settings().max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
-    if let Err(e) = store.begin(key, request_id, ttl).await {
+    if let Err(e) = store.begin(key, request_id, gw.record_ttl()).await {
         tracing::warn!(conversation = %key, "cannot record the conversation in the interrupt store: {e}");
     }
     gw.tasks().spawn(interrupts::watch(store.clone(), key.to_string(), *poll, stopper.clone()));

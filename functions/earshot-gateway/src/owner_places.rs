@@ -23,6 +23,9 @@ use crate::api_error::ApiError;
 use crate::interrupts::Interrupts;
 use crate::owner::Owner;
 
+/// The code of a caller refused for holding all its places; its message is earshot's own.
+pub const TOO_MANY_CONVERSATIONS: &str = "too_many_conversations";
+
 /// How long a refused caller is asked to wait before retrying.
 const RETRY_AFTER_S: u32 = 2;
 
@@ -106,7 +109,7 @@ pub async fn take(
     }
     let refused = || {
         ApiError::too_many(
-            "too_many_conversations",
+            TOO_MANY_CONVERSATIONS,
             format!("this caller already has {max} conversations live, the most one caller may have at once; retry when one ends"),
             RETRY_AFTER_S,
         )
