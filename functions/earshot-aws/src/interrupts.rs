@@ -98,6 +98,22 @@ impl DynamoStore {
         Ok(places_of(item.item(), now_s()))
     }
 
+    /// Reads the places under `key_` and lets `change` alter them: `Some(answer)` answers without a write,
+    /// `None` writes them back on condition that nobody wrote since the read (then `true`), read again
+    /// and retried on a conflict.
+    async fn change_places(&self, key_: &str, change: impl Fn(&mut Vec<(u64, String)>) -> Option<bool>) -> Result<bool, Error> {
+        for _ in 0..PLACE_ATTEMPTS {
+            let Places { mut live, version } = self.read_places(key_).await?;
+            if let Some(answer) = change(&mut live) {
+                return Ok(answer);
+            }
+            if self.write_places(key_, &live, version).await? {
+                return Ok(true);
+            }
+        }
+        Err(Error::new("interrupt_store_busy", format!("DynamoDB: {PLACE_ATTEMPTS} conflicting writes in a row on one owner's places"), true))
+    }
+
     /// Writes `live` as the places under `key_` if nobody wrote since `version`: `Ok(false)` on a conflict.
     async fn write_places(&self, key_: &str, live: &[(u64, String)], version: u64) -> Result<bool, Error> {
         let unchanged = "attribute_not_exists(conversation_id) OR version = :version";
@@ -207,34 +223,27 @@ impl ConversationStore for DynamoStore {
     }
 
     async fn claim(&self, key_: &str, token: &str, max: usize, ttl: Duration) -> Result<bool, Error> {
-        for _ in 0..PLACE_ATTEMPTS {
-            let Places { mut live, version } = self.read_places(key_).await?;
+        let expires = now_s() + ttl.as_secs().max(1);
+        self.change_places(key_, |live| {
             if live.iter().any(|(_, t)| t == token) {
-                return Ok(true);
+                return Some(true);
             }
             if live.len() >= max {
-                return Ok(false);
+                return Some(false);
             }
-            live.push((now_s() + ttl.as_secs().max(1), token.to_string()));
-            if self.write_places(key_, &live, version).await? {
-                return Ok(true);
-            }
-        }
-        Err(Error::new("interrupt_store_busy", format!("DynamoDB: {PLACE_ATTEMPTS} conflicting writes in a row on one owner's places"), true))
+            live.push((expires, token.to_string()));
+            None
+        })
+        .await
     }
 
     async fn release(&self, key_: &str, token: &str) -> Result<(), Error> {
-        for _ in 0..PLACE_ATTEMPTS {
-            let Places { mut live, version } = self.read_places(key_).await?;
+        self.change_places(key_, |live| {
             let before = live.len();
             live.retain(|(_, t)| t != token);
-            if live.len() == before {
-                return Ok(());
-            }
-            if self.write_places(key_, &live, version).await? {
-                return Ok(());
-            }
-        }
-        Err(Error::new("interrupt_store_busy", format!("DynamoDB: {PLACE_ATTEMPTS} conflicting writes in a row on one owner's places"), true))
+            (live.len() == before).then_some(true)
+        })
+        .await
+        .map(|_| ())
     }
 }
