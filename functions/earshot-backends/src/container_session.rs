@@ -161,7 +161,7 @@ impl<T: ContainerTransport> Session<T> {
                 Ok(ControlMessage::End { request_id, held_seconds, first_audio_seconds, queued_seconds }) => match self.live.remove(&request_id) {
                     Some(index) => {
                         let own_first_audio_ms = first_audio_seconds.map(|first| (first + queued_seconds.unwrap_or(0.0)) * 1000.0);
-                        let report = FinishReport { held_ms: held_seconds.map(|s| s * 1000.0), own_first_audio_ms };
+                        let report = FinishReport { held_ms: held_seconds.map(|s| s * 1000.0), own_first_audio_ms, cached: false };
                         self.emit(SpeechEvent::Finished { index, report }).await
                     }
                     None => Next::Go,

@@ -34,6 +34,7 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::cached_session::{self, CacheUse};
 use crate::error::codes as error_codes;
 use crate::language::Language;
 use crate::protocol::BackendReason;
@@ -86,13 +87,14 @@ pub struct Failover {
     arms: Vec<Arm>,
     open_timeout: Duration,
     language: Option<Language>,
+    cache: Option<CacheUse>,
 }
 
 impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None }
+        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, cache: None }
     }
 
     /// The longest an arm may take to open its session before the next is tried.
@@ -107,12 +109,24 @@ impl Failover {
         self
     }
 
+    /// The sentence cache every arm's session speaks through ([`crate::cached_session`]); `None`: none.
+    pub fn cache(mut self, cache: Option<CacheUse>) -> Self {
+        self.cache = cache;
+        self
+    }
+
     /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
     /// of the last arm tried beside its error.
     pub async fn open_arms(&self, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, (String, SpeechError)> {
         let mut rest: VecDeque<Arm> = self.arms.iter().cloned().collect();
         let mut handovers = Vec::new();
-        let with = OpenWith { conversation_id: conversation_id.to_string(), language: self.language.clone(), cancel: cancel.clone(), limit: self.open_timeout };
+        let with = OpenWith {
+            conversation_id: conversation_id.to_string(),
+            language: self.language.clone(),
+            cancel: cancel.clone(),
+            limit: self.open_timeout,
+            cache: self.cache.clone(),
+        };
         while let Some(arm) = rest.pop_front() {
             let name = arm.backend.name().to_string();
             match open_arm(&arm, &with).await {
@@ -148,6 +162,7 @@ struct OpenWith {
     cancel: CancellationToken,
     /// How long an arm may take to open.
     limit: Duration,
+    cache: Option<CacheUse>,
 }
 
 /// Opens one arm, if it is ready, within its time (past it, what the open started is cancelled).
@@ -162,7 +177,11 @@ async fn open_arm(arm: &Arm, with: &OpenWith) -> Result<SpeechSession, SpeechErr
     };
     let limit = with.limit;
     match tokio::time::timeout(limit, arm.backend.open(options)).await {
-        Ok(opened) => opened,
+        Ok(Ok(session)) => Ok(match &with.cache {
+            Some(cache) => cached_session::wrap(session, arm.backend.name(), with.language.clone(), cache.clone(), session_cancel),
+            None => session,
+        }),
+        Ok(Err(e)) => Err(e),
         Err(_) => {
             session_cancel.cancel();
             Err(SpeechError::new(OPEN_TIMEOUT, format!("{} did not open a session within {} ms", arm.backend.name(), limit.as_millis()), true))
@@ -197,7 +216,7 @@ impl SpeechBackend for Failover {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let mut arms = self.arms.clone();
         arms[0].voice = options.voice;
-        Failover { arms, open_timeout: self.open_timeout, language: options.language }
+        Failover { arms, open_timeout: self.open_timeout, language: options.language, cache: self.cache.clone() }
             .open_arms(&options.conversation_id, &options.cancel)
             .await
             .map(|o| o.session)

@@ -11,12 +11,16 @@
 //!   failure shape they, the transport and the protocol share.
 //! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait.
 //! - [`failover`]: several backends in order as one, the only place a conversation changes backend.
+//! - [`cache`]: the audio of sentences said before, bounded in bytes; [`cached_session`]: a backend
+//!   session that answers them from it.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
 //!   simulated listener whose silences they count.
 
 pub mod agent;
 pub mod agent_deadlines;
+pub mod cache;
+pub mod cached_session;
 pub mod error;
 pub mod failover;
 pub mod language;

@@ -112,6 +112,14 @@ impl SchedulerConfig {
     pub fn in_flight_bound(&self) -> usize {
         self.max_in_flight.max(1)
     }
+
+    /// The sentences an answer of exactly `text` is sent to speech as: normalised as the scheduler
+    /// normalises, split as it splits. What the sentence cache's warm-up renders, so that its keys are
+    /// the ones a conversation looks up.
+    pub fn sentences_of(&self, text: &str) -> Vec<String> {
+        let speakable = if self.normalise_markdown { crate::text::normalise(text) } else { text.to_string() };
+        crate::text::split(&speakable, self.segmenter.clone())
+    }
 }
 
 /// One conversation for the scheduler: what it reads, what it speaks through, and what it says first.
@@ -488,11 +496,12 @@ impl Scheduler<'_> {
                         marks.tts_done_ms = Some(now);
                         marks.backend_held_ms = report.held_ms;
                         marks.backend_own_first_audio_ms = report.own_first_audio_ms;
+                        marks.cached = report.cached;
                         marks.audio_ms
                     }
                     None => 0.0,
                 };
-                self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms })).await
+                self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms, cached: report.cached })).await
             }
             Some(SpeechEvent::Switched(switch)) => {
                 // The sentences in flight stay in flight: the new session speaks them again.

@@ -67,6 +67,9 @@ pub struct FinishReport {
     /// first audio (the Kokoro container's `queued_seconds + first_audio_seconds`). What the gateway
     /// measures from release to first audio, less this, is what the transport between them added.
     pub own_first_audio_ms: Option<f64>,
+    /// The sentence was said before and its audio came from the sentence cache
+    /// ([`crate::cached_session`]), not from the model.
+    pub cached: bool,
 }
 
 /// Codes a backend gives when it cannot take a conversation now; the gateway answers each before any

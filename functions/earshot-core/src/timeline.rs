@@ -61,6 +61,9 @@ pub struct SentenceMarks {
     /// `tts_first_audio_ms - released_ms` less this is what the transport added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_own_first_audio_ms: Option<f64>,
+    /// The sentence's audio came from the sentence cache: said before, not synthesized now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 /// The conversation's listener, as the clients play: one clock from the answer's first audio, each chunk
@@ -163,6 +166,16 @@ pub struct UnderrunCauses {
 }
 
 impl Timeline {
+    /// Sentences whose audio came from the sentence cache.
+    pub fn cache_hits(&self) -> usize {
+        self.sentences.iter().filter(|s| s.cached).count()
+    }
+
+    /// Characters of those sentences: what a backend that bills by the character did not bill.
+    pub fn cached_characters(&self) -> u64 {
+        self.sentences.iter().filter(|s| s.cached).map(|s| s.chars as u64).sum()
+    }
+
     pub fn sentence_mut(&mut self, index: u32) -> Option<&mut SentenceMarks> {
         self.sentences.iter_mut().find(|s| s.index == index)
     }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use earshot_core::agent::AgentSource;
 use earshot_core::agent_deadlines::AgentDeadlines;
+use earshot_core::cache::{CacheScope, SentenceCache};
+use earshot_core::cached_session::CacheUse;
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -14,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::TokenAuth;
+pub use crate::cache_settings::CacheSettings;
 use crate::host_check::AllowedHosts;
 use crate::interrupts::{Interrupts, Registry};
 use crate::owner_places::{LocalPlaces, OwnerPlace};
@@ -58,6 +61,8 @@ pub struct GatewaySettings {
     /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
     /// check (Lambda, where the function URL and IAM stand in front).
     pub allowed_hosts: Option<AllowedHosts>,
+    /// The sentence cache: its scope, its bounds and the openers rendered into it at start.
+    pub cache: CacheSettings,
 }
 
 impl Default for GatewaySettings {
@@ -78,6 +83,7 @@ impl Default for GatewaySettings {
             auth: None,
             allowed_hosts: None,
             max_conversations_per_owner: Some(4),
+            cache: CacheSettings::default(),
         }
     }
 }
@@ -102,11 +108,33 @@ pub struct Gateway {
     tasks: TaskTracker,
     /// Each owner's live conversations in this process.
     owner_places: Arc<LocalPlaces>,
+    /// The sentences said before (`None`: scope `off`).
+    cache: Option<Arc<SentenceCache>>,
+    /// Conversations started and not ended in this process: what the cache's warm-up waits on, so
+    /// that it never takes the backends from a caller.
+    live: tokio::sync::watch::Sender<usize>,
+}
+
+/// A conversation counted as live until this is dropped ([`Gateway::conversation_began`]).
+pub struct Live(tokio::sync::watch::Sender<usize>);
+
+impl Live {
+    /// A guard counted nowhere (tests of the parts that hold one).
+    pub fn detached() -> Self {
+        Live(tokio::sync::watch::Sender::new(1))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Gateway {
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
+        let cache = (settings.cache.scope != CacheScope::Off).then(|| Arc::new(SentenceCache::new(settings.cache.limits)));
         Gateway {
             backends,
             agent,
@@ -116,7 +144,33 @@ impl Gateway {
             conversation_slots,
             tasks: TaskTracker::new(),
             owner_places: Arc::default(),
+            cache,
+            live: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Counts a conversation as live from its request until the guard is dropped.
+    pub fn conversation_began(&self) -> Live {
+        self.live.send_modify(|n| *n += 1);
+        Live(self.live.clone())
+    }
+
+    /// The number of live conversations, watched.
+    pub fn live_conversations(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.live.subscribe()
+    }
+
+    /// The sentence cache, where its scope is not `off`.
+    pub fn cache(&self) -> Option<&Arc<SentenceCache>> {
+        self.cache.as_ref()
+    }
+
+    /// What `owner`'s conversation reads and fills of the cache: the deployment's part, or the owner's
+    /// own under scope `owner`.
+    pub fn cache_use(&self, owner: &crate::owner::Owner) -> Option<CacheUse> {
+        let cache = self.cache.clone()?;
+        let partition = (self.settings.cache.scope == CacheScope::Owner).then(|| owner.as_str().to_string());
+        Some(CacheUse { cache, partition })
     }
 
     /// A place for one more conversation, held until it ends; `Err` when every place is taken.

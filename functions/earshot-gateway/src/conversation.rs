@@ -60,6 +60,8 @@ pub struct Started {
 /// or sent upstream under the conversation is keyed by its owner and id together ([`Owner::key`]).
 pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, owner: Owner, clock: Clock) -> Result<Started, ApiError> {
     let slot = gw.conversation_slot()?;
+    // Live from here: the cache's warm-up steps aside until it ends (warmup.rs).
+    let live = gw.conversation_began();
     let route = route(&gw, &request, scope.as_ref(), &owner)?;
     let key = owner.key(&request.conversation_id);
     let request_id = uuid::Uuid::new_v4().to_string();
@@ -68,7 +70,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // Before anything upstream: the caller's own share of the server (a store that fails is upstream).
     let owner_place = gw.owner_place(&owner, &request_id).await.map_err(for_client)?;
     let stopper = Stopper::child_of(gw.shutdown());
-    let mut opened = open(&gw, &route, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
+    let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
     // Neither the request nor its text told the language, and no voice was named: the answer's first
     // sentence will (language_gate.rs).
@@ -155,6 +157,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         counting,
         tasks: gw.tasks().clone(),
         owner_place,
+        live,
     };
     gw.tasks().spawn(supervise(task, out, request_id.clone(), ending));
     Ok(Started {
@@ -267,6 +270,8 @@ pub(crate) struct Ending {
     pub tasks: TaskTracker,
     /// One of its owner's places, given back when it ends.
     pub owner_place: OwnerPlace,
+    /// Counts it as live until it ends.
+    pub live: crate::config::Live,
 }
 
 /// Step 6: watches a conversation's task so that its client is never left hanging, and owns every way
@@ -280,7 +285,7 @@ pub(crate) struct Ending {
 /// Then, however it ended, the conversation is counted: its log line and its metric line. Returns how
 /// it ended.
 pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<ServerEvent>, request_id: String, ending: Ending) -> Ended {
-    let Ending { shutdown, stopper, max, tracked, slot, counting, tasks, owner_place } = ending;
+    let Ending { shutdown, stopper, max, tracked, slot, counting, tasks, owner_place, live } = ending;
     let too_long = async {
         match max {
             Some(max) => tokio::time::sleep(max).await,
@@ -324,6 +329,7 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
     drop(registered);
     drop(slot);
     drop(owner_place);
+    drop(live);
     if let Some((store, id, token)) = store {
         tasks.spawn(async move {
             if let Err(e) = store.end(&id, &token).await {
@@ -412,6 +418,7 @@ mod tests {
             counting: uncounted(),
             tasks: TaskTracker::new(),
             owner_place: OwnerPlace::Unlimited,
+            live: crate::config::Live::detached(),
         };
         let supervisor = tokio::spawn(supervise(task, tx, "req-1".into(), ending));
         let mut events = Vec::new();
@@ -493,6 +500,7 @@ mod tests {
                 counting: uncounted(),
                 tasks: TaskTracker::new(),
                 owner_place: OwnerPlace::Unlimited,
+                live: crate::config::Live::detached(),
             };
             // The task is already over when the supervisor starts.
             if by_shutdown {

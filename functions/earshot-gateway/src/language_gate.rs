@@ -171,7 +171,7 @@ async fn switch_for(reroute: &Reroute, language: &Language, text: &str) -> Resul
             Ok(Some((None, switch)))
         }
         Decision::Reopen => {
-            let opened = open(gw, &routed, &reroute.request.conversation_id, &reroute.cancel)
+            let opened = open(gw, &routed, &reroute.owner, &reroute.request.conversation_id, &reroute.cancel)
                 .await
                 .map_err(|e| SpeechError::new(&e.error.code, e.error.message, false))?;
             let switch = Switch {

@@ -9,6 +9,7 @@
 
 pub mod api_error;
 pub mod auth;
+pub mod cache_settings;
 pub mod client_error;
 pub mod config;
 pub mod conversation;
@@ -26,6 +27,7 @@ pub mod router;
 pub mod routing;
 pub mod server;
 pub mod strict_json;
+pub mod warmup;
 
 pub use config::{Gateway, GatewaySettings, Limits};
 pub use interrupts::{ConversationStore, Interrupts};

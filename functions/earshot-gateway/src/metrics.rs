@@ -178,7 +178,11 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
     }
     if let Some(billed) = timeline.billed_characters {
         add_metric(&mut line, namespace, "BilledCharacters", "Count", json!(billed), json!([["Backend"], ["Arm"]]));
+        // What the sentence cache spared the bill: its hits' characters, where the backend bills them.
+        add_metric(&mut line, namespace, "BilledCharactersSaved", "Count", json!(timeline.cached_characters()), json!([["Backend"], ["Arm"]]));
     }
+    // Sentences heard before and played from the cache: over `Sentences`, the hit rate.
+    add_metric(&mut line, namespace, "CacheHits", "Count", json!(timeline.cache_hits()), json!([["Backend"], ["Arm"]]));
     line
 }
 
@@ -252,6 +256,23 @@ mod tests {
         assert_eq!((line["Language"].as_str(), line["LanguageFrom"].as_str()), (Some("fr"), Some("synthetic")));
         assert_eq!(line["_aws"]["CloudWatchMetrics"][3]["Dimensions"], json!([["Backend"], ["Arm"]]));
         assert_eq!((line["Ending"].as_str(), line["Conversations"].as_u64()), (Some("completed"), Some(1)));
+    }
+
+    #[test]
+    fn the_cache_s_hits_are_counted_and_what_they_spared_a_billing_backend() {
+        let sentence = |index: u32, chars: usize, cached: bool| earshot_core::timeline::SentenceMarks { index, chars, cached, ..Default::default() };
+        let polly = Timeline {
+            backend: "polly".into(),
+            billed_characters: Some(30),
+            sentences: vec![sentence(0, 5, true), sentence(1, 30, false)],
+            ..Default::default()
+        };
+        let line = conversation_line(&polly, "earshot", &ConversationEnd::default(), 1);
+        assert_eq!((line["CacheHits"].as_u64(), line["BilledCharactersSaved"].as_u64(), line["Sentences"].as_u64()), (Some(1), Some(5), Some(2)));
+        let kokoro = Timeline { backend: "kokoro".into(), sentences: vec![sentence(0, 5, true)], ..Default::default() };
+        let line = conversation_line(&kokoro, "earshot", &ConversationEnd::default(), 1);
+        assert_eq!(line["CacheHits"].as_u64(), Some(1));
+        assert!(line.get("BilledCharactersSaved").is_none(), "a backend that bills nothing saves nothing");
     }
 
     #[test]

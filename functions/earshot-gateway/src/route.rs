@@ -132,11 +132,13 @@ fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>, langu
     }
 }
 
-/// Step 2: opens the first arm that takes the conversation. With none, the client is told before any
+/// Step 2: opens the first arm that takes the conversation, through the sentence cache where it is on
+/// (the owner's part of it under scope `owner`). With none, the client is told before any
 /// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
-pub(crate) async fn open(gw: &Gateway, route: &Route, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
+pub(crate) async fn open(gw: &Gateway, route: &Route, owner: &Owner, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
     let language = route.language.as_ref().map(|(l, _)| l.clone());
-    match Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).language(language).open_arms(conversation_id, cancel).await {
+    let failover = Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).language(language).cache(gw.cache_use(owner));
+    match failover.open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {
             if e.code == codes::BUSY {

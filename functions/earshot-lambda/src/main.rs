@@ -21,7 +21,11 @@ async fn main() -> Result<(), Error> {
     // Kokoro on Lambda is a SageMaker endpoint: there is no container to watch come up.
     let built = earshot_wiring::build(&settings, Place::Lambda).await?;
     let (gateway, _watches) = built.gateway();
-    let router = earshot_gateway::router(Arc::new(gateway));
+    let gateway = Arc::new(gateway);
+    // The openers into the sentence cache: rendered while no conversation is live, so in the moments
+    // of an invocation after its conversation has ended, never before a caller's first audio.
+    let _warmup = earshot_gateway::warmup::start(gateway.clone());
+    let router = earshot_gateway::router(gateway);
     // `none` means the function URL's IAM stands in front: a request it did not authenticate means the
     // URL is open (auth NONE) without the deployment saying so (`public`), and is refused.
     let iam_in_front = settings.auth == AuthMode::None;

@@ -143,6 +143,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.backend_open_timeout = Duration::from_millis(settings.backend_open_timeout_ms);
     gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
     gateway.max_conversations_per_owner = (settings.max_conversations_per_owner > 0).then_some(settings.max_conversations_per_owner);
+    gateway.cache = settings.cache()?;
     gateway.interrupts = match (&settings.interrupt_table, place) {
         (Some(table), _) => {
             let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));

@@ -6,7 +6,9 @@
 //! apart, and `--help` lists the variable beside each flag.
 
 use clap::{ArgAction, Args, CommandFactory, Parser, ValueEnum};
+use earshot_core::cache::{CacheLimits, CacheScope};
 use earshot_core::language::Language;
+use earshot_gateway::cache_settings::{CacheSettings, Warmup};
 use std::time::Duration;
 
 /// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
@@ -240,6 +242,21 @@ pub struct Settings {
     /// interrupt table where there is one.
     #[arg(long, env = "EARSHOT_MAX_CONVERSATIONS_PER_OWNER", default_value_t = 4)]
     pub max_conversations_per_owner: usize,
+    /// Which conversations may hear each other's cached sentences: `deployment` (every caller's: the
+    /// most hits), `owner` (a hit never crosses callers, since a hit is faster and so tells a caller
+    /// the sentence was said before) or `off`.
+    #[arg(long, env = "EARSHOT_CACHE", default_value = "deployment", value_parser = cache_scope)]
+    pub cache: CacheScope,
+    /// The sentence cache's bound, in MiB of audio (least recently used sentences go first).
+    #[arg(long, env = "EARSHOT_CACHE_MIB", default_value_t = 64)]
+    pub cache_mib: usize,
+    /// The longest sentence the cache keeps, in characters.
+    #[arg(long, env = "EARSHOT_CACHE_MAX_CHARS", default_value_t = 200)]
+    pub cache_max_chars: usize,
+    /// The openers rendered into the cache at start: a JSON list of sentences (every backend's default
+    /// voice), a JSON object from voice to sentences, or `none`. Unset: a few common openers.
+    #[arg(long, env = "EARSHOT_CACHE_WARMUP")]
+    pub cache_warmup: Option<String>,
     /// The CloudWatch namespace of the metrics line logged after each conversation.
     #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
     pub metrics_namespace: String,
@@ -352,6 +369,22 @@ impl Settings {
     }
 
     /// The rules across settings, checked before anything is built.
+    /// The sentence cache's settings.
+    pub fn cache(&self) -> Result<CacheSettings, String> {
+        Ok(CacheSettings {
+            scope: self.cache,
+            limits: CacheLimits { max_bytes: self.cache_mib << 20, max_chars: self.cache_max_chars },
+            warmup: self.cache_warmup()?,
+        })
+    }
+
+    fn cache_warmup(&self) -> Result<Warmup, String> {
+        match &self.cache_warmup {
+            None => Ok(Warmup::default_openers()),
+            Some(spec) => Warmup::parse(spec).map_err(|e| format!("EARSHOT_CACHE_WARMUP (--cache-warmup): {e}")),
+        }
+    }
+
     pub fn check(&self, place: Place) -> Result<(), String> {
         if self.backends.is_empty() {
             return Err("EARSHOT_BACKENDS (--backends): names no backend".into());
@@ -372,6 +405,13 @@ impl Settings {
                 self.max_conversations_per_owner
             ));
         }
+        if !(1..=4096).contains(&self.cache_mib) {
+            return Err(format!("EARSHOT_CACHE_MIB (--cache-mib): must be 1 to 4096, not {}", self.cache_mib));
+        }
+        if !(1..=2000).contains(&self.cache_max_chars) {
+            return Err(format!("EARSHOT_CACHE_MAX_CHARS (--cache-max-chars): must be 1 to 2000, not {}", self.cache_max_chars));
+        }
+        self.cache_warmup()?;
         if !(100..=600_000).contains(&self.keep_alive_ms) {
             return Err(format!("EARSHOT_KEEP_ALIVE_MS (--keep-alive-ms): must be 100 to 600000, not {}", self.keep_alive_ms));
         }
@@ -476,6 +516,11 @@ fn explain(e: &clap::Error) -> String {
         Some(variable) => format!("{variable}: {value}is not valid (see --{flag} in `earshot serve --help`)"),
         None => e.to_string().lines().next().unwrap_or("bad configuration").to_string(),
     }
+}
+
+/// Reads `EARSHOT_CACHE`.
+fn cache_scope(s: &str) -> Result<CacheScope, String> {
+    s.parse()
 }
 
 #[cfg(test)]

@@ -82,6 +82,14 @@ export interface EarshotConfig {
   readonly reservedConcurrency: number;
   /** Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; 0: no limit. */
   readonly maxConversationsPerOwner: number;
+  /** Which conversations share the sentence cache: `deployment`, `owner` (a hit never crosses callers) or `off`. */
+  readonly cacheScope: 'deployment' | 'owner' | 'off';
+  /** The sentence cache's bound per warm Lambda, in MiB (at most a quarter of lambdaMemoryMb). */
+  readonly cacheMib: number;
+  /** The longest sentence the cache keeps, in characters. */
+  readonly cacheMaxChars: number;
+  /** The openers rendered into the cache on a cold start: '' for earshot's few, `none`, or JSON (a list, or voice to list). */
+  readonly cacheWarmup: string;
   /** Alarm thresholds: Polly characters billed in an hour, and invocations in an hour (0: no alarm). */
   readonly alarmPollyCharactersPerHour: number;
   readonly alarmInvocationsPerHour: number;
@@ -147,6 +155,10 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   tokenMaxLifetimeSeconds: 'integer',
   reservedConcurrency: 'integer',
   maxConversationsPerOwner: 'integer',
+  cacheScope: 'string',
+  cacheMib: 'integer',
+  cacheMaxChars: 'integer',
+  cacheWarmup: 'string',
   alarmPollyCharactersPerHour: 'integer',
   alarmInvocationsPerHour: 'integer',
   alarmEmail: 'string',
@@ -280,6 +292,21 @@ function check(c: EarshotConfig): void {
   within('tokenMaxLifetimeSeconds', 60, 86_400);
   within('reservedConcurrency', 0, 10_000);
   within('maxConversationsPerOwner', 0, 10_000);
+  if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
+  within('cacheMib', 1, 4096);
+  if (c.cacheMib * 4 > c.lambdaMemoryMb) fail('cacheMib', `must be at most a quarter of lambdaMemoryMb (${c.lambdaMemoryMb} MB), got ${c.cacheMib}`);
+  within('cacheMaxChars', 1, 2000);
+  if (c.cacheWarmup.trim() !== '' && c.cacheWarmup.trim() !== 'none') {
+    let warmup: unknown;
+    try {
+      warmup = JSON.parse(c.cacheWarmup);
+    } catch {
+      fail('cacheWarmup', `must be '' (earshot's openers), none, or JSON, got ${JSON.stringify(c.cacheWarmup)}`);
+    }
+    const isList = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === 'string');
+    const ok = isList(warmup) || (typeof warmup === 'object' && warmup !== null && Object.values(warmup).every(isList));
+    if (!ok) fail('cacheWarmup', 'must be a JSON list of sentences or an object from voice to a list of sentences');
+  }
   within('alarmPollyCharactersPerHour', 0);
   within('alarmInvocationsPerHour', 0);
   if (c.alarmEmail !== '' && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(c.alarmEmail)) fail('alarmEmail', `must be an e-mail address or empty, got ${JSON.stringify(c.alarmEmail)}`);

@@ -44,6 +44,10 @@ export const ENV_NAMES = [
   'EARSHOT_CLIENT_READ_TIMEOUT_MS',
   'EARSHOT_KEEP_ALIVE_MS',
   'EARSHOT_MAX_CONVERSATIONS_PER_OWNER',
+  'EARSHOT_CACHE',
+  'EARSHOT_CACHE_MIB',
+  'EARSHOT_CACHE_MAX_CHARS',
+  'EARSHOT_CACHE_WARMUP',
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
@@ -115,9 +119,14 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_KEEP_ALIVE_MS: String(KEEP_ALIVE_MS),
     // Kept in the interrupt table across invocations (docs/protocol.md, 429 too_many_conversations).
     EARSHOT_MAX_CONVERSATIONS_PER_OWNER: String(c.maxConversationsPerOwner),
+    // The sentence cache, in each warm Lambda's memory (docs/cache.md).
+    EARSHOT_CACHE: c.cacheScope,
+    EARSHOT_CACHE_MIB: String(c.cacheMib),
+    EARSHOT_CACHE_MAX_CHARS: String(c.cacheMaxChars),
     ...UPSTREAM_LIMITS,
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
+  if (c.cacheWarmup.trim() !== '') env.EARSHOT_CACHE_WARMUP = c.cacheWarmup.trim();
   // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.
   // AWS_IAM: `none`, and the gateway refuses a request the URL did not authenticate; NONE: `public`, anyone on purpose.
   env.EARSHOT_AUTH = c.authType === 'TOKEN' ? 'token' : c.authType === 'NONE' ? 'public' : 'none';

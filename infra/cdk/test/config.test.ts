@@ -61,6 +61,15 @@ describe('-c overrides (strings from the command line)', () => {
     rejects({ pollyLanguageVoices: '{"fr":"L\u00e9a Voice"}' }, /`pollyLanguageVoices` must give fr a voice name/);
   });
 
+  it('takes the sentence cache\'s scope, bound and openers, and refuses what the gateway would', () => {
+    assert.equal(withContext({ cacheScope: 'owner' }).cacheScope, 'owner');
+    assert.equal(withContext({ cacheWarmup: '["Sure."]' }).cacheWarmup, '["Sure."]');
+    rejects({ cacheScope: 'everyone' }, /`cacheScope` must be deployment, owner or off/);
+    rejects({ cacheMib: '512' }, /`cacheMib` must be at most a quarter of lambdaMemoryMb/);
+    rejects({ cacheWarmup: 'Sure.' }, /`cacheWarmup` must be '' \(earshot's openers\), none, or JSON/);
+    rejects({ cacheWarmup: '{"af_heart": "Sure."}' }, /`cacheWarmup` must be a JSON list of sentences or an object/);
+  });
+
   it('leaves settings that are not overridden at their file values', () => {
     const c = withContext({ kokoroVoice: 'af_bella' });
     assert.equal(c.kokoroVoice, 'af_bella');

@@ -148,7 +148,8 @@ describe('Lambda architecture', () => {
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
-    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_)/.test(n));
+    // Each agent's own, the token mode's, and the warm-up list (written only when it is not earshot's own).
+    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP)/.test(n));
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
@@ -182,6 +183,9 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_CLIENT_READ_TIMEOUT_MS: '30000',
       EARSHOT_KEEP_ALIVE_MS: '15000',
       EARSHOT_MAX_CONVERSATIONS_PER_OWNER: '4',
+      EARSHOT_CACHE: 'deployment',
+      EARSHOT_CACHE_MIB: '64',
+      EARSHOT_CACHE_MAX_CHARS: '200',
     });
   });
 
@@ -204,6 +208,10 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       metricsNamespace: 'earshot-staging',
       logLevel: 'debug',
       endpointName: 'kokoro-staging',
+      cacheScope: 'owner',
+      cacheMib: '32',
+      cacheMaxChars: '120',
+      cacheWarmup: '{"af_bella": ["Aye."]}',
     }).gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'polly,kokoro',
@@ -231,6 +239,10 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_CLIENT_READ_TIMEOUT_MS: '30000',
       EARSHOT_KEEP_ALIVE_MS: '15000',
       EARSHOT_MAX_CONVERSATIONS_PER_OWNER: '4',
+      EARSHOT_CACHE: 'owner',
+      EARSHOT_CACHE_MIB: '32',
+      EARSHOT_CACHE_MAX_CHARS: '120',
+      EARSHOT_CACHE_WARMUP: '{"af_bella": ["Aye."]}',
       ...UPSTREAM_LIMITS,
     });
   });

@@ -124,6 +124,9 @@ pub struct SentenceEnd {
     pub index: u32,
     /// Milliseconds of audio the sentence produced.
     pub audio_ms: f64,
+    /// The sentence was said before: its audio came from the sentence cache (absent: synthesized now).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 /// The end of the conversation, with its timeline.

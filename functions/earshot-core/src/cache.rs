@@ -1,0 +1,288 @@
+//! Sentences heard before: the audio of synthesized sentences, kept in memory and bounded in bytes, so
+//! that an agent's repeated phrases ("Sure.", "Let me check that for you.") start below the model's
+//! floor and a billed voice bills them once.
+//!
+//! A sentence is found again only under everything that changes its sound: the backend, the voice, the
+//! language its front end reads it in, the audio format, and the text exactly as sent to the backend
+//! (its spoken form, after normalisation). A [`Partition`] keeps callers apart where the deployment
+//! asks for it (`owner` scope): a hit is faster than a miss, which tells a caller that the sentence was
+//! said before, so a deployment shared by callers who must learn nothing of each other keys by owner.
+//!
+//! The store holds whole sentences only: one that was cut (an interrupt, a failure) is never kept.
+//! Least recently used sentences go first once the bytes held pass the bound. The recency order is the
+//! `lru` crate's; the bound is ours, since `lru` counts entries and a sentence's audio ranges from a
+//! few kilobytes to hundreds.
+//!
+//! How a conversation uses it is [`crate::cached_session`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use crate::protocol::AudioFormat;
+
+/// Which conversations may hear each other's cached sentences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Every conversation of the deployment: the most hits.
+    Deployment,
+    /// Only the same owner's: a hit never crosses callers.
+    Owner,
+    /// No cache.
+    Off,
+}
+
+impl CacheScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Deployment => "deployment",
+            CacheScope::Owner => "owner",
+            CacheScope::Off => "off",
+        }
+    }
+}
+
+impl std::str::FromStr for CacheScope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "deployment" => Ok(CacheScope::Deployment),
+            "owner" => Ok(CacheScope::Owner),
+            "off" => Ok(CacheScope::Off),
+            other => Err(format!("unknown cache scope `{other}` (expected deployment, owner or off)")),
+        }
+    }
+}
+
+/// The part of the store a conversation may read and fill: the whole deployment's (`None`), or one
+/// owner's.
+pub type Partition = Option<String>;
+
+/// Everything that changes how a sentence sounds, and the partition it was said in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CacheKey {
+    pub partition: Partition,
+    pub backend: String,
+    pub voice: String,
+    /// The language the backend's front end read it in (`None`: the voice's own).
+    pub language: Option<String>,
+    /// The audio format, as `encoding/rate/channels`.
+    pub format: String,
+    /// The sentence exactly as sent to the backend.
+    pub text: String,
+}
+
+impl CacheKey {
+    /// Bytes the key itself holds, counted against the bound with the audio.
+    fn size(&self) -> usize {
+        self.text.len() + self.voice.len() + self.backend.len() + self.format.len() + self.partition.as_ref().map_or(0, String::len) + 64
+    }
+}
+
+/// The format part of a key.
+pub fn format_key(format: &AudioFormat) -> String {
+    format!("{}/{}/{}", format.encoding, format.sample_rate, format.channels)
+}
+
+/// A sentence's audio as the backend sent it: the same chunks, so a hit is the same bytes in the same
+/// pieces as the miss that filled it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedSentence {
+    pub chunks: Vec<Bytes>,
+}
+
+impl CachedSentence {
+    pub fn bytes(&self) -> usize {
+        self.chunks.iter().map(Bytes::len).sum()
+    }
+}
+
+/// The bounds of a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheLimits {
+    /// Audio and keys held at most, in bytes; past it the least recently used sentences go.
+    pub max_bytes: usize,
+    /// The longest sentence kept, in characters: long sentences rarely repeat.
+    pub max_chars: usize,
+}
+
+impl Default for CacheLimits {
+    fn default() -> Self {
+        CacheLimits { max_bytes: 64 * 1024 * 1024, max_chars: 200 }
+    }
+}
+
+/// What the store has done since it was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub stored: u64,
+    pub evicted: u64,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// The store: shared by every conversation of a process.
+pub struct SentenceCache {
+    limits: CacheLimits,
+    entries: Mutex<Entries>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    stored: AtomicU64,
+    evicted: AtomicU64,
+}
+
+struct Entries {
+    lru: LruCache<CacheKey, Arc<CachedSentence>>,
+    bytes: usize,
+}
+
+impl SentenceCache {
+    pub fn new(limits: CacheLimits) -> Self {
+        SentenceCache {
+            limits,
+            entries: Mutex::new(Entries { lru: LruCache::unbounded(), bytes: 0 }),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+        }
+    }
+
+    pub fn limits(&self) -> CacheLimits {
+        self.limits
+    }
+
+    /// Whether a sentence of this text may be kept at all (not too long, not empty).
+    pub fn admits(&self, text: &str) -> bool {
+        let chars = text.chars().count();
+        chars > 0 && chars <= self.limits.max_chars
+    }
+
+    /// The sentence's audio, if it was said before; a hit makes it the most recently used.
+    pub fn get(&self, key: &CacheKey) -> Option<Arc<CachedSentence>> {
+        let found = self.lock().lru.get(key).cloned();
+        match found {
+            Some(_) => self.hits.fetch_add(1, Ordering::Relaxed),
+            None => self.misses.fetch_add(1, Ordering::Relaxed),
+        };
+        found
+    }
+
+    /// Whether the sentence is held, without counting a hit or changing its recency.
+    pub fn contains(&self, key: &CacheKey) -> bool {
+        self.lock().lru.contains(key)
+    }
+
+    /// Keeps a whole sentence's audio; the least recently used go until the bound holds. A sentence
+    /// larger than the whole bound is not kept.
+    pub fn put(&self, key: CacheKey, sentence: CachedSentence) {
+        let size = key.size() + sentence.bytes();
+        if size > self.limits.max_bytes || !self.admits(&key.text) {
+            return;
+        }
+        let mut entries = self.lock();
+        if let Some(old) = entries.lru.pop(&key) {
+            entries.bytes -= key.size() + old.bytes();
+        }
+        entries.bytes += size;
+        entries.lru.put(key, Arc::new(sentence));
+        self.stored.fetch_add(1, Ordering::Relaxed);
+        while entries.bytes > self.limits.max_bytes {
+            let Some((key, old)) = entries.lru.pop_lru() else { break };
+            entries.bytes -= key.size() + old.bytes();
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let entries = self.lock();
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            stored: self.stored.load(Ordering::Relaxed),
+            evicted: self.evicted.load(Ordering::Relaxed),
+            entries: entries.lru.len() as u64,
+            bytes: entries.bytes as u64,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str) -> CacheKey {
+        CacheKey { partition: None, backend: "kokoro".into(), voice: "af_heart".into(), language: None, format: "pcm_s16le/24000/1".into(), text: text.into() }
+    }
+
+    fn audio(bytes: usize) -> CachedSentence {
+        CachedSentence { chunks: vec![Bytes::from(vec![1u8; bytes / 2]), Bytes::from(vec![2u8; bytes - bytes / 2])] }
+    }
+
+    #[test]
+    fn a_sentence_is_found_again_only_under_everything_that_changes_its_sound() {
+        let cache = SentenceCache::new(CacheLimits::default());
+        cache.put(key("Sure."), audio(1000));
+        assert_eq!(cache.get(&key("Sure.")).map(|s| s.bytes()), Some(1000));
+        for other in [
+            CacheKey { voice: "am_adam".into(), ..key("Sure.") },
+            CacheKey { backend: "polly".into(), ..key("Sure.") },
+            CacheKey { language: Some("fr".into()), ..key("Sure.") },
+            CacheKey { format: "pcm_s16le/16000/1".into(), ..key("Sure.") },
+            CacheKey { partition: Some("owner-a".into()), ..key("Sure.") },
+            key("Sure!"),
+        ] {
+            assert!(cache.get(&other).is_none(), "{other:?} must not hit");
+        }
+        let stats = cache.stats();
+        assert_eq!((stats.hits, stats.misses, stats.entries), (1, 6, 1));
+    }
+
+    #[test]
+    fn the_least_recently_used_go_once_the_bytes_pass_the_bound() {
+        let one = key("a").size() + 1000;
+        let cache = SentenceCache::new(CacheLimits { max_bytes: one * 2, max_chars: 200 });
+        cache.put(key("a"), audio(1000));
+        cache.put(key("b"), audio(1000));
+        assert!(cache.get(&key("a")).is_some(), "a is now the most recent");
+        cache.put(key("c"), audio(1000));
+        assert!(cache.contains(&key("a")) && cache.contains(&key("c")));
+        assert!(!cache.contains(&key("b")), "b was the least recently used");
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.evicted, stats.bytes), (2, 1, (one * 2) as u64));
+    }
+
+    #[test]
+    fn long_sentences_and_audio_larger_than_the_bound_are_not_kept() {
+        let cache = SentenceCache::new(CacheLimits { max_bytes: 10_000, max_chars: 10 });
+        cache.put(key("Eleven char"), audio(100));
+        cache.put(key("Big."), audio(20_000));
+        cache.put(key(""), audio(100));
+        assert_eq!(cache.stats().entries, 0);
+        assert!(cache.admits("Ten chars!") && !cache.admits("Eleven char") && !cache.admits(""));
+    }
+
+    #[test]
+    fn the_same_sentence_kept_again_replaces_its_bytes() {
+        let cache = SentenceCache::new(CacheLimits::default());
+        cache.put(key("Sure."), audio(1000));
+        cache.put(key("Sure."), audio(3000));
+        assert_eq!(cache.stats().bytes as usize, key("Sure.").size() + 3000);
+    }
+
+    #[test]
+    fn scopes_read_as_their_names() {
+        for scope in [CacheScope::Deployment, CacheScope::Owner, CacheScope::Off] {
+            assert_eq!(scope.as_str().parse::<CacheScope>(), Ok(scope));
+        }
+        assert!("everyone".parse::<CacheScope>().unwrap_err().contains("deployment, owner or off"));
+    }
+}
