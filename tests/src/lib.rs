@@ -316,6 +316,11 @@ impl EarshotProcess {
         panic!("earshot at {} did not become healthy", self.url);
     }
 
+    /// Where its log (standard error) goes.
+    pub fn log_path(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("earshot-e2e-serve-{}.log", self.port))
+    }
+
     /// The metric lines (CloudWatch EMF, one JSON object a line) it has written so far.
     pub fn metric_lines(&self) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(&self.stdout).unwrap_or_default();

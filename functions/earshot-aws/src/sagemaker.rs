@@ -127,6 +127,11 @@ impl SpeechBackend for SageMakerBackend {
         self.settings.default_voice.clone()
     }
 
+    /// The container told no language reads by script, whatever the voice's own language.
+    fn reading_language(&self, _voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
+        Some(told.cloned().unwrap_or_else(|| earshot_core::language::read_by_script(text)))
+    }
+
     fn languages(&self) -> Vec<(Language, String)> {
         let english = Language::parse("en").ok().map(|en| (en, self.settings.default_voice.clone()));
         english.into_iter().chain(self.settings.language_voices.iter().filter(|(l, _)| l.as_str() != "en").cloned()).collect()

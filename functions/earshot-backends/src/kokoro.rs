@@ -232,6 +232,11 @@ impl SpeechBackend for KokoroBackend {
         self.catalogue().map(|c| c.languages).unwrap_or_default()
     }
 
+    /// The container told no language reads by script, whatever the voice's own language.
+    fn reading_language(&self, _voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
+        Some(told.cloned().unwrap_or_else(|| earshot_core::language::read_by_script(text)))
+    }
+
     fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
         self.catalogue().is_some_and(|c| c.voices.iter().any(|v| v.id == voice) && c.languages.iter().any(|(l, _)| l == language))
     }

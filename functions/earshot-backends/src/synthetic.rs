@@ -86,6 +86,11 @@ impl SpeechBackend for SyntheticBackend {
         "tone".into()
     }
 
+    /// A tone sounds the same in every language.
+    fn reading_language(&self, _voice: &str, _told: Option<&Language>, _text: &str) -> Option<Language> {
+        None
+    }
+
     /// A tone has no language: it stands in for any.
     fn voice_for_language(&self, _language: &Language) -> Option<String> {
         Some("tone".into())

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cache::{format_key, CacheKey, CachedSentence, Partition, SentenceCache};
 use crate::language::Language;
-use crate::speech::{FinishReport, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
+use crate::speech::{FinishReport, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 
 /// The relay's channels: small, as the session's own channels already buffer.
 const CACHE_CHANNEL: usize = 8;
@@ -40,23 +40,25 @@ pub struct CacheUse {
     pub partition: Partition,
 }
 
-/// What every key of one session shares: the session's backend, voice, language and format.
-#[derive(Debug, Clone)]
-pub struct SessionKey {
-    pub backend: String,
-    pub voice: String,
-    pub language: Option<Language>,
-    pub format: String,
+/// What every key of one session shares: the session's backend, voice, language told and format.
+struct SessionKey {
+    backend: Arc<dyn SpeechBackend>,
+    voice: String,
+    language: Option<Language>,
+    format: String,
 }
 
 impl SessionKey {
-    /// The key of `request` spoken in this session: a request told its language speaks in it.
+    /// The key of `request` spoken in this session: the language is the one the backend reads the
+    /// sentence in (a request told its language is read in it), so that a sentence read the same way is
+    /// found whether or not the language was told.
     fn for_request(&self, partition: &Partition, request: &SpeechRequest) -> CacheKey {
+        let told = request.language.as_ref().or(self.language.as_ref());
         CacheKey {
             partition: partition.clone(),
-            backend: self.backend.clone(),
+            backend: self.backend.name().to_string(),
             voice: self.voice.clone(),
-            language: request.language.as_ref().or(self.language.as_ref()).map(|l| l.to_string()),
+            language: self.backend.reading_language(&self.voice, told, &request.text).map(|l| l.to_string()),
             format: self.format.clone(),
             text: request.text.clone(),
         }
@@ -64,11 +66,11 @@ impl SessionKey {
 }
 
 /// Puts the cache in front of `session`, opened on `backend` in `language`; see the module docs.
-pub fn wrap(session: SpeechSession, backend: &str, language: Option<Language>, cache: CacheUse, cancel: CancellationToken) -> SpeechSession {
+pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: Option<Language>, cache: CacheUse, cancel: CancellationToken) -> SpeechSession {
     let (commands, from_scheduler) = mpsc::channel(CACHE_CHANNEL);
     let (to_scheduler, events) = mpsc::channel(CACHE_CHANNEL);
     let (format, voice) = (session.format.clone(), session.voice.clone());
-    let key = SessionKey { backend: backend.to_string(), voice: voice.clone(), language, format: format_key(&format) };
+    let key = SessionKey { backend, voice: voice.clone(), language, format: format_key(&format) };
     let relay = Relay { inner: session, key, cache, pending: VecDeque::new(), outbox: VecDeque::new(), to_inner: VecDeque::new() };
     tokio::spawn(relay.run(from_scheduler, to_scheduler, cancel));
     SpeechSession { commands, events, format, voice }
@@ -222,7 +224,35 @@ mod tests {
     use super::*;
     use crate::cache::CacheLimits;
     use crate::protocol::AudioFormat;
+    use crate::speech::{SessionOptions, SpeechError, Voice};
     use std::sync::Mutex;
+
+    /// A backend known by its name and its one voice, American English (the relay only asks it how it
+    /// reads a sentence).
+    struct Named;
+
+    #[async_trait::async_trait]
+    impl SpeechBackend for Named {
+        fn name(&self) -> &str {
+            "kokoro"
+        }
+        fn voices(&self) -> Vec<Voice> {
+            vec![Voice { id: "af_heart".into(), language: "en-US".into(), description: String::new() }]
+        }
+        fn default_voice(&self) -> String {
+            "af_heart".into()
+        }
+        async fn open(&self, _: SessionOptions) -> Result<SpeechSession, SpeechError> {
+            Err(SpeechError::new("unused", "the relay opens nothing", false))
+        }
+        async fn health(&self) -> Result<(), SpeechError> {
+            Ok(())
+        }
+    }
+
+    fn kokoro() -> Arc<dyn SpeechBackend> {
+        Arc::new(Named)
+    }
 
     /// A backend session that speaks each sentence as two chunks made from its text, and notes what it
     /// was asked to speak. `hold` sentences are never finished (a model still at work).
@@ -255,7 +285,7 @@ mod tests {
     /// backend was asked to speak.
     async fn speak(cache: &CacheUse, sentences: &[&str]) -> (Vec<SpeechEvent>, Vec<String>) {
         let heard = Arc::new(Mutex::new(Vec::new()));
-        let mut session = wrap(backend(heard.clone(), ""), "kokoro", None, cache.clone(), CancellationToken::new());
+        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, cache.clone(), CancellationToken::new());
         for (index, text) in sentences.iter().enumerate() {
             let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None };
             session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
@@ -317,7 +347,7 @@ mod tests {
         let cache = Arc::new(SentenceCache::new(CacheLimits::default()));
         let heard = Arc::new(Mutex::new(Vec::new()));
         let cancel = CancellationToken::new();
-        let mut session = wrap(backend(heard, "Held."), "kokoro", None, store(None, &cache), cancel.clone());
+        let mut session = wrap(backend(heard, "Held."), kokoro(), None, store(None, &cache), cancel.clone());
         session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "Held.".into(), language: None })).await.unwrap();
         for _ in 0..2 {
             assert!(matches!(session.events.recv().await, Some(SpeechEvent::Audio { .. })));
@@ -332,7 +362,7 @@ mod tests {
         let cache = Arc::new(SentenceCache::new(CacheLimits::default()));
         speak(&store(None, &cache), &["Paris."]).await;
         let heard = Arc::new(Mutex::new(Vec::new()));
-        let mut session = wrap(backend(heard.clone(), ""), "kokoro", None, store(None, &cache), CancellationToken::new());
+        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, store(None, &cache), CancellationToken::new());
         let french = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("fr").ok() };
         session.commands.send(SpeechCommand::Speak(french)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();
@@ -342,5 +372,14 @@ mod tests {
             }
         }
         assert_eq!(*heard.lock().unwrap(), ["Paris."], "read as French, it is another sound");
+        let english = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("en").ok() };
+        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, store(None, &cache), CancellationToken::new());
+        session.commands.send(SpeechCommand::Speak(english)).await.unwrap();
+        session.commands.send(SpeechCommand::Finish).await.unwrap();
+        let mut events = Vec::new();
+        while let Some(event) = session.events.recv().await {
+            events.push(event);
+        }
+        assert_eq!(told(&events), ["0:P", "0:aris.", "0:end(cached)", "closed"], "told English, an English voice reads it as untold");
     }
 }

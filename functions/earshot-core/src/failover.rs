@@ -178,7 +178,7 @@ async fn open_arm(arm: &Arm, with: &OpenWith) -> Result<SpeechSession, SpeechErr
     let limit = with.limit;
     match tokio::time::timeout(limit, arm.backend.open(options)).await {
         Ok(Ok(session)) => Ok(match &with.cache {
-            Some(cache) => cached_session::wrap(session, arm.backend.name(), with.language.clone(), cache.clone(), session_cancel),
+            Some(cache) => cached_session::wrap(session, arm.backend.clone(), with.language.clone(), cache.clone(), session_cancel),
             None => session,
         }),
         Ok(Err(e)) => Err(e),
@@ -211,6 +211,10 @@ impl SpeechBackend for Failover {
 
     fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
         self.arms[0].backend.voice_speaks(voice, language)
+    }
+
+    fn reading_language(&self, voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
+        self.arms[0].backend.reading_language(voice, told, text)
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {

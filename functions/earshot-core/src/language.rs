@@ -55,6 +55,18 @@ impl Language {
     }
 }
 
+/// The language a text front end that is told none takes a text to be in, from its script: kana is
+/// Japanese, Han Chinese, anything else English (the Kokoro container's reading).
+pub fn read_by_script(text: &str) -> Language {
+    let kana = text.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF));
+    let han = text.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF | 0x3400..=0x4DBF));
+    Language::from_primary(match (kana, han) {
+        (true, _) => "ja",
+        (false, true) => "zh",
+        _ => "en",
+    })
+}
+
 impl fmt::Display for Language {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -70,23 +70,13 @@ pub(crate) enum Decision {
 pub(crate) fn decide(backend: &str, voice: &str, routed: (&str, &str), language: &Language, text: &str) -> Decision {
     if routed != (backend, voice) {
         Decision::Reopen
-    } else if spoken::has_rules(language.as_str()) || script_language(text) != language.as_str() {
+    } else if spoken::has_rules(language.as_str()) || language::read_by_script(text) != *language {
         Decision::Tell
     } else {
         Decision::Keep
     }
 }
 
-/// The language a text front end that is told none takes a text to be in, from its script.
-fn script_language(text: &str) -> &'static str {
-    let kana = text.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF));
-    let han = text.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF | 0x3400..=0x4DBF));
-    match (kana, han) {
-        (true, _) => "ja",
-        (false, true) => "zh",
-        _ => "en",
-    }
-}
 
 /// Puts the relay between the scheduler and `session`; see the module docs.
 pub(crate) fn wrap(session: SpeechSession, reroute: Reroute) -> SpeechSession {

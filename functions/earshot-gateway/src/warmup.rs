@@ -74,6 +74,7 @@ async fn warm(gw: Arc<Gateway>, cache: CacheUse) -> Rendered {
                     match render(&gw, &backend, &voice, &sentence, &cache).await {
                         Render::Done => rendered.sentences += 1,
                         Render::SteppedAside => {
+                            tracing::info!("cache warm-up: a conversation started; {sentence:?} waits until none is live");
                             rendered.stepped_aside += 1;
                             continue;
                         }

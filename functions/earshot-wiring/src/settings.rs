@@ -247,9 +247,10 @@ pub struct Settings {
     /// the sentence was said before) or `off`.
     #[arg(long, env = "EARSHOT_CACHE", default_value = "deployment", value_parser = cache_scope)]
     pub cache: CacheScope,
-    /// The sentence cache's bound, in MiB of audio (least recently used sentences go first).
-    #[arg(long, env = "EARSHOT_CACHE_MIB", default_value_t = 64)]
-    pub cache_mib: usize,
+    /// The sentence cache's bound, in MiB of audio (least recently used sentences go first; a fraction
+    /// such as 0.5 is allowed).
+    #[arg(long, env = "EARSHOT_CACHE_MIB", default_value_t = 64.0)]
+    pub cache_mib: f64,
     /// The longest sentence the cache keeps, in characters.
     #[arg(long, env = "EARSHOT_CACHE_MAX_CHARS", default_value_t = 200)]
     pub cache_max_chars: usize,
@@ -373,7 +374,7 @@ impl Settings {
     pub fn cache(&self) -> Result<CacheSettings, String> {
         Ok(CacheSettings {
             scope: self.cache,
-            limits: CacheLimits { max_bytes: self.cache_mib << 20, max_chars: self.cache_max_chars },
+            limits: CacheLimits { max_bytes: (self.cache_mib * (1 << 20) as f64) as usize, max_chars: self.cache_max_chars },
             warmup: self.cache_warmup()?,
         })
     }
@@ -405,8 +406,8 @@ impl Settings {
                 self.max_conversations_per_owner
             ));
         }
-        if !(1..=4096).contains(&self.cache_mib) {
-            return Err(format!("EARSHOT_CACHE_MIB (--cache-mib): must be 1 to 4096, not {}", self.cache_mib));
+        if !(0.01..=4096.0).contains(&self.cache_mib) {
+            return Err(format!("EARSHOT_CACHE_MIB (--cache-mib): must be 0.01 to 4096, not {}", self.cache_mib));
         }
         if !(1..=2000).contains(&self.cache_max_chars) {
             return Err(format!("EARSHOT_CACHE_MAX_CHARS (--cache-max-chars): must be 1 to 2000, not {}", self.cache_max_chars));
