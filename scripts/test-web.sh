@@ -114,8 +114,9 @@ else
   say "Kokoro is ready"
 
   earshot_port=$(free_port)
-  say "starting earshot serve --web-dir web on port $earshot_port (log: $logs/earshot.log)"
-  setsid "$earshot" serve --port "$earshot_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web >"$logs/earshot.log" 2>&1 &
+  # The page's tests measure the model: no sentence from the sentence cache (tests/tests/cache.rs is about it).
+  say "starting earshot serve --web-dir web --cache off on port $earshot_port (log: $logs/earshot.log)"
+  setsid "$earshot" serve --port "$earshot_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --cache off >"$logs/earshot.log" 2>&1 &
   groups+=($!)
   wait_for "http://127.0.0.1:$earshot_port/healthz" "earshot" 60 "${groups[-1]}"
   say "earshot is ready"
@@ -128,7 +129,7 @@ else
   token_port=$(free_port)
   export EARSHOT_TOKEN_KEYS="web=test-key-for-the-browser-tests-0123456789"
   say "starting earshot serve in token mode on port $token_port (log: $logs/earshot-token.log)"
-  setsid "$earshot" serve --port "$token_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --auth token >"$logs/earshot-token.log" 2>&1 &
+  setsid "$earshot" serve --port "$token_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --cache off --auth token >"$logs/earshot-token.log" 2>&1 &
   groups+=($!)
   wait_for "http://127.0.0.1:$token_port/healthz" "earshot (token mode)" 60 "${groups[-1]}"
   export EARSHOT_TOKEN_URL="http://127.0.0.1:$token_port"
@@ -147,7 +148,7 @@ else
   slow_port=$(free_port)
   # The limit on a silent voice raised well past what this container, slow on purpose, keeps quiet on a busy
   # machine: the test measures stalls, not the limit.
-  setsid "$earshot" serve --port "$slow_port" --kokoro-url "http://127.0.0.1:$slow_kokoro_port" --backend-silence-timeout-ms 120000 --web-dir web >"$logs/earshot-slow.log" 2>&1 &
+  setsid "$earshot" serve --port "$slow_port" --kokoro-url "http://127.0.0.1:$slow_kokoro_port" --backend-silence-timeout-ms 120000 --web-dir web --cache off >"$logs/earshot-slow.log" 2>&1 &
   groups+=($!)
   wait_for "http://127.0.0.1:$slow_port/healthz" "earshot (slow Kokoro)" 60 "${groups[-1]}"
   export EARSHOT_SLOW_URL="http://127.0.0.1:$slow_port"

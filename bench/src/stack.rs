@@ -56,6 +56,10 @@ pub async fn gateway(paths: &Paths, name: &str, args: &[String], env: &[(&str, S
     let port = free_port();
     let mut command = Command::new(&paths.earshot);
     command.arg("serve").args(["--port", &port.to_string(), "--web-dir", ""]).args(args).env("EARSHOT_LOG", "warn");
+    // The suites measure the model: no sentence is played from the cache unless the suite is about it.
+    if !args.iter().any(|a| a == "--cache") {
+        command.args(["--cache", "off"]);
+    }
     for (k, v) in env {
         command.env(k, v);
     }

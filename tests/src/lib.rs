@@ -263,6 +263,7 @@ impl EarshotProcess {
     }
 
     /// As [`EarshotProcess::start`], with environment variables of its own (AWS credentials for stand-ins).
+    /// The sentence cache's warm-up is off unless `args` name `--cache-warmup`.
     ///
     /// Where the test uses the shared container and names no backend silence limit, the gateway is
     /// given [`untested_silence`]: the default stretched for this machine and the container's queue.
@@ -272,6 +273,11 @@ impl EarshotProcess {
         if SHARED_KOKORO.get().is_some() && !args.contains(&"--backend-silence-timeout-ms") {
             silence = untested_silence().await.as_millis().to_string();
             args.extend_from_slice(&["--backend-silence-timeout-ms", &silence]);
+        }
+        // No warm-up unless the test is about it: each process would render the openers through the shared
+        // container, loading the machine under the tests that follow.
+        if !args.contains(&"--cache-warmup") {
+            args.extend_from_slice(&["--cache-warmup", "none"]);
         }
         let port = free_port();
         let log = std::env::temp_dir().join(format!("earshot-e2e-serve-{port}.log"));

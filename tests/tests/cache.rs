@@ -62,7 +62,19 @@ const BOUND_MIB: &str = "0.15";
 
 #[tokio::test]
 async fn the_least_recently_used_sentence_goes_once_the_bytes_pass_the_bound() {
-    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--cache-mib", BOUND_MIB, "--cache-warmup", "none"]).await;
+    let earshot = EarshotProcess::start(&[
+        "--backends",
+        "synthetic",
+        "--cache-mib",
+        BOUND_MIB,
+        "--cache-warmup",
+        "none",
+        "--ab-weights",
+        "synthetic=1",
+        "--ab-experiment",
+        "e2e-cache",
+    ])
+    .await;
     earshot.healthy().await;
     let (a, b, c) = ("Alpha is the one.", "Bravo is the one.", "Gamma is the one.");
     let mut seen = Vec::new();
@@ -73,6 +85,22 @@ async fn the_least_recently_used_sentence_goes_once_the_bytes_pass_the_bound() {
     // a, b kept; a heard again (now the most recent); c pushes out b; b comes back and pushes out a.
     let want = [(a, false), (b, false), (a, true), (c, false), (b, false), (a, false)];
     assert_eq!(seen, want);
+
+    // `earshot ab` on the gateway's metric lines: one sentence in six from the cache.
+    let mut lines = earshot.metric_lines();
+    for _ in 0..100 {
+        if lines.len() >= 6 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        lines = earshot.metric_lines();
+    }
+    assert_eq!(lines.iter().map(|l| l["CacheHits"].as_u64().unwrap()).sum::<u64>(), 1, "{lines:?}");
+    let out = Command::new(earshot_bin()).args(["ab", "--log", earshot.stdout.to_str().unwrap(), "--no-lambda", "--json"]).output().expect("earshot ab runs");
+    assert!(out.status.success(), "earshot ab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let rate = report["arms"][0]["cache_hit_rate"].as_f64().expect("a hit rate");
+    assert!((rate - 1.0 / 6.0).abs() < 1e-9, "{}", report["arms"][0]);
 }
 
 /// Gateway tokens for two callers, from `earshot token`.

@@ -22,6 +22,9 @@ async fn stack(tokens_per_second: f64, tweak: impl FnOnce(&mut GatewaySettings))
     let quiet = format!("Let me check that for you.{{wait:{}}} It shipped today.", quiet_wait().await.as_millis());
     let agent = agent(tokens_per_second).with_script("quiet", &quiet).with_script("three", "One two three. Four five six. Seven eight nine.");
     let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
+    // These tests measure the model: a sentence said in an earlier test is synthesized again, not played
+    // from the sentence cache (tests/tests/cache.rs is about the cache).
+    settings.cache.scope = earshot_core::cache::CacheScope::Off;
     // No test here is about the backend's silence limit: it waits for the shared container's queue.
     settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
     tweak(&mut settings);

@@ -31,6 +31,11 @@ pub struct Answer {
     pub overflow_from: Option<String>,
     pub failover_from: Option<String>,
     pub billed_characters: u64,
+    /// Sentences spoken, and those played from the sentence cache (0 in lines of older gateways).
+    pub sentences: u64,
+    pub cache_hits: u64,
+    /// Characters the cache spared a billing backend (Polly).
+    pub billed_characters_saved: u64,
     /// The conversation's wall time in the gateway (absent from lines of older gateways).
     pub compute_ms: Option<f64>,
     /// The function's memory, on Lambda.
@@ -56,6 +61,9 @@ impl Answer {
             overflow_from: None,
             failover_from: None,
             billed_characters: 0,
+            sentences: 0,
+            cache_hits: 0,
+            billed_characters_saved: 0,
             compute_ms: None,
             memory_mb: None,
         }
@@ -141,6 +149,9 @@ fn parse(line: &str) -> Option<Parsed> {
         overflow_from: text("OverflowFrom"),
         failover_from: text("FailoverFrom"),
         billed_characters: v.get("BilledCharacters").and_then(Value::as_u64).unwrap_or(0),
+        sentences: v.get("Sentences").and_then(Value::as_u64).unwrap_or(0),
+        cache_hits: v.get("CacheHits").and_then(Value::as_u64).unwrap_or(0),
+        billed_characters_saved: v.get("BilledCharactersSaved").and_then(Value::as_u64).unwrap_or(0),
         compute_ms: number("ComputeTime"),
         memory_mb: v.get("MemoryMb").and_then(Value::as_u64).and_then(|m| u32::try_from(m).ok()),
     })))

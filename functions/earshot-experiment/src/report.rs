@@ -68,6 +68,10 @@ pub struct ArmFigures {
     pub left: usize,
     /// Audio heard per conversation, in milliseconds (lines that say).
     pub heard_ms_per_answer: Option<f64>,
+    /// Sentences played from the sentence cache, of all sentences spoken (`None`: no line says).
+    pub cache_hit_rate: Option<f64>,
+    /// Characters the cache spared a billing backend, in all.
+    pub billed_characters_saved: u64,
     /// Time to first audio (answers with audio).
     pub ttfa_ms: Option<Percentiles>,
     pub stalls_per_answer: f64,
@@ -261,6 +265,11 @@ fn figures(arm: &str, answers: &[(&Answer, Cost)]) -> ArmFigures {
         endings: count(&|a| Some(a.ending.clone())),
         left: answers.iter().filter(|(a, _)| a.ending == LEFT).count(),
         heard_ms_per_answer: stats::mean(&answers.iter().filter_map(|(a, _)| a.heard_ms).collect::<Vec<_>>()),
+        cache_hit_rate: {
+            let sentences: u64 = answers.iter().map(|(a, _)| a.sentences).sum();
+            (sentences > 0).then(|| answers.iter().map(|(a, _)| a.cache_hits).sum::<u64>() as f64 / sentences as f64)
+        },
+        billed_characters_saved: answers.iter().map(|(a, _)| a.billed_characters_saved).sum(),
         ttfa_ms: (!ttfa.is_empty()).then(|| Percentiles {
             p50: stats::percentile(&ttfa, 50.0).unwrap_or(0.0),
             p90: stats::percentile(&ttfa, 90.0).unwrap_or(0.0),
@@ -387,6 +396,8 @@ pub fn render(report: &Report) -> String {
         ("failures".into(), report.arms.iter().map(|a| with_causes(a.failures, &a.failure_causes)).collect()),
         ("endings".into(), report.arms.iter().map(|a| join_counts(&a.endings)).collect()),
         ("heard s per answer".into(), report.arms.iter().map(|a| a.heard_ms_per_answer.map_or("-".into(), |ms| format!("{:.1}", ms / 1000.0))).collect()),
+        ("sentences from the cache".into(), report.arms.iter().map(|a| a.cache_hit_rate.map_or("-".into(), |r| format!("{:.1}%", r * 100.0))).collect()),
+        ("billed characters saved".into(), report.arms.iter().map(|a| a.billed_characters_saved.to_string()).collect()),
         ("overflows".into(), report.arms.iter().map(|a| a.overflows.to_string()).collect()),
         ("failovers".into(), report.arms.iter().map(|a| with_causes(a.failovers.values().sum(), &a.failovers)).collect()),
         (
