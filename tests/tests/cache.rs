@@ -131,7 +131,8 @@ async fn scope_owner_keeps_two_callers_apart_and_scope_deployment_does_not() {
 
 /// A warm-up list long enough to be still rendering when the first caller comes (the synthetic voice speaks
 /// 15 characters a second).
-const WARMUP: &str = r#"["Sure.", "One moment while I look into that for you.", "Thank you for waiting while I checked.", "Is there anything else I can help with today?"]"#;
+const WARMUP: &str =
+    r#"["Sure.", "One moment while I look into that for you.", "Thank you for waiting while I checked.", "Is there anything else I can help with today?"]"#;
 
 #[tokio::test]
 async fn the_warm_up_steps_aside_for_the_first_caller_then_fills_the_cache() {

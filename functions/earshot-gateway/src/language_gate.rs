@@ -77,7 +77,6 @@ pub(crate) fn decide(backend: &str, voice: &str, routed: (&str, &str), language:
     }
 }
 
-
 /// Puts the relay between the scheduler and `session`; see the module docs.
 pub(crate) fn wrap(session: SpeechSession, reroute: Reroute) -> SpeechSession {
     let (commands, from_scheduler) = mpsc::channel(GATE_CHANNEL);
