@@ -14,7 +14,8 @@
 //! beside a CPU-bound process: stalls inside sentences), `firstaudio` (first audio as a distribution:
 //! what the transport adds to each sentence, each answer's distance from its floor, this build against
 //! an earlier one, a second mode flagged), `container` (the
-//! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`.
+//! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`, `cache` (a
+//! sentence said again against the model's first time; Polly characters spared over a scripted day).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 
 mod agents;
+mod cache;
 mod coldstart;
 mod container;
 mod firstaudio;
@@ -51,7 +53,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter"
+        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -121,6 +123,8 @@ pub struct Results {
     pub transport: Option<serde_json::Value>,
     pub coldstart: Option<coldstart::Results>,
     pub segmenter: Option<serde_json::Value>,
+    #[serde(default)]
+    pub cache: Option<cache::Results>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -184,7 +188,7 @@ async fn run(args: Args) -> Result<(), String> {
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
     if let Some(unknown) = args.suites.iter().find(|s| {
-        !["release", "firstaudio", "pacing", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter"]
+        !["release", "firstaudio", "pacing", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter", "cache"]
             .contains(&s.as_str())
     }) {
         return Err(format!("unknown suite `{unknown}`"));
@@ -231,6 +235,13 @@ async fn run(args: Args) -> Result<(), String> {
             if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
         );
         results.polly = Some(polly::run(&paths, if args.quick { 1 } else { trials }, args.earshot_baseline.as_deref()).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("cache") {
+        let (pairs, day) = if args.quick { (1, 3) } else { (trials, 40) };
+        eprintln!("bench: sentence cache: {pairs} sentences said twice on Kokoro, a scripted day of {day} answers through Polly");
+        results.cache = Some(cache::run(&paths, pairs, day).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

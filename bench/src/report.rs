@@ -97,6 +97,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(f) = &r.firstaudio {
         firstaudio(o, f);
     }
+    if let Some(c) = &r.cache {
+        cache(o, c);
+    }
     out
 }
 
@@ -657,4 +660,44 @@ fn interrupt(o: &mut String, trials: &[crate::interrupt::Trial]) {
         );
     }
     let _ = writeln!(o);
+}
+
+fn cache(o: &mut String, c: &crate::cache::Results) {
+    let _ = writeln!(o, "## 15. Sentence cache: a sentence said again, and what Polly is spared\n");
+    let _ = writeln!(
+        o,
+        "Each round speaks a sentence never said before (the model's first time), then the same sentence again (the cache's), through `earshot serve` on the Kokoro container with no warm-up.\n"
+    );
+    let _ = writeln!(o, "| first sentence | n | client first audio (median / p90) | release to first audio at the gateway (median / p90) |");
+    let _ = writeln!(o, "|---|---|---|---|");
+    let row = |o: &mut String, name: &str, client: Vec<f64>, release: Vec<f64>| {
+        let summary = |v: &[f64]| crate::stats::Summary::of(v).map_or("-".to_string(), |s| format!("{} / {}", ms(s.median), ms(s.p90)));
+        let _ = writeln!(o, "| {name} | {} | {} | {} |", client.len(), summary(&client), summary(&release));
+    };
+    row(
+        o,
+        "the model (miss)",
+        c.first_audio.iter().filter_map(|p| p.miss.client_ttfa_ms).collect(),
+        c.first_audio.iter().filter_map(|p| p.miss_release_to_audio_ms).collect(),
+    );
+    row(
+        o,
+        "the cache (hit)",
+        c.first_audio.iter().filter_map(|p| p.hit.client_ttfa_ms).collect(),
+        c.first_audio.iter().filter_map(|p| p.hit_release_to_audio_ms).collect(),
+    );
+    let cached = c.first_audio.iter().filter(|p| p.hit_was_cached).count();
+    let _ = writeln!(o, "\n{cached} of {} second times came from the cache.\n", c.first_audio.len());
+    let d = &c.day;
+    let share = |part: u64, whole: u64| if whole == 0 { "-".to_string() } else { format!("{:.0}%", 100.0 * part as f64 / whole as f64) };
+    let _ = writeln!(
+        o,
+        "A scripted day: {} answers (an opener, one of eight bodies, a closer) through the Polly stand-in with the cache on: {} of {} sentences from the cache; Polly billed {} characters and was spared {} ({} of what it would have billed).\n",
+        d.answers,
+        d.cache_hits,
+        d.sentences,
+        d.billed_characters,
+        d.saved_characters,
+        share(d.saved_characters, d.billed_characters + d.saved_characters)
+    );
 }

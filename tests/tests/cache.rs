@@ -163,3 +163,59 @@ async fn wait_for_line(log: &std::path::Path, needle: &str, within: Duration) ->
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Two instances of the gateway (two warm Lambdas) sharing the cache's S3 tier on moto: a sentence one
+/// paid for, the other fetches instead of asking its voice. The synthetic voice stands in for Polly (the
+/// backends that use the tier are a setting); the objects are read back by boto3.
+#[tokio::test]
+async fn a_sentence_one_instance_paid_for_is_fetched_by_another_from_the_shared_tier() {
+    let moto = earshot_e2e::moto::Moto::start().await;
+    moto.boto3("client('s3').create_bucket(Bucket='earshot-cache-e2e')");
+    let env = [("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_REGION", "us-east-1")];
+    let args = [
+        "--backends",
+        "synthetic",
+        "--cache-bucket",
+        "earshot-cache-e2e",
+        "--cache-endpoint",
+        &moto.url,
+        "--cache-shared-backends",
+        "synthetic",
+        "--cache-warmup",
+        "none",
+    ];
+    let one = EarshotProcess::start_with_env(&args, &env).await;
+    let two = EarshotProcess::start_with_env(&args, &env).await;
+    one.healthy().await;
+    two.healthy().await;
+    let sentence = "Your parcel is on its way.";
+    let paid = speak(&one.url, &said(sentence, "shared:1"), &CallOptions::default()).await.expect("spoken");
+    assert_eq!(cached(&paid), [false], "the first instance asks its voice");
+    // The store is in the background, after the sentence's end.
+    let listing = format!("{}/earshot-cache-e2e?list-type=2&prefix=earshot-cache/", moto.url);
+    let mut stored = false;
+    for _ in 0..100 {
+        let xml = reqwest::get(&listing).await.expect("moto lists").text().await.unwrap();
+        if xml.contains("<KeyCount>1</KeyCount>") {
+            stored = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(stored, "the sentence was stored under the prefix");
+    let fetched = speak(&two.url, &said(sentence, "shared:2"), &CallOptions::default()).await.expect("spoken");
+    assert_eq!(cached(&fetched), [true], "the second instance fetched it");
+    assert_eq!(fetched.audio, paid.audio, "the same bytes");
+    let fetch_ms = release_to_first_audio(&fetched);
+    eprintln!("shared tier (moto, loopback): release to first audio {fetch_ms:.1} ms; the voice's own: {:.1} ms", release_to_first_audio(&paid));
+    assert!(fetch_ms < release_to_first_audio(&paid), "a fetch within its limit comes before the voice's first audio");
+    // Told again, the second instance has it in memory; and boto3 reads what the gateway wrote.
+    assert_eq!(cached(&speak(&two.url, &said(sentence, "shared:3"), &CallOptions::default()).await.expect("spoken")), [true]);
+    moto.boto3(
+        "s3 = client('s3')\n\
+         objects = s3.list_objects_v2(Bucket='earshot-cache-e2e', Prefix='earshot-cache/')['Contents']\n\
+         assert len(objects) == 1, objects\n\
+         body = s3.get_object(Bucket='earshot-cache-e2e', Key=objects[0]['Key'])['Body'].read()\n\
+         assert body[:4] == b'ESC1' and len(objects[0]['Key']) == len('earshot-cache/') + 64, objects[0]['Key']\n",
+    );
+}

@@ -6,7 +6,8 @@
 //! - [`bedrock`]: an agent on Bedrock's `ConverseStream`;
 //! - [`agentcore`]: an agent hosted on Bedrock AgentCore Runtime (`InvokeAgentRuntime`);
 //! - [`interrupts`]: the interrupt store on DynamoDB, through which an interrupt reaches the Lambda
-//!   invocation that speaks.
+//!   invocation that speaks;
+//! - [`s3_cache`]: the sentence cache's shared tier, an S3 prefix (two signed calls, no SDK crate).
 //!
 //! [`health`] keeps each backend's `/healthz` probe cheap; [`aws_json`] is the one signed control-plane
 //! call (SageMaker's `DescribeEndpoint`) that no SDK crate of this build carries.
@@ -16,6 +17,7 @@
 
 pub mod agentcore;
 pub mod aws_json;
+pub mod s3_cache;
 pub mod bedrock;
 pub mod health;
 pub mod interrupts;

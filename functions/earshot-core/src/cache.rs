@@ -97,6 +97,46 @@ impl CachedSentence {
     pub fn bytes(&self) -> usize {
         self.chunks.iter().map(Bytes::len).sum()
     }
+
+    /// The sentence as one object for a [`SharedTier`]: `ESC1`, then each chunk as its length (u32,
+    /// little-endian) and its bytes.
+    pub fn to_object(&self) -> Bytes {
+        let mut out = Vec::with_capacity(4 + self.bytes() + 4 * self.chunks.len());
+        out.extend_from_slice(OBJECT_MAGIC);
+        for chunk in &self.chunks {
+            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            out.extend_from_slice(chunk);
+        }
+        Bytes::from(out)
+    }
+
+    /// A sentence read back from [`CachedSentence::to_object`]; `None` when the object is not one.
+    pub fn from_object(object: &Bytes) -> Option<CachedSentence> {
+        let mut rest = object.strip_prefix(OBJECT_MAGIC)?;
+        let mut chunks = Vec::new();
+        while !rest.is_empty() {
+            let (len, after) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let chunk = after.get(..len)?;
+            chunks.push(object.slice_ref(chunk));
+            rest = &after[len..];
+        }
+        (!chunks.is_empty()).then_some(CachedSentence { chunks })
+    }
+}
+
+/// The first bytes of a sentence stored in a shared tier (the format's version).
+const OBJECT_MAGIC: &[u8] = b"ESC1";
+
+/// A second tier shared by every process of a deployment (an S3 prefix: each warm Lambda keeps its own
+/// memory, and a sentence one of them paid for is fetched by the others instead of billed again). The
+/// tier names its objects from the key; the core knows no storage service.
+#[async_trait::async_trait]
+pub trait SharedTier: Send + Sync {
+    /// The sentence stored under `key`, `Ok(None)` when there is none.
+    async fn get(&self, key: &CacheKey) -> Result<Option<CachedSentence>, String>;
+    /// Stores a whole sentence under `key`.
+    async fn put(&self, key: &CacheKey, sentence: &CachedSentence) -> Result<(), String>;
 }
 
 /// The bounds of a store.
@@ -276,6 +316,16 @@ mod tests {
         cache.put(key("Sure."), audio(1000));
         cache.put(key("Sure."), audio(3000));
         assert_eq!(cache.stats().bytes as usize, key("Sure.").size() + 3000);
+    }
+
+    #[test]
+    fn a_sentence_stored_as_one_object_reads_back_chunk_for_chunk() {
+        let sentence = audio(1001);
+        let object = sentence.to_object();
+        assert_eq!(CachedSentence::from_object(&object), Some(sentence));
+        for bad in [&b""[..], b"ESC1", b"ESC0\x01\x00\x00\x00a", b"ESC1\x05\x00\x00\x00ab"] {
+            assert_eq!(CachedSentence::from_object(&Bytes::copy_from_slice(bad)), None, "{bad:?}");
+        }
     }
 
     #[test]

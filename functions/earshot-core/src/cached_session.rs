@@ -11,6 +11,12 @@
 //! still speaking waits for that sentence's `Finished`, then plays at once. A hit's `Finished` says
 //! `cached`, so the timeline tells a hit from the model's first audio.
 //!
+//! Where the deployment has a shared tier for this backend ([`SharedUse`]: an S3 prefix for the Polly arm),
+//! a sentence not in memory is looked for there first, within [`SharedUse::fetch_limit`], and the
+//! sentences after it wait for the answer before they go to the backend, so that the backend still
+//! speaks in the scheduler's order. A sentence the backend speaks whole is stored there too, in the
+//! background.
+//!
 //! The relay wraps each backend's own session, inside failover ([`crate::failover`]): a hit is that
 //! backend's audio, so once it has played the conversation keeps its voice, as with any audio.
 //!
@@ -21,23 +27,36 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{format_key, CacheKey, CachedSentence, Partition, SentenceCache};
+use crate::cache::{format_key, CacheKey, CachedSentence, Partition, SentenceCache, SharedTier};
 use crate::language::Language;
 use crate::speech::{FinishReport, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 
 /// The relay's channels: small, as the session's own channels already buffer.
 const CACHE_CHANNEL: usize = 8;
 
-/// A conversation's use of the store: which store, and which part of it.
+/// A conversation's use of the store: which store, which part of it, and the shared tier.
 #[derive(Clone)]
 pub struct CacheUse {
     pub cache: Arc<SentenceCache>,
     pub partition: Partition,
+    pub shared: Option<SharedUse>,
+}
+
+/// A shared tier and the backends whose sentences go there: those that bill each character, where a
+/// fetch spares the bill (a model on the deployment's own instances is as fast as a fetch and costs
+/// nothing more).
+#[derive(Clone)]
+pub struct SharedUse {
+    pub tier: Arc<dyn SharedTier>,
+    pub backends: Vec<String>,
+    /// The longest a fetch may take before the backend speaks the sentence instead.
+    pub fetch_limit: Duration,
 }
 
 /// What every key of one session shares: the session's backend, voice, language told and format.
@@ -70,9 +89,21 @@ pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: O
     let (commands, from_scheduler) = mpsc::channel(CACHE_CHANNEL);
     let (to_scheduler, events) = mpsc::channel(CACHE_CHANNEL);
     let (format, voice) = (session.format.clone(), session.voice.clone());
+    let shared = cache.shared.clone().filter(|s| s.backends.iter().any(|b| b == backend.name()));
     let key = SessionKey { backend, voice: voice.clone(), language, format: format_key(&format) };
-    let relay = Relay { inner: session, key, cache, pending: VecDeque::new(), outbox: VecDeque::new(), to_inner: VecDeque::new() };
-    tokio::spawn(relay.run(from_scheduler, to_scheduler, cancel));
+    let (fetched_tx, fetched) = mpsc::unbounded_channel();
+    let relay = Relay {
+        inner: session,
+        key,
+        cache,
+        shared,
+        pending: VecDeque::new(),
+        outbox: VecDeque::new(),
+        to_inner: VecDeque::new(),
+        finish_held: false,
+        fetched_tx,
+    };
+    tokio::spawn(relay.run(from_scheduler, to_scheduler, fetched, cancel));
     SpeechSession { commands, events, format, voice }
 }
 
@@ -80,8 +111,11 @@ pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: O
 enum Pending {
     /// Said before: its kept audio plays when its turn comes.
     Hit { index: u32, sentence: Arc<CachedSentence> },
-    /// At the backend; its audio is kept as it comes, where the sentence may be cached.
-    Miss { index: u32, key: Option<CacheKey>, chunks: Vec<Bytes>, bytes: usize },
+    /// Looked for in the shared tier; it and the sentences after it wait for the answer.
+    Fetching { index: u32, key: CacheKey, request: SpeechRequest },
+    /// For the backend (`request` until it is handed over); its audio is kept as it comes, where the
+    /// sentence may be cached.
+    Miss { index: u32, key: Option<CacheKey>, request: Option<SpeechRequest>, chunks: Vec<Bytes>, bytes: usize },
 }
 
 /// What a turn of the relay's loop took in.
@@ -89,22 +123,37 @@ enum Step {
     None,
     Command(SpeechCommand),
     Event(SpeechEvent),
+    Fetched(u32, Option<CachedSentence>),
 }
+
+/// A shared tier's answer for the sentence `index`.
+type Fetched = (u32, Option<CachedSentence>);
 
 struct Relay {
     inner: SpeechSession,
     key: SessionKey,
     cache: CacheUse,
+    /// The shared tier, where this session's backend uses one.
+    shared: Option<SharedUse>,
     /// Sentences in the scheduler's order, not yet finished for it.
     pending: VecDeque<Pending>,
     /// Events for the scheduler, in order.
     outbox: VecDeque<SpeechEvent>,
     /// Commands for the backend not yet taken.
     to_inner: VecDeque<SpeechCommand>,
+    /// The scheduler said `Finish`; it goes on once every sentence before it has.
+    finish_held: bool,
+    fetched_tx: mpsc::UnboundedSender<Fetched>,
 }
 
 impl Relay {
-    async fn run(mut self, mut from_scheduler: mpsc::Receiver<SpeechCommand>, to_scheduler: mpsc::Sender<SpeechEvent>, cancel: CancellationToken) {
+    async fn run(
+        mut self,
+        mut from_scheduler: mpsc::Receiver<SpeechCommand>,
+        to_scheduler: mpsc::Sender<SpeechEvent>,
+        mut fetched: mpsc::UnboundedReceiver<Fetched>,
+        cancel: CancellationToken,
+    ) {
         // The backend's events have ended: what is queued is passed on, then the relay ends.
         let mut inner_ended = false;
         let mut step = Step::None;
@@ -133,6 +182,7 @@ impl Relay {
                         Err(_) => self.to_inner.clear(),
                     }
                 }
+                Some((index, found)) = fetched.recv() => step = Step::Fetched(index, found),
                 command = from_scheduler.recv(), if self.to_inner.is_empty() => match command {
                     Some(command) => step = Step::Command(command),
                     // The scheduler let go: dropping the backend's session cancels it.
@@ -147,26 +197,81 @@ impl Relay {
             match std::mem::replace(&mut step, Step::None) {
                 Step::Command(command) => self.take(command),
                 Step::Event(event) => self.backend_said(event),
+                Step::Fetched(index, found) => self.fetched(index, found),
                 Step::None => {}
             }
         }
     }
 
-    /// A command from the scheduler: a sentence heard before is answered here, the rest go on.
+    /// A command from the scheduler: a sentence heard before is answered here, one the shared tier may
+    /// hold is looked for there, the rest go on.
     fn take(&mut self, command: SpeechCommand) {
         let SpeechCommand::Speak(request) = command else {
-            self.to_inner.push_back(command);
+            self.finish_held = true;
+            self.dispatch();
             return;
         };
+        let index = request.index;
         let key = self.cache.cache.admits(&request.text).then(|| self.key.for_request(&self.cache.partition, &request));
-        match key.as_ref().and_then(|k| self.cache.cache.get(k)) {
-            Some(sentence) => self.pending.push_back(Pending::Hit { index: request.index, sentence }),
-            None => {
-                self.pending.push_back(Pending::Miss { index: request.index, key, chunks: Vec::new(), bytes: 0 });
-                self.to_inner.push_back(SpeechCommand::Speak(request));
+        match (key.as_ref().and_then(|k| self.cache.cache.get(k)), key, &self.shared) {
+            (Some(sentence), _, _) => self.pending.push_back(Pending::Hit { index, sentence }),
+            (None, Some(key), Some(shared)) => {
+                let (tier, limit, to_relay, looked_up) = (shared.tier.clone(), shared.fetch_limit, self.fetched_tx.clone(), key.clone());
+                tokio::spawn(async move {
+                    let found = match tokio::time::timeout(limit, tier.get(&looked_up)).await {
+                        Ok(Ok(found)) => found,
+                        Ok(Err(e)) => {
+                            tracing::warn!("the shared sentence cache: {e}; the backend speaks the sentence");
+                            None
+                        }
+                        Err(_) => None,
+                    };
+                    let _ = to_relay.send((index, found));
+                });
+                self.pending.push_back(Pending::Fetching { index, key, request });
+            }
+            (None, key, _) => self.pending.push_back(Pending::Miss { index, key, request: Some(request), chunks: Vec::new(), bytes: 0 }),
+        }
+        self.dispatch();
+        self.play_hits();
+    }
+
+    /// The shared tier's answer for a sentence: a hit plays in its turn (and is kept in memory), a miss
+    /// goes to the backend.
+    fn fetched(&mut self, index: u32, found: Option<CachedSentence>) {
+        let Some(at) = self.pending.iter().position(|p| matches!(p, Pending::Fetching { index: i, .. } if *i == index)) else { return };
+        let Pending::Fetching { key, request, .. } = std::mem::replace(&mut self.pending[at], Pending::Hit { index, sentence: Arc::new(CachedSentence { chunks: Vec::new() }) })
+        else {
+            unreachable!("found as fetching")
+        };
+        self.pending[at] = match found {
+            Some(sentence) => {
+                self.cache.cache.put(key, sentence.clone());
+                Pending::Hit { index, sentence: Arc::new(sentence) }
+            }
+            None => Pending::Miss { index, key: Some(key), request: Some(request), chunks: Vec::new(), bytes: 0 },
+        };
+        self.dispatch();
+        self.play_hits();
+    }
+
+    /// Hands the backend every sentence it may speak now: those before the first one still looked for in
+    /// the shared tier; then `Finish`, once nothing is left before it.
+    fn dispatch(&mut self) {
+        for pending in self.pending.iter_mut() {
+            match pending {
+                Pending::Fetching { .. } => return,
+                Pending::Miss { request, .. } => {
+                    if let Some(request) = request.take() {
+                        self.to_inner.push_back(SpeechCommand::Speak(request));
+                    }
+                }
+                Pending::Hit { .. } => {}
             }
         }
-        self.play_hits();
+        if std::mem::take(&mut self.finish_held) {
+            self.to_inner.push_back(SpeechCommand::Finish);
+        }
     }
 
     /// An event from the backend: passed on, its audio kept for the sentence it belongs to.
@@ -174,7 +279,7 @@ impl Relay {
         match &event {
             SpeechEvent::Audio { index, pcm } => {
                 let limit = self.cache.cache.limits().max_bytes;
-                if let Some(Pending::Miss { index: head, key, chunks, bytes }) = self.pending.front_mut() {
+                if let Some(Pending::Miss { index: head, key, chunks, bytes, .. }) = self.pending.front_mut() {
                     if head == index && key.is_some() {
                         *bytes += pcm.len();
                         chunks.push(pcm.clone());
@@ -191,7 +296,7 @@ impl Relay {
                 if matches!(self.pending.front(), Some(Pending::Miss { index: head, .. }) if head == index) {
                     if let Some(Pending::Miss { key: Some(key), chunks, .. }) = self.pending.pop_front() {
                         if !chunks.is_empty() {
-                            self.cache.cache.put(key, CachedSentence { chunks });
+                            self.keep(key, CachedSentence { chunks });
                         }
                     }
                 }
@@ -205,6 +310,19 @@ impl Relay {
             }
             SpeechEvent::Closed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),
         }
+    }
+
+    /// Keeps a whole sentence the backend spoke: in memory, and in the shared tier in the background.
+    fn keep(&self, key: CacheKey, sentence: CachedSentence) {
+        if let Some(shared) = &self.shared {
+            let (tier, key, sentence) = (shared.tier.clone(), key.clone(), sentence.clone());
+            tokio::spawn(async move {
+                if let Err(e) = tier.put(&key, &sentence).await {
+                    tracing::warn!("the shared sentence cache: {e}; the sentence stays in this process only");
+                }
+            });
+        }
+        self.cache.cache.put(key, sentence);
     }
 
     /// Plays every hit now at the head of the order.
@@ -225,6 +343,7 @@ mod tests {
     use crate::cache::CacheLimits;
     use crate::protocol::AudioFormat;
     use crate::speech::{SessionOptions, SpeechError, Voice};
+    use std::time::Duration;
     use std::sync::Mutex;
 
     /// A backend known by its name and its one voice, American English (the relay only asks it how it
@@ -304,7 +423,7 @@ mod tests {
     }
 
     fn store(partition: Option<&str>, cache: &Arc<SentenceCache>) -> CacheUse {
-        CacheUse { cache: cache.clone(), partition: partition.map(str::to_string) }
+        CacheUse { cache: cache.clone(), partition: partition.map(str::to_string), shared: None }
     }
 
     /// Each event as a short word: `0:Su`, `0:end`, `0:end(cached)`, `closed`.
@@ -381,5 +500,53 @@ mod tests {
             events.push(event);
         }
         assert_eq!(told(&events), ["0:P", "0:aris.", "0:end(cached)", "closed"], "told English, an English voice reads it as untold");
+    }
+
+    /// A shared tier in memory that answers after `delay` (the relay's rules; the S3 tier is tested
+    /// against moto end to end).
+    #[derive(Default)]
+    struct MemoryTier {
+        objects: Mutex<std::collections::HashMap<CacheKey, Bytes>>,
+        delay: Duration,
+    }
+
+    #[async_trait::async_trait]
+    impl SharedTier for MemoryTier {
+        async fn get(&self, key: &CacheKey) -> Result<Option<CachedSentence>, String> {
+            tokio::time::sleep(self.delay).await;
+            Ok(self.objects.lock().unwrap().get(key).and_then(CachedSentence::from_object))
+        }
+        async fn put(&self, key: &CacheKey, sentence: &CachedSentence) -> Result<(), String> {
+            self.objects.lock().unwrap().insert(key.clone(), sentence.to_object());
+            Ok(())
+        }
+    }
+
+    /// A process of its own (its own memory) sharing `tier`, for the backend `kokoro`.
+    fn process_with(tier: &Arc<MemoryTier>, limit: Duration) -> CacheUse {
+        let shared = SharedUse { tier: tier.clone(), backends: vec!["kokoro".into()], fetch_limit: limit };
+        CacheUse { cache: Arc::new(SentenceCache::new(CacheLimits::default())), partition: None, shared: Some(shared) }
+    }
+
+    #[tokio::test]
+    async fn a_sentence_one_process_paid_for_is_fetched_by_another_and_the_backend_keeps_its_order() {
+        let tier = Arc::new(MemoryTier { delay: Duration::from_millis(30), ..Default::default() });
+        let (_, asked) = speak(&process_with(&tier, Duration::from_secs(1)), &["Sure."]).await;
+        assert_eq!(asked, ["Sure."]);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Another process: "Sure." from the tier, after which the backend speaks the rest in order.
+        let (events, asked) = speak(&process_with(&tier, Duration::from_secs(1)), &["New one.", "Sure.", "Last one."]).await;
+        assert_eq!(asked, ["New one.", "Last one."], "the fetched sentence never reaches the backend, the others in order");
+        let order: Vec<String> = told(&events).into_iter().filter(|e| e.contains("end")).collect();
+        assert_eq!(order, ["0:end", "1:end(cached)", "2:end"]);
+    }
+
+    #[tokio::test]
+    async fn a_tier_slower_than_its_limit_leaves_the_sentence_to_the_backend() {
+        let tier = Arc::new(MemoryTier { delay: Duration::from_millis(200), ..Default::default() });
+        speak(&process_with(&tier, Duration::from_secs(1)), &["Sure."]).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (events, asked) = speak(&process_with(&tier, Duration::from_millis(20)), &["Sure."]).await;
+        assert_eq!((asked, told(&events)), (vec!["Sure.".to_string()], vec!["0:S".to_string(), "0:ure.".into(), "0:end".into(), "closed".into()]));
     }
 }

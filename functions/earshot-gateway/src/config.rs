@@ -8,7 +8,7 @@ use std::time::Duration;
 use earshot_core::agent::AgentSource;
 use earshot_core::agent_deadlines::AgentDeadlines;
 use earshot_core::cache::{CacheScope, SentenceCache};
-use earshot_core::cached_session::CacheUse;
+use earshot_core::cached_session::{CacheUse, SharedUse};
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -63,6 +63,8 @@ pub struct GatewaySettings {
     pub allowed_hosts: Option<AllowedHosts>,
     /// The sentence cache: its scope, its bounds and the openers rendered into it at start.
     pub cache: CacheSettings,
+    /// The cache's shared tier (an S3 prefix) and the backends that use it; `None`: memory only.
+    pub cache_shared: Option<SharedUse>,
 }
 
 impl Default for GatewaySettings {
@@ -84,6 +86,7 @@ impl Default for GatewaySettings {
             allowed_hosts: None,
             max_conversations_per_owner: Some(4),
             cache: CacheSettings::default(),
+            cache_shared: None,
         }
     }
 }
@@ -170,7 +173,7 @@ impl Gateway {
     pub fn cache_use(&self, owner: &crate::owner::Owner) -> Option<CacheUse> {
         let cache = self.cache.clone()?;
         let partition = (self.settings.cache.scope == CacheScope::Owner).then(|| owner.as_str().to_string());
-        Some(CacheUse { cache, partition })
+        Some(CacheUse { cache, partition, shared: self.settings.cache_shared.clone() })
     }
 
     /// A place for one more conversation, held until it ends; `Err` when every place is taken.

@@ -37,6 +37,8 @@ pub(crate) fn needs_aws(settings: &Settings) -> Option<&'static str> {
         Some("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret)")
     } else if settings.interrupt_table.is_some() {
         Some("EARSHOT_INTERRUPT_TABLE (--interrupt-table)")
+    } else if settings.cache_bucket.is_some() {
+        Some("EARSHOT_CACHE_BUCKET (--cache-bucket)")
     } else {
         None
     }
@@ -129,6 +131,11 @@ mod with_aws {
             read.map_err(|e| format!("cannot read {id}: {}: {}", e.error_type, e.message))
         }
 
+        /// The sentence cache's shared tier: `prefix` of `bucket` (at `endpoint` where given).
+        pub fn sentence_tier(&self, bucket: &str, prefix: &str, endpoint: Option<&str>) -> Arc<dyn earshot_core::cache::SharedTier> {
+            Arc::new(earshot_aws::s3_cache::S3SentenceTier::new(self.control.clone(), &self.sdk, bucket, prefix, endpoint))
+        }
+
         /// The DynamoDB table interrupts go through (at `endpoint` where given).
         pub fn interrupt_store(&self, table: &str, endpoint: Option<&str>) -> Arc<dyn ConversationStore> {
             match endpoint {
@@ -181,6 +188,9 @@ mod without_aws {
             match *self {}
         }
         pub fn interrupt_store(&self, _: &str, _: Option<&str>) -> Arc<dyn ConversationStore> {
+            match *self {}
+        }
+        pub fn sentence_tier(&self, _: &str, _: &str, _: Option<&str>) -> Arc<dyn earshot_core::cache::SharedTier> {
             match *self {}
         }
     }

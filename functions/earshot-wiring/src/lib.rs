@@ -16,6 +16,7 @@ use std::time::Duration;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
+use clap::ValueEnum;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::{Gateway, GatewaySettings, Interrupts, Routing};
@@ -144,6 +145,12 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
     gateway.max_conversations_per_owner = (settings.max_conversations_per_owner > 0).then_some(settings.max_conversations_per_owner);
     gateway.cache = settings.cache()?;
+    if let Some(bucket) = &settings.cache_bucket {
+        let tier = aws().sentence_tier(bucket, &settings.cache_prefix, settings.cache_endpoint.as_deref());
+        let backends: Vec<String> = settings.cache_shared_backends.iter().map(|b| b.to_possible_value().expect("every kind has a name").get_name().to_string()).collect();
+        tracing::info!("the sentence cache's shared tier: s3://{bucket}/{} for {}", settings.cache_prefix, backends.join(", "));
+        gateway.cache_shared = Some(earshot_core::cached_session::SharedUse { tier, backends, fetch_limit: Duration::from_millis(settings.cache_fetch_ms) });
+    }
     gateway.interrupts = match (&settings.interrupt_table, place) {
         (Some(table), _) => {
             let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));

@@ -258,6 +258,22 @@ pub struct Settings {
     /// voice), a JSON object from voice to sentences, or `none`. Unset: a few common openers.
     #[arg(long, env = "EARSHOT_CACHE_WARMUP")]
     pub cache_warmup: Option<String>,
+    /// The sentence cache's shared tier: an S3 bucket whose prefix every process of the deployment reads
+    /// and fills, for the backends that bill each character (none: each process keeps its own cache).
+    #[arg(long, env = "EARSHOT_CACHE_BUCKET")]
+    pub cache_bucket: Option<String>,
+    /// The prefix of the shared tier's objects (a lifecycle rule on it expires them).
+    #[arg(long, env = "EARSHOT_CACHE_PREFIX", default_value = "earshot-cache/")]
+    pub cache_prefix: String,
+    /// The backends whose sentences go to the shared tier.
+    #[arg(long, env = "EARSHOT_CACHE_SHARED_BACKENDS", value_enum, ignore_case = true, value_delimiter = ',', default_value = "polly")]
+    pub cache_shared_backends: Vec<BackendKind>,
+    /// The longest a fetch from the shared tier may take before the backend speaks the sentence, in ms.
+    #[arg(long, env = "EARSHOT_CACHE_FETCH_MS", default_value_t = 150)]
+    pub cache_fetch_ms: u64,
+    /// S3's endpoint for the shared tier, when it is not where the other AWS calls go (tests: moto's server).
+    #[arg(long, env = "EARSHOT_CACHE_ENDPOINT")]
+    pub cache_endpoint: Option<String>,
     /// The CloudWatch namespace of the metrics line logged after each conversation.
     #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
     pub metrics_namespace: String,
@@ -413,6 +429,18 @@ impl Settings {
             return Err(format!("EARSHOT_CACHE_MAX_CHARS (--cache-max-chars): must be 1 to 2000, not {}", self.cache_max_chars));
         }
         self.cache_warmup()?;
+        if !(1..=5_000).contains(&self.cache_fetch_ms) {
+            return Err(format!("EARSHOT_CACHE_FETCH_MS (--cache-fetch-ms): must be 1 to 5000, not {}", self.cache_fetch_ms));
+        }
+        if let Some(bucket) = &self.cache_bucket {
+            let ok = (3..=63).contains(&bucket.len()) && bucket.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+            if !ok {
+                return Err(format!("EARSHOT_CACHE_BUCKET (--cache-bucket): `{bucket}` is not an S3 bucket name (3 to 63 lower-case letters, digits, - and .)"));
+            }
+            if self.cache == CacheScope::Off {
+                return Err("EARSHOT_CACHE_BUCKET (--cache-bucket): the cache is off (EARSHOT_CACHE=off): a shared tier needs it on".into());
+            }
+        }
         if !(100..=600_000).contains(&self.keep_alive_ms) {
             return Err(format!("EARSHOT_KEEP_ALIVE_MS (--keep-alive-ms): must be 100 to 600000, not {}", self.keep_alive_ms));
         }

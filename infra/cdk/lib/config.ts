@@ -90,6 +90,9 @@ export interface EarshotConfig {
   readonly cacheMaxChars: number;
   /** The openers rendered into the cache on a cold start: '' for earshot's few, `none`, or JSON (a list, or voice to list). */
   readonly cacheWarmup: string;
+  /** A shared tier for the Polly arm: an S3 bucket whose objects (cached sentences) expire after cacheSharedDays; false: each warm Lambda keeps its own. */
+  readonly cacheSharedTier: boolean;
+  readonly cacheSharedDays: number;
   /** Alarm thresholds: Polly characters billed in an hour, and invocations in an hour (0: no alarm). */
   readonly alarmPollyCharactersPerHour: number;
   readonly alarmInvocationsPerHour: number;
@@ -159,6 +162,8 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   cacheMib: 'integer',
   cacheMaxChars: 'integer',
   cacheWarmup: 'string',
+  cacheSharedTier: 'boolean',
+  cacheSharedDays: 'integer',
   alarmPollyCharactersPerHour: 'integer',
   alarmInvocationsPerHour: 'integer',
   alarmEmail: 'string',
@@ -296,6 +301,8 @@ function check(c: EarshotConfig): void {
   within('cacheMib', 1, 4096);
   if (c.cacheMib * 4 > c.lambdaMemoryMb) fail('cacheMib', `must be at most a quarter of lambdaMemoryMb (${c.lambdaMemoryMb} MB), got ${c.cacheMib}`);
   within('cacheMaxChars', 1, 2000);
+  within('cacheSharedDays', 1, 365);
+  if (c.cacheSharedTier && c.cacheScope === 'off') fail('cacheSharedTier', 'needs the cache on (cacheScope deployment or owner)');
   if (c.cacheWarmup.trim() !== '' && c.cacheWarmup.trim() !== 'none') {
     let warmup: unknown;
     try {

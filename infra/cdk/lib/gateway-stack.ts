@@ -5,6 +5,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -15,7 +16,7 @@ import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './ar
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig, deployedBackends } from './config';
 import { EarshotDashboard } from './dashboard';
-import { lambdaEnvironment } from './lambda-env';
+import { CACHE_PREFIX, lambdaEnvironment } from './lambda-env';
 
 /** The response headers a browser page may read (they name the backend and why it was chosen). */
 export const EXPOSED_HEADERS = ['x-earshot-backend', 'x-earshot-backend-reason', 'x-earshot-arm', 'x-earshot-conversation-id', 'x-earshot-request-id', 'x-earshot-protocol'];
@@ -93,6 +94,23 @@ export class EarshotGatewayStack extends Stack {
       }
     }
 
+    // The sentence cache's shared tier (docs/cache.md): sentences the Polly arm paid for, fetched by every
+    // warm Lambda instead of billed again. Objects expire by a lifecycle rule; `make destroy` empties the bucket.
+    let cacheBucket: s3.Bucket | undefined;
+    if (c.cacheSharedTier) {
+      cacheBucket = new s3.Bucket(this, 'SentenceCache', {
+        encryption: s3.BucketEncryption.S3_MANAGED,
+        blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+        enforceSSL: true,
+        lifecycleRules: [{ prefix: CACHE_PREFIX, expiration: Duration.days(c.cacheSharedDays) }],
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+      Validations.of(cacheBucket).acknowledge({
+        id: 'AwsSolutions-S1',
+        reason: 'A cache of synthesized audio read and written by this stack\'s Lambda alone; every call is in its own log and CloudTrail\'s data events can be turned on where needed.',
+      });
+    }
+
     this.fn = new lambda.Function(this, 'Gateway', {
       role,
       description: 'earshot voice gateway (response streaming)',
@@ -104,12 +122,25 @@ export class EarshotGatewayStack extends Stack {
       // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.
       memorySize: c.lambdaMemoryMb,
       timeout: Duration.seconds(c.lambdaTimeoutSeconds),
-      environment: lambdaEnvironment(c, interrupts.tableName, props.kokoro?.endpointName, tokenKeys?.name),
+      environment: lambdaEnvironment(c, interrupts.tableName, props.kokoro?.endpointName, tokenKeys?.name, cacheBucket?.bucketName),
       // A cap on simultaneous conversations, and so on spend (0: unreserved).
       reservedConcurrentExecutions: c.reservedConcurrency > 0 ? c.reservedConcurrency : undefined,
       logGroup,
     });
 
+    if (cacheBucket) {
+      // Objects under the cache's prefix only: read one, write one.
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'SentenceCacheObjects',
+        actions: ['s3:GetObject', 's3:PutObject'],
+        resources: [cacheBucket.arnForObjects(`${CACHE_PREFIX}*`)],
+      }));
+      Validations.of(this.fn.role!).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${this.getLogicalId(cacheBucket.node.defaultChild as s3.CfnBucket)}.Arn>/${CACHE_PREFIX}*]`,
+        reason: 'One object per cached sentence, named by a digest at run time: the prefix is the narrowest resource, and only GetObject and PutObject are granted on it.',
+      });
+      new CfnOutput(this, 'CacheBucket', { value: cacheBucket.bucketName, description: "The sentence cache's shared tier (make destroy empties it)" });
+    }
     if (props.kokoro) {
       // The conversation is InvokeEndpointWithBidirectionalStream, which its own IAM action authorizes: without
       // it the stream is denied at run time (and, with failover on, every conversation silently spills to Polly

@@ -48,6 +48,8 @@ export const ENV_NAMES = [
   'EARSHOT_CACHE_MIB',
   'EARSHOT_CACHE_MAX_CHARS',
   'EARSHOT_CACHE_WARMUP',
+  'EARSHOT_CACHE_BUCKET',
+  'EARSHOT_CACHE_PREFIX',
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
@@ -85,7 +87,10 @@ export const UPSTREAM_LIMITS = {
  * The variables for a deployment. `interruptTable` is the interrupt table's name; `endpointName` is the
  * Kokoro endpoint's name, and must be given exactly when the deployment has one (not Polly-only).
  */
-export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endpointName?: string, tokenKeysSecret?: string): Record<string, string> {
+/** Where the sentence cache's shared tier keeps its objects in its bucket (the lifecycle rule's prefix too). */
+export const CACHE_PREFIX = 'earshot-cache/';
+
+export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endpointName?: string, tokenKeysSecret?: string, cacheBucket?: string): Record<string, string> {
   if (c.pollyOnly && endpointName !== undefined) throw new Error('a Polly-only deployment has no SageMaker endpoint');
   if (!c.pollyOnly && endpointName === undefined) throw new Error('the Kokoro backend needs the SageMaker endpoint name');
   const backends = deployedBackends(c);
@@ -127,6 +132,11 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
   if (c.cacheWarmup.trim() !== '') env.EARSHOT_CACHE_WARMUP = c.cacheWarmup.trim();
+  if (c.cacheSharedTier !== (cacheBucket !== undefined)) throw new Error('the shared cache tier needs its bucket, and only then');
+  if (cacheBucket !== undefined) {
+    env.EARSHOT_CACHE_BUCKET = cacheBucket;
+    env.EARSHOT_CACHE_PREFIX = CACHE_PREFIX;
+  }
   // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.
   // AWS_IAM: `none`, and the gateway refuses a request the URL did not authenticate; NONE: `public`, anyone on purpose.
   env.EARSHOT_AUTH = c.authType === 'TOKEN' ? 'token' : c.authType === 'NONE' ? 'public' : 'none';

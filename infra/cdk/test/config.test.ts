@@ -65,6 +65,7 @@ describe('-c overrides (strings from the command line)', () => {
     assert.equal(withContext({ cacheScope: 'owner' }).cacheScope, 'owner');
     assert.equal(withContext({ cacheWarmup: '["Sure."]' }).cacheWarmup, '["Sure."]');
     rejects({ cacheScope: 'everyone' }, /`cacheScope` must be deployment, owner or off/);
+    rejects({ cacheScope: 'off', cacheSharedTier: 'true' }, /`cacheSharedTier` needs the cache on/);
     rejects({ cacheMib: '512' }, /`cacheMib` must be at most a quarter of lambdaMemoryMb/);
     rejects({ cacheWarmup: 'Sure.' }, /`cacheWarmup` must be '' \(earshot's openers\), none, or JSON/);
     rejects({ cacheWarmup: '{"af_heart": "Sure."}' }, /`cacheWarmup` must be a JSON list of sentences or an object/);

@@ -149,7 +149,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
     // Each agent's own, the token mode's, and the warm-up list (written only when it is not earshot's own).
-    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP)/.test(n));
+    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX)/.test(n));
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
@@ -433,5 +433,23 @@ describe('token mode and spend guards', () => {
     assert.equal(Object.keys(quiet.findResources('AWS::CloudWatch::Alarm')).length, 0);
     assert.equal(Object.keys(quiet.findResources('AWS::SNS::Topic')).length, 0, 'no alarm, no topic');
     assert.throws(() => synth({ reservedConcurrency: '-1' }), /`reservedConcurrency` must be between 0 and 10000/);
+  });
+});
+
+describe('the sentence cache\'s shared tier', () => {
+  it('is absent by default, and when on is a private bucket with a lifecycle rule the Lambda reads and writes under its prefix alone', () => {
+    assert.equal(Object.keys(synth().gatewayTemplate.findResources('AWS::S3::Bucket')).length, 0);
+    const t = synth({ cacheSharedTier: 'true', cacheSharedDays: '7' }).gatewayTemplate;
+    const bucket = only(t, 'AWS::S3::Bucket');
+    assert.deepEqual(bucket.Properties.LifecycleConfiguration.Rules, [{ Prefix: 'earshot-cache/', ExpirationInDays: 7, Status: 'Enabled' }]);
+    assert.deepEqual(bucket.Properties.PublicAccessBlockConfiguration, { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    const env = only(t, 'AWS::Lambda::Function').Properties.Environment.Variables;
+    assert.equal(env.EARSHOT_CACHE_PREFIX, 'earshot-cache/');
+    assert.deepEqual(env.EARSHOT_CACHE_BUCKET, { Ref: Object.keys(t.findResources('AWS::S3::Bucket'))[0] });
+    const statements = Object.values(t.findResources('AWS::IAM::Policy')).flatMap((p: any) => p.Properties.PolicyDocument.Statement);
+    const cache = statements.find((s: any) => s.Sid === 'SentenceCacheObjects');
+    assert.deepEqual(cache.Action, ['s3:GetObject', 's3:PutObject']);
+    assert.match(JSON.stringify(cache.Resource), /earshot-cache\/\*/);
+    assert.ok(!statements.some((s: any) => JSON.stringify(s.Action).includes('s3:') && s.Sid !== 'SentenceCacheObjects' && s.Effect === 'Allow' && JSON.stringify(s.Principal ?? '') === '""'));
   });
 });
