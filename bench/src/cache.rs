@@ -8,6 +8,10 @@
 //!   through the Polly stand-in (the real SDK, Kokoro's voice) with the cache on, as a day's traffic
 //!   repeats itself. Polly bills what it is sent: the characters billed and those the cache spared are
 //!   read from each answer's timeline.
+//! - **The shared tier**: the day's gateway and a second one (a second warm Lambda) share an S3 prefix on
+//!   moto's server; the second replays some of the day's answers, and each sentence it fetches is timed
+//!   from release to first audio beside Polly's own first audio for the sentences it synthesized. moto
+//!   answers on loopback: the figure is the tier's own cost, not S3's network time.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +52,12 @@ pub struct Pair {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Day {
+    /// Release to first audio of each sentence Polly synthesized, and of each the second gateway fetched
+    /// from the shared tier.
+    #[serde(default)]
+    pub polly_release_to_audio_ms: Vec<f64>,
+    #[serde(default)]
+    pub shared_release_to_audio_ms: Vec<f64>,
     pub answers: usize,
     pub sentences: usize,
     pub cache_hits: usize,
@@ -56,7 +66,7 @@ pub struct Day {
     pub saved_characters: u64,
 }
 
-pub async fn run(paths: &Paths, trials: usize, day_answers: usize) -> Result<Results, String> {
+pub async fn run(paths: &Paths, trials: usize, day_answers: usize, moto_server: &std::path::Path) -> Result<Results, String> {
     let kokoro = stack::kokoro(paths).await?;
     let args: Vec<String> = ["--kokoro-url", &kokoro.url, "--cache", "deployment", "--cache-warmup", "none"].iter().map(|s| s.to_string()).collect();
     let gateway = stack::gateway(paths, "gateway-cache", &args, &[]).await?;
@@ -80,29 +90,84 @@ pub async fn run(paths: &Paths, trials: usize, day_answers: usize) -> Result<Res
     }
     drop(gateway);
     let (standins, pem) = stack::standins(paths, &kokoro.url).await?;
-    let args: Vec<String> = ["--backends", "polly", "--aws-endpoint", &standins.url, "--cache", "deployment", "--cache-warmup", "none", "--aws-trust-pem"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([pem.display().to_string()])
-        .collect();
+    let (_moto, moto_url) = moto(paths, moto_server).await?;
+    let args: Vec<String> = [
+        "--backends",
+        "polly",
+        "--aws-endpoint",
+        &standins.url,
+        "--cache",
+        "deployment",
+        "--cache-warmup",
+        "none",
+        "--cache-bucket",
+        BUCKET,
+        "--cache-endpoint",
+        &moto_url,
+        "--aws-trust-pem",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([pem.display().to_string()])
+    .collect();
     let polly = stack::gateway(paths, "gateway-cache-polly", &args, &stack::aws_env()).await?;
+    let second = stack::gateway(paths, "gateway-cache-polly-second", &args, &stack::aws_env()).await?;
     let mut rng = Rng(0xCAC4E);
     let mut day = Day::default();
+    let mut answers = Vec::new();
     for _ in 0..day_answers {
         let text = format!("{} {} {}", rng.pick(OPENERS), rng.pick(BODIES), rng.pick(CLOSERS));
-        let options = earshot_client::CallOptions { timeout: std::time::Duration::from_secs(300), ..Default::default() };
-        let received = earshot_client::speak(&polly.url, &trial::body(None, Some(&text), "incremental", None), &options).await.map_err(|e| e.to_string())?;
-        if let Some(error) = &received.error {
-            return Err(format!("a day's answer failed: {}: {}", error.code, error.message));
-        }
-        let timeline = received.timeline.as_ref().ok_or("an answer ended without `done`")?;
+        let timeline = answer(&polly.url, &text).await?;
         day.answers += 1;
         day.sentences += timeline.sentences.len();
         day.cache_hits += timeline.cache_hits();
         day.billed_characters += timeline.billed_characters.unwrap_or(0);
         day.saved_characters += timeline.cached_characters();
+        day.polly_release_to_audio_ms.extend(timeline.sentences.iter().filter(|s| !s.cached).filter_map(release_to_audio));
+        answers.push(text);
+    }
+    // The second gateway's memory is empty: what it does not synthesize, it fetched.
+    for text in answers.iter().take(day_answers.div_ceil(4)) {
+        let timeline = answer(&second.url, text).await?;
+        day.shared_release_to_audio_ms.extend(timeline.sentences.iter().filter(|s| s.cached).filter_map(release_to_audio));
     }
     Ok(Results { first_audio, day })
+}
+
+/// The bucket of the shared tier on moto's server.
+const BUCKET: &str = "earshot-bench-cache";
+
+/// moto's server, with the shared tier's bucket, and its URL (the server stops when the service is dropped).
+async fn moto(paths: &Paths, moto_server: &std::path::Path) -> Result<(crate::services::Service, String), String> {
+    if !moto_server.exists() {
+        return Err(format!("{} is missing: `make moto-venv` installs it (make bench does)", moto_server.display()));
+    }
+    let port = crate::services::free_port();
+    let mut command = std::process::Command::new(moto_server);
+    command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+    let mut service = crate::services::Service::spawn("moto-cache", command, &paths.logs)?;
+    let url = format!("http://127.0.0.1:{port}");
+    service.wait_ready(&format!("{url}/moto-api/"), std::time::Duration::from_secs(60), std::time::Duration::from_millis(50)).await?;
+    // moto takes an unsigned CreateBucket; the gateway's own calls are signed.
+    let created = reqwest::Client::new().put(format!("{url}/{BUCKET}")).send().await.map_err(|e| format!("moto: {e}"))?;
+    if !created.status().is_success() {
+        return Err(format!("moto refused the bucket: {}", created.status()));
+    }
+    Ok((service, url))
+}
+
+/// One answer of the day; its timeline.
+async fn answer(url: &str, text: &str) -> Result<earshot_core::timeline::Timeline, String> {
+    let options = earshot_client::CallOptions { timeout: std::time::Duration::from_secs(300), ..Default::default() };
+    let received = earshot_client::speak(url, &trial::body(None, Some(text), "incremental", None), &options).await.map_err(|e| e.to_string())?;
+    if let Some(error) = &received.error {
+        return Err(format!("a day's answer failed: {}: {}", error.code, error.message));
+    }
+    received.timeline.ok_or_else(|| "an answer ended without `done`".to_string())
+}
+
+fn release_to_audio(s: &earshot_core::timeline::SentenceMarks) -> Option<f64> {
+    Some(s.tts_first_audio_ms? - s.released_ms?)
 }
 
 /// One conversation: what it measured, whether its first sentence came from the cache, and its first

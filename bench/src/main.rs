@@ -241,7 +241,7 @@ async fn run(args: Args) -> Result<(), String> {
     if wants("cache") {
         let (pairs, day) = if args.quick { (1, 3) } else { (trials, 40) };
         eprintln!("bench: sentence cache: {pairs} sentences said twice on Kokoro, a scripted day of {day} answers through Polly");
-        results.cache = Some(cache::run(&paths, pairs, day).await?);
+        results.cache = Some(cache::run(&paths, pairs, day, &args.moto_server).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

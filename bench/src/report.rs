@@ -700,4 +700,10 @@ fn cache(o: &mut String, c: &crate::cache::Results) {
         d.saved_characters,
         share(d.saved_characters, d.billed_characters + d.saved_characters)
     );
+    let summary = |v: &[f64]| crate::stats::Summary::of(v).map_or("-".to_string(), |s| format!("{} / {} (n = {})", ms(s.median), ms(s.p90), s.n));
+    let _ = writeln!(o, "The shared tier (an S3 prefix; here moto's server on loopback, so the figure is the tier's own cost, not S3's network time): a second gateway with an empty memory replays some of the day's answers.\n");
+    let _ = writeln!(o, "| sentence | release to first audio at the gateway (median / p90) |");
+    let _ = writeln!(o, "|---|---|");
+    let _ = writeln!(o, "| synthesized by Polly (the stand-in, Kokoro's voice) | {} |", summary(&d.polly_release_to_audio_ms));
+    let _ = writeln!(o, "| fetched from the shared tier | {} |\n", summary(&d.shared_release_to_audio_ms));
 }
