@@ -105,6 +105,9 @@ EARSHOT_INTERRUPT_TABLE="interrupts"
 EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_KEEP_ALIVE_MS="1000"
 EARSHOT_AUTH="public"
+# The streaming tests measure the model and its cancellation: no sentence from the cache, no warm-up loading
+# the container between them (the second function keeps the cache and its warm-up, as deployed).
+EARSHOT_CACHE="off"
 $test_credentials
 ENV
 

@@ -141,7 +141,15 @@ export class EarshotDashboard extends Construct {
       ],
       [
         graph('Orchestration overhead p99 (ms)', perArm('OrchestrationOverhead', 'p99'), 'ms'),
-        graph('Sentences spoken (sum)', perArm('Sentences', 'Sum'), 'count'),
+        // Over all sentences, the share the sentence cache played without the model.
+        graph('Sentences spoken and from the sentence cache (sum)', backends.flatMap((backend) => ['Sentences', 'CacheHits'].map((metricName) => new cw.Metric({
+          namespace,
+          metricName,
+          dimensionsMap: metricName === 'Sentences' ? { Backend: backend, Release: 'incremental' } : { Backend: backend },
+          statistic: 'Sum',
+          period: PERIOD,
+          label: `${backend} ${metricName === 'Sentences' ? 'sentences' : 'from the cache'}`,
+        }))), 'count'),
       ],
     ];
     if (props.arms.length > 0) {
@@ -180,14 +188,15 @@ export class EarshotDashboard extends Construct {
 
     const lastRow: cw.IWidget[] = [];
     if (backends.includes('polly')) {
-      lastRow.push(graph('Polly billed characters (sum)', [new cw.Metric({
+      // Billed, and spared by the sentence cache (docs/cache.md): what the cache is worth on the bill.
+      lastRow.push(graph('Polly billed characters (sum)', ['BilledCharacters', 'BilledCharactersSaved'].map((metricName) => new cw.Metric({
         namespace,
-        metricName: 'BilledCharacters',
+        metricName,
         dimensionsMap: { Backend: 'polly' },
         statistic: 'Sum',
         period: PERIOD,
-        label: 'polly characters',
-      })], 'characters'));
+        label: metricName === 'BilledCharacters' ? 'polly characters billed' : 'spared by the sentence cache',
+      })), 'characters'));
     }
     if (props.endpoint) {
       const dims = { EndpointName: props.endpoint.name, VariantName: props.endpoint.variant };

@@ -53,7 +53,13 @@ describe('dashboard', () => {
   });
 
   it("plots Polly's billed characters and the underruns", () => {
-    assert.deepEqual(lines(byTitle(ws, /^Polly billed characters/)), ['earshot BilledCharacters Backend=polly Sum']);
+    assert.deepEqual(lines(byTitle(ws, /^Polly billed characters/)), ['earshot BilledCharacters Backend=polly Sum', 'earshot BilledCharactersSaved Backend=polly Sum']);
+    assert.deepEqual(lines(byTitle(ws, /^Sentences spoken and from the sentence cache/)).sort(), [
+      'earshot CacheHits Backend=kokoro Sum',
+      'earshot CacheHits Backend=polly Sum',
+      'earshot Sentences Backend=kokoro Release=incremental Sum',
+      'earshot Sentences Backend=polly Release=incremental Sum',
+    ]);
     assert.equal(lines(byTitle(ws, /^Audio underruns/)).filter((l) => / Underruns .* Sum$/.test(l)).length, 4);
   });
 

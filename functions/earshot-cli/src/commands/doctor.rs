@@ -26,7 +26,12 @@ pub struct DoctorArgs {
 }
 
 /// What the doctor says the arm says.
-const SAMPLE: &str = "Hello from earshot doctor. This voice works.";
+/// What each arm is asked to say, with a number of this run's: a sentence said before would come from the
+/// gateway's sentence cache and prove nothing of the voice, so each run's second sentence is new.
+fn sample() -> String {
+    let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_micros() % 10_000).unwrap_or(0);
+    format!("Hello from earshot doctor. This voice works, check {run}.")
+}
 /// What the doctor asks the agent: short to answer, so that it costs little.
 const QUESTION: &str = "Say hello in one short sentence.";
 
@@ -110,7 +115,7 @@ pub fn run(args: DoctorArgs) -> Result<(), String> {
     for (arm, status) in backends {
         let healthy = status.get("ok").and_then(|v| v.as_bool()).unwrap_or(false);
         let health_code = status.get("code").and_then(|v| v.as_str());
-        let body = SpeakBody { text: Some(SAMPLE.into()), backend: Some(arm.clone()), ..Default::default() };
+        let body = SpeakBody { text: Some(sample()), backend: Some(arm.clone()), ..Default::default() };
         let result = runtime.block_on(speak(&args.url, &body, &options));
         let verdict = verdict(&result);
         let health_note = match (healthy, health_code) {
