@@ -68,7 +68,12 @@ pub struct Day {
 
 pub async fn run(paths: &Paths, trials: usize, day_answers: usize, moto_server: &std::path::Path) -> Result<Results, String> {
     let kokoro = stack::kokoro(paths).await?;
-    let args: Vec<String> = ["--kokoro-url", &kokoro.url, "--cache", "deployment", "--cache-warmup", "none"].iter().map(|s| s.to_string()).collect();
+    // The text arrives at once (the scripted agent would otherwise type it at 30 tokens a second, and first
+    // audio would wait for the sentence's last word either way).
+    let args: Vec<String> = ["--kokoro-url", &kokoro.url, "--cache", "deployment", "--cache-warmup", "none", "--tokens-per-second", "10000", "--first-token-ms", "0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let gateway = stack::gateway(paths, "gateway-cache", &args, &[]).await?;
     let mut first_audio = Vec::new();
     for round in 0..trials {
@@ -117,7 +122,7 @@ pub async fn run(paths: &Paths, trials: usize, day_answers: usize, moto_server: 
     let mut answers = Vec::new();
     for _ in 0..day_answers {
         let text = format!("{} {} {}", rng.pick(OPENERS), rng.pick(BODIES), rng.pick(CLOSERS));
-        let timeline = answer(&polly.url, &text).await?;
+        let (timeline, _) = answer(&polly.url, &text).await?;
         day.answers += 1;
         day.sentences += timeline.sentences.len();
         day.cache_hits += timeline.cache_hits();
@@ -126,10 +131,16 @@ pub async fn run(paths: &Paths, trials: usize, day_answers: usize, moto_server: 
         day.polly_release_to_audio_ms.extend(timeline.sentences.iter().filter(|s| !s.cached).filter_map(release_to_audio));
         answers.push(text);
     }
-    // The second gateway's memory is empty: what it does not synthesize, it fetched.
+    // The second gateway's memory is empty: a sentence it has not said before and does not synthesize, it
+    // fetched (its repeats after that come from its own memory, and are not counted here).
+    let mut seen = std::collections::HashSet::new();
     for text in answers.iter().take(day_answers.div_ceil(4)) {
-        let timeline = answer(&second.url, text).await?;
-        day.shared_release_to_audio_ms.extend(timeline.sentences.iter().filter(|s| s.cached).filter_map(release_to_audio));
+        let (timeline, texts) = answer(&second.url, text).await?;
+        for (sentence, said) in timeline.sentences.iter().zip(texts) {
+            if sentence.cached && seen.insert(said) {
+                day.shared_release_to_audio_ms.extend(release_to_audio(sentence));
+            }
+        }
     }
     Ok(Results { first_audio, day })
 }
@@ -156,14 +167,15 @@ async fn moto(paths: &Paths, moto_server: &std::path::Path) -> Result<(crate::se
     Ok((service, url))
 }
 
-/// One answer of the day; its timeline.
-async fn answer(url: &str, text: &str) -> Result<earshot_core::timeline::Timeline, String> {
+/// One answer of the day: its timeline, and its sentences' texts in order.
+async fn answer(url: &str, text: &str) -> Result<(earshot_core::timeline::Timeline, Vec<String>), String> {
     let options = earshot_client::CallOptions { timeout: std::time::Duration::from_secs(300), ..Default::default() };
     let received = earshot_client::speak(url, &trial::body(None, Some(text), "incremental", None), &options).await.map_err(|e| e.to_string())?;
     if let Some(error) = &received.error {
         return Err(format!("a day's answer failed: {}: {}", error.code, error.message));
     }
-    received.timeline.ok_or_else(|| "an answer ended without `done`".to_string())
+    let texts = received.events.iter().filter_map(|e| if let earshot_core::protocol::ServerEvent::Sentence(s) = e { Some(s.text.clone()) } else { None }).collect();
+    Ok((received.timeline.ok_or_else(|| "an answer ended without `done`".to_string())?, texts))
 }
 
 fn release_to_audio(s: &earshot_core::timeline::SentenceMarks) -> Option<f64> {

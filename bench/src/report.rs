@@ -666,7 +666,7 @@ fn cache(o: &mut String, c: &crate::cache::Results) {
     let _ = writeln!(o, "## 15. Sentence cache: a sentence said again, and what Polly is spared\n");
     let _ = writeln!(
         o,
-        "Each round speaks a sentence never said before (the model's first time), then the same sentence again (the cache's), through `earshot serve` on the Kokoro container with no warm-up.\n"
+        "Each round speaks a sentence never said before (the model's first time), then the same sentence again (the cache's), through `earshot serve` on the Kokoro container with no warm-up, the text given at once.\n"
     );
     let _ = writeln!(o, "| first sentence | n | client first audio (median / p90) | release to first audio at the gateway (median / p90) |");
     let _ = writeln!(o, "|---|---|---|---|");
@@ -705,5 +705,5 @@ fn cache(o: &mut String, c: &crate::cache::Results) {
     let _ = writeln!(o, "| sentence | release to first audio at the gateway (median / p90) |");
     let _ = writeln!(o, "|---|---|");
     let _ = writeln!(o, "| synthesized by Polly (the stand-in, Kokoro's voice) | {} |", summary(&d.polly_release_to_audio_ms));
-    let _ = writeln!(o, "| fetched from the shared tier | {} |\n", summary(&d.shared_release_to_audio_ms));
+    let _ = writeln!(o, "| fetched from the shared tier (each sentence's first time on the second gateway) | {} |\n", summary(&d.shared_release_to_audio_ms));
 }
