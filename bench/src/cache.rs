@@ -70,10 +70,11 @@ pub async fn run(paths: &Paths, trials: usize, day_answers: usize, moto_server: 
     let kokoro = stack::kokoro(paths).await?;
     // The text arrives at once (the scripted agent would otherwise type it at 30 tokens a second, and first
     // audio would wait for the sentence's last word either way).
-    let args: Vec<String> = ["--kokoro-url", &kokoro.url, "--cache", "deployment", "--cache-warmup", "none", "--tokens-per-second", "10000", "--first-token-ms", "0"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let args: Vec<String> =
+        ["--kokoro-url", &kokoro.url, "--cache", "deployment", "--cache-warmup", "none", "--tokens-per-second", "10000", "--first-token-ms", "0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     let gateway = stack::gateway(paths, "gateway-cache", &args, &[]).await?;
     let mut first_audio = Vec::new();
     for round in 0..trials {
@@ -174,7 +175,8 @@ async fn answer(url: &str, text: &str) -> Result<(earshot_core::timeline::Timeli
     if let Some(error) = &received.error {
         return Err(format!("a day's answer failed: {}: {}", error.code, error.message));
     }
-    let texts = received.events.iter().filter_map(|e| if let earshot_core::protocol::ServerEvent::Sentence(s) = e { Some(s.text.clone()) } else { None }).collect();
+    let texts =
+        received.events.iter().filter_map(|e| if let earshot_core::protocol::ServerEvent::Sentence(s) = e { Some(s.text.clone()) } else { None }).collect();
     Ok((received.timeline.ok_or_else(|| "an answer ended without `done`".to_string())?, texts))
 }
 

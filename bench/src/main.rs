@@ -188,8 +188,23 @@ async fn run(args: Args) -> Result<(), String> {
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
     let wants = |suite: &str| args.suites.iter().any(|s| s == suite);
     if let Some(unknown) = args.suites.iter().find(|s| {
-        !["release", "firstaudio", "pacing", "overhead", "load", "overload", "polly", "interrupt", "agents", "container", "transport", "coldstart", "segmenter", "cache"]
-            .contains(&s.as_str())
+        ![
+            "release",
+            "firstaudio",
+            "pacing",
+            "overhead",
+            "load",
+            "overload",
+            "polly",
+            "interrupt",
+            "agents",
+            "container",
+            "transport",
+            "coldstart",
+            "segmenter",
+            "cache",
+        ]
+        .contains(&s.as_str())
     }) {
         return Err(format!("unknown suite `{unknown}`"));
     }

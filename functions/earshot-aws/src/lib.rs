@@ -17,13 +17,13 @@
 
 pub mod agentcore;
 pub mod aws_json;
-pub mod s3_cache;
 pub mod bedrock;
 pub mod health;
 pub mod interrupts;
 pub mod logs;
 pub mod polly;
 pub mod polly_voices;
+pub mod s3_cache;
 pub mod sagemaker;
 pub mod sdk;
 

@@ -125,7 +125,14 @@ mod tests {
     use super::*;
 
     fn key(text: &str) -> CacheKey {
-        CacheKey { partition: None, backend: "polly".into(), voice: "Ruth".into(), language: Some("en".into()), format: "pcm_s16le/16000/1".into(), text: text.into() }
+        CacheKey {
+            partition: None,
+            backend: "polly".into(),
+            voice: "Ruth".into(),
+            language: Some("en".into()),
+            format: "pcm_s16le/16000/1".into(),
+            text: text.into(),
+        }
     }
 
     #[test]

@@ -240,7 +240,8 @@ impl Relay {
     /// goes to the backend.
     fn fetched(&mut self, index: u32, found: Option<CachedSentence>) {
         let Some(at) = self.pending.iter().position(|p| matches!(p, Pending::Fetching { index: i, .. } if *i == index)) else { return };
-        let Pending::Fetching { key, request, .. } = std::mem::replace(&mut self.pending[at], Pending::Hit { index, sentence: Arc::new(CachedSentence { chunks: Vec::new() }) })
+        let Pending::Fetching { key, request, .. } =
+            std::mem::replace(&mut self.pending[at], Pending::Hit { index, sentence: Arc::new(CachedSentence { chunks: Vec::new() }) })
         else {
             unreachable!("found as fetching")
         };
@@ -343,8 +344,8 @@ mod tests {
     use crate::cache::CacheLimits;
     use crate::protocol::AudioFormat;
     use crate::speech::{SessionOptions, SpeechError, Voice};
-    use std::time::Duration;
     use std::sync::Mutex;
+    use std::time::Duration;
 
     /// A backend known by its name and its one voice, American English (the relay only asks it how it
     /// reads a sentence).

@@ -435,7 +435,9 @@ impl Settings {
         if let Some(bucket) = &self.cache_bucket {
             let ok = (3..=63).contains(&bucket.len()) && bucket.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
             if !ok {
-                return Err(format!("EARSHOT_CACHE_BUCKET (--cache-bucket): `{bucket}` is not an S3 bucket name (3 to 63 lower-case letters, digits, - and .)"));
+                return Err(format!(
+                    "EARSHOT_CACHE_BUCKET (--cache-bucket): `{bucket}` is not an S3 bucket name (3 to 63 lower-case letters, digits, - and .)"
+                ));
             }
             if self.cache == CacheScope::Off {
                 return Err("EARSHOT_CACHE_BUCKET (--cache-bucket): the cache is off (EARSHOT_CACHE=off): a shared tier needs it on".into());
