@@ -278,6 +278,13 @@ impl SpeechBackend for PollyBackend {
         self.settings.default_voice.clone()
     }
 
+    /// The language the session opened in where the voice speaks it (a bilingual voice's second language is
+    /// then asked for), else the voice's own: a sentence's own language is never sent to Polly.
+    fn reading_language(&self, voice: &str, session: Option<&Language>, _sentence: Option<&Language>, _text: &str) -> Option<Language> {
+        let voice = self.catalogue.find(voice)?;
+        session.filter(|l| speaks(&voice, l)).cloned().or_else(|| Language::of_voice(&voice.language))
+    }
+
     /// Every language of Polly's voices (a bilingual voice's second language too), each spoken by the
     /// configured voice, else the default voice where it speaks it, else the first voice whose own
     /// language it is, else the first that speaks it as a second language.

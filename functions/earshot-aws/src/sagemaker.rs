@@ -128,8 +128,8 @@ impl SpeechBackend for SageMakerBackend {
     }
 
     /// The container told no language reads by script, whatever the voice's own language.
-    fn reading_language(&self, _voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
-        Some(told.cloned().unwrap_or_else(|| earshot_core::language::read_by_script(text)))
+    fn reading_language(&self, _voice: &str, session: Option<&Language>, sentence: Option<&Language>, text: &str) -> Option<Language> {
+        earshot_core::language::container_reading(sentence.or(session), text)
     }
 
     fn languages(&self) -> Vec<(Language, String)> {

@@ -233,8 +233,8 @@ impl SpeechBackend for KokoroBackend {
     }
 
     /// The container told no language reads by script, whatever the voice's own language.
-    fn reading_language(&self, _voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
-        Some(told.cloned().unwrap_or_else(|| earshot_core::language::read_by_script(text)))
+    fn reading_language(&self, _voice: &str, session: Option<&Language>, sentence: Option<&Language>, text: &str) -> Option<Language> {
+        earshot_core::language::container_reading(sentence.or(session), text)
     }
 
     fn voice_speaks(&self, voice: &str, language: &Language) -> bool {

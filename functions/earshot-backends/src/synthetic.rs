@@ -87,7 +87,7 @@ impl SpeechBackend for SyntheticBackend {
     }
 
     /// A tone sounds the same in every language.
-    fn reading_language(&self, _voice: &str, _told: Option<&Language>, _text: &str) -> Option<Language> {
+    fn reading_language(&self, _voice: &str, _session: Option<&Language>, _sentence: Option<&Language>, _text: &str) -> Option<Language> {
         None
     }
 

@@ -72,12 +72,12 @@ impl SessionKey {
     /// sentence in (a request told its language is read in it), so that a sentence read the same way is
     /// found whether or not the language was told.
     fn for_request(&self, partition: &Partition, request: &SpeechRequest) -> CacheKey {
-        let told = request.language.as_ref().or(self.language.as_ref());
+        let reading = self.backend.reading_language(&self.voice, self.language.as_ref(), request.language.as_ref(), &request.text);
         CacheKey {
             partition: partition.clone(),
             backend: self.backend.name().to_string(),
             voice: self.voice.clone(),
-            language: self.backend.reading_language(&self.voice, told, &request.text).map(|l| l.to_string()),
+            language: reading.map(|l| l.to_string()),
             format: self.format.clone(),
             text: request.text.clone(),
         }
@@ -101,6 +101,7 @@ pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: O
         outbox: VecDeque::new(),
         to_inner: VecDeque::new(),
         finish_held: false,
+        failed: false,
         fetched_tx,
     };
     tokio::spawn(relay.run(from_scheduler, to_scheduler, fetched, cancel));
@@ -129,6 +130,29 @@ enum Step {
 /// A shared tier's answer for the sentence `index`.
 type Fetched = (u32, Option<CachedSentence>);
 
+/// Gives the relay the fetch's answer once: what was found, or nothing if the fetch ended any other way (a
+/// panic in the tier), so that a sentence never waits for an answer that cannot come.
+struct Answer {
+    index: u32,
+    to_relay: Option<mpsc::UnboundedSender<Fetched>>,
+}
+
+impl Answer {
+    fn send(mut self, found: Option<CachedSentence>) {
+        if let Some(to_relay) = self.to_relay.take() {
+            let _ = to_relay.send((self.index, found));
+        }
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if let Some(to_relay) = self.to_relay.take() {
+            let _ = to_relay.send((self.index, None));
+        }
+    }
+}
+
 struct Relay {
     inner: SpeechSession,
     key: SessionKey,
@@ -143,6 +167,8 @@ struct Relay {
     to_inner: VecDeque<SpeechCommand>,
     /// The scheduler said `Finish`; it goes on once every sentence before it has.
     finish_held: bool,
+    /// The backend failed: the session is over, and nothing more is answered, from the cache or not.
+    failed: bool,
     fetched_tx: mpsc::UnboundedSender<Fetched>,
 }
 
@@ -206,6 +232,9 @@ impl Relay {
     /// A command from the scheduler: a sentence heard before is answered here, one the shared tier may
     /// hold is looked for there, the rest go on.
     fn take(&mut self, command: SpeechCommand) {
+        if self.failed {
+            return;
+        }
         let SpeechCommand::Speak(request) = command else {
             self.finish_held = true;
             self.dispatch();
@@ -216,7 +245,8 @@ impl Relay {
         match (key.as_ref().and_then(|k| self.cache.cache.get(k)), key, &self.shared) {
             (Some(sentence), _, _) => self.pending.push_back(Pending::Hit { index, sentence }),
             (None, Some(key), Some(shared)) => {
-                let (tier, limit, to_relay, looked_up) = (shared.tier.clone(), shared.fetch_limit, self.fetched_tx.clone(), key.clone());
+                let (tier, limit, looked_up) = (shared.tier.clone(), shared.fetch_limit, key.clone());
+                let answer = Answer { index, to_relay: Some(self.fetched_tx.clone()) };
                 tokio::spawn(async move {
                     let found = match tokio::time::timeout(limit, tier.get(&looked_up)).await {
                         Ok(Ok(found)) => found,
@@ -226,7 +256,7 @@ impl Relay {
                         }
                         Err(_) => None,
                     };
-                    let _ = to_relay.send((index, found));
+                    answer.send(found);
                 });
                 self.pending.push_back(Pending::Fetching { index, key, request });
             }
@@ -307,6 +337,7 @@ impl Relay {
             SpeechEvent::Failed(_) => {
                 // The session is over: sentences after the failure are not played, kept or not.
                 self.pending.clear();
+                self.failed = true;
                 self.outbox.push_back(event);
             }
             SpeechEvent::Closed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),

@@ -213,8 +213,8 @@ impl SpeechBackend for Failover {
         self.arms[0].backend.voice_speaks(voice, language)
     }
 
-    fn reading_language(&self, voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
-        self.arms[0].backend.reading_language(voice, told, text)
+    fn reading_language(&self, voice: &str, session: Option<&Language>, sentence: Option<&Language>, text: &str) -> Option<Language> {
+        self.arms[0].backend.reading_language(voice, session, sentence, text)
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {

@@ -142,13 +142,13 @@ pub trait SpeechBackend: Send + Sync {
         self.voices().iter().any(|v| v.id == voice && Language::of_voice(&v.language).as_ref() == Some(language))
     }
 
-    /// The language the backend's front end reads `text` in, spoken by `voice` and told `told` (the
-    /// conversation's or the sentence's language, where it was told one): what the sentence cache keys a
-    /// sentence's sound by, so that a sentence read the same way is found whether or not the language
-    /// was told. By default, the language told, else the voice's own.
-    fn reading_language(&self, voice: &str, told: Option<&Language>, text: &str) -> Option<Language> {
+    /// How the backend reads `text` in `voice`, told `session` when the session opened and `sentence` with
+    /// the sentence (where either was told): what the sentence cache keys a sentence's sound by, so that a
+    /// sentence read the same way is found whether or not the language was told, and one read another way
+    /// is not. By default, the language told (the sentence's, else the session's), else the voice's own.
+    fn reading_language(&self, voice: &str, session: Option<&Language>, sentence: Option<&Language>, text: &str) -> Option<Language> {
         let _ = text;
-        told.cloned().or_else(|| self.voices().iter().find(|v| v.id == voice).and_then(|v| Language::of_voice(&v.language)))
+        sentence.or(session).cloned().or_else(|| self.voices().iter().find(|v| v.id == voice).and_then(|v| Language::of_voice(&v.language)))
     }
 
     /// Whether the backend can take a conversation at all, known without a network call: `Err` with

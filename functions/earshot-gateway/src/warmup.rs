@@ -5,7 +5,8 @@
 //! The warm-up never takes a backend from a caller: it renders one sentence at a time, only while no
 //! conversation is live in this process, and a conversation that starts while a sentence renders
 //! cancels that sentence (it is rendered again once the process is quiet). Under `earshot serve` the
-//! warm-up runs at start; on Lambda it runs in the moments of an invocation when its conversation has
+//! warm-up runs at start; on Lambda it begins once the first invocation's conversation has ended (never
+//! beside a caller's first sentences), runs in the moments of an invocation when its conversation has
 //! ended, until the environment is frozen, and goes on in the next. Each opener is rendered in each
 //! backend's default voice, or in the voices the list names; a backend still starting is waited for.
 //!
@@ -30,15 +31,35 @@ const READY_WAIT: Duration = Duration::from_secs(600);
 /// The longest one opener may take to render before it is given up.
 const RENDER_LIMIT: Duration = Duration::from_secs(60);
 
+/// When the warm-up begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin {
+    /// At once (`earshot serve`: the first caller may be minutes away).
+    AtOnce,
+    /// Once the first conversation has ended (Lambda: the process starts for a caller, whose first
+    /// sentences must not share the voice with a render already under way).
+    AfterFirstConversation,
+}
+
 /// Starts the warm-up in the background; it ends when every opener is rendered, or with the gateway's
 /// shutdown. Returns at once.
-pub fn start(gw: Arc<Gateway>) -> Option<tokio::task::JoinHandle<Rendered>> {
+pub fn start(gw: Arc<Gateway>, begin: Begin) -> Option<tokio::task::JoinHandle<Rendered>> {
     let settings = &gw.settings().cache;
     if settings.scope != CacheScope::Deployment || settings.warmup.openers.is_empty() {
         return None;
     }
     let cache = gw.cache_use(&crate::owner::Owner::local())?;
-    Some(tokio::spawn(warm(gw, cache)))
+    Some(tokio::spawn(async move {
+        if begin == Begin::AfterFirstConversation {
+            let mut live = gw.live_conversations();
+            let shutdown = gw.shutdown().clone();
+            tokio::select! {
+                _ = shutdown.cancelled() => return Rendered::default(),
+                _ = live.wait_for(|n| *n > 0) => {}
+            }
+        }
+        warm(gw, cache).await
+    }))
 }
 
 /// What the warm-up did.

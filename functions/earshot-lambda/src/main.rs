@@ -22,9 +22,9 @@ async fn main() -> Result<(), Error> {
     let built = earshot_wiring::build(&settings, Place::Lambda).await?;
     let (gateway, _watches) = built.gateway();
     let gateway = Arc::new(gateway);
-    // The openers into the sentence cache: rendered while no conversation is live, so in the moments
-    // of an invocation after its conversation has ended, never before a caller's first audio.
-    let _warmup = earshot_gateway::warmup::start(gateway.clone());
+    // The openers into the sentence cache: rendered while no conversation is live, from the end of the
+    // first invocation's conversation on, never beside a caller's first sentences.
+    let _warmup = earshot_gateway::warmup::start(gateway.clone(), earshot_gateway::warmup::Begin::AfterFirstConversation);
     let router = earshot_gateway::router(gateway);
     // `none` means the function URL's IAM stands in front: a request it did not authenticate means the
     // URL is open (auth NONE) without the deployment saying so (`public`), and is refused.

@@ -301,6 +301,7 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_AWS_ENDPOINT",
     "EARSHOT_AWS_TRUST_PEM",
     "EARSHOT_INTERRUPT_ENDPOINT",
+    "EARSHOT_CACHE_ENDPOINT",
     "EARSHOT_FAST_FIRST",
     "EARSHOT_MAX_IN_FLIGHT",
     "EARSHOT_OPENAI_API_KEY",
@@ -433,11 +434,16 @@ impl Settings {
             return Err(format!("EARSHOT_CACHE_FETCH_MS (--cache-fetch-ms): must be 1 to 5000, not {}", self.cache_fetch_ms));
         }
         if let Some(bucket) = &self.cache_bucket {
-            let ok = (3..=63).contains(&bucket.len()) && bucket.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+            // No dots: a dotted name does not match S3's certificate in a virtual-hosted URL.
+            let ok = (3..=63).contains(&bucket.len()) && bucket.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
             if !ok {
                 return Err(format!(
-                    "EARSHOT_CACHE_BUCKET (--cache-bucket): `{bucket}` is not an S3 bucket name (3 to 63 lower-case letters, digits, - and .)"
+                    "EARSHOT_CACHE_BUCKET (--cache-bucket): `{bucket}` is not a bucket name the tier can use (3 to 63 lower-case letters, digits and -)"
                 ));
+            }
+            let prefix_ok = self.cache_prefix.ends_with('/') && self.cache_prefix.chars().all(|c| c.is_ascii_alphanumeric() || "-_/.".contains(c));
+            if !prefix_ok {
+                return Err(format!("EARSHOT_CACHE_PREFIX (--cache-prefix): `{}` must be letters, digits, - _ . and /, ending with /", self.cache_prefix));
             }
             if self.cache == CacheScope::Off {
                 return Err("EARSHOT_CACHE_BUCKET (--cache-bucket): the cache is off (EARSHOT_CACHE=off): a shared tier needs it on".into());

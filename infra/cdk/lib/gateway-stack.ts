@@ -135,6 +135,13 @@ export class EarshotGatewayStack extends Stack {
         actions: ['s3:GetObject', 's3:PutObject'],
         resources: [cacheBucket.arnForObjects(`${CACHE_PREFIX}*`)],
       }));
+      // Listing the prefix lets S3 answer a missing object 404 (NoSuchKey); without it a miss is 403.
+      this.fn.addToRolePolicy(new iam.PolicyStatement({
+        sid: 'SentenceCacheMisses',
+        actions: ['s3:ListBucket'],
+        resources: [cacheBucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': `${CACHE_PREFIX}*` } },
+      }));
       Validations.of(this.fn.role!).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${this.getLogicalId(cacheBucket.node.defaultChild as s3.CfnBucket)}.Arn>/${CACHE_PREFIX}*]`,
         reason: 'One object per cached sentence, named by a digest at run time: the prefix is the narrowest resource, and only GetObject and PutObject are granted on it.',

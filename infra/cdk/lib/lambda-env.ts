@@ -50,6 +50,8 @@ export const ENV_NAMES = [
   'EARSHOT_CACHE_WARMUP',
   'EARSHOT_CACHE_BUCKET',
   'EARSHOT_CACHE_PREFIX',
+  'EARSHOT_CACHE_SHARED_BACKENDS',
+  'EARSHOT_CACHE_FETCH_MS',
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
@@ -136,6 +138,9 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
   if (cacheBucket !== undefined) {
     env.EARSHOT_CACHE_BUCKET = cacheBucket;
     env.EARSHOT_CACHE_PREFIX = CACHE_PREFIX;
+    // The arm billed per character; a fetch waits at most this long before Polly speaks the sentence.
+    env.EARSHOT_CACHE_SHARED_BACKENDS = 'polly';
+    env.EARSHOT_CACHE_FETCH_MS = '150';
   }
   // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.
   // AWS_IAM: `none`, and the gateway refuses a request the URL did not authenticate; NONE: `public`, anyone on purpose.

@@ -149,7 +149,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
     // Each agent's own, the token mode's, and the warm-up list (written only when it is not earshot's own).
-    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX)/.test(n));
+    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX|CACHE_SHARED_BACKENDS|CACHE_FETCH_MS)/.test(n));
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
@@ -445,11 +445,17 @@ describe('the sentence cache\'s shared tier', () => {
     assert.deepEqual(bucket.Properties.PublicAccessBlockConfiguration, { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
     const env = only(t, 'AWS::Lambda::Function').Properties.Environment.Variables;
     assert.equal(env.EARSHOT_CACHE_PREFIX, 'earshot-cache/');
+    assert.deepEqual([env.EARSHOT_CACHE_SHARED_BACKENDS, env.EARSHOT_CACHE_FETCH_MS], ['polly', '150']);
     assert.deepEqual(env.EARSHOT_CACHE_BUCKET, { Ref: Object.keys(t.findResources('AWS::S3::Bucket'))[0] });
     const statements = Object.values(t.findResources('AWS::IAM::Policy')).flatMap((p: any) => p.Properties.PolicyDocument.Statement);
     const cache = statements.find((s: any) => s.Sid === 'SentenceCacheObjects');
     assert.deepEqual(cache.Action, ['s3:GetObject', 's3:PutObject']);
     assert.match(JSON.stringify(cache.Resource), /earshot-cache\/\*/);
-    assert.ok(!statements.some((s: any) => JSON.stringify(s.Action).includes('s3:') && s.Sid !== 'SentenceCacheObjects' && s.Effect === 'Allow' && JSON.stringify(s.Principal ?? '') === '""'));
+    // Without ListBucket S3 answers a missing object 403, and every miss would read as a refusal.
+    const list = statements.find((s: any) => s.Sid === 'SentenceCacheMisses');
+    assert.equal(list.Action, 's3:ListBucket');
+    assert.deepEqual(list.Condition, { StringLike: { 's3:prefix': 'earshot-cache/*' } });
+    const others = statements.filter((s: any) => JSON.stringify(s.Action).includes('s3:') && !['SentenceCacheObjects', 'SentenceCacheMisses'].includes(s.Sid) && s.Principal === undefined);
+    assert.deepEqual(others, [], 'no other S3 grant to the Lambda');
   });
 });

@@ -116,7 +116,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let gateway = Arc::new(gateway);
     // The openers into the sentence cache, in the background, stepping aside for every caller.
-    let _warmup = earshot_gateway::warmup::start(gateway.clone());
+    let _warmup = earshot_gateway::warmup::start(gateway.clone(), earshot_gateway::warmup::Begin::AtOnce);
     let conversations = gateway.shutdown().clone();
     // The server stops on SIGTERM or SIGINT, or when a backend can never be used; the reason is kept
     // to say how the process ends.
