@@ -56,10 +56,14 @@ impl Language {
 }
 
 /// The language a text front end that is told none takes a text to be in, from its script: kana is
-/// Japanese, Han Chinese, anything else English (the Kokoro container's reading).
+/// Japanese, Han Chinese, anything else English (the Kokoro container's reading). The ranges are the
+/// letters the container's `scripts.py` names `HIRAGANA…`/`KATAKANA…` and `CJK UNIFIED IDEOGRAPH…`/`CJK
+/// COMPATIBILITY IDEOGRAPH…`/`IDEOGRAPHIC…` (every extension block; not half-width katakana, whose names
+/// start `HALFWIDTH`), so that the two read a text alike.
 pub fn read_by_script(text: &str) -> Language {
-    let kana = text.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF));
-    let han = text.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF | 0x3400..=0x4DBF));
+    let kana =
+        text.chars().any(|c| matches!(c as u32, 0x3041..=0x3096 | 0x309D..=0x309F | 0x30A1..=0x30FA | 0x30FC..=0x30FF | 0x31F0..=0x31FF | 0x1B000..=0x1B16F));
+    let han = text.chars().any(|c| matches!(c as u32, 0x3005..=0x3006 | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x323AF));
     Language::from_primary(match (kana, han) {
         (true, _) => "ja",
         (false, true) => "zh",
@@ -242,6 +246,15 @@ mod tests {
         // Told Mandarin, the digits go in their spoken form; untold, as written: another sound.
         assert_eq!(container_reading(None, "价格是12元。"), None);
         assert_eq!(container_reading(Some(&zh), "价格是12元。"), Some(zh));
+    }
+
+    #[test]
+    fn the_script_reading_covers_the_blocks_the_container_reads() {
+        for (text, reading) in
+            [("𠀀好。", "zh"), ("﨑。", "zh"), ("々。", "zh"), ("〇。", "en"), ("ㇰ。", "ja"), ("ひらがな", "ja"), ("ｶﾀｶﾅ", "en"), ("Sure.", "en")]
+        {
+            assert_eq!(read_by_script(text).as_str(), reading, "{text}");
+        }
     }
 
     #[test]
