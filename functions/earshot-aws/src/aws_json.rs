@@ -6,12 +6,10 @@
 //! `SdkConfig` as every SDK client, and the HTTP client is reqwest, trusting what the SDK clients trust
 //! ([`crate::AwsSettings::control_client`]).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use aws_config::SdkConfig;
-use aws_credential_types::provider::ProvideCredentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
+use aws_sigv4::http_request::SigningSettings;
 
 /// Why a call failed: AWS's error type (`ValidationException`, `AccessDeniedException`, …) and its
 /// message, or `transport` when no answer came.
@@ -60,32 +58,21 @@ pub async fn call(
     timeout: Duration,
 ) -> Result<serde_json::Value, CallError> {
     let fail = |error_type: &str, message: String| CallError { error_type: error_type.into(), message };
-    let region = config.region().map(|r| r.to_string()).ok_or_else(|| fail("configuration", "no AWS region is configured".into()))?;
+    let region = crate::signing::region(config).map_err(|(kind, message)| fail(kind, message))?;
     // The same override every SDK client of this process follows (local stand-ins, moto in tests).
     let url = match config.endpoint_url() {
         Some(url) => format!("{}/", url.trim_end_matches('/')),
         None => format!("https://{}.{region}.amazonaws.com/", api.host_prefix),
     };
-    let provider = config.credentials_provider().ok_or_else(|| fail("configuration", "no AWS credentials provider".into()))?;
-    let credentials = provider.provide_credentials().await.map_err(|e| fail("credentials", format!("no AWS credentials: {e}")))?;
-    let identity = credentials.into();
     let body = serde_json::to_vec(input).expect("JSON");
     let target = format!("{}.{operation}", api.target_prefix);
     let headers = [("content-type", "application/x-amz-json-1.1"), ("x-amz-target", target.as_str())];
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(&region)
-        .name(api.signing_name)
-        .time(SystemTime::now())
-        .settings(SigningSettings::default())
-        .build()
-        .map_err(|e| fail("signing", e.to_string()))?
-        .into();
-    let signable = SignableRequest::new("POST", &url, headers.iter().copied(), SignableBody::Bytes(&body)).map_err(|e| fail("signing", e.to_string()))?;
-    let (instructions, _) = sign(signable, &params).map_err(|e| fail("signing", e.to_string()))?.into_parts();
+    let signed = crate::signing::headers(config, api.signing_name, &region, SigningSettings::default(), ("POST", &url), &headers, &body)
+        .await
+        .map_err(|(kind, message)| fail(kind, message))?;
 
     let mut request = http.post(&url).timeout(timeout).body(body);
-    for (name, value) in headers.iter().copied().chain(instructions.headers()) {
+    for (name, value) in headers.iter().copied().chain(signed.iter().map(|(n, v)| (n.as_str(), v.as_str()))) {
         request = request.header(name, value);
     }
     let response = request.send().await.map_err(|e| fail("transport", format!("{api_name} unreachable: {e}", api_name = api.target_prefix)))?;

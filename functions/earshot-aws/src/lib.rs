@@ -26,6 +26,7 @@ pub mod polly_voices;
 pub mod s3_cache;
 pub mod sagemaker;
 pub mod sdk;
+pub mod signing;
 
 pub use agentcore::{AgentCoreAgent, AgentCoreSettings};
 pub use aws_config::SdkConfig;

@@ -5,18 +5,16 @@
 //! Two calls, `GetObject` and `PutObject`, hand-built like [`crate::aws_json`]'s on purpose: the S3 SDK
 //! crate is among the largest the SDK generates and would add minutes to every clean build and to the
 //! Lambda's size for two requests. What is easy to get wrong is not hand-rolled: the signature is
-//! `aws-sigv4`'s with S3's settings (the payload's SHA-256 in `x-amz-content-sha256`, single
+//! `aws-sigv4`'s ([`crate::signing`], shared with `aws_json`) with S3's settings (the payload's SHA-256 in `x-amz-content-sha256`, single
 //! percent-encoding, no path normalisation), the credentials and region the same `SdkConfig` every SDK
 //! client uses, the HTTP client reqwest. With an endpoint override (moto in tests) requests are
 //! path-style (`{endpoint}/{bucket}/{key}`), otherwise virtual-hosted (`{bucket}.s3.{region}.amazonaws.com`).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
-use aws_credential_types::provider::ProvideCredentials;
-use aws_sigv4::http_request::{sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings, UriPathNormalizationMode};
-use aws_sigv4::sign::v4;
+use aws_sigv4::http_request::{PayloadChecksumKind, PercentEncodingMode, SigningSettings, UriPathNormalizationMode};
 use bytes::Bytes;
 use earshot_core::cache::{CacheKey, CachedSentence, SharedTier};
 use sha2::{Digest, Sha256};
@@ -60,30 +58,19 @@ impl S3SentenceTier {
 
     /// Sends one signed request; the status and body.
     async fn call(&self, method: &str, object: &str, body: Bytes, timeout: Duration) -> Result<(u16, Bytes), String> {
-        let region = self.sdk.region().map(|r| r.to_string()).ok_or("no AWS region is configured")?;
+        let region = crate::signing::region(&self.sdk).map_err(|(_, message)| message)?;
         let url = self.url(object, &region);
-        let provider = self.sdk.credentials_provider().ok_or("no AWS credentials provider")?;
-        let credentials = provider.provide_credentials().await.map_err(|e| format!("no AWS credentials: {e}"))?;
-        let identity = credentials.into();
         let mut settings = SigningSettings::default();
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
         settings.percent_encoding_mode = PercentEncodingMode::Single;
         settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&region)
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()
-            .map_err(|e| format!("signing: {e}"))?
-            .into();
         let headers = [("content-type", "application/octet-stream")];
-        let signable = SignableRequest::new(method, &url, headers.iter().copied(), SignableBody::Bytes(&body)).map_err(|e| format!("signing: {e}"))?;
-        let (instructions, _) = sign(signable, &params).map_err(|e| format!("signing: {e}"))?.into_parts();
+        let signed = crate::signing::headers(&self.sdk, "s3", &region, settings, (method, &url), &headers, &body)
+            .await
+            .map_err(|(kind, message)| format!("{kind}: {message}"))?;
         let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
         let mut request = self.http.request(method, &url).timeout(timeout).body(body);
-        for (name, value) in headers.iter().copied().chain(instructions.headers()) {
+        for (name, value) in headers.iter().copied().chain(signed.iter().map(|(n, v)| (n.as_str(), v.as_str()))) {
             request = request.header(name, value);
         }
         let response = request.send().await.map_err(|e| format!("S3 unreachable: {e}"))?;

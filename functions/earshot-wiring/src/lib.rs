@@ -13,7 +13,6 @@ pub mod settings;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use earshot_agents::{ScriptedAgent, ScriptedConfig};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
@@ -147,8 +146,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.cache = settings.cache()?;
     if let Some(bucket) = &settings.cache_bucket {
         let tier = aws().sentence_tier(bucket, &settings.cache_prefix, settings.cache_endpoint.as_deref());
-        let backends: Vec<String> =
-            settings.cache_shared_backends.iter().map(|b| b.to_possible_value().expect("every kind has a name").get_name().to_string()).collect();
+        let backends: Vec<String> = settings.cache_shared_backends.iter().map(|b| b.name()).collect();
         tracing::info!("the sentence cache's shared tier: s3://{bucket}/{} for {}", settings.cache_prefix, backends.join(", "));
         gateway.cache_shared = Some(earshot_core::cached_session::SharedUse { tier, backends, fetch_limit: Duration::from_millis(settings.cache_fetch_ms) });
     }

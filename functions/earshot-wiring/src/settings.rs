@@ -27,6 +27,14 @@ pub enum BackendKind {
     Synthetic,
 }
 
+impl BackendKind {
+    /// The name clients and settings use for it (`kokoro`, `polly`, `synthetic`): clap's, the one
+    /// `EARSHOT_BACKENDS` is read by.
+    pub fn name(self) -> String {
+        self.to_possible_value().expect("every kind has a name").get_name().to_string()
+    }
+}
+
 /// Who may call the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -493,7 +501,7 @@ impl Settings {
     }
 
     pub fn backend_names(&self) -> Vec<String> {
-        self.backends.iter().map(|b| b.to_possible_value().expect("every kind has a name").get_name().to_string()).collect()
+        self.backends.iter().map(|b| b.name()).collect()
     }
 
     /// The A/B weights, parsed.
