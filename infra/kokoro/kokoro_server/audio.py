@@ -17,13 +17,16 @@ SAMPLE_RATE = 24000
 SAMPLE_WIDTH = 2
 
 
-def finish_piece(audio: np.ndarray, pause_seconds: float, sample_rate: int = SAMPLE_RATE) -> bytes:
-    """Trim a piece's silence, append its pause and encode it as PCM s16le."""
+def finish_piece(audio: np.ndarray, pause_seconds: float, sample_rate: int = SAMPLE_RATE) -> tuple[bytes, tuple[int, int]]:
+    """Trim a piece's silence, append its pause and encode it as PCM s16le; also says which samples of the
+    model's output the trim kept (``start``, ``end``), which word timings are measured against."""
     audio = np.asarray(audio, dtype=np.float32).ravel()
+    kept = (0, int(audio.size))
     if audio.size:
-        audio, _ = trim(audio)
+        audio, index = trim(audio)
+        kept = (int(index[0]), int(index[1]))
     pause = np.zeros(round(pause_seconds * sample_rate), dtype=np.float32)
-    return to_pcm16(np.concatenate([audio, pause]))
+    return to_pcm16(np.concatenate([audio, pause])), kept
 
 
 def to_pcm16(audio: np.ndarray) -> bytes:

@@ -37,7 +37,7 @@ def main() -> int:
     started = time.perf_counter()
     engine.load()
     pieces = engine.plan("The image is ready.", "en")
-    samples = sum(len(engine.infer(p.phonemes, engine.default_voice("en"), 1.0)) for p in pieces)
+    samples = sum(len(engine.infer(p.phonemes, engine.default_voice("en"), 1.0).audio) for p in pieces)
     print(
         f"bake: {engine.name} engine loaded and spoke {samples / engine.sample_rate:.2f} s "
         f"in {time.perf_counter() - started:.1f} s"

@@ -42,6 +42,8 @@ class Synthesize:
     voice: str | None = None
     speed: float = 1.0
     language: str | None = None
+    # Word timings asked for: a ``words`` message before each piece's audio.
+    words: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,12 @@ def parse_synthesize_fields(obj: dict[str, Any], *, max_text_chars: int, request
             f"language {language!r} is not supported; use one of {', '.join(LANGUAGES)} or omit it",
             request_id,
         )
-    return Synthesize(request_id=request_id, text=text, voice=voice, speed=float(speed), language=language)
+    words = obj.get("words", False)
+    if words is None:
+        words = False
+    if not isinstance(words, bool):
+        raise ProtocolError("invalid_field", "field 'words' must be true or false", request_id)
+    return Synthesize(request_id=request_id, text=text, voice=voice, speed=float(speed), language=language, words=words)
 
 
 def _load_object(data: str | bytes) -> dict[str, Any]:
@@ -194,6 +201,11 @@ def end_message(
         stall_seconds=round(stall_seconds, 6),
         held_seconds=round(held_seconds, 6),
     )
+
+
+def words_message(request_id: str, words: list[dict[str, object]]) -> str:
+    """The words that end in the piece whose audio follows, timed from the request's first sample."""
+    return _dump("words", request_id=request_id, words=words)
 
 
 def cancelled_message(request_id: str) -> str:

@@ -155,7 +155,7 @@ async def _invoke(request: Request, synthesizer: Synthesizer) -> Response:
         for piece in await synthesizer.plan(job):
             if await request.is_disconnected():
                 return Response(status_code=499)
-            pcm += await synthesizer.render(job, piece)
+            pcm += (await synthesizer.render(job, piece)).pcm
     except ProtocolError:
         raise
     except Exception:

@@ -185,7 +185,7 @@ class Session:
         rid = request.request_id
         started = loop.time()
         try:
-            plan = await self._synth.piece_plan(request)
+            plan, timer = await self._synth.piece_plan(request)
         except ProtocolError as exc:
             await self._send_text(protocol.error_message(exc.code, exc.message, rid))
             return "failed"
@@ -199,7 +199,8 @@ class Session:
         rate = self._synth.sample_rate
         await self._send_text(protocol.start_message(rid, sample_rate=rate, voice=request.voice))
         out = _Output(rid, rate, started)
-        held: list[bytes] = []
+        # Rendered pieces not yet sent, each with the words that end in it.
+        held: list[tuple[bytes, list[dict[str, object]]]] = []
         held_seconds = 0.0
         held_since: float | None = None
         pieces = 0
@@ -207,7 +208,7 @@ class Session:
             queued = self._playout.lead(loop.time()) + held_seconds
             planned = plan.next_piece(queued)
             try:
-                pcm = await self._synth.render(request, planned.piece, job.stop)
+                rendered = await self._synth.render(request, planned.piece, job.stop)
             except Stopped:
                 break
             except Exception:
@@ -223,7 +224,14 @@ class Session:
                 queued,
                 "starts a sentence" if planned.starts_sentence else "inside a sentence",
             )
-            held.append(pcm)
+            pcm = rendered.pcm
+            words = []
+            if timer is not None:
+                timed = timer.piece(
+                    planned.piece.phonemes, rendered.durations, rendered.model_samples, rendered.kept, len(pcm) // audio.SAMPLE_WIDTH
+                )
+                words = [w.to_json() for w in timed]
+            held.append((pcm, words))
             held_seconds += len(pcm) / audio.SAMPLE_WIDTH / rate
             now = loop.time()
             if not planned.ends_sentence and not plan.keeps_up(self._playout.lead(now) + held_seconds, request.speed):
@@ -232,7 +240,9 @@ class Session:
             if held_since is not None:
                 out.held_seconds += now - held_since
                 held_since = None
-            for piece_pcm in held:
+            for piece_pcm, piece_words in held:
+                if piece_words and not job.cancelled:
+                    await self._send_text(protocol.words_message(rid, piece_words))
                 if not await self._send_piece(job, out, piece_pcm):
                     break
             held, held_seconds = [], 0.0

@@ -15,12 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .stats import RequestStats
 from . import audio, scripts
 from .config import ConfigError, Settings
 from .engines import Engine, Piece, Stop
 from .pacing import FixedPlan, PacedPlan, Pacer, Plan, PiecePlan, Speed
 from .protocol import ProtocolError, Synthesize
+from .timings import WordTimer
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,19 @@ class Request:
     language: str
     voice: str
     speed: float
+    # Whether the client asked for word timings (``words`` in ``synthesize``).
+    words: bool = False
+
+
+@dataclass(frozen=True)
+class RenderedPiece:
+    """One piece ready to send, with what its word timings are made of: the model's durations per token (None
+    where the engine gives none), how many samples the model rendered, and which of them the trim kept."""
+
+    pcm: bytes
+    durations: np.ndarray | None
+    model_samples: int
+    kept: tuple[int, int]
 
 
 class Synthesizer:
@@ -84,48 +100,58 @@ class Synthesizer:
         voice = message.voice or self.engine.default_voice(text.language)
         if not self.engine.has_voice(voice):
             raise ProtocolError("unknown_voice", f"unknown voice {voice!r}; GET /voices lists the voices", rid)
-        return Request(rid, text.text, text.language, voice, message.speed)
+        return Request(rid, text.text, text.language, voice, message.speed, message.words)
 
     async def plan(self, request: Request) -> list[Piece]:
         """The whole text cut up front by length (one-shot requests, which send nothing before the end)."""
         return await self._run(self.engine.plan, request.text, request.language, request.request_id)
 
-    async def piece_plan(self, request: Request) -> PiecePlan:
-        """The plan a streaming request is rendered by (``KOKORO_PIECE_PLAN``)."""
+    async def piece_plan(self, request: Request) -> tuple[PiecePlan, WordTimer | None]:
+        """The plan a streaming request is rendered by (``KOKORO_PIECE_PLAN``), and its word timer when the
+        request asked for word timings."""
         phonemes = await self._run(self.engine.phonemes, request.text, request.language, request.request_id)
         s = self.settings
         first = s.first_piece_phonemes or s.piece_phonemes
+        timer = await self._run(self._word_timer, request, phonemes) if request.words else None
         if s.piece_plan == "fixed":
-            return FixedPlan(phonemes, s.piece_phonemes, s.first_piece_phonemes, s.sentence_pause, s.clause_pause)
-        return PacedPlan(Plan.of(phonemes, s.sentence_pause, s.clause_pause), Pacer(self.speed, first, s.piece_phonemes))
+            return FixedPlan(phonemes, s.piece_phonemes, s.first_piece_phonemes, s.sentence_pause, s.clause_pause), timer
+        plan = PacedPlan(Plan.of(phonemes, s.sentence_pause, s.clause_pause), Pacer(self.speed, first, s.piece_phonemes))
+        return plan, timer
 
-    async def render(self, request: Request, piece: Piece, stop: Stop | None = None) -> bytes:
+    def _word_timer(self, request: Request, phonemes: str) -> WordTimer:
+        def read(text: str) -> str:
+            return self.engine.phonemize(text, request.language)
+
+        return WordTimer(request.text, phonemes, request.language, self.sample_rate, read)
+
+    async def render(self, request: Request, piece: Piece, stop: Stop | None = None) -> RenderedPiece:
         """One piece's audio as PCM s16le, silence trimmed and its pause appended; ``Stopped`` if stopped. The
         wall time it took, waiting for the shared worker included, teaches the speed estimate."""
         started = time.perf_counter()
-        pcm = await self._run(self._render, request, piece, stop)
-        self._observe(request, piece, pcm, time.perf_counter() - started)
-        return pcm
+        rendered = await self._run(self._render, request, piece, stop)
+        self._observe(request, piece, rendered.pcm, time.perf_counter() - started)
+        return rendered
 
     def _observe(self, request: Request, piece: Piece, pcm: bytes, seconds: float) -> None:
         """Teaches the speed estimate one rendered piece (its audio without the appended pause)."""
         spoken = len(pcm) / audio.SAMPLE_WIDTH / self.sample_rate - piece.pause_after
         self.speed.observe(len(piece.phonemes), seconds, spoken, request.speed)
 
-    def _render(self, request: Request, piece: Piece, stop: Stop | None) -> bytes:
+    def _render(self, request: Request, piece: Piece, stop: Stop | None) -> RenderedPiece:
         started = time.perf_counter()
-        samples = self.engine.infer(piece.phonemes, request.voice, request.speed, stop)
+        rendered = self.engine.infer(piece.phonemes, request.voice, request.speed, stop)
         if self.settings.slowdown > 1.0:
             time.sleep((time.perf_counter() - started) * (self.settings.slowdown - 1.0))
-        return audio.finish_piece(samples, piece.pause_after, self.sample_rate)
+        pcm, kept = audio.finish_piece(rendered.audio, piece.pause_after, self.sample_rate)
+        return RenderedPiece(pcm, rendered.durations, int(rendered.audio.size), kept)
 
     def _learn_speed(self) -> None:
         """Times one render of a typical clause so that the first request is planned by a measured speed."""
         request = Request("speed-probe", _SPEED_PROBE, "en", self.engine.default_voice("en"), 1.0)
         piece = Piece(self.engine.phonemize(_SPEED_PROBE, "en"), 0.0)
         started = time.perf_counter()
-        pcm = self._render(request, piece, None)
-        self._observe(request, piece, pcm, time.perf_counter() - started)
+        rendered = self._render(request, piece, None)
+        self._observe(request, piece, rendered.pcm, time.perf_counter() - started)
         log.info(
             "engine speed: %.1f ms to render and %.0f ms of audio per phoneme",
             self.speed.render_per_phoneme * 1000,

@@ -70,7 +70,7 @@ def test_the_onnx_path_never_imports_torch(tmp_path: Path) -> None:
         "from kokoro_server.synthesis import Synthesizer\n"
         "s = Settings(engine='onnx'); e = create_engine(s); e.load(); create_app(Synthesizer(e, s))\n"
         "import sys; assert 'torch' not in sys.modules\n"
-        "print(len(e.infer(e.plan('Hi.', 'en')[0].phonemes, 'jf_alpha', 1.0)))\n"
+        "print(len(e.infer(e.plan('Hi.', 'en')[0].phonemes, 'jf_alpha', 1.0).audio))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],

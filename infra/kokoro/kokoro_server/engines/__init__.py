@@ -6,9 +6,9 @@ Each engine module is imported only when chosen, so running the onnx engine neve
 from __future__ import annotations
 
 from ..config import Settings
-from .base import Engine, EngineUnavailable, Piece, Stop, Stopped, Voice
+from .base import Engine, EngineUnavailable, Piece, Rendered, Stop, Stopped, Voice
 
-__all__ = ["Engine", "EngineUnavailable", "Piece", "Stop", "Stopped", "Voice", "create_engine"]
+__all__ = ["Engine", "EngineUnavailable", "Piece", "Rendered", "Stop", "Stopped", "Voice", "create_engine"]
 
 
 def create_engine(settings: Settings) -> Engine:

