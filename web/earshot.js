@@ -302,6 +302,8 @@ export class Conversation {
         return this.onSentence(message, receivedAt);
       case 'audio':
         return this.onAudio(message, receivedAt);
+      case 'words':
+        return this.onWords(message);
       case 'sentence_end':
         return this.onSentenceEnd(message);
       case 'done':
@@ -363,6 +365,10 @@ export class Conversation {
       audioMs: null,
       chunks: 0,
       complete: false,
+      // Its words with when each is heard, ms from its first sample (docs/protocol.md, "Words"), and how
+      // they were timed (`model` or `estimated`).
+      words: [],
+      timing: null,
     };
     this.record.sentences.push(sentence);
     this.record.sentences.sort((a, b) => a.index - b.index);
@@ -413,6 +419,16 @@ export class Conversation {
       });
     }
     sentence.scheduledEnd = end;
+  }
+
+  onWords({ index, timing, words }) {
+    const sentence = this.sentence(index);
+    if (!sentence || index !== this.audioIndex) {
+      throw new ProtocolError('out_of_order', `words of sentence ${index} where sentence ${this.audioIndex} was due`);
+    }
+    sentence.timing = timing;
+    sentence.words.push(...words);
+    this.options.onWords?.(sentence);
   }
 
   onSentenceEnd({ index, audio_ms }) {

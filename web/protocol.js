@@ -29,6 +29,7 @@ export const FRAME_TYPES = Object.freeze({
   0x05: 'sentence_end',
   0x06: 'done',
   0x07: 'error',
+  0x08: 'words',
 });
 const AUDIO_FRAME = 0x04;
 const KEEP_ALIVE_FRAME = 0x00;

@@ -228,6 +228,15 @@ pub fn check_conversation(r: &Received) -> Vec<String> {
     }
     assert!(rms(&r.audio) > SPEECH_RMS, "the audio has speech energy (rms {})", rms(&r.audio));
     let timeline = r.timeline.as_ref().expect("timeline");
+    // Every sentence is timed word by word: its written words, in order, within its audio.
+    for (index, sentence) in sentences.iter().enumerate() {
+        let (timing, words) = r.words(index as u32);
+        let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+        assert_eq!(texts, earshot_core::words::written_words(sentence), "sentence {index}'s words ({timing:?})");
+        let audio_ms = timeline.sentences.iter().find(|s| s.index == index as u32).map_or(0.0, |s| s.audio_ms);
+        let last_end = words.last().map_or(0.0, |w| w.end_ms);
+        assert!(last_end <= audio_ms + 1.0, "sentence {index}'s words end at {last_end} ms, after its {audio_ms} ms of audio");
+    }
     let audio_ms: f64 = timeline.sentences.iter().map(|s| s.audio_ms).sum();
     let format = r.format().expect("format");
     assert!((format.duration_ms(r.audio.len()) - audio_ms).abs() < 1.0, "the timeline accounts for every sample");

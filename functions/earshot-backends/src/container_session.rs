@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::kokoro_wire::{self, ControlMessage};
 use earshot_core::error::codes as error_codes;
+use earshot_core::words::SpokenMap;
 
 /// Kokoro renders 24 kHz mono PCM.
 pub const KOKORO_SAMPLE_RATE: u32 = 24_000;
@@ -70,8 +71,9 @@ struct Session<T> {
     /// otherwise tell the language by script alone, and read French as English).
     language: Option<Language>,
     speed: f32,
-    /// Request id → sentence index, for requests sent and not yet ended.
-    live: HashMap<String, u32>,
+    /// Request id → sentence index, for requests sent and not yet ended, with the map from the words the
+    /// container times (those of the spoken form it was sent) to the sentence's written words.
+    live: HashMap<String, (u32, SpokenMap)>,
 }
 
 /// What the driver does next.
@@ -101,7 +103,7 @@ impl<T: ContainerTransport> Session<T> {
                             None => std::borrow::Cow::Borrowed(request.text.as_str()),
                         };
                         let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, self.speed);
-                        self.live.insert(id, request.index);
+                        self.live.insert(id, (request.index, SpokenMap::new(&request.text, &text)));
                         self.send(message).await
                     }
                     Some(SpeechCommand::Finish) => {
@@ -158,8 +160,24 @@ impl<T: ContainerTransport> Session<T> {
                     Next::Abandon
                 }
                 Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
+                Ok(ControlMessage::Words { request_id, words }) => match self.live.get_mut(&request_id) {
+                    Some((index, map)) => {
+                        let (index, words) = (*index, map.push(words));
+                        if words.is_empty() {
+                            return Next::Go;
+                        }
+                        self.emit(SpeechEvent::Words { index, words }).await
+                    }
+                    None => Next::Go,
+                },
                 Ok(ControlMessage::End { request_id, held_seconds, first_audio_seconds, queued_seconds }) => match self.live.remove(&request_id) {
-                    Some(index) => {
+                    Some((index, mut map)) => {
+                        let owed = map.finish();
+                        if map.timed_any() && !owed.is_empty() {
+                            if let Next::Abandon = self.emit(SpeechEvent::Words { index, words: owed }).await {
+                                return Next::Abandon;
+                            }
+                        }
                         let own_first_audio_ms = first_audio_seconds.map(|first| (first + queued_seconds.unwrap_or(0.0)) * 1000.0);
                         let report = FinishReport { held_ms: held_seconds.map(|s| s * 1000.0), own_first_audio_ms, cached: false };
                         self.emit(SpeechEvent::Finished { index, report }).await
@@ -189,7 +207,7 @@ impl<T: ContainerTransport> Session<T> {
             },
             Some(Ok(Frame::Binary(frame))) => match kokoro_wire::parse_audio(frame) {
                 Ok(Some(audio)) => match self.live.get(&audio.request_id) {
-                    Some(&index) => self.emit(SpeechEvent::Audio { index, pcm: audio.pcm }).await,
+                    Some(&(index, _)) => self.emit(SpeechEvent::Audio { index, pcm: audio.pcm }).await,
                     None => Next::Go,
                 },
                 Ok(None) => Next::Go,

@@ -4,14 +4,15 @@
 
 use bytes::Bytes;
 use earshot_core::language::Language;
+use earshot_core::protocol::WordTiming;
 use serde::Deserialize;
 
 /// The kind byte of an audio frame; other kinds are reserved and skipped.
 pub const AUDIO_KIND: u8 = 0x01;
 
-/// `synthesize`, as JSON.
+/// `synthesize`, as JSON, asking for word timings (a container that predates them ignores the field).
 pub fn synthesize(request_id: &str, text: &str, voice: &str, language: Option<&Language>, speed: f32) -> String {
-    let mut message = serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed});
+    let mut message = serde_json::json!({"type": "synthesize", "v": 1, "request_id": request_id, "text": text, "voice": voice, "speed": speed, "words": true});
     if let Some(language) = language {
         message["language"] = serde_json::Value::from(language.as_str());
     }
@@ -48,6 +49,11 @@ pub enum ControlMessage {
         first_audio_seconds: Option<f64>,
         #[serde(default)]
         queued_seconds: Option<f64>,
+    },
+    /// When each word of the piece whose audio follows is heard, from the request's first sample.
+    Words {
+        request_id: String,
+        words: Vec<WordTiming>,
     },
     Cancelled {
         request_id: String,
@@ -127,6 +133,10 @@ mod tests {
             )
             .unwrap(),
             ControlMessage::End { request_id: "s1".into(), held_seconds: Some(0.25), first_audio_seconds: Some(0.2), queued_seconds: Some(0.5) }
+        );
+        assert_eq!(
+            parse_control(r#"{"type":"words","v":1,"request_id":"s2","words":[{"text":"Hello","start_ms":90.0,"end_ms":440.0}]}"#).unwrap(),
+            ControlMessage::Words { request_id: "s2".into(), words: vec![WordTiming { text: "Hello".into(), start_ms: 90.0, end_ms: 440.0 }] }
         );
         assert_eq!(parse_control(r#"{"type":"later","v":2}"#).unwrap(), ControlMessage::Unknown);
         assert!(parse_control("{").is_err());

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use earshot_core::protocol::{AudioFormat, Decoder, Delivery, ErrorInfo, ServerEvent, SessionInfo};
+use earshot_core::protocol::{AudioFormat, Decoder, Delivery, ErrorInfo, ServerEvent, SessionInfo, TimingSource, WordTiming};
 use earshot_core::timeline::Timeline;
 use futures_util::StreamExt;
 
@@ -148,6 +148,28 @@ impl Received {
     /// PCM bytes a millisecond in the announced format (24 kHz mono when no `session` came).
     pub fn bytes_per_ms(&self) -> f64 {
         self.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * 2.0 / 1000.0)
+    }
+
+    /// Sentence `index`'s words with when each is heard (milliseconds from its first sample), gathered from
+    /// its `words` messages, and how they were timed (`None`: no words came).
+    pub fn words(&self, index: u32) -> (Option<TimingSource>, Vec<WordTiming>) {
+        let mut timing = None;
+        let mut words = Vec::new();
+        for event in &self.events {
+            match event {
+                ServerEvent::Words(w) if w.index == index => {
+                    timing = Some(w.timing);
+                    words.extend(w.words.iter().cloned());
+                }
+                // A second session speaks the answer anew: what came before it does not count.
+                ServerEvent::Session(_) => {
+                    timing = None;
+                    words.clear();
+                }
+                _ => {}
+            }
+        }
+        (timing, words)
     }
 
     /// What a listener heard who played `played_ms` of the answer's audio, in order, then stopped

@@ -340,7 +340,8 @@ impl Relay {
                 self.failed = true;
                 self.outbox.push_back(event);
             }
-            SpeechEvent::Closed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),
+            // A hit's words are estimated from its audio by the scheduler: the store keeps audio only.
+            SpeechEvent::Words { .. } | SpeechEvent::Closed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),
         }
     }
 

@@ -14,6 +14,8 @@
 //! - [`cache`]: the audio of sentences said before, bounded in bytes; [`cached_session`]: a backend
 //!   session that answers them from it.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
+//! - [`words`]: the words of a sentence and when each is heard (from the voice, or estimated from its
+//!   audio).
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
 //!   simulated listener whose silences they count.
 
@@ -31,3 +33,4 @@ pub mod speech;
 pub mod store;
 pub mod text;
 pub mod timeline;
+pub mod words;

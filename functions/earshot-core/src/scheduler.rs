@@ -36,10 +36,14 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentEvent, AgentStream};
 use crate::error::codes as error_codes;
 use crate::language::LanguageSource;
-use crate::protocol::{AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta};
+use crate::protocol::{
+    AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, SentenceWords, ServerEvent, SessionInfo, TextDelta, TimingSource,
+    WordTiming,
+};
 use crate::speech::{SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
 use crate::timeline::{Clock, SentenceMarks, Timeline};
+use crate::words::{estimate, Envelope};
 
 /// When finished sentences are released to speech.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +196,19 @@ struct Scheduler<'a> {
     agent_done: bool,
     finish_sent: bool,
     answer_chars: usize,
+    /// The sentences at the backend, for their word timings: the text, and the audio's envelope until the
+    /// backend times a word itself (then its timings are passed on and nothing is estimated).
+    speaking: std::collections::HashMap<u32, Spoken>,
+}
+
+/// A sentence at the backend, as its word timings need it.
+struct Spoken {
+    text: String,
+    /// `None` once the backend timed its words itself.
+    envelope: Option<Envelope>,
+    /// The backend's word timings that came before any of the sentence's audio: sent just before it, so
+    /// that a switch of backend before any audio (which speaks the sentence again) leaves none behind.
+    held: Vec<WordTiming>,
 }
 
 /// What a step of the loop decided.
@@ -240,6 +257,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         agent_done: false,
         finish_sent: false,
         answer_chars: 0,
+        speaking: std::collections::HashMap::new(),
     };
     let mut last_text = Instant::now();
     let mut idle_checked = true;
@@ -434,6 +452,7 @@ impl Scheduler<'_> {
             if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
                 return Flow::End(o);
             }
+            self.speaking.insert(index, Spoken { text: text.clone(), envelope: Some(Envelope::new(self.format.sample_rate)), held: Vec::new() });
             if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text, language: None })).await.is_err() {
                 let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
                 return Flow::End(self.fail(info).await);
@@ -474,6 +493,18 @@ impl Scheduler<'_> {
                 marks.audio_chunks += 1;
                 let duration_ms = self.format.duration_ms(pcm.len());
                 marks.audio_ms += duration_ms;
+                let mut held = Vec::new();
+                if let Some(spoken) = self.speaking.get_mut(&index) {
+                    if let Some(envelope) = spoken.envelope.as_mut() {
+                        envelope.push(&pcm);
+                    }
+                    held = std::mem::take(&mut spoken.held);
+                }
+                if !held.is_empty() {
+                    if let Flow::End(o) = self.send(ServerEvent::Words(SentenceWords { index, timing: TimingSource::Model, words: held })).await {
+                        return Flow::End(o);
+                    }
+                }
                 let bytes = pcm.len() as u64;
                 if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm })).await {
                     return Flow::End(o);
@@ -488,8 +519,32 @@ impl Scheduler<'_> {
                 self.timeline.audio_bytes_sent += bytes;
                 Flow::Continue
             }
+            Some(SpeechEvent::Words { index, words }) => {
+                let heard = self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0);
+                if let Some(spoken) = self.speaking.get_mut(&index) {
+                    spoken.envelope = None;
+                    if !heard {
+                        spoken.held.extend(words);
+                        return Flow::Continue;
+                    }
+                }
+                if words.is_empty() {
+                    return Flow::Continue;
+                }
+                self.send(ServerEvent::Words(SentenceWords { index, timing: TimingSource::Model, words })).await
+            }
             Some(SpeechEvent::Finished { index, report }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
+                let words = match self.speaking.remove(&index) {
+                    Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
+                    Some(Spoken { held, .. }) => Some((TimingSource::Model, held)),
+                    None => None,
+                };
+                if let Some((timing, words)) = words.filter(|(_, w)| !w.is_empty()) {
+                    if let Flow::End(o) = self.send(ServerEvent::Words(SentenceWords { index, timing, words })).await {
+                        return Flow::End(o);
+                    }
+                }
                 let now = self.clock.now_ms();
                 let audio_ms = match self.timeline.sentence_mut(index) {
                     Some(marks) => {
@@ -504,8 +559,13 @@ impl Scheduler<'_> {
                 self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms, cached: report.cached })).await
             }
             Some(SpeechEvent::Switched(switch)) => {
-                // The sentences in flight stay in flight: the new session speaks them again.
+                // The sentences in flight stay in flight: the new session speaks them again, and its words
+                // are timed afresh.
                 self.format = switch.format.clone();
+                for spoken in self.speaking.values_mut() {
+                    spoken.envelope = Some(Envelope::new(switch.format.sample_rate));
+                    spoken.held.clear();
+                }
                 let from = std::mem::replace(&mut self.timeline.backend, switch.backend.clone());
                 match (switch.reason, &switch.language) {
                     (Some(BackendReason::Language) | None, Some(language)) => {

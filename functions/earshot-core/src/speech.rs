@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::language::Language;
-use crate::protocol::{AudioFormat, BackendReason};
+use crate::protocol::{AudioFormat, BackendReason, WordTiming};
 
 /// One sentence to speak. `index` is the sentence's place in the conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +40,13 @@ pub enum SpeechEvent {
     Audio {
         index: u32,
         pcm: Bytes,
+    },
+    /// When words of the sentence are heard, as the voice's own model timed them (milliseconds from the
+    /// sentence's first sample): sent before the audio they end in. A backend that sends none has its
+    /// words estimated from the audio ([`crate::words`]).
+    Words {
+        index: u32,
+        words: Vec<WordTiming>,
     },
     Finished {
         index: u32,

@@ -72,7 +72,7 @@ def written_words(text: str) -> list[WrittenWord]:
             if _CJK.match(ch):
                 if any(c.isalnum() for c in run):
                     words.append(WrittenWord(run, _weight(run)))
-                    run = ""
+                run = ""
                 words.append(WrittenWord(ch, 1.0))
             else:
                 run += ch

@@ -23,6 +23,7 @@ pub mod kind {
     pub const SENTENCE_END: u8 = 0x05;
     pub const DONE: u8 = 0x06;
     pub const ERROR: u8 = 0x07;
+    pub const WORDS: u8 = 0x08;
 }
 
 fn type_byte(event: &ServerEvent) -> u8 {
@@ -31,6 +32,7 @@ fn type_byte(event: &ServerEvent) -> u8 {
         ServerEvent::Text(_) => kind::TEXT,
         ServerEvent::Sentence(_) => kind::SENTENCE,
         ServerEvent::Audio(_) => kind::AUDIO,
+        ServerEvent::Words(_) => kind::WORDS,
         ServerEvent::SentenceEnd(_) => kind::SENTENCE_END,
         ServerEvent::Done(_) => kind::DONE,
         ServerEvent::Error(_) => kind::ERROR,
@@ -46,6 +48,7 @@ fn type_name(byte: u8) -> Option<&'static str> {
         kind::SENTENCE_END => "sentence_end",
         kind::DONE => "done",
         kind::ERROR => "error",
+        kind::WORDS => "words",
         _ => return None,
     })
 }

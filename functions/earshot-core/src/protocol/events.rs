@@ -129,6 +129,37 @@ pub struct SentenceEnd {
     pub cached: bool,
 }
 
+/// When a word of a sentence is heard: milliseconds from the sentence's first sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WordTiming {
+    /// The word as the sentence writes it.
+    pub text: String,
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+/// How a sentence's word timings were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingSource {
+    /// By the voice's own model (the Kokoro container's durations): exact to its frames.
+    Model,
+    /// From the sentence's audio, by earshot (a voice that gives none, or a sentence from the cache).
+    Estimated,
+    /// A source this client does not know (a newer server's).
+    #[serde(other)]
+    Unknown,
+}
+
+/// Some of a sentence's words and when each is heard: before the audio they end in (model timings, a
+/// message per piece) or once its audio is complete, before its `sentence_end` (estimated).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SentenceWords {
+    pub index: u32,
+    pub timing: TimingSource,
+    pub words: Vec<WordTiming>,
+}
+
 /// The end of the conversation, with its timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Done {
@@ -145,6 +176,7 @@ pub enum ServerEvent {
     Text(TextDelta),
     Sentence(SentenceText),
     Audio(AudioChunk),
+    Words(SentenceWords),
     SentenceEnd(SentenceEnd),
     Done(Done),
     Error(ErrorInfo),
@@ -158,6 +190,7 @@ impl ServerEvent {
             ServerEvent::Text(_) => "text",
             ServerEvent::Sentence(_) => "sentence",
             ServerEvent::Audio(_) => "audio",
+            ServerEvent::Words(_) => "words",
             ServerEvent::SentenceEnd(_) => "sentence_end",
             ServerEvent::Done(_) => "done",
             ServerEvent::Error(_) => "error",
@@ -170,6 +203,7 @@ impl ServerEvent {
             ServerEvent::Session(m) => serde_json::to_vec(m),
             ServerEvent::Text(m) => serde_json::to_vec(m),
             ServerEvent::Sentence(m) => serde_json::to_vec(m),
+            ServerEvent::Words(m) => serde_json::to_vec(m),
             ServerEvent::SentenceEnd(m) => serde_json::to_vec(m),
             ServerEvent::Done(m) => serde_json::to_vec(m),
             ServerEvent::Error(m) => serde_json::to_vec(m),
@@ -185,6 +219,7 @@ impl ServerEvent {
             "session" => serde_json::from_slice(json).map(ServerEvent::Session),
             "text" => serde_json::from_slice(json).map(ServerEvent::Text),
             "sentence" => serde_json::from_slice(json).map(ServerEvent::Sentence),
+            "words" => serde_json::from_slice(json).map(ServerEvent::Words),
             "sentence_end" => serde_json::from_slice(json).map(ServerEvent::SentenceEnd),
             "done" => serde_json::from_slice(json).map(ServerEvent::Done),
             "error" => serde_json::from_slice(json).map(ServerEvent::Error),

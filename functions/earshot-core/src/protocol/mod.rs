@@ -12,7 +12,10 @@ pub mod events;
 pub mod order;
 pub mod sse;
 
-pub use events::{AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, ServerEvent, SessionInfo, TextDelta, PROTOCOL_VERSION};
+pub use events::{
+    AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, SentenceWords, ServerEvent, SessionInfo, TextDelta, TimingSource,
+    WordTiming, PROTOCOL_VERSION,
+};
 pub use order::check_order;
 
 /// How a response is delivered.

@@ -14,6 +14,8 @@ pub fn check_order(events: &[ServerEvent]) -> Result<(), String> {
     let mut ended: u32 = 0;
     let mut next_seq: HashMap<u32, u32> = HashMap::new();
     let mut audio_seen = false;
+    // Where each sentence's last word ended: words never go back or overlap.
+    let mut words_end: HashMap<u32, f64> = HashMap::new();
     for (i, event) in events.iter().enumerate() {
         let last = i + 1 == events.len();
         match event {
@@ -45,6 +47,21 @@ pub fn check_order(events: &[ServerEvent]) -> Result<(), String> {
                 *seq += 1;
                 if a.pcm.len() % 2 != 0 {
                     return Err(format!("event {i}: audio of odd length (not whole samples)"));
+                }
+            }
+            ServerEvent::Words(w) => {
+                if w.index >= announced || w.index < ended {
+                    return Err(format!("event {i}: words of sentence {} outside its `sentence` … `sentence_end`", w.index));
+                }
+                if w.index != ended {
+                    return Err(format!("event {i}: words of sentence {} before sentence {ended} ended", w.index));
+                }
+                let last = words_end.entry(w.index).or_insert(0.0);
+                for word in &w.words {
+                    if word.start_ms < *last - 0.05 || word.end_ms < word.start_ms {
+                        return Err(format!("event {i}: word {:?} of sentence {} out of order or overlapping", word.text, w.index));
+                    }
+                    *last = word.end_ms;
                 }
             }
             ServerEvent::SentenceEnd(e) => {
