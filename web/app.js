@@ -132,9 +132,10 @@ function start(overrides = {}) {
       if (released++ === 0) captions.reset();
       captions.add(sentence);
     },
+    onWords: (sentence) => captions.words(sentence),
     onSentencePlaying: (sentence) => {
       heard++;
-      captions.playing(sentence.index);
+      captions.playing(sentence.index, sentence);
       if (isLatest()) setStatus(`Speaking ${heard}`);
     },
     onPlaybackEnd: (record) => {

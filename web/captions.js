@@ -3,17 +3,74 @@
 // It exists to keep the page's caption list in step with what the listener hears, which is not
 // what the network delivers: a sentence is listed when it is released to speech, highlighted when
 // its audio actually starts playing (earshot.js times that on the audio clock), and marked spoken
-// when the next one starts or the answer ends.
+// when the next one starts or the answer ends. Within the sentence being heard, the word being heard
+// is highlighted from the sentence's word timings (docs/protocol.md, "Words"), by the same clock: the
+// time since the sentence's first sound became audible.
 
 export class Captions {
   constructor(list) {
     this.list = list;
     this.items = new Map();
+    // The sentence being heard, for the word highlight: { item, sentence }.
+    this.current = null;
+    this.frame = null;
   }
 
   reset() {
+    this.stopWords();
     this.list.replaceChildren();
     this.items.clear();
+  }
+
+  /** A sentence's words arrived (or more of them): its caption becomes one span per word. */
+  words(sentence) {
+    const item = this.items.get(sentence.index);
+    if (!item || sentence.words.length === 0) return;
+    const text = sentence.text;
+    const parts = [];
+    let at = 0;
+    sentence.words.forEach((word, i) => {
+      const found = text.indexOf(word.text, at);
+      if (found < 0) return;
+      if (found > at) parts.push(document.createTextNode(text.slice(at, found)));
+      const span = document.createElement('span');
+      span.className = 'word';
+      span.dataset.word = String(i);
+      span.textContent = word.text;
+      parts.push(span);
+      at = found + word.text.length;
+    });
+    if (at < text.length) parts.push(document.createTextNode(text.slice(at)));
+    item.replaceChildren(...parts);
+    item.dataset.timing = sentence.timing ?? '';
+  }
+
+  /** Highlights, frame by frame, the word of the sentence being heard that the audio clock has reached. */
+  followWords() {
+    const step = () => {
+      this.frame = null;
+      const current = this.current;
+      if (!current || current.sentence.scheduledStart == null) return;
+      const t = performance.now() - current.sentence.scheduledStart;
+      const words = current.sentence.words;
+      let now = -1;
+      for (let i = 0; i < words.length && words[i].start_ms <= t; i++) now = i;
+      for (const span of current.item.querySelectorAll('span.word')) {
+        const i = Number(span.dataset.word);
+        const cls = i === now ? 'word now' : i < now ? 'word heard' : 'word';
+        if (span.className !== cls) span.className = cls;
+        // When the page first lit it, on performance.now()'s clock (a test compares it with the word's time).
+        if (i === now && !span.dataset.litAt) span.dataset.litAt = String(performance.now());
+      }
+      this.frame = requestAnimationFrame(step);
+    };
+    if (this.frame === null) this.frame = requestAnimationFrame(step);
+  }
+
+  stopWords() {
+    if (this.frame !== null) cancelAnimationFrame(this.frame);
+    this.frame = null;
+    this.current = null;
   }
 
   /** A sentence released to speech, not yet heard. */
@@ -26,8 +83,9 @@ export class Captions {
     this.list.append(item);
   }
 
-  /** The sentence now heard: highlighted; the ones before it are spoken. */
-  playing(index) {
+  /** The sentence now heard: highlighted; the ones before it are spoken. With `sentence` (its record), its
+   * words are highlighted as they are heard. */
+  playing(index, sentence = null) {
     for (const [i, item] of this.items) {
       if (i < index || item.classList.contains('speaking')) item.className = 'spoken';
     }
@@ -36,6 +94,10 @@ export class Captions {
     item.className = 'speaking';
     item.dataset.playedAt = String(performance.now());
     this.reveal(item);
+    if (sentence) {
+      this.current = { item, sentence };
+      this.followWords();
+    }
   }
 
   /** Scrolls the list, and only the list, so that `item` is in view (scrollIntoView would scroll the
@@ -66,6 +128,8 @@ export class Captions {
 
   /** The answer ended or was stopped: nothing is being heard any more. */
   finished() {
+    this.stopWords();
+    for (const span of this.list.querySelectorAll('span.word.now')) span.className = 'word heard';
     for (const item of this.items.values()) {
       if (item.classList.contains('speaking')) item.className = 'spoken';
     }

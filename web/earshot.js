@@ -202,8 +202,10 @@ export class Conversation {
     const base = (this.options.baseUrl ?? '').replace(/\/+$/, '');
     const asked = { sent: performance.now(), status: null };
     this.record.fetch.interrupt = asked;
-    const headers = this.options.token ? { authorization: `Bearer ${this.options.token}` } : {};
-    const answered = fetch(`${base}/v1/conversations/${encodeURIComponent(id)}/interrupt`, { method: 'POST', headers, cache: 'no-store', keepalive: true }).then(
+    const headers = { 'content-type': 'application/json', ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) };
+    // How much of the answer was played: the stream's `interrupted` error then says what was heard, to the word.
+    const body = JSON.stringify({ heard_ms: Math.round(heardMs(this.record)) });
+    const answered = fetch(`${base}/v1/conversations/${encodeURIComponent(id)}/interrupt`, { method: 'POST', headers, body, cache: 'no-store', keepalive: true }).then(
       (response) => {
         asked.status = response.status;
       },
@@ -506,12 +508,44 @@ export function heardText(record) {
     if (lastSound > stoppedAt || !s.complete) {
       const heardMs = Math.max(0, stoppedAt - s.scheduledStart - (s.stalls ?? []).filter((x) => x.start < stoppedAt).reduce((n, x) => n + x.ms, 0));
       const audioMs = s.audioMs ?? Math.max(heardMs, lastSound - s.scheduledStart);
-      cut = { index: s.index, heardMs, audioMs, chars: wordStart(s.text, Math.round(s.text.length * Math.min(1, audioMs > 0 ? heardMs / audioMs : 0))) };
+      const byWords = heardChars(s.text, s.words ?? [], heardMs);
+      const chars = byWords ?? wordStart(s.text, Math.round(s.text.length * Math.min(1, audioMs > 0 ? heardMs / audioMs : 0)));
+      cut = { index: s.index, heardMs, audioMs, chars, byWords: byWords !== null };
       break;
     }
   }
   const words = sentences.map((s) => (cut !== null && s.index === cut.index ? s.text.slice(0, cut.chars).trimEnd() : s.text)).filter((t) => t);
   return { text: words.join(' '), interrupted: stoppedAt !== null, sentences, cut };
+}
+
+/** How much of an answer's audio the listener played: the sentences heard whole, and the cut one's part. */
+export function heardMs(record) {
+  const heard = heardText(record);
+  let ms = 0;
+  for (const s of heard.sentences) {
+    if (heard.cut !== null && s.index === heard.cut.index) ms += heard.cut.heardMs;
+    else ms += record.sentences.find((x) => x.index === s.index)?.audioMs ?? 0;
+  }
+  return ms;
+}
+
+/**
+ * The characters of `text` a listener heard who heard `heardMs` of its audio, cut at words: up to the end of
+ * the last word that ended by then (0 when none had). null without word timings. The Rust client's
+ * `earshot_core::words::heard_chars` applies the same rule.
+ */
+export function heardChars(text, words, heardMs) {
+  if (words.length === 0) return null;
+  let at = 0;
+  let heardTo = 0;
+  for (const word of words) {
+    const found = text.indexOf(word.text, at);
+    if (found < 0) break;
+    at = found + word.text.length;
+    if (word.end_ms > heardMs) break;
+    heardTo = at;
+  }
+  return heardTo;
 }
 
 /** `offset`, moved back to the start of the word it falls in (kept where a word has just ended). */

@@ -524,7 +524,7 @@ async fn a_client_that_leaves_at_any_point_leaves_nothing_running() {
 #[tokio::test]
 async fn a_caller_that_reads_nothing_is_let_go_at_the_client_read_limit() {
     let (kokoro, earshot) = gateway(&["--client-read-timeout-ms", "2000"]).await;
-    let before = kokoro.stats().await["cancelled_requests"].as_u64().unwrap();
+    let before = kokoro.stats().await["completed_requests"].as_u64().unwrap();
     // Forty sentences in binary: far more audio than earshot's queue and the connection's buffers hold
     // (they took about 25 s of this machine's synthesis to fill; the whole answer takes over 60 s).
     let answer = LONG.repeat(4);
@@ -542,8 +542,12 @@ async fn a_caller_that_reads_nothing_is_let_go_at_the_client_read_limit() {
     }
     let stats = kokoro.wait_idle(whole).await;
     let stopped = sent.elapsed();
-    assert!(stats["cancelled_requests"].as_u64().unwrap() > before, "the work was not cancelled: {stats}");
-    eprintln!("a caller that read nothing: the container idle {stopped:?} after the request; the whole answer takes at least {whole:?}");
+    // The work stopped long before the answer's end: a few sentences were spoken (those in flight when the
+    // queue to the caller filled), the rest never reached the container. Whether one was cut half-way
+    // depends on where the limit fell, so it is not asserted.
+    let spoken = stats["completed_requests"].as_u64().unwrap() - before;
+    assert!(spoken < 30, "{spoken} of the answer's 40 sentences were spoken for a caller that read nothing: {stats}");
+    eprintln!("a caller that read nothing: the container idle {stopped:?} after the request, {spoken} of 40 sentences spoken; the whole answer takes at least {whole:?}");
     // The connection is let go: what earshot had buffered, then the end of the connection, with no
     // chunked body's last chunk (an aborted answer is not a finished one).
     caller.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TimeToLiveSpecification};
 use earshot_aws::DynamoStore;
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
-use earshot_client::{interrupt, speak, CallOptions, ClientError, SpeakBody};
+use earshot_client::{interrupt, interrupt_heard, speak, CallOptions, ClientError, SpeakBody};
+use earshot_core::store::Interrupt;
 use earshot_e2e::moto::Moto;
 use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
 use earshot_gateway::auth::{mint, now, Claims, TokenAuth};
@@ -50,28 +51,31 @@ async fn the_store_records_live_conversations_and_their_interrupts() {
     let store = DynamoStore::new(&config, "interrupts");
     let hour = Duration::from_secs(3600);
 
-    assert!(!store.interrupt("nobody").await.unwrap(), "no live conversation under the id");
+    assert!(!store.interrupt("nobody", None).await.unwrap(), "no live conversation under the id");
     store.begin("c1", "req-a", hour).await.unwrap();
-    assert!(!store.interrupted("c1").await.unwrap());
-    assert!(store.interrupt("c1").await.unwrap());
-    assert!(store.interrupt("c1").await.unwrap(), "idempotent while it lives");
-    assert!(store.interrupted("c1").await.unwrap());
+    assert_eq!(store.interrupted("c1").await.unwrap(), None);
+    assert!(store.interrupt("c1", None).await.unwrap());
+    assert!(store.interrupt("c1", None).await.unwrap(), "idempotent while it lives");
+    assert_eq!(store.interrupted("c1").await.unwrap(), Some(Interrupt { heard_ms: None }));
+    // How much the client played travels with the interrupt to the invocation that speaks.
+    assert!(store.interrupt("c1", Some(2750)).await.unwrap());
+    assert_eq!(store.interrupted("c1").await.unwrap(), Some(Interrupt { heard_ms: Some(2750) }));
 
     // A later conversation under the same id owns the record: the first one's end leaves it.
     store.begin("c1", "req-b", hour).await.unwrap();
-    assert!(!store.interrupted("c1").await.unwrap(), "a new conversation starts uninterrupted");
+    assert_eq!(store.interrupted("c1").await.unwrap(), None, "a new conversation starts uninterrupted");
     store.end("c1", "req-a").await.unwrap();
-    assert!(store.interrupt("c1").await.unwrap(), "still live: req-b has not ended");
+    assert!(store.interrupt("c1", None).await.unwrap(), "still live: req-b has not ended");
     store.end("c1", "req-b").await.unwrap();
-    assert!(!store.interrupt("c1").await.unwrap(), "over: an interrupt finds nothing");
+    assert!(!store.interrupt("c1", None).await.unwrap(), "over: an interrupt finds nothing");
 
     // An expired record (TTL deletes lazily) is not a live conversation.
     store.begin("c2", "req-c", Duration::ZERO).await.unwrap();
-    assert!(!store.interrupt("c2").await.unwrap());
+    assert!(!store.interrupt("c2", None).await.unwrap());
 
     // A store that cannot be reached says so, retryably.
     let gone = DynamoStore::new(&config, "no-such-table");
-    let e = gone.interrupt("c1").await.unwrap_err();
+    let e = gone.interrupt("c1", None).await.unwrap_err();
     assert_eq!((e.code.as_str(), e.retryable), ("interrupt_store_unreachable", true));
 }
 
@@ -243,13 +247,17 @@ async fn an_interrupt_taken_by_another_instance_stops_the_speaking_one() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let sent = Instant::now();
-    interrupt(&other, "lambda-7").await.expect("202 from the instance that does not speak");
+    // Saying how much was played: it travels through the table to the instance that speaks.
+    interrupt_heard(&other, "lambda-7", None, Some(1000.0)).await.expect("202 from the instance that does not speak");
     let r = tokio::time::timeout(Duration::from_secs(10), stream).await.expect("the stream ends").unwrap().unwrap();
     let stream_ended = sent.elapsed();
     kokoro.wait_idle(Duration::from_secs(5)).await;
     let container_idle = sent.elapsed();
     eprintln!("interrupt through the store: stream ended after {stream_ended:?}, container idle after {container_idle:?} (poll {poll:?})");
-    assert_eq!(r.error.expect("the stream ends with an error").code, "interrupted");
+    let error = r.error.expect("the stream ends with an error");
+    assert_eq!((error.code.as_str(), error.heard_ms), ("interrupted", Some(1000)));
+    let heard = error.heard.expect("what was heard of it");
+    assert!("This answer goes on for a long while, sentence after sentence. ".repeat(20).starts_with(&heard), "{heard:?}");
     // Within one poll, one read and the container's cancel, with room for a loaded machine.
     assert!(stream_ended < poll + Duration::from_millis(1500), "the stream ended {stream_ended:?} after the interrupt");
 

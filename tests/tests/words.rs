@@ -3,8 +3,9 @@
 //! gives none is measured against those timings on the same audio, its error bounded.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use earshot_client::{speak, CallOptions, SpeakBody};
+use earshot_client::{interrupt_heard, speak, CallOptions, SpeakBody};
 use earshot_core::protocol::{Delivery, TimingSource, WordTiming};
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest};
 use earshot_core::words::{estimate, Envelope};
@@ -60,6 +61,73 @@ async fn a_number_sent_in_its_spoken_form_spans_every_word_said_for_it() {
     let coute = words.iter().find(|w| w.text == "coûte").unwrap();
     // « douze euros cinquante »: three words, each longer than « coûte » alone takes.
     assert!(number.end_ms - number.start_ms > 2.0 * (coute.end_ms - coute.start_ms), "{words:?}");
+}
+
+#[tokio::test]
+async fn an_interrupt_that_says_how_much_was_played_ends_with_the_words_heard() {
+    let url = gateway().await;
+    let kokoro = Kokoro::shared();
+    let before = kokoro.stats().await["completed_requests"].as_u64().unwrap_or(0);
+    let text = "Your order shipped this morning. It should arrive on Thursday. ".repeat(8);
+    let body = SpeakBody { text: Some(text.clone()), conversation_id: Some("heard-1".into()), ..Default::default() };
+    let stream = tokio::spawn({
+        let url = url.clone();
+        async move { speak(&url, &body, &CallOptions::default()).await }
+    });
+    // Once two sentences are spoken whole, the listener has played the first and 700 ms of the second.
+    for _ in 0..3000 {
+        if kokoro.stats().await["completed_requests"].as_u64().unwrap_or(0) >= before + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r0 = {
+        // What sentence 0 lasts is what the model made of it: the same text gives the same audio.
+        let (pcm, _) = model_words(&kokoro_backend(kokoro).await, "Your order shipped this morning.", "en").await;
+        pcm.len() as f64 / 48.0
+    };
+    let heard_ms = r0 + 700.0;
+    interrupt_heard(&url, "heard-1", None, Some(heard_ms)).await.expect("202");
+    let r = tokio::time::timeout(Duration::from_secs(20), stream).await.expect("the stream ends").unwrap().unwrap();
+    let error = r.error.clone().expect("an error ends the stream");
+    assert_eq!((error.code.as_str(), error.heard_ms), ("interrupted", Some(heard_ms.round() as u64)));
+    let heard = error.heard.expect("what was heard");
+    // The same rule over what the client received gives the same words: the first sentence whole, then the
+    // second's words that ended within 700 ms of it.
+    let timeline_of = |index: u32| {
+        r.format()
+            .unwrap()
+            .duration_ms(r.marks.audio_chunks.iter().zip(&r.marks.audio_chunk_sentences).filter(|(_, s)| **s == index).map(|((_, b), _)| *b).sum())
+    };
+    let sentences: Vec<(String, f64, Vec<WordTiming>)> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            earshot_core::protocol::ServerEvent::Sentence(s) => Some((s.text.clone(), timeline_of(s.index), r.words(s.index).1)),
+            _ => None,
+        })
+        .collect();
+    let expected = earshot_core::words::heard_text(sentences.iter().map(|(t, ms, w)| (t.as_str(), *ms, &w[..])), heard_ms);
+    assert_eq!(heard, expected);
+    assert!(heard.starts_with("Your order shipped this morning. It"), "{heard:?}");
+    assert!(text.starts_with(&heard) && !heard.ends_with("Thursday."), "a whole-word prefix, cut inside the second sentence: {heard:?}");
+}
+
+#[tokio::test]
+async fn an_interrupt_body_that_is_not_heard_ms_is_refused_in_words() {
+    let url = gateway().await;
+    for body in [r#"{"heard_ms": -1}"#, r#"{"heard": 5}"#, "[1]", r#"{"heard_ms": "soon"}"#] {
+        let response = reqwest::Client::new()
+            .post(format!("{url}/v1/conversations/c-9/interrupt"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{body}");
+        let json: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(json["error"]["code"], "invalid_request", "{body}: {json}");
+    }
 }
 
 /// Speaks `text` on the container and returns its audio and the model's words.

@@ -126,6 +126,35 @@ function captionsAsHeard() {
   );
 }
 
+/** Every sentence's words were lit in order, each when the audio clock reached its start. */
+async function assertWordsFollowTheAudioClock(record) {
+  const lit = await page.evaluate(() =>
+    [...document.querySelectorAll('#captions li[data-index] span.word')].map((span) => ({
+      index: Number(span.closest('li').dataset.index),
+      word: Number(span.dataset.word),
+      timing: span.closest('li').dataset.timing,
+      litAt: span.dataset.litAt === undefined ? null : Number(span.dataset.litAt),
+    })),
+  );
+  const expected = record.sentences.reduce((n, s) => n + s.words.length, 0);
+  assert.ok(expected > 0 && lit.length === expected, `${lit.length} word spans for ${expected} words`);
+  const late = [];
+  let unlit = 0;
+  for (const { index, word, timing, litAt } of lit) {
+    const sentence = record.sentences.find((s) => s.index === index);
+    assert.equal(timing, 'model', `sentence ${index} is timed by the model`);
+    if (litAt === null) {
+      unlit++;
+      continue;
+    }
+    const due = sentence.scheduledStart + sentence.words[word].start_ms;
+    // A frame is about 17 ms; a busy machine may skip a few.
+    if (Math.abs(litAt - due) > 150) late.push({ index, word: sentence.words[word].text, ms: Math.round(litAt - due) });
+  }
+  assert.ok(unlit <= Math.floor(expected / 10), `${unlit} of ${expected} words never lit`);
+  assert.deepStrictEqual(late, [], 'every word lit within 150 ms of its time on the audio clock');
+}
+
 const MARKS_IN_ORDER = ['requestSent', 'firstEvent', 'firstAudioBytes', 'firstDecoded', 'audibleStart'];
 
 test('the page loads from the gateway and finds it healthy', { skip }, async () => {
@@ -184,6 +213,10 @@ for (const [release, format] of RUNS) {
     assert.ok(starts.every((t, i) => i === 0 || t > starts[i - 1]), `sentence starts ${starts}`);
     assert.deepStrictEqual(await captionsAsHeard(), SHORT_SENTENCES.map((text, i) => [i, text]));
     assert.equal(await page.locator('#captions li.speaking').count(), 0, 'no caption highlighted once the answer is over');
+
+    // Word by word: each sentence's words came from the model, and the page lit each one as the audio clock
+    // reached it (its first sound's audible time plus the word's start), within a few frames.
+    await assertWordsFollowTheAudioClock(record);
 
     // The server applied the release mode: buffered holds every sentence until the agent is done.
     const server = record.server;

@@ -7,7 +7,7 @@ import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { speak, interrupt, PcmPlayer, heardText } from '../../web/earshot.js';
+import { speak, interrupt, PcmPlayer, heardText, heardChars } from '../../web/earshot.js';
 import { seededRandom, randomChunks, concat } from './chunking.mjs';
 import { FakeAudioContext, fakeFetch, until } from './fakes.mjs';
 import { encoderFor, CONTENT_TYPES, session, tone } from './encode.mjs';
@@ -302,7 +302,7 @@ test('heardText keeps what the listener heard: all of a finished answer, up to t
   assert.equal(stopped.text, 'One two. Three four');
   assert.equal(stopped.interrupted, true);
   assert.deepEqual(stopped.sentences.map((s) => s.index), [0, 1]);
-  assert.deepEqual(stopped.cut, { index: 1, heardMs: 1000, audioMs: 2000, chars: 10 });
+  assert.deepEqual(stopped.cut, { index: 1, heardMs: 1000, audioMs: 2000, chars: 10, byWords: false });
   // Stopped between sentences: nothing cut.
   const between = heardText(answer('stopped', 1000, [sentence(0, 'One two.', 0, 1000, 1000), sentence(1, 'Three.', 1500, 2000, 500)]));
   assert.deepEqual([between.text, between.cut], ['One two.', null]);
@@ -313,6 +313,22 @@ test('heardText keeps what the listener heard: all of a finished answer, up to t
   assert.deepEqual([stalled.cut.heardMs, stalled.text], [400, 'Aaaa bbbb']);
   // An answer whose stream failed: what was scheduled plays out and is heard.
   assert.equal(heardText(answer('error', null, [sentence(0, 'One.', 0, 300, 300), sentence(1, 'Two.', null, null, null)])).text, 'One.');
+});
+
+test('with word timings, heardText cuts after the last whole word heard, as the Rust client does', () => {
+  const words = [
+    { text: 'Ça', start_ms: 0, end_ms: 150 },
+    { text: 'coûte', start_ms: 200, end_ms: 450 },
+    { text: '12,50', start_ms: 500, end_ms: 1400 },
+  ];
+  const text = 'Ça coûte 12,50 €.';
+  assert.deepEqual([100, 460, 1000, 1400].map((ms) => heardChars(text, words, ms)), [0, 'Ça coûte'.length, 'Ça coûte'.length, 'Ça coûte 12,50'.length]);
+  assert.equal(heardChars(text, [], 1000), null);
+  // The audio's share would cut inside the number (1000 of 1500 ms is 11 of 17 characters); the words do not.
+  const record = { outcome: 'stopped', marks: { stopped: 1000 }, sentences: [{ index: 0, text, scheduledStart: 0, scheduledEnd: 1500, audioMs: 1500, complete: true, stalls: [], words }] };
+  const heard = heardText(record);
+  assert.equal(heard.text, 'Ça coûte');
+  assert.equal(heard.cut.byWords, true);
 });
 
 test('interrupt() silences every scheduled sound at once, asks the gateway to stop, then cancels the request', async () => {
@@ -336,6 +352,9 @@ test('interrupt() silences every scheduled sound at once, asks the gateway to st
   const id = record.conversationId;
   assert.equal(server.requests[1].url, `http://gateway.test/v1/conversations/${id}/interrupt`);
   assert.equal(server.requests[1].method, 'POST');
+  // It says how much was played (nothing was audible yet in the fake clock: 0 ms), so the error can say what was heard.
+  assert.deepStrictEqual(Object.keys(server.requests[1].body), ['heard_ms']);
+  assert.ok(Number.isInteger(server.requests[1].body.heard_ms) && server.requests[1].body.heard_ms >= 0);
   assert.equal(record.fetch.interrupt.status, 202);
 });
 

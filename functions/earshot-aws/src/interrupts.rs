@@ -28,7 +28,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use earshot_core::error::Error;
-use earshot_core::store::ConversationStore;
+use earshot_core::store::{ConversationStore, Interrupt};
 use std::collections::HashMap;
 
 pub struct DynamoStore {
@@ -167,20 +167,24 @@ impl ConversationStore for DynamoStore {
         Ok(())
     }
 
-    async fn interrupt(&self, id: &str) -> Result<bool, Error> {
+    async fn interrupt(&self, id: &str, heard_ms: Option<u64>) -> Result<bool, Error> {
         // Only a record that exists and has not expired (TTL deletes lazily) is a live conversation.
-        let result = self
+        let update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("conversation_id", key(id))
-            .update_expression("SET #state = :interrupted")
             .condition_expression("attribute_exists(conversation_id) AND expires_at > :now")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":interrupted", AttributeValue::S("interrupted".into()))
-            .expression_attribute_values(":now", AttributeValue::N(now_s().to_string()))
-            .send()
-            .await;
+            .expression_attribute_values(":now", AttributeValue::N(now_s().to_string()));
+        let update = match heard_ms {
+            Some(ms) => update
+                .update_expression("SET #state = :interrupted, heard_ms = :heard")
+                .expression_attribute_values(":heard", AttributeValue::N(ms.to_string())),
+            None => update.update_expression("SET #state = :interrupted"),
+        };
+        let result = update.send().await;
         match result {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(e)) if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
@@ -188,19 +192,24 @@ impl ConversationStore for DynamoStore {
         }
     }
 
-    async fn interrupted(&self, id: &str) -> Result<bool, Error> {
+    async fn interrupted(&self, id: &str) -> Result<Option<Interrupt>, Error> {
         let item = self
             .client
             .get_item()
             .table_name(&self.table)
             .key("conversation_id", key(id))
             .consistent_read(true)
-            .projection_expression("#state")
+            .projection_expression("#state, heard_ms")
             .expression_attribute_names("#state", "state")
             .send()
             .await
             .map_err(|e| unreachable("GetItem", e))?;
-        Ok(item.item().and_then(|i| i.get("state")).and_then(|s| s.as_s().ok()).is_some_and(|s| s == "interrupted"))
+        let Some(item) = item.item() else { return Ok(None) };
+        if item.get("state").and_then(|s| s.as_s().ok()).is_none_or(|s| s != "interrupted") {
+            return Ok(None);
+        }
+        let heard_ms = item.get("heard_ms").and_then(|n| n.as_n().ok()).and_then(|n| n.parse().ok());
+        Ok(Some(Interrupt { heard_ms }))
     }
 
     async fn end(&self, id: &str, token: &str) -> Result<(), Error> {

@@ -191,7 +191,11 @@ impl Received {
                 Some(played) if played < before + audio_ms => {
                     let chars: Vec<char> = sentence.text.chars().collect();
                     let heard_ms = played - before;
-                    let offset = word_start(&chars, (chars.len() as f64 * heard_ms / audio_ms).round() as usize);
+                    // Cut at the last whole word heard where the sentence was timed word by word, else
+                    // estimated from the share of its audio heard.
+                    let (_, words) = self.words(sentence.index);
+                    let offset = earshot_core::words::heard_chars(&sentence.text, &words, heard_ms)
+                        .unwrap_or_else(|| word_start(&chars, (chars.len() as f64 * heard_ms / audio_ms).round() as usize));
                     heard.cut = Some(Cut { index: sentence.index, heard_ms, audio_ms, chars: offset });
                     break;
                 }
@@ -280,10 +284,19 @@ pub async fn interrupt(base: &str, conversation_id: &str) -> Result<(), ClientEr
 
 /// [`interrupt`] with a gateway token (token mode).
 pub async fn interrupt_as(base: &str, conversation_id: &str, bearer: Option<&str>) -> Result<(), ClientError> {
+    interrupt_heard(base, conversation_id, bearer, None).await
+}
+
+/// [`interrupt_as`], saying how much of the answer's audio was played (`heard_ms`): the stream's
+/// `interrupted` error then says what was heard, to the word (`heard`).
+pub async fn interrupt_heard(base: &str, conversation_id: &str, bearer: Option<&str>, heard_ms: Option<f64>) -> Result<(), ClientError> {
     let url = format!("{}/v1/conversations/{}/interrupt", base.trim_end_matches('/'), conversation_id);
     let mut request = reqwest::Client::new().post(&url);
     if let Some(token) = bearer {
         request = request.bearer_auth(token);
+    }
+    if let Some(ms) = heard_ms {
+        request = request.json(&serde_json::json!({ "heard_ms": ms }));
     }
     let response = request.send().await.map_err(|e| ClientError::Connect { url: url.clone(), message: e.to_string() })?;
     let status = response.status().as_u16();

@@ -18,11 +18,17 @@ pub struct Error {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+    /// On `interrupted`, when the client said how much of the answer it played (`heard_ms`): the words
+    /// heard, whole sentences then whole words (`docs/protocol.md`, "Interrupting a conversation").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heard_ms: Option<u64>,
 }
 
 impl Error {
     pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        Error { code: code.into(), message: message.into(), retryable }
+        Error { code: code.into(), message: message.into(), retryable, heard: None, heard_ms: None }
     }
 }
 

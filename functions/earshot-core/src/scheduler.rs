@@ -170,6 +170,14 @@ impl TimelineCell {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
     }
 
+    /// What a listener heard of the answer so far who played `heard_ms` of its audio, to the word
+    /// ([`crate::words::heard_text`]), from the timeline left in the cell (empty before).
+    pub fn heard(&self, heard_ms: f64) -> String {
+        let cell = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(timeline) = cell.as_ref() else { return String::new() };
+        crate::words::heard_text(timeline.sentences.iter().map(|s| (s.text.as_str(), s.audio_ms, &s.words[..])), heard_ms)
+    }
+
     fn put(&self, timeline: Timeline) {
         *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(timeline);
     }
@@ -314,7 +322,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
             _ = sleep_until_opt(backend_deadline), if backend_deadline.is_some() => {
                 let limit = cfg.backend_silence.unwrap_or_default();
                 let message = format!("{} said nothing for {} ms while it had sentences to speak", s.info.backend, limit.as_millis());
-                Flow::End(s.fail(ErrorInfo { code: error_codes::BACKEND_STALLED.into(), message, retryable: true }).await)
+                Flow::End(s.fail(ErrorInfo::new(error_codes::BACKEND_STALLED, message, true)).await)
             }
             _ = sleep_until_opt(idle_at), if idle_at.is_some() => {
                 woke = Some(Instant::now());
@@ -366,6 +374,21 @@ impl Scheduler<'_> {
         }
     }
 
+    /// Sends words of a sentence, keeping them in its marks (what an interrupt's `heard` is cut by).
+    /// The protocol's promise (words never go back or overlap) is kept here whatever a backend sent.
+    async fn send_words(&mut self, index: u32, timing: TimingSource, mut words: Vec<WordTiming>) -> Flow {
+        if let Some(marks) = self.timeline.sentence_mut(index) {
+            let mut last = marks.words.last().map_or(0.0, |w| w.end_ms);
+            for word in &mut words {
+                word.start_ms = word.start_ms.max(last);
+                word.end_ms = word.end_ms.max(word.start_ms);
+                last = word.end_ms;
+            }
+            marks.words.extend(words.iter().cloned());
+        }
+        self.send(ServerEvent::Words(SentenceWords { index, timing, words })).await
+    }
+
     /// Ends with `error`. An error the client can no longer receive is not reported as sent: the
     /// outcome is then `ClientGone` or `ClientStalled`, as [`Outcome::Failed`] promises an `error`
     /// message went out.
@@ -385,7 +408,7 @@ impl Scheduler<'_> {
                 self.answer_chars += text.chars().count();
                 if self.answer_chars > self.cfg.max_answer_chars {
                     let message = format!("the answer is longer than {} characters", self.cfg.max_answer_chars);
-                    return Flow::End(self.fail(ErrorInfo { code: error_codes::ANSWER_TOO_LONG.into(), message, retryable: false }).await);
+                    return Flow::End(self.fail(ErrorInfo::new(error_codes::ANSWER_TOO_LONG, message, false)).await);
                 }
                 if let Flow::End(o) = self.send(ServerEvent::Text(TextDelta { text: text.clone() })).await {
                     return Flow::End(o);
@@ -407,8 +430,7 @@ impl Scheduler<'_> {
             }
             Some(Err(e)) => Flow::End(self.fail(e).await),
             None => {
-                let info =
-                    ErrorInfo { code: error_codes::AGENT_ENDED.into(), message: "the agent stopped without finishing its answer".into(), retryable: true };
+                let info = ErrorInfo::new(error_codes::AGENT_ENDED, "the agent stopped without finishing its answer", true);
                 Flow::End(self.fail(info).await)
             }
         }
@@ -432,7 +454,13 @@ impl Scheduler<'_> {
             }
             let index = self.next_index;
             self.next_index += 1;
-            self.timeline.sentences.push(SentenceMarks { index, chars: sentence.text.chars().count(), complete_ms: now, ..Default::default() });
+            self.timeline.sentences.push(SentenceMarks {
+                index,
+                chars: sentence.text.chars().count(),
+                complete_ms: now,
+                text: sentence.text.clone(),
+                ..Default::default()
+            });
             self.queue.push_back((index, sentence.text));
         }
         Flow::Continue
@@ -454,7 +482,7 @@ impl Scheduler<'_> {
             }
             self.speaking.insert(index, Spoken { text: text.clone(), envelope: Some(Envelope::new(self.format.sample_rate)), held: Vec::new() });
             if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text, language: None })).await.is_err() {
-                let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 return Flow::End(self.fail(info).await);
             }
             self.in_flight += 1;
@@ -466,13 +494,13 @@ impl Scheduler<'_> {
     async fn maybe_finish(&mut self) -> Flow {
         if self.agent_done && self.next_index == 0 {
             // Nothing in the whole answer could be spoken: say so rather than end with a silent `done`.
-            let message = "the answer has nothing to speak (no letters or digits once formatting is set aside)".into();
-            return Flow::End(self.fail(ErrorInfo { code: error_codes::EMPTY_ANSWER.into(), message, retryable: false }).await);
+            let message = "the answer has nothing to speak (no letters or digits once formatting is set aside)";
+            return Flow::End(self.fail(ErrorInfo::new(error_codes::EMPTY_ANSWER, message, false)).await);
         }
         if self.agent_done && self.queue.is_empty() && !self.finish_sent {
             self.finish_sent = true;
             if self.commands.send(SpeechCommand::Finish).await.is_err() {
-                let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 return Flow::End(self.fail(info).await);
             }
         }
@@ -484,8 +512,7 @@ impl Scheduler<'_> {
             Some(SpeechEvent::Audio { index, pcm }) => {
                 let now = self.clock.now_ms();
                 let Some(marks) = self.timeline.sentence_mut(index) else {
-                    let info =
-                        ErrorInfo { code: error_codes::BACKEND_PROTOCOL.into(), message: format!("audio for unknown sentence {index}"), retryable: false };
+                    let info = ErrorInfo::new(error_codes::BACKEND_PROTOCOL, format!("audio for unknown sentence {index}"), false);
                     return Flow::End(self.fail(info).await);
                 };
                 marks.tts_first_audio_ms.get_or_insert(now);
@@ -501,7 +528,7 @@ impl Scheduler<'_> {
                     held = std::mem::take(&mut spoken.held);
                 }
                 if !held.is_empty() {
-                    if let Flow::End(o) = self.send(ServerEvent::Words(SentenceWords { index, timing: TimingSource::Model, words: held })).await {
+                    if let Flow::End(o) = self.send_words(index, TimingSource::Model, held).await {
                         return Flow::End(o);
                     }
                 }
@@ -531,7 +558,7 @@ impl Scheduler<'_> {
                 if words.is_empty() {
                     return Flow::Continue;
                 }
-                self.send(ServerEvent::Words(SentenceWords { index, timing: TimingSource::Model, words })).await
+                self.send_words(index, TimingSource::Model, words).await
             }
             Some(SpeechEvent::Finished { index, report }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
@@ -541,7 +568,7 @@ impl Scheduler<'_> {
                     None => None,
                 };
                 if let Some((timing, words)) = words.filter(|(_, w)| !w.is_empty()) {
-                    if let Flow::End(o) = self.send(ServerEvent::Words(SentenceWords { index, timing, words })).await {
+                    if let Flow::End(o) = self.send_words(index, timing, words).await {
                         return Flow::End(o);
                     }
                 }
@@ -599,16 +626,12 @@ impl Scheduler<'_> {
                         end => end,
                     }
                 } else {
-                    let info = ErrorInfo {
-                        code: error_codes::BACKEND_CLOSED.into(),
-                        message: "the speech session closed before the answer was spoken".into(),
-                        retryable: true,
-                    };
+                    let info = ErrorInfo::new(error_codes::BACKEND_CLOSED, "the speech session closed before the answer was spoken", true);
                     Flow::End(self.fail(info).await)
                 }
             }
             None => {
-                let info = ErrorInfo { code: error_codes::BACKEND_GONE.into(), message: "the speech session ended unexpectedly".into(), retryable: true };
+                let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 Flow::End(self.fail(info).await)
             }
         }

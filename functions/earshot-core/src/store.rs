@@ -10,16 +10,24 @@ use async_trait::async_trait;
 
 use crate::error::Error;
 
+/// An interrupt as the store keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Interrupt {
+    /// How much of the answer's audio the client said it played.
+    pub heard_ms: Option<u64>,
+}
+
 /// The shared record of live conversations and their interrupts (DynamoDB on Lambda).
 #[async_trait]
 pub trait ConversationStore: Send + Sync {
     /// Records `id` as live for at most `ttl`; `token` names this conversation among any others that
     /// reuse the id.
     async fn begin(&self, id: &str, token: &str, ttl: Duration) -> Result<(), Error>;
-    /// Marks a live conversation interrupted: `Ok(false)` when no conversation is live under `id`.
-    async fn interrupt(&self, id: &str) -> Result<bool, Error>;
-    /// Whether the conversation has been interrupted.
-    async fn interrupted(&self, id: &str) -> Result<bool, Error>;
+    /// Marks a live conversation interrupted, with how much of its answer the client played where it
+    /// said: `Ok(false)` when no conversation is live under `id`.
+    async fn interrupt(&self, id: &str, heard_ms: Option<u64>) -> Result<bool, Error>;
+    /// The conversation's interrupt, if it has been interrupted.
+    async fn interrupted(&self, id: &str) -> Result<Option<Interrupt>, Error>;
     /// Forgets the conversation begun with `token` (not a later one under the same id): later
     /// interrupts find nothing.
     async fn end(&self, id: &str, token: &str) -> Result<(), Error>;

@@ -6,6 +6,8 @@
 //! the gateway turns it into metrics.
 
 use serde::{Deserialize, Serialize};
+
+use crate::words::WordTiming;
 use tokio::time::Instant;
 
 /// Milliseconds since the request was received. Read from tokio's clock, so that under paused time
@@ -64,6 +66,12 @@ pub struct SentenceMarks {
     /// The sentence's audio came from the sentence cache: said before, not synthesized now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The sentence as written and its words as sent to the client: kept for the conversation's ending
+    /// (what an interrupted listener heard, to the word), never sent in the timeline itself.
+    #[serde(skip)]
+    pub text: String,
+    #[serde(skip)]
+    pub words: Vec<WordTiming>,
 }
 
 /// The conversation's listener, as the clients play: one clock from the answer's first audio, each chunk

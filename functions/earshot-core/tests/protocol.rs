@@ -30,7 +30,7 @@ fn conversation() -> Vec<ServerEvent> {
         ServerEvent::Audio(AudioChunk { index: 0, seq: 1, pcm: Bytes::from_static(b"{not json") }),
         ServerEvent::SentenceEnd(SentenceEnd { index: 0, audio_ms: 0.125, cached: false }),
         ServerEvent::Done(Done { timeline: Timeline { backend: "kokoro".into(), first_audio_sent_ms: Some(12.5), ..Default::default() } }),
-        ServerEvent::Error(ErrorInfo { code: "x".into(), message: "line\nbreak".into(), retryable: true }),
+        ServerEvent::Error(ErrorInfo::new("x", "line\nbreak", true)),
     ]
 }
 

@@ -337,6 +337,11 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
             }
         });
     }
+    // An interrupt that said how much the client played: the words heard, from what the answer sent.
+    let error = error.map(|e| match e.heard_ms {
+        Some(heard_ms) if e.code == error_codes::INTERRUPTED => ErrorInfo { heard: Some(counting.cell.heard(heard_ms as f64)), ..e },
+        _ => e,
+    });
     let message = error.as_ref().map(|e| e.message.clone());
     if let Some(error) = error {
         // A client that does not read is not waited for long.
@@ -425,7 +430,7 @@ mod tests {
         while let Some(e) = rx.recv().await {
             events.push(e);
         }
-        assert!(!registry.interrupt("c-1"), "the conversation is no longer registered once it ended");
+        assert!(!registry.interrupt("c-1", None), "the conversation is no longer registered once it ended");
         (events, token, supervisor.await.expect("the supervisor ends"))
     }
 
@@ -506,7 +511,7 @@ mod tests {
             if by_shutdown {
                 shutdown.cancel();
             } else {
-                stopper.stop(crate::interrupts::interrupted());
+                stopper.stop(crate::interrupts::interrupted(None));
             }
             while !task.is_finished() {
                 tokio::task::yield_now().await;
@@ -534,7 +539,7 @@ mod tests {
         let trigger = stopper.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            trigger.stop(crate::interrupts::interrupted());
+            trigger.stop(crate::interrupts::interrupted(None));
         });
         let (events, cancel, ended) = supervised_with(std::future::pending(), &shutdown, stopper, None).await;
         assert!(matches!(events.last(), Some(ServerEvent::Error(e)) if e.code == "interrupted" && !e.retryable), "{events:?}");

@@ -75,9 +75,10 @@ impl Stopper {
     }
 }
 
-/// The error a stream ends with when its conversation is interrupted.
-pub fn interrupted() -> Error {
-    Error::new(error_codes::INTERRUPTED, "the conversation was interrupted at the client's request", false)
+/// The error a stream ends with when its conversation is interrupted; with how much of the answer the
+/// client said it played (`heard_ms`), from which the conversation's ending adds what was heard.
+pub fn interrupted(heard_ms: Option<u64>) -> Error {
+    Error { heard_ms, ..Error::new(error_codes::INTERRUPTED, "the conversation was interrupted at the client's request", false) }
 }
 
 /// Conversations live in this process, by conversation id (a client may reuse an id across turns,
@@ -97,12 +98,12 @@ impl Registry {
     }
 
     /// Stops every live conversation under `id`; says whether there was one.
-    pub fn interrupt(&self, id: &str) -> bool {
+    pub fn interrupt(&self, id: &str, heard_ms: Option<u64>) -> bool {
         let live = self.live.lock().expect("the registry");
         match live.get(id) {
             Some(stoppers) if !stoppers.is_empty() => {
                 for (_, stopper) in stoppers {
-                    stopper.stop(interrupted());
+                    stopper.stop(interrupted(heard_ms));
                 }
                 true
             }
@@ -140,11 +141,11 @@ pub async fn watch(store: Arc<dyn ConversationStore>, id: String, poll: Duration
             _ = tokio::time::sleep(poll) => {}
         }
         match store.interrupted(&id).await {
-            Ok(true) => {
-                stopper.stop(interrupted());
+            Ok(Some(interrupt)) => {
+                stopper.stop(interrupted(interrupt.heard_ms));
                 return;
             }
-            Ok(false) => failures = 0,
+            Ok(None) => failures = 0,
             Err(e) => {
                 failures += 1;
                 if failures == 1 || failures.is_power_of_two() {

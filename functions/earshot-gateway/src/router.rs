@@ -100,12 +100,16 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
     if let Err(e) = request::check_conversation_id(&id) {
         return e.into_response();
     }
+    let heard_ms = match interrupt_body(request).await {
+        Ok(heard_ms) => heard_ms,
+        Err(e) => return e.into_response(),
+    };
     // Only the caller's own conversation under this id: another owner's is as unknown as one never used.
     let key = owner.key(&id);
     let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
     let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
     match &gw.settings().interrupts {
-        Interrupts::Local if gw.registry().interrupt(&key) => accepted(),
+        Interrupts::Local if gw.registry().interrupt(&key, heard_ms) => accepted(),
         Interrupts::Local => unknown(),
         // Every conversation watches the store, this process's own too: one path, the one measured.
         Interrupts::Unavailable => ApiError::not_implemented(
@@ -113,7 +117,7 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
             "this gateway has no interrupt store: set EARSHOT_INTERRUPT_TABLE (the CDK app does) so that an interrupt reaches the invocation that speaks",
         )
         .into_response(),
-        Interrupts::Shared { store, .. } => match store.interrupt(&key).await {
+        Interrupts::Shared { store, .. } => match store.interrupt(&key, heard_ms).await {
             Ok(true) => accepted(),
             Ok(false) => unknown(),
             Err(e) => {
@@ -122,6 +126,36 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
                 ApiError::from_upstream(client_error::for_client(failed, &uuid::Uuid::new_v4().to_string())).into_response()
             }
         },
+    }
+}
+
+/// The interrupt's optional body, `{"heard_ms": N}`: how much of the answer's audio the client played (then the
+/// stream's `interrupted` error says what was heard, to the word). No body, or an empty one, says nothing.
+async fn interrupt_body(request: Request) -> Result<Option<u64>, ApiError> {
+    const MOST_BYTES: usize = 1024;
+    let bytes = axum::body::to_bytes(request.into_body(), MOST_BYTES)
+        .await
+        .map_err(|_| ApiError::bad_request("invalid_request", format!("the interrupt's body is at most {MOST_BYTES} bytes: {{\"heard_ms\": N}}")))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        heard_ms: Option<f64>,
+    }
+    let refused = |detail: String| ApiError::bad_request("invalid_request", format!("the interrupt's body is {{\"heard_ms\": N}} or nothing: {detail}"));
+    // An object only: serde would read a struct from an array as well.
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| refused(e.to_string()))?;
+    if !value.is_object() {
+        return Err(refused("not a JSON object".into()));
+    }
+    let body: Body = serde_json::from_value(value).map_err(|e| refused(e.to_string()))?;
+    match body.heard_ms {
+        None => Ok(None),
+        // A day of audio is more than any conversation lasts.
+        Some(ms) if ms.is_finite() && (0.0..=86_400_000.0).contains(&ms) => Ok(Some(ms.round() as u64)),
+        Some(ms) => Err(ApiError::bad_request("invalid_request", format!("`heard_ms` must be milliseconds from 0 to 86400000, not {ms}"))),
     }
 }
 

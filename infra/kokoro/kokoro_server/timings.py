@@ -116,14 +116,15 @@ def units(phonemes: str, syllables: bool) -> list[tuple[int, int]]:
     return spans
 
 
-def align(words: list[WrittenWord], unit_lengths: list[int]) -> list[tuple[int, int, float, float]]:
-    """For each written word, the units it was read as: ``(first, last, from, to)``, where ``from`` and ``to``
-    are the share of the unit span it takes (0 and 1 unless several words share one unit)."""
+def align(words: list[WrittenWord], unit_lengths: list[int]) -> list[tuple[float, float]]:
+    """For each written word, the stretch of units it was read as: ``(start, end)`` in unit positions, where
+    unit ``k`` runs from ``k`` to ``k + 1`` (a word read as units 2 and 3 is ``(2, 4)``; two words sharing
+    unit 5 by their lengths are ``(5, 5.4)`` and ``(5.4, 6)``). The stretches follow one another."""
     n, m = len(words), len(unit_lengths)
     if n == 0 or m == 0:
         return []
     if n == m:
-        return [(i, i, 0.0, 1.0) for i in range(n)]
+        return [(float(i), float(i + 1)) for i in range(n)]
     scale = sum(unit_lengths) / sum(w.weight for w in words)
     inf = float("inf")
     cost = np.full((n + 1, m + 1), inf)
@@ -147,21 +148,21 @@ def align(words: list[WrittenWord], unit_lengths: list[int]) -> list[tuple[int, 
                     cost[i + a, j + b] = c
                     step[(i + a, j + b)] = (a, b)
     if cost[n, m] == inf:
-        # No grouping fits (very unequal counts): share the units out by weight.
+        # No grouping fits (very unequal counts, as kana against romanized words): share the units out by weight.
         return _by_share(words, m)
-    out: list[tuple[int, int, float, float]] = []
+    out: list[tuple[float, float]] = []
     i, j = n, m
     while i or j:
         a, b = step[(i, j)]
         if a == 1:
-            out.append((j - b, j - 1, 0.0, 1.0))
+            out.append((float(j - b), float(j)))
         else:
             group = words[i - a : i]
             total = sum(w.weight for w in group)
             edge = 0.0
             shares = []
             for w in group:
-                shares.append((j - 1, j - 1, edge / total, (edge + w.weight) / total))
+                shares.append((j - 1 + edge / total, j - 1 + (edge + w.weight) / total))
                 edge += w.weight
             out.extend(reversed(shares))
         i, j = i - a, j - b
@@ -169,15 +170,13 @@ def align(words: list[WrittenWord], unit_lengths: list[int]) -> list[tuple[int, 
     return out
 
 
-def _by_share(words: list[WrittenWord], m: int) -> list[tuple[int, int, float, float]]:
+def _by_share(words: list[WrittenWord], m: int) -> list[tuple[float, float]]:
     total = sum(w.weight for w in words)
     out = []
     edge = 0.0
     for w in words:
-        first = min(m - 1, int(edge / total * m))
+        out.append((edge / total * m, (edge + w.weight) / total * m))
         edge += w.weight
-        last = max(first, min(m - 1, int(np.ceil(edge / total * m)) - 1))
-        out.append((first, last, 0.0, 1.0))
     return out
 
 
@@ -223,14 +222,23 @@ class WordTimer:
 
     def _ready(self) -> list[WordTime]:
         out: list[WordTime] = []
+        ms = 1000.0 / self._rate
         while self._next_word < len(self._plan):
-            first, last, share_from, share_to = self._plan[self._next_word]
+            start, end = self._plan[self._next_word]
+            last = max(int(np.ceil(end)) - 1, int(start))
             if last >= len(self._times):
                 break
-            start, end = self._times[first][0], self._times[last][1]
-            if first == last and (share_from, share_to) != (0.0, 1.0):
-                start, end = start + (end - start) * share_from, start + (end - start) * share_to
-            ms = 1000.0 / self._rate
-            out.append(WordTime(self._words[self._next_word].text, start * ms, end * ms))
+            out.append(WordTime(self._words[self._next_word].text, self._at(start, False) * ms, self._at(end, True) * ms))
             self._next_word += 1
         return out
+
+    def _at(self, position: float, ending: bool) -> float:
+        """The sample a unit position falls on: a whole position that ends a word is its unit's end (the pause
+        after it belongs to no word), one that starts a word its unit's start."""
+        unit = int(np.floor(position))
+        share = position - unit
+        if ending and share == 0.0 and unit > 0:
+            unit, share = unit - 1, 1.0
+        unit = min(unit, len(self._times) - 1)
+        first, last = self._times[unit]
+        return first + (last - first) * share

@@ -70,6 +70,7 @@ def assert_words_cover(text: str, words: list[dict[str, Any]], samples: int) -> 
         ("en", "Hello there, my friend. It costs $12.50 at 3:30 pm."),
         ("fr", "Bonjour, comment allez-vous ? Ça coûte 12,50 €."),
         ("zh", "你好，今天天气很好。我有3个苹果。"),
+        ("ja", "こんにちは。"),
     ],
 )
 def test_words_cover_the_text_and_end_with_the_audio(server: Server, language: str, text: str) -> None:
@@ -131,4 +132,11 @@ def test_a_number_read_as_several_words_spans_them_all() -> None:
     phonemes = "ɪt kˈɔsts twˈɛlv pɔɪnt fˈaɪv zˈiəɹoʊ tədˈeɪ."
     spans = units(phonemes, syllables=False)
     plan = align(written_words(text), [b - a for a, b in spans])
-    assert plan == [(0, 0, 0.0, 1.0), (1, 1, 0.0, 1.0), (2, 5, 0.0, 1.0), (6, 6, 0.0, 1.0)]
+    assert plan == [(0, 1), (1, 2), (2, 6), (6, 7)]
+
+
+def test_words_read_as_fewer_units_share_them_without_overlap() -> None:
+    # Five kana against one romanized word: shared out by weight, one after another.
+    plan = align(written_words("こんにちは"), [9])
+    assert len(plan) == 5 and plan[0][0] == 0 and plan[-1][1] == 1
+    assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::language::{Language, LanguageSource};
 use crate::timeline::Timeline;
+pub use crate::words::WordTiming;
 
 /// The protocol version carried by every `session` message.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -127,15 +128,6 @@ pub struct SentenceEnd {
     /// The sentence was said before: its audio came from the sentence cache (absent: synthesized now).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
-}
-
-/// When a word of a sentence is heard: milliseconds from the sentence's first sample.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WordTiming {
-    /// The word as the sentence writes it.
-    pub text: String,
-    pub start_ms: f64,
-    pub end_ms: f64,
 }
 
 /// How a sentence's word timings were made.

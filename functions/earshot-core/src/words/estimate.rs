@@ -10,7 +10,7 @@
 //! Kokoro model's own timings on the same sentences.
 
 use super::written::{is_cjk, written_words};
-use crate::protocol::WordTiming;
+use super::WordTiming;
 
 /// Milliseconds per envelope frame.
 const FRAME_MS: f64 = 10.0;

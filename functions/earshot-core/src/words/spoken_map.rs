@@ -11,7 +11,7 @@
 use std::ops::Range;
 
 use super::written::written_words;
-use crate::protocol::WordTiming;
+use super::WordTiming;
 
 /// One sentence's written words, the spoken words that stand for them, and those timed so far.
 #[derive(Debug)]
