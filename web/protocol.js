@@ -73,6 +73,11 @@ const CONTROL_SHAPES = {
   },
   text: { text: isString },
   sentence: { index: isIndex, text: isString },
+  words: {
+    index: isIndex,
+    timing: isString,
+    words: (w) => Array.isArray(w) && w.every((x) => isObject(x) && isString(x.text) && isNumber(x.start_ms) && isNumber(x.end_ms) && x.start_ms <= x.end_ms),
+  },
   sentence_end: { index: isIndex, audio_ms: isNumber },
   done: { timeline: isObject },
   error: { code: isString, message: isString, retryable: (v) => typeof v === 'boolean' },

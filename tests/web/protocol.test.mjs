@@ -144,6 +144,20 @@ test('SSE: one space after the colon is dropped, and no more', () => {
   assert.deepStrictEqual(feed(new SseParser(), [bytesOf(text)]), [{ type: 'text', text: 'no space' }]);
 });
 
+test('words arrive as typed messages in both deliveries, and words out of shape raise', () => {
+  const json = '{"index":0,"timing":"model","words":[{"text":"Hello","start_ms":90,"end_ms":440}]}';
+  const expected = [{ type: 'words', index: 0, timing: 'model', words: [{ text: 'Hello', start_ms: 90, end_ms: 440 }] }];
+  assert.deepStrictEqual(feed(new SseParser(), [bytesOf(`event: words\ndata: ${json}\n\n`)]), expected);
+  const payload = bytesOf(json);
+  const frame = new Uint8Array(5 + payload.length);
+  frame[0] = 0x08;
+  new DataView(frame.buffer).setUint32(1, payload.length);
+  frame.set(payload, 5);
+  assert.deepStrictEqual(feed(new BinaryFrameParser(), [frame]), expected);
+  const backwards = 'event: words\ndata: {"index":0,"timing":"model","words":[{"text":"x","start_ms":5,"end_ms":1}]}\n\n';
+  assert.throws(() => feed(new SseParser(), [bytesOf(backwards)]), ProtocolError);
+});
+
 test('SSE: malformed messages raise, never guess', () => {
   const cases = [
     ['unreadable JSON', 'event: session\ndata: {"v":1,\n\n'],
@@ -183,7 +197,7 @@ test('binary: keep-alive frames and frames of unknown type are skipped whole', (
   // Unknown frames whose payloads look like control JSON or like audio: only the type byte counts.
   const unknownJson = frame(0x42, bytesOf('{"type":"session","v":1}'));
   const unknownAudioLike = frame(0xff, concat(new Uint8Array(8), new Uint8Array(300).fill(7)));
-  const unknownEmpty = frame(0x08, new Uint8Array(0));
+  const unknownEmpty = frame(0x09, new Uint8Array(0));
   const extra = [keepAlive, unknownJson, unknownAudioLike, unknownEmpty];
   const stream = concat(...frames.flatMap((f, i) => [extra[i % extra.length], f]), keepAlive);
   assert.deepStrictEqual(plain(feed(new BinaryFrameParser(), [stream])), binaryMessages);
