@@ -4,7 +4,7 @@
 //! Timings come two ways. A backend that knows them sends them (the Kokoro container times each word from
 //! its model's durations, exact to the model's 25 ms frames): [`crate::speech::SpeechEvent::Words`]. For
 //! one that does not (Polly's bidirectional stream gives no speech marks), the scheduler estimates them from
-//! the sentence's own audio once it is complete ([`estimate`]): silences found in the PCM, then the words'
+//! the sentence's own audio once it is complete ([`estimate()`]): silences found in the PCM, then the words'
 //! syllables shared out between them. Either way a sentence's words are its written words ([`written`]), in
 //! order, never overlapping, timed in milliseconds from the sentence's first sample, and the `words`
 //! message says which way they were made.
