@@ -51,16 +51,20 @@ export class Captions {
       this.frame = null;
       const current = this.current;
       if (!current || current.sentence.scheduledStart == null) return;
-      const t = performance.now() - current.sentence.scheduledStart;
+      // The sentence's own clock: time since its first sound, less the silences inside it so far (a stall
+      // holds the voice, and the words with it).
+      const now = performance.now();
+      const stalled = (current.sentence.stalls ?? []).filter((x) => x.start < now).reduce((n, x) => n + Math.min(x.ms, now - x.start), 0);
+      const t = now - current.sentence.scheduledStart - stalled;
       const words = current.sentence.words;
-      let now = -1;
-      for (let i = 0; i < words.length && words[i].start_ms <= t; i++) now = i;
+      let lit = -1;
+      for (let i = 0; i < words.length && words[i].start_ms <= t; i++) lit = i;
       for (const span of current.item.querySelectorAll('span.word')) {
         const i = Number(span.dataset.word);
-        const cls = i === now ? 'word now' : i < now ? 'word heard' : 'word';
+        const cls = i === lit ? 'word now' : i < lit ? 'word heard' : 'word';
         if (span.className !== cls) span.className = cls;
         // When the page first lit it, on performance.now()'s clock (a test compares it with the word's time).
-        if (i === now && !span.dataset.litAt) span.dataset.litAt = String(performance.now());
+        if (i === lit && !span.dataset.litAt) span.dataset.litAt = String(now);
       }
       this.frame = requestAnimationFrame(step);
     };

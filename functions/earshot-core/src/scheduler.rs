@@ -564,7 +564,9 @@ impl Scheduler<'_> {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 let words = match self.speaking.remove(&index) {
                     Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
-                    Some(Spoken { held, .. }) => Some((TimingSource::Model, held)),
+                    // Model words for a sentence that got no audio would end after it: none are sent.
+                    Some(Spoken { held, .. }) if self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0) => Some((TimingSource::Model, held)),
+                    Some(_) => None,
                     None => None,
                 };
                 if let Some((timing, words)) = words.filter(|(_, w)| !w.is_empty()) {

@@ -227,10 +227,17 @@ class Session:
             pcm = rendered.pcm
             words = []
             if timer is not None:
-                timed = timer.piece(
-                    planned.piece.phonemes, rendered.durations, rendered.model_samples, rendered.kept, len(pcm) // audio.SAMPLE_WIDTH
-                )
-                words = [w.to_json() for w in timed]
+                try:
+                    timed = timer.piece(
+                        planned.piece.phonemes, rendered.durations, rendered.model_samples, rendered.kept, len(pcm) // audio.SAMPLE_WIDTH
+                    )
+                    if plan.done():
+                        timed += timer.finish()
+                    words = [w.to_json() for w in timed]
+                except Exception:
+                    # Word timings are an extra: a failure costs the request its words, never its audio.
+                    log.exception("timing the words of request %r failed; it goes on without them", rid)
+                    timer = None
             held.append((pcm, words))
             held_seconds += len(pcm) / audio.SAMPLE_WIDTH / rate
             now = loop.time()

@@ -118,11 +118,17 @@ class Synthesizer:
         plan = PacedPlan(Plan.of(phonemes, s.sentence_pause, s.clause_pause), Pacer(self.speed, first, s.piece_phonemes))
         return plan, timer
 
-    def _word_timer(self, request: Request, phonemes: str) -> WordTimer:
+    def _word_timer(self, request: Request, phonemes: str) -> WordTimer | None:
+        """The request's word timer; None (the request goes on without words) if it cannot be made."""
+
         def read(text: str) -> str:
             return self.engine.phonemize(text, request.language)
 
-        return WordTimer(request.text, phonemes, request.language, self.sample_rate, read)
+        try:
+            return WordTimer(request.text, phonemes, request.language, self.sample_rate, read)
+        except Exception:
+            log.exception("aligning the words of request %r failed; it goes on without them", request.request_id)
+            return None
 
     async def render(self, request: Request, piece: Piece, stop: Stop | None = None) -> RenderedPiece:
         """One piece's audio as PCM s16le, silence trimmed and its pause appended; ``Stopped`` if stopped. The

@@ -39,6 +39,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’\-.,:/][^\W_]+)*")
 # The longest groups the alignment tries (a word with digits may be read as more units: see ``align``).
 _MOST_UNITS_PER_WORD = 4
 _MOST_WORDS_PER_UNIT = 3
+# The largest alignment the program is run for (written words × units); beyond it words share units by weight.
+_MOST_CELLS = 40_000
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,9 @@ def align(words: list[WrittenWord], unit_lengths: list[int]) -> list[tuple[float
         return []
     if n == m:
         return [(float(i), float(i + 1)) for i in range(n)]
+    if n * m > _MOST_CELLS:
+        # A long text whose counts differ: the program would hold the shared worker too long.
+        return _by_share(words, m)
     scale = sum(unit_lengths) / sum(w.weight for w in words)
     inf = float("inf")
     cost = np.full((n + 1, m + 1), inf)
@@ -190,7 +195,7 @@ class WordTimer:
         self._syllables = language == "zh"
         self._words = written_words(text)
         spans = units(phonemes, self._syllables)
-        if read is not None and len(self._words) != len(spans):
+        if read is not None and len(self._words) != len(spans) and len(self._words) * len(spans) <= _MOST_CELLS:
             self._words = [WrittenWord(w.text, _read_length(read(w.text), self._syllables) or w.weight) for w in self._words]
         self._plan = align(self._words, [end - start for start, end in spans])
         self._rate = sample_rate
@@ -205,20 +210,36 @@ class WordTimer:
         ``length`` in samples of what is sent for it (the pause after it included). Returns the words that end in
         this piece, timed from the request's first sample; none when the engine gave no durations."""
         spans = units(phonemes, self._syllables)
-        if durations is None or len(durations) < len(phonemes) + 2:
-            self._offset += length
-            return []
-        frames = np.concatenate([[0], np.cumsum(np.asarray(durations, dtype=np.int64).ravel())])
-        per_frame = samples / frames[-1] if frames[-1] else 0.0
         kept_from, kept_to = trim
-        for start, end in spans:
-            # Phoneme k (0-based) is token k + 1: the first token is the boundary.
-            a = frames[start + 1] * per_frame - kept_from
-            b = frames[end + 1] * per_frame - kept_from
-            kept = kept_to - kept_from
-            self._times.append((self._offset + int(min(max(a, 0), kept)), self._offset + int(min(max(b, 0), kept))))
+        kept = kept_to - kept_from
+        if durations is None or len(durations) < len(phonemes) + 2:
+            # No durations for this piece: its units share what was kept by their lengths, so that the
+            # words after it stay on their own units.
+            total = sum(end - start for start, end in spans) or 1
+            at = 0
+            for start, end in spans:
+                a, at = at, at + (end - start)
+                self._times.append((self._offset + kept * a // total, self._offset + kept * at // total))
+        else:
+            frames = np.concatenate([[0], np.cumsum(np.asarray(durations, dtype=np.int64).ravel())])
+            per_frame = samples / frames[-1] if frames[-1] else 0.0
+            for start, end in spans:
+                # Phoneme k (0-based) is token k + 1: the first token is the boundary.
+                a = frames[start + 1] * per_frame - kept_from
+                b = frames[end + 1] * per_frame - kept_from
+                self._times.append((self._offset + int(min(max(a, 0), kept)), self._offset + int(min(max(b, 0), kept))))
         self._offset += length
         return self._ready()
+
+    def finish(self) -> list[WordTime]:
+        """The request's audio is all rendered: the words still owed (units the front end read fewer of than
+        expected), at the end of what was timed."""
+        out = self._ready()
+        end = self._times[-1][1] * 1000.0 / self._rate if self._times else 0.0
+        while self._next_word < len(self._plan):
+            out.append(WordTime(self._words[self._next_word].text, end, end))
+            self._next_word += 1
+        return out
 
     def _ready(self) -> list[WordTime]:
         out: list[WordTime] = []

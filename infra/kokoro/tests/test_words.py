@@ -13,7 +13,9 @@ from conftest import Server, run
 
 from kokoro_server.localrun import synthesize
 from kokoro_server.protocol import decode_audio_frame
-from kokoro_server.timings import align, units, written_words
+import numpy as np
+
+from kokoro_server.timings import WordTimer, align, units, written_words
 
 # One model frame: 600 samples at 24 kHz.
 FRAME_MS = 25.0
@@ -140,3 +142,29 @@ def test_words_read_as_fewer_units_share_them_without_overlap() -> None:
     plan = align(written_words("こんにちは"), [9])
     assert len(plan) == 5 and plan[0][0] == 0 and plan[-1][1] == 1
     assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))
+
+
+def test_a_piece_without_durations_keeps_the_words_after_it_on_their_own_units() -> None:
+    timer = WordTimer("One two. Three four.", "wˈʌn tˈuː. θɹˈiː fˈɔːɹ.", "en", 24000)
+    # The first piece came without durations: its words share what was kept by their lengths.
+    first = timer.piece("wˈʌn tˈuː.", None, 24000, (0, 24000), 24000)
+    assert [w.text for w in first] == ["One", "two"]
+    assert first[0].end_ms <= first[1].start_ms and first[1].end_ms <= 1000.0
+    # The second has them: two frames of boundary, then 600 samples per frame.
+    phonemes = "θɹˈiː fˈɔːɹ."
+    durations = np.array([2] + [3] * len(phonemes) + [2])
+    second = timer.piece(phonemes, durations, int(durations.sum()) * 600, (0, int(durations.sum()) * 600), int(durations.sum()) * 600)
+    assert [w.text for w in second] == ["Three", "four"]
+    assert second[0].start_ms == 1000.0 + 2 * 25.0
+    assert timer.finish() == []
+
+
+def test_finish_gives_the_words_still_owed_at_the_end() -> None:
+    # The plan expects three units; the pieces rendered hold only two of them.
+    timer = WordTimer("One two three.", "wˈʌn tˈuː θɹˈiː.", "en", 24000)
+    phonemes = "wˈʌn tˈuː"
+    durations = np.array([1] + [2] * len(phonemes) + [1])
+    timed = timer.piece(phonemes, durations, int(durations.sum()) * 600, (0, int(durations.sum()) * 600), int(durations.sum()) * 600)
+    owed = timer.finish()
+    assert [w.text for w in timed + owed] == ["One", "two", "three"]
+    assert owed[-1].start_ms == owed[-1].end_ms == timed[-1].end_ms

@@ -12,7 +12,7 @@
 use super::written::{is_cjk, written_words};
 use super::WordTiming;
 
-/// Milliseconds per envelope frame.
+/// Milliseconds per envelope frame (as near as whole samples allow: [`Envelope::frame_ms`]).
 const FRAME_MS: f64 = 10.0;
 /// Quieter than this below the loudest frame is silence (in amplitude: about −30 dB).
 const SILENCE_RATIO: f64 = 0.03;
@@ -25,6 +25,7 @@ const LONG_PAUSE_FRAMES: usize = 15;
 #[derive(Debug, Clone, Default)]
 pub struct Envelope {
     frame_samples: usize,
+    frame_ms: f64,
     frames: Vec<f64>,
     sum: f64,
     count: usize,
@@ -34,7 +35,17 @@ pub struct Envelope {
 
 impl Envelope {
     pub fn new(sample_rate: u32) -> Envelope {
-        Envelope { frame_samples: (sample_rate as usize / 100).max(1), ..Default::default() }
+        let frame_samples = (sample_rate as usize / 100).max(1);
+        Envelope { frame_samples, frame_ms: frame_samples as f64 * 1000.0 / sample_rate.max(1) as f64, ..Default::default() }
+    }
+
+    /// Milliseconds one frame holds: 10, or a hair less where the rate is not a multiple of 100 Hz.
+    fn frame_ms(&self) -> f64 {
+        if self.frame_ms > 0.0 {
+            self.frame_ms
+        } else {
+            FRAME_MS
+        }
     }
 
     /// Takes the next piece of the sentence's audio.
@@ -58,6 +69,9 @@ impl Envelope {
     }
 
     fn sample(&mut self, s: i16) {
+        if self.frame_samples == 0 {
+            self.frame_samples = 240;
+        }
         let v = s as f64;
         self.sum += v * v;
         self.count += 1;
@@ -70,7 +84,7 @@ impl Envelope {
 
     /// The audio's length in milliseconds, whole frames.
     pub fn duration_ms(&self) -> f64 {
-        self.frames.len() as f64 * FRAME_MS
+        self.frames.len() as f64 * self.frame_ms()
     }
 }
 
@@ -212,7 +226,7 @@ pub fn estimate(text: &str, envelope: &Envelope) -> Vec<WordTiming> {
         let mut at = from;
         for w in group {
             let end = at + (to - from) * w.syllables / weight;
-            out.push(WordTiming { text: w.text.clone(), start_ms: at * FRAME_MS, end_ms: end * FRAME_MS });
+            out.push(WordTiming { text: w.text.clone(), start_ms: at * envelope.frame_ms(), end_ms: end * envelope.frame_ms() });
             at = end;
         }
         segment_start = k + 1;

@@ -43,7 +43,8 @@ pub fn heard_text<'a>(sentences: impl IntoIterator<Item = (&'a str, f64, &'a [Wo
         if audio_ms <= 0.0 || heard_ms <= before {
             break;
         }
-        if heard_ms >= before + audio_ms {
+        // Within a millisecond of its end is the whole sentence (a client may round what it played).
+        if heard_ms >= before + audio_ms - 1.0 {
             parts.push(text);
             before += audio_ms;
             continue;

@@ -17,11 +17,20 @@ use super::WordTiming;
 #[derive(Debug)]
 pub struct SpokenMap {
     written: Vec<String>,
+    /// The words the backend was sent, as this side cuts them.
+    spoken: Vec<String>,
     /// Written and spoken ranges that stand for each other, in order, covering both lists.
     groups: Vec<(Range<usize>, Range<usize>)>,
-    timed: Vec<WordTiming>,
+    /// The backend's timing of each spoken word, by place; `None` for one it did not time (a word of a
+    /// script its front end drops) or not yet.
+    timed: Vec<Option<WordTiming>>,
+    /// The spoken words placed so far: the backend's words are matched to them by text, in order.
+    placed: usize,
     next_group: usize,
 }
+
+/// How far ahead of the next expected word a timed word is looked for: the words a backend may drop in a row.
+const LOOK_AHEAD: usize = 6;
 
 impl SpokenMap {
     /// The map for a sentence `written` as it was sent, `spoken`.
@@ -29,18 +38,28 @@ impl SpokenMap {
         let written_list = written_words(written);
         let spoken_list = written_words(spoken);
         let groups = groups(&written_list, &spoken_list);
-        SpokenMap { written: written_list, groups, timed: Vec::new(), next_group: 0 }
+        let timed = vec![None; spoken_list.len()];
+        SpokenMap { written: written_list, spoken: spoken_list, groups, timed, placed: 0, next_group: 0 }
     }
 
-    /// Takes the next spoken words, timed; returns the written words now complete.
+    /// Takes the next spoken words, timed; returns the written words now complete. Each is placed by its
+    /// text at or a little after the next expected word: a word the backend did not time (its front end
+    /// dropped a script it cannot read) is passed over, and one this side does not expect is set aside.
     pub fn push(&mut self, words: Vec<WordTiming>) -> Vec<WordTiming> {
-        self.timed.extend(words);
+        for word in words {
+            let wanted = word.text.to_lowercase();
+            let end = (self.placed + LOOK_AHEAD).min(self.spoken.len());
+            if let Some(at) = (self.placed..end).find(|&j| self.spoken[j].to_lowercase() == wanted) {
+                self.timed[at] = Some(word);
+                self.placed = at + 1;
+            }
+        }
         self.ready(false)
     }
 
     /// Whether the backend has timed any word of the sentence (one that times none gives no words).
     pub fn timed_any(&self) -> bool {
-        !self.timed.is_empty()
+        self.timed.iter().any(Option::is_some)
     }
 
     /// The sentence's audio is complete: the written words still owed, timed with what came (a backend
@@ -52,12 +71,15 @@ impl SpokenMap {
     fn ready(&mut self, finishing: bool) -> Vec<WordTiming> {
         let mut out = Vec::new();
         while let Some((written, spoken)) = self.groups.get(self.next_group).cloned() {
-            if spoken.end > self.timed.len() && !finishing {
+            if spoken.end > self.placed && !finishing {
                 break;
             }
-            let last_end = self.timed.last().map_or(0.0, |w| w.end_ms);
-            let start = self.timed.get(spoken.start).map_or(last_end, |w| w.start_ms);
-            let end = self.timed.get(spoken.end.saturating_sub(1)).map_or(last_end, |w| w.end_ms).max(start);
+            // The group's span: from its first timed word to its last; a group with none timed is a
+            // moment, where the words before it ended.
+            let timed: Vec<&WordTiming> = self.timed[spoken.clone()].iter().flatten().collect();
+            let before = self.timed[..spoken.start].iter().flatten().last().map_or(0.0, |w| w.end_ms);
+            let start = timed.first().map_or(before, |w| w.start_ms.max(before));
+            let end = timed.last().map_or(start, |w| w.end_ms).max(start);
             let words = &self.written[written];
             let total: usize = words.iter().map(|w| w.chars().count()).sum::<usize>().max(1);
             let mut at = 0usize;
@@ -155,6 +177,15 @@ mod tests {
         let mut rest = timed(&["Ça", "coûte", "douze", "euros", "cinquante", "ici"]);
         let rest = map.push(rest.split_off(3));
         assert_eq!(rest.iter().map(|w| (w.text.as_str(), w.start_ms, w.end_ms)).collect::<Vec<_>>(), [("12,50", 200.0, 480.0), ("ici", 500.0, 580.0)]);
+    }
+
+    #[test]
+    fn a_word_the_backend_dropped_is_passed_over_not_given_the_next_ones_time() {
+        // The container reads English and drops the Cyrillic word.
+        let mut map = SpokenMap::new("Hello Привет, my friend.", "Hello Привет, my friend.");
+        let got = map.push(timed(&["Hello", "my", "friend"]));
+        let got: Vec<(&str, f64, f64)> = got.iter().map(|w| (w.text.as_str(), w.start_ms, w.end_ms)).collect();
+        assert_eq!(got, [("Hello", 0.0, 80.0), ("Привет", 80.0, 80.0), ("my", 100.0, 180.0), ("friend", 200.0, 280.0)]);
     }
 
     #[test]

@@ -7,7 +7,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[^\W_]+(?:['’\-.,:/][^\W_]+)*").expect("the word pattern"));
+// Letters and digits as Python's `str.isalnum` (the container's `[^\W_]`) counts them: Unicode letters and
+// numbers, not the marks, joiners and connectors that Rust's `\w` adds (an emoji's variation selector
+// would otherwise be a word).
+static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+(?:['’\-.,:/][\p{L}\p{N}]+)*").expect("the word pattern"));
 
 /// Han (every block the container reads as Han) and kana: one word per character.
 pub fn is_cjk(c: char) -> bool {
@@ -51,6 +54,11 @@ mod tests {
             written_words("It costs $12.50, don't you think? Allez-vous bien…"),
             ["It", "costs", "12.50", "don't", "you", "think", "Allez-vous", "bien"]
         );
+    }
+
+    #[test]
+    fn emoji_and_their_joiners_are_not_words() {
+        assert_eq!(written_words("I ❤\u{fe0f} it, 👩\u{200d}💻 too."), ["I", "it", "too"]);
     }
 
     #[test]
