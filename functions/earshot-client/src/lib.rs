@@ -102,19 +102,6 @@ pub struct Cut {
     pub chars: usize,
 }
 
-/// `offset` characters into `text`, moved back to the start of the word it falls in (kept where a word
-/// has just ended).
-fn word_start(text: &[char], offset: usize) -> usize {
-    if offset >= text.len() || text[offset].is_whitespace() {
-        return offset.min(text.len());
-    }
-    let mut i = offset;
-    while i > 0 && !text[i - 1].is_whitespace() {
-        i -= 1;
-    }
-    i
-}
-
 /// Silences a player would leave, by where they fall, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Silences {
@@ -195,7 +182,7 @@ impl Received {
                     // estimated from the share of its audio heard.
                     let (_, words) = self.words(sentence.index);
                     let offset = earshot_core::words::heard_chars(&sentence.text, &words, heard_ms)
-                        .unwrap_or_else(|| word_start(&chars, (chars.len() as f64 * heard_ms / audio_ms).round() as usize));
+                        .unwrap_or_else(|| earshot_core::words::word_start(&chars, (chars.len() as f64 * heard_ms / audio_ms).round() as usize));
                     heard.cut = Some(Cut { index: sentence.index, heard_ms, audio_ms, chars: offset });
                     break;
                 }

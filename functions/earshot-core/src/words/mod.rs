@@ -50,7 +50,8 @@ pub fn heard_text<'a>(sentences: impl IntoIterator<Item = (&'a str, f64, &'a [Wo
             continue;
         }
         let into = heard_ms - before;
-        let chars = heard_chars(text, words, into).unwrap_or_else(|| word_start(text, (text.chars().count() as f64 * into / audio_ms).round() as usize));
+        let letters: Vec<char> = text.chars().collect();
+        let chars = heard_chars(text, words, into).unwrap_or_else(|| word_start(&letters, (letters.len() as f64 * into / audio_ms).round() as usize));
         let end = text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i);
         let cut = text[..end].trim_end();
         if !cut.is_empty() {
@@ -61,14 +62,14 @@ pub fn heard_text<'a>(sentences: impl IntoIterator<Item = (&'a str, f64, &'a [Wo
     parts.join(" ")
 }
 
-/// `offset` (in characters), moved back to the start of the word it falls in.
-fn word_start(text: &str, offset: usize) -> usize {
-    let chars: Vec<char> = text.chars().collect();
-    if offset >= chars.len() {
-        return chars.len();
+/// `offset` (in characters of `text`), moved back to the start of the word it falls in (kept where a word
+/// has just ended): where an interrupted sentence is cut when it has no word timings.
+pub fn word_start(text: &[char], offset: usize) -> usize {
+    if offset >= text.len() || text[offset].is_whitespace() {
+        return offset.min(text.len());
     }
     let mut i = offset;
-    while i > 0 && !chars[i].is_whitespace() && !chars[i - 1].is_whitespace() {
+    while i > 0 && !text[i - 1].is_whitespace() {
         i -= 1;
     }
     i
