@@ -307,6 +307,36 @@ async fn failover_hands_a_failing_arm_to_the_other_before_any_audio() {
 }
 
 #[tokio::test]
+async fn a_failover_keeps_the_clients_format_and_polly_is_asked_for_8_khz_for_telephony() {
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let routing = Routing { weights: vec![("kokoro".into(), 100)], failover: true, ..Default::default() };
+    let url =
+        gateway(vec![sagemaker(&config, "fail-before-audio", None), polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), routing).await;
+    let body = earshot_client::SpeakBody { text: Some("Hello there. How are you?".into()), output_format: Some("pcm_24000".into()), ..Default::default() };
+    let r = speak(&url, &body, &CallOptions::default()).await.unwrap();
+    let sessions: Vec<&earshot_core::protocol::SessionInfo> =
+        r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s) } else { None }).collect();
+    assert_eq!(sessions.len(), 2, "a second session message after the failover");
+    assert_eq!(sessions[1].backend, "polly");
+    for session in &sessions {
+        assert_eq!(session.audio, earshot_core::protocol::AudioFormat::pcm_s16le(24_000), "the player never has to reopen");
+    }
+    assert_eq!(*s.stats.last_polly_rate.lock().unwrap(), Some(16_000), "Polly speaks 16 kHz, made 24 kHz by the gateway");
+    assert_eq!(check_conversation(&r), vec!["Hello there.", "How are you?"]);
+
+    // A telephone bridge: Polly's own 8 kHz, as μ-law.
+    let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), Routing::default()).await;
+    let body = earshot_client::SpeakBody { text: Some("Thanks for calling.".into()), output_format: Some("ulaw_8000".into()), ..Default::default() };
+    let r = speak(&url, &body, &CallOptions::default()).await.unwrap();
+    check_conversation(&r);
+    assert_eq!(*s.stats.last_polly_rate.lock().unwrap(), Some(8_000), "Polly is asked for the rate the client plays");
+    let format = r.format().unwrap();
+    assert_eq!((format.encoding.as_str(), format.sample_rate), ("mulaw", 8_000));
+    assert_eq!(r.audio.len() as f64, format.duration_ms(r.audio.len()) * 8.0, "a byte a sample");
+}
+
+#[tokio::test]
 async fn an_interrupt_closes_pollys_streams() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;

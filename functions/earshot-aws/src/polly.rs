@@ -44,8 +44,18 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
-/// Polly's PCM rate.
+/// Polly's PCM rate, unless the client plays at 8 kHz.
 pub const POLLY_SAMPLE_RATE: u32 = 16_000;
+
+/// The PCM rate Polly is asked for: the two its `pcm` output offers are 8000 and 16000 Hz ("Valid values
+/// for pcm are 8000 and 16000", `SampleRate` in Polly's API reference). A client that plays at 8 kHz
+/// (telephony) gets Polly's own 8 kHz rather than 16 kHz resampled; every other rate is made from 16 kHz.
+pub fn polly_rate(client_rate: Option<u32>) -> u32 {
+    match client_rate {
+        Some(rate) if rate <= 8_000 => 8_000,
+        _ => POLLY_SAMPLE_RATE,
+    }
+}
 
 /// Billed characters Polly accepts in one `TextEvent` (6,000 in all, of which 3,000 billed: the
 /// StartSpeechSynthesisStream column of "SynthesizeSpeech and StartSpeechSynthesisStream compared"
@@ -195,6 +205,8 @@ struct Opener {
     /// Set where a bilingual voice speaks its other language (Polly's `LanguageCode`).
     language_code: Option<LanguageCode>,
     output: mpsc::Sender<(u64, FromStream)>,
+    /// The PCM rate asked for ([`polly_rate`]).
+    sample_rate: u32,
     /// Cancelled when the session ends: every stream's reader stops and its HTTP/2 stream is reset.
     cancel: CancellationToken,
 }
@@ -207,7 +219,7 @@ impl Opener {
             .start_speech_synthesis_stream()
             .engine(Engine::Generative)
             .output_format(OutputFormat::Pcm)
-            .sample_rate(POLLY_SAMPLE_RATE.to_string())
+            .sample_rate(self.sample_rate.to_string())
             .voice_id(self.voice.clone())
             .set_language_code(self.language_code.clone())
             .action_stream(ReceiverStream::new(action_stream).into())
@@ -329,8 +341,15 @@ impl SpeechBackend for PollyBackend {
             .and_then(|l| voice.other_languages.iter().find(|tag| Language::of_voice(tag).as_ref() == Some(l)))
             .filter(|_| options.language.as_ref() != Language::of_voice(&voice.language).as_ref())
             .map(|tag| LanguageCode::from(tag.as_str()));
-        let opener =
-            Opener { client: self.client.clone(), voice: VoiceId::from(voice.polly_id.as_str()), language_code, output, cancel: options.cancel.child_token() };
+        let sample_rate = polly_rate(options.sample_rate);
+        let opener = Opener {
+            client: self.client.clone(),
+            voice: VoiceId::from(voice.polly_id.as_str()),
+            language_code,
+            output,
+            sample_rate,
+            cancel: options.cancel.child_token(),
+        };
         // The first stream opens with the session, so that a Polly that cannot be reached fails the
         // request before any stream starts (and the gateway can answer or fail over).
         let spare = opener.open(0).await?;
@@ -354,7 +373,7 @@ impl SpeechBackend for PollyBackend {
             finished_at: None,
         };
         tokio::spawn(session.drive(commands, from_streams, opened));
-        Ok(SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(POLLY_SAMPLE_RATE), voice: options.voice })
+        Ok(SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(sample_rate), voice: options.voice })
     }
 
     async fn health(&self) -> Result<(), SpeechError> {

@@ -218,7 +218,7 @@ mod tests {
             chunk: Duration::from_millis(50),
             ..Default::default()
         });
-        let options = SessionOptions { voice: "tone".into(), language: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
+        let options = SessionOptions { voice: "tone".into(), language: None, sample_rate: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         for (index, text) in ["ten chars.", "ten chars."].into_iter().enumerate() {

@@ -31,6 +31,9 @@ pub struct SpeakBody {
     pub release: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    /// The audio's format (`pcm_16000`, `ulaw_8000`, …); the gateway's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_format: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
 }
@@ -132,9 +135,15 @@ impl Received {
         self.session.as_ref().map(|s| &s.audio)
     }
 
-    /// PCM bytes a millisecond in the announced format (24 kHz mono when no `session` came).
+    /// Audio bytes a millisecond in the announced format (24 kHz PCM mono when no `session` came).
     pub fn bytes_per_ms(&self) -> f64 {
-        self.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * 2.0 / 1000.0)
+        self.format().map_or(48.0, |f| f.sample_rate as f64 * f.channels as f64 * f.bytes_per_sample() as f64 / 1000.0)
+    }
+
+    /// The audio as 16-bit samples, decoded from the announced format (PCM, μ-law or A-law).
+    pub fn samples(&self) -> Result<Vec<i16>, String> {
+        let format = self.format().ok_or("no session message: the audio format is unknown")?;
+        earshot_audio::decode(format, &self.audio).map_err(|e| e.to_string())
     }
 
     /// Sentence `index`'s words with when each is heard (milliseconds from its first sample), gathered from
@@ -202,13 +211,14 @@ impl Received {
         heard
     }
 
-    /// Writes the audio as a WAV file.
+    /// Writes the audio as a WAV file (16-bit PCM, whatever format it came in).
     pub fn write_wav(&self, path: &std::path::Path) -> Result<(), String> {
         let format = self.format().ok_or("no session message: the audio format is unknown")?;
         let spec = hound::WavSpec { channels: format.channels, sample_rate: format.sample_rate, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+        let samples = self.samples()?;
         let mut writer = hound::WavWriter::create(path, spec).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        for pair in self.audio.chunks_exact(2) {
-            writer.write_sample(i16::from_le_bytes([pair[0], pair[1]])).map_err(|e| e.to_string())?;
+        for sample in samples {
+            writer.write_sample(sample).map_err(|e| e.to_string())?;
         }
         writer.finalize().map_err(|e| e.to_string())
     }
@@ -369,13 +379,12 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
     Ok(received)
 }
 
-/// Root-mean-square level of PCM s16le, from 0 (silence) to 1 (full scale).
-pub fn rms(pcm: &[u8]) -> f64 {
-    let samples: Vec<f64> = pcm.chunks_exact(2).map(|p| i16::from_le_bytes([p[0], p[1]]) as f64 / 32768.0).collect();
+/// Root-mean-square level of 16-bit samples, from 0 (silence) to 1 (full scale).
+pub fn rms(samples: &[i16]) -> f64 {
     if samples.is_empty() {
         return 0.0;
     }
-    (samples.iter().map(|s| s * s).sum::<f64>() / samples.len() as f64).sqrt()
+    (samples.iter().map(|&s| (s as f64 / 32768.0).powi(2)).sum::<f64>() / samples.len() as f64).sqrt()
 }
 
 #[cfg(test)]

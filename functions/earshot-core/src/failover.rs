@@ -87,6 +87,7 @@ pub struct Failover {
     arms: Vec<Arm>,
     open_timeout: Duration,
     language: Option<Language>,
+    sample_rate: Option<u32>,
     cache: Option<CacheUse>,
 }
 
@@ -94,7 +95,7 @@ impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, cache: None }
+        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, sample_rate: None, cache: None }
     }
 
     /// The longest an arm may take to open its session before the next is tried.
@@ -106,6 +107,13 @@ impl Failover {
     /// The language every arm's session is opened in ([`SessionOptions::language`]).
     pub fn language(mut self, language: Option<Language>) -> Self {
         self.language = language;
+        self
+    }
+
+    /// The rate the client plays, which an arm produces natively where it can
+    /// ([`SessionOptions::sample_rate`]); `None`: each arm's own.
+    pub fn sample_rate(mut self, rate: Option<u32>) -> Self {
+        self.sample_rate = rate;
         self
     }
 
@@ -123,6 +131,7 @@ impl Failover {
         let with = OpenWith {
             conversation_id: conversation_id.to_string(),
             language: self.language.clone(),
+            sample_rate: self.sample_rate,
             cancel: cancel.clone(),
             limit: self.open_timeout,
             cache: self.cache.clone(),
@@ -159,6 +168,7 @@ impl Failover {
 struct OpenWith {
     conversation_id: String,
     language: Option<Language>,
+    sample_rate: Option<u32>,
     cancel: CancellationToken,
     /// How long an arm may take to open.
     limit: Duration,
@@ -172,6 +182,7 @@ async fn open_arm(arm: &Arm, with: &OpenWith) -> Result<SpeechSession, SpeechErr
     let options = SessionOptions {
         voice: arm.voice.clone(),
         language: with.language.clone(),
+        sample_rate: with.sample_rate,
         conversation_id: with.conversation_id.clone(),
         cancel: session_cancel.clone(),
     };
@@ -220,7 +231,7 @@ impl SpeechBackend for Failover {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let mut arms = self.arms.clone();
         arms[0].voice = options.voice;
-        Failover { arms, open_timeout: self.open_timeout, language: options.language, cache: self.cache.clone() }
+        Failover { arms, open_timeout: self.open_timeout, language: options.language, sample_rate: options.sample_rate, cache: self.cache.clone() }
             .open_arms(&options.conversation_id, &options.cancel)
             .await
             .map(|o| o.session)

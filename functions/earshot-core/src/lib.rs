@@ -13,7 +13,8 @@
 //! - [`failover`]: several backends in order as one, the only place a conversation changes backend.
 //! - [`cache`]: the audio of sentences said before, bounded in bytes; [`cached_session`]: a backend
 //!   session that answers them from it.
-//! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames).
+//! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames); [`output`]: the
+//!   audio format a client plays, and the encoder that turns a backend's PCM into it.
 //! - [`words`]: the words of a sentence and when each is heard (from the voice, or estimated from its
 //!   audio).
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
@@ -26,6 +27,7 @@ pub mod cached_session;
 pub mod error;
 pub mod failover;
 pub mod language;
+pub mod output;
 pub mod playback;
 pub mod protocol;
 pub mod scheduler;

@@ -33,9 +33,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use bytes::Bytes;
+
 use crate::agent::{AgentEvent, AgentStream};
 use crate::error::codes as error_codes;
 use crate::language::LanguageSource;
+use crate::output::AudioEncoder;
 use crate::protocol::{
     AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, SentenceWords, ServerEvent, SessionInfo, TextDelta, TimingSource,
     WordTiming,
@@ -140,6 +143,9 @@ pub struct Conversation {
     pub timeline: Timeline,
     /// Cancelled when the conversation must end (the client left, an interrupt, shutdown).
     pub cancel: CancellationToken,
+    /// Turns the backend's PCM into the format the client asked for ([`crate::output`]); `None`: the
+    /// backend's PCM goes out as it comes.
+    pub encoder: Option<Box<dyn AudioEncoder>>,
 }
 
 /// How a conversation ended.
@@ -194,6 +200,8 @@ struct Scheduler<'a> {
     commands: mpsc::Sender<SpeechCommand>,
     /// The session's audio format (a switch of backend may change it).
     format: AudioFormat,
+    /// What the client receives: `format`, or the encoder's output.
+    encoder: Option<Box<dyn AudioEncoder>>,
     /// The last `session` message sent, the template of the next.
     info: SessionInfo,
     normaliser: Normaliser,
@@ -217,6 +225,8 @@ struct Spoken {
     /// The backend's word timings that came before any of the sentence's audio: sent just before it, so
     /// that a switch of backend before any audio (which speaks the sentence again) leaves none behind.
     held: Vec<WordTiming>,
+    /// The audio chunks sent to the client: the next one's `seq`.
+    sent: u32,
 }
 
 /// What a step of the loop decided.
@@ -243,8 +253,12 @@ pub async fn run(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::S
 /// [`run`], leaving the timeline in `cell` rather than returning it: there too when the task running
 /// this future is aborted or panics before the end.
 pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mpsc::Sender<ServerEvent>, cell: TimelineCell) -> Outcome {
-    let Conversation { mut agent, session, info, release, clock, mut timeline, cancel } = conversation;
+    let Conversation { mut agent, session, mut info, release, clock, mut timeline, cancel, mut encoder } = conversation;
     let SpeechSession { commands, mut events, format, .. } = session;
+    if let Some(encoder) = encoder.as_mut() {
+        encoder.source(&format);
+        info.audio = encoder.output();
+    }
     timeline.backend = info.backend.clone();
     timeline.release = release.as_str().to_string();
     let mut s = Scheduler {
@@ -256,6 +270,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         out,
         commands,
         format,
+        encoder,
         info,
         normaliser: Normaliser::new(),
         segmenter: Segmenter::new(cfg.segmenter.clone()),
@@ -374,6 +389,41 @@ impl Scheduler<'_> {
         }
     }
 
+    /// Sends a chunk of a sentence's audio in the client's format (nothing, where the encoder held it
+    /// all), after any words of the backend's that came before its first audio, and marks it sent.
+    async fn send_audio(&mut self, index: u32, audio: Bytes) -> Flow {
+        if audio.is_empty() {
+            return Flow::Continue;
+        }
+        let (seq, held) = match self.speaking.get_mut(&index) {
+            Some(spoken) => {
+                spoken.sent += 1;
+                (spoken.sent - 1, std::mem::take(&mut spoken.held))
+            }
+            None => (self.timeline.sentence_mut(index).map_or(0, |m| m.audio_chunks.saturating_sub(1)), Vec::new()),
+        };
+        if !held.is_empty() {
+            if let Flow::End(o) = self.send_words(index, TimingSource::Model, held).await {
+                return Flow::End(o);
+            }
+        }
+        let bytes = audio.len() as u64;
+        let client_format = self.encoder.as_ref().map_or_else(|| self.format.clone(), |e| e.output());
+        let duration_ms = client_format.duration_ms(audio.len());
+        if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm: audio })).await {
+            return Flow::End(o);
+        }
+        let sent = self.clock.now_ms();
+        if let Some(marks) = self.timeline.sentence_mut(index) {
+            marks.first_audio_sent_ms.get_or_insert(sent);
+        }
+        self.timeline.note_audio_sent(index, sent, duration_ms);
+        self.timeline.first_audio_sent_ms.get_or_insert(sent);
+        self.timeline.audio_chunks_sent += 1;
+        self.timeline.audio_bytes_sent += bytes;
+        Flow::Continue
+    }
+
     /// Sends words of a sentence, keeping them in its marks (what an interrupt's `heard` is cut by).
     /// The protocol's promise (words never go back or overlap) is kept here whatever a backend sent.
     async fn send_words(&mut self, index: u32, timing: TimingSource, mut words: Vec<WordTiming>) -> Flow {
@@ -480,7 +530,7 @@ impl Scheduler<'_> {
             if let Flow::End(o) = self.send(ServerEvent::Sentence(SentenceText { index, text: text.clone() })).await {
                 return Flow::End(o);
             }
-            self.speaking.insert(index, Spoken { text: text.clone(), envelope: Some(Envelope::new(self.format.sample_rate)), held: Vec::new() });
+            self.speaking.insert(index, Spoken { text: text.clone(), envelope: Some(Envelope::new(self.format.sample_rate)), held: Vec::new(), sent: 0 });
             if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text, language: None })).await.is_err() {
                 let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 return Flow::End(self.fail(info).await);
@@ -516,35 +566,16 @@ impl Scheduler<'_> {
                     return Flow::End(self.fail(info).await);
                 };
                 marks.tts_first_audio_ms.get_or_insert(now);
-                let seq = marks.audio_chunks;
                 marks.audio_chunks += 1;
-                let duration_ms = self.format.duration_ms(pcm.len());
-                marks.audio_ms += duration_ms;
-                let mut held = Vec::new();
-                if let Some(spoken) = self.speaking.get_mut(&index) {
-                    if let Some(envelope) = spoken.envelope.as_mut() {
-                        envelope.push(&pcm);
-                    }
-                    held = std::mem::take(&mut spoken.held);
+                marks.audio_ms += self.format.duration_ms(pcm.len());
+                if let Some(envelope) = self.speaking.get_mut(&index).and_then(|s| s.envelope.as_mut()) {
+                    envelope.push(&pcm);
                 }
-                if !held.is_empty() {
-                    if let Flow::End(o) = self.send_words(index, TimingSource::Model, held).await {
-                        return Flow::End(o);
-                    }
-                }
-                let bytes = pcm.len() as u64;
-                if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm })).await {
-                    return Flow::End(o);
-                }
-                let sent = self.clock.now_ms();
-                if let Some(marks) = self.timeline.sentence_mut(index) {
-                    marks.first_audio_sent_ms.get_or_insert(sent);
-                }
-                self.timeline.note_audio_sent(index, sent, duration_ms);
-                self.timeline.first_audio_sent_ms.get_or_insert(sent);
-                self.timeline.audio_chunks_sent += 1;
-                self.timeline.audio_bytes_sent += bytes;
-                Flow::Continue
+                let audio = match self.encoder.as_mut() {
+                    Some(encoder) => encoder.encode(&pcm),
+                    None => pcm,
+                };
+                self.send_audio(index, audio).await
             }
             Some(SpeechEvent::Words { index, words }) => {
                 let heard = self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0);
@@ -562,6 +593,12 @@ impl Scheduler<'_> {
             }
             Some(SpeechEvent::Finished { index, report }) => {
                 self.in_flight = self.in_flight.saturating_sub(1);
+                // What the encoder held of the sentence's audio ends it.
+                if let Some(rest) = self.encoder.as_mut().map(|e| e.end_sentence()) {
+                    if let Flow::End(o) = self.send_audio(index, rest).await {
+                        return Flow::End(o);
+                    }
+                }
                 let words = match self.speaking.remove(&index) {
                     Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
                     // Model words for a sentence that got no audio would end after it: none are sent.
@@ -591,6 +628,13 @@ impl Scheduler<'_> {
                 // The sentences in flight stay in flight: the new session speaks them again, and its words
                 // are timed afresh.
                 self.format = switch.format.clone();
+                let client_format = match self.encoder.as_mut() {
+                    Some(encoder) => {
+                        encoder.source(&switch.format);
+                        encoder.output()
+                    }
+                    None => switch.format.clone(),
+                };
                 for spoken in self.speaking.values_mut() {
                     spoken.envelope = Some(Envelope::new(switch.format.sample_rate));
                     spoken.held.clear();
@@ -610,7 +654,7 @@ impl Scheduler<'_> {
                     backend: switch.backend,
                     backend_reason: switch.reason.unwrap_or(self.info.backend_reason),
                     voice: switch.voice,
-                    audio: switch.format,
+                    audio: client_format,
                     language: switch.language.or_else(|| self.info.language.clone()),
                     language_source: detected.or(self.info.language_source),
                     ..self.info.clone()

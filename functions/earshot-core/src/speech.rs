@@ -106,6 +106,9 @@ pub struct SessionOptions {
     /// The language the conversation is spoken in, where known: a backend whose text front end
     /// depends on it (the Kokoro container's) is told; a voice already fixes it for the others.
     pub language: Option<Language>,
+    /// The rate the client plays, where it asked for one: a backend that can produce it (or a rate
+    /// nearer it) natively does so (Polly's 8 kHz for telephony); the gateway converts the rest.
+    pub sample_rate: Option<u32>,
     pub conversation_id: String,
     /// Cancelled when the conversation ends for any reason.
     pub cancel: CancellationToken,

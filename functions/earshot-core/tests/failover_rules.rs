@@ -237,6 +237,12 @@ async fn failover_is_a_backend_like_any_other() {
     let none_ready = Failover::new(vec![arm(all_starting()), arm(all_starting())]);
     assert_eq!(none_ready.readiness().unwrap_err().code, codes::NOT_READY, "not ready when no arm is");
     assert!(none_ready.health().await.is_err(), "unhealthy when no arm answers");
-    let options = earshot_core::speech::SessionOptions { voice: "test".into(), language: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
+    let options = earshot_core::speech::SessionOptions {
+        voice: "test".into(),
+        language: None,
+        sample_rate: None,
+        conversation_id: "c".into(),
+        cancel: CancellationToken::new(),
+    };
     assert!(composite.open(options).await.is_ok(), "opens on the arm that is ready");
 }

@@ -331,6 +331,7 @@ async fn a_task_aborted_mid_answer_leaves_its_timeline_with_what_was_sent() {
         clock: Clock::start(),
         timeline: Timeline::default(),
         cancel: CancellationToken::new(),
+        encoder: None,
     };
     let cfg = SchedulerConfig::default();
     let left = cell.clone();

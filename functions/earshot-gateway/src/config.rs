@@ -65,6 +65,8 @@ pub struct GatewaySettings {
     pub cache: CacheSettings,
     /// The cache's shared tier (an S3 prefix) and the backends that use it; `None`: memory only.
     pub cache_shared: Option<SharedUse>,
+    /// The audio format of an answer whose request names none; `None`: the backend's own PCM.
+    pub output_format: Option<earshot_core::output::OutputFormat>,
 }
 
 impl Default for GatewaySettings {
@@ -87,6 +89,7 @@ impl Default for GatewaySettings {
             max_conversations_per_owner: Some(4),
             cache: CacheSettings::default(),
             cache_shared: None,
+            output_format: None,
         }
     }
 }

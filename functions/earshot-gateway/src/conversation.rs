@@ -131,6 +131,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
             ..Default::default()
         },
         cancel: stopper.token().clone(),
+        encoder: earshot_audio::encoder_for(route.output),
     };
     let tracked = track(&gw, &key, &request_id, &stopper).await;
     let (out, events) = mpsc::channel(gw.settings().client_buffer.max(1));

@@ -109,6 +109,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         ("ComputeTime", "Milliseconds"),
         ("AudioSent", "Milliseconds"),
         ("HeardTime", "Milliseconds"),
+        ("AudioBytes", "Bytes"),
     ]
     .map(|(name, unit)| json!({"Name": name, "Unit": unit}));
     let mut line = json!({
@@ -145,6 +146,8 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         // playing when the conversation ended (then what had played out by the end).
         "AudioSent": round_ms(timeline.audio_sent_ms),
         "HeardTime": round_ms(if ending.ended.stops_playback() { timeline.heard_by_ms(ending.compute_ms) } else { timeline.audio_sent_ms }),
+        // The audio's bytes as sent, in the client's format (what a μ-law answer saves on the wire).
+        "AudioBytes": timeline.audio_bytes_sent,
     });
     if let Some(ttfa) = d.ttfa_ms {
         line["TimeToFirstAudio"] = json!(ttfa);

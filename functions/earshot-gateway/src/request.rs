@@ -6,6 +6,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use earshot_core::agent::{AgentInput, Role, Turn};
 use earshot_core::language::{Language, LanguageSource};
+use earshot_core::output::OutputFormat;
 use earshot_core::protocol::Delivery;
 use earshot_core::scheduler::Release;
 use earshot_core::text::normalise;
@@ -28,6 +29,8 @@ pub struct SpeakBody {
     pub language: Option<String>,
     pub release: Option<String>,
     pub format: Option<String>,
+    /// The audio's format (`pcm_16000`, `ulaw_8000`, …); the deployment's, else the backend's PCM.
+    pub output_format: Option<String>,
     pub conversation_id: Option<String>,
 }
 
@@ -77,6 +80,8 @@ pub struct SpeakRequest {
     pub language: Option<Language>,
     pub release: Release,
     pub delivery: Delivery,
+    /// The audio format the request names; `None`: the deployment's default.
+    pub output: Option<OutputFormat>,
     pub conversation_id: String,
     /// Whether the client chose `conversation_id` (rather than the gateway generating one).
     pub conversation_id_given: bool,
@@ -145,6 +150,10 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         Some(other) => return Err(ApiError::bad_request("invalid_format", format!("unknown format `{other}` (expected sse or binary)"))),
         None => delivery_from_accept(headers),
     };
+    let output = match body.output_format.as_deref() {
+        None => None,
+        Some(name) => Some(name.parse().map_err(|e: String| ApiError::bad_request("invalid_output_format", e))?),
+    };
     let conversation_id_given = body.conversation_id.is_some();
     let conversation_id = match body.conversation_id {
         Some(id) => {
@@ -167,7 +176,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         None => None,
         Some(tag) => Some(Language::parse(tag).map_err(|e| ApiError::bad_request("invalid_language", e))?),
     };
-    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, conversation_id, conversation_id_given })
+    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, conversation_id, conversation_id_given })
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be
@@ -290,7 +299,9 @@ mod tests {
         );
         assert_eq!(r.release, Release::Incremental);
         assert_eq!(r.delivery, Delivery::Sse);
+        assert_eq!(r.output, None, "the deployment's format, else the backend's");
         assert!(!r.conversation_id.is_empty());
+        assert_eq!(parse_str(r#"{"prompt":"hi","output_format":"ulaw_8000"}"#).unwrap().output, Some(OutputFormat::Ulaw8000));
     }
 
     #[test]
@@ -311,6 +322,8 @@ mod tests {
         assert!(nested.unwrap_err().error.message.contains("`messages[0].content` is given twice"));
         assert_eq!(code(r#"{"prompt":"hi","release":"later"}"#), "invalid_release");
         assert_eq!(code(r#"{"prompt":"hi","format":"xml"}"#), "invalid_format");
+        assert_eq!(code(r#"{"prompt":"hi","output_format":"pcm_11025"}"#), "invalid_output_format");
+        assert_eq!(code(r#"{"prompt":"hi","output_format":8000}"#), "invalid_request");
         assert_eq!(code(r#"{"prompt":"hi","conversation_id":"a b"}"#), "invalid_conversation_id");
         let long = format!(r#"{{"prompt":"{}"}}"#, "a".repeat(4001));
         let err = parse_str(&long).unwrap_err();

@@ -17,6 +17,7 @@ use crate::config::Gateway;
 use crate::owner::Owner;
 use crate::request::SpeakRequest;
 use crate::routing::Choice;
+use earshot_core::output::OutputFormat;
 
 /// The backends that may answer, in the order they are tried.
 pub(crate) struct Route {
@@ -26,6 +27,8 @@ pub(crate) struct Route {
     pub language: Option<(Language, LanguageSource)>,
     /// The backend chosen first, passed over because it cannot speak the language.
     pub language_from: Option<String>,
+    /// The audio format the client plays (the request's, else the deployment's); `None`: the backend's.
+    pub output: Option<OutputFormat>,
 }
 
 /// Step 1: chooses the backend and its failover order among those the caller's token allows, with
@@ -96,7 +99,8 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
             arms.push(Arm { backend, voice });
         }
     }
-    Ok(Route { choice, arms, language, language_from })
+    let output = request.output.or(gw.settings().output_format);
+    Ok(Route { choice, arms, language, language_from, output })
 }
 
 /// 400 `language_unsupported`: the named backend (or every one) cannot speak `language`; says what
@@ -137,7 +141,11 @@ fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>, langu
 /// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
 pub(crate) async fn open(gw: &Gateway, route: &Route, owner: &Owner, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
     let language = route.language.as_ref().map(|(l, _)| l.clone());
-    let failover = Failover::new(route.arms.clone()).open_timeout(gw.settings().backend_open_timeout).language(language).cache(gw.cache_use(owner));
+    let failover = Failover::new(route.arms.clone())
+        .open_timeout(gw.settings().backend_open_timeout)
+        .language(language)
+        .sample_rate(route.output.map(|o| o.sample_rate()))
+        .cache(gw.cache_use(owner));
     match failover.open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {

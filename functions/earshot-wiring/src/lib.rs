@@ -144,6 +144,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
     gateway.max_conversations_per_owner = (settings.max_conversations_per_owner > 0).then_some(settings.max_conversations_per_owner);
     gateway.cache = settings.cache()?;
+    gateway.output_format = settings.output_format;
     if let Some(bucket) = &settings.cache_bucket {
         let tier = aws().sentence_tier(bucket, &settings.cache_prefix, settings.cache_endpoint.as_deref());
         let backends: Vec<String> = settings.cache_shared_backends.iter().map(|b| b.name()).collect();

@@ -245,6 +245,11 @@ pub struct Settings {
     /// The longest a conversation may run, in seconds (0: no limit); under the Lambda's timeout.
     #[arg(long, env = "EARSHOT_MAX_CONVERSATION_SECONDS", default_value_t = 280)]
     pub max_conversation_seconds: u64,
+    /// The audio format of an answer whose request names none (`output_format`): pcm_8000, pcm_16000,
+    /// pcm_22050, pcm_24000, pcm_44100, pcm_48000, ulaw_8000 or alaw_8000. Unset: each backend's own
+    /// PCM (Kokoro 24 kHz, Polly 16 kHz).
+    #[arg(long, env = "EARSHOT_OUTPUT_FORMAT")]
+    pub output_format: Option<earshot_core::output::OutputFormat>,
     /// Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; more are
     /// refused `429 too_many_conversations` (0: no limit). Shared across instances through the
     /// interrupt table where there is one.

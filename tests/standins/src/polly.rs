@@ -52,7 +52,13 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
         .and_then(|tag| earshot_core::language::Language::parse(&tag).ok())
         .filter(|l| ["en", "fr", "zh", "ja"].contains(&l.as_str()));
     *state.stats.last_polly_voice.lock().expect("stats lock") = Some(voice_id);
-    let rate: u32 = header("x-amzn-samplerate").parse().unwrap_or(16_000);
+    // "Valid values for pcm are 8000 and 16000. The default value is 16000" (`SampleRate`, Polly's API reference).
+    let rate: u32 = match header("x-amzn-samplerate").as_str() {
+        "" | "16000" => 16_000,
+        "8000" => 8_000,
+        other => return error(StatusCode::BAD_REQUEST, "ValidationException", &format!("SampleRate {other} is not valid for pcm (8000 or 16000)")),
+    };
+    *state.stats.last_polly_rate.lock().expect("stats lock") = Some(rate);
     let ws = match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
         Ok((ws, _)) => ws,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "ServiceFailureException", &format!("the voice is unavailable: {e}")),

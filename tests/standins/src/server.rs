@@ -91,6 +91,8 @@ pub struct Stats {
     pub last_target_variant: std::sync::Mutex<Option<String>>,
     /// The `VoiceId` of the last Polly stream.
     pub last_polly_voice: std::sync::Mutex<Option<String>>,
+    /// The PCM rate (`SampleRate`) the last Polly stream asked for.
+    pub last_polly_rate: std::sync::Mutex<Option<u32>>,
     pub bedrock_calls: AtomicU64,
     /// Each `InvokeAgentRuntime`: its runtime session id and its payload.
     pub agentcore_calls: std::sync::Mutex<Vec<(String, serde_json::Value)>>,

@@ -28,6 +28,10 @@ pub struct SayArgs {
     /// sse or binary.
     #[arg(long, default_value = "sse")]
     format: String,
+    /// The audio's format: pcm_8000 … pcm_48000, ulaw_8000 or alaw_8000 (the gateway's default when
+    /// left out). The WAV file is 16-bit PCM at its rate whatever it came as.
+    #[arg(long)]
+    output_format: Option<String>,
     /// Where to write the audio.
     #[arg(long, short, default_value = "answer.wav")]
     out: PathBuf,
@@ -51,6 +55,7 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         voice: args.voice.clone(),
         release: Some(args.release.clone()),
         format: Some(args.format.clone()),
+        output_format: args.output_format.clone(),
         conversation_id: None,
         ..Default::default()
     };
@@ -77,7 +82,7 @@ pub fn run(args: SayArgs) -> Result<(), String> {
 fn print_summary(received: &earshot_client::Received, out: &std::path::Path) {
     let fmt = |v: Option<f64>| v.map(|x| format!("{x:8.1} ms")).unwrap_or_else(|| "       -   ".into());
     if let Some(s) = &received.session {
-        println!("backend {} ({}), voice {}, release {}, {} Hz", s.backend, s.backend_reason, s.voice, s.release, s.audio.sample_rate);
+        println!("backend {} ({}), voice {}, release {}, {} at {} Hz", s.backend, s.backend_reason, s.voice, s.release, s.audio.encoding, s.audio.sample_rate);
     }
     for event in &received.events {
         if let ServerEvent::Sentence(s) = event {

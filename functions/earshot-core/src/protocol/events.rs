@@ -10,7 +10,8 @@ pub use crate::words::WordTiming;
 /// The protocol version carried by every `session` message.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// The audio of a conversation: PCM, little-endian signed 16-bit, interleaved channels.
+/// The audio of a conversation: its encoding (`pcm_s16le`: PCM, little-endian signed 16-bit, interleaved
+/// channels; `mulaw` and `alaw`: G.711, a byte a sample), rate and channels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AudioFormat {
     pub encoding: String,
@@ -19,13 +20,28 @@ pub struct AudioFormat {
 }
 
 impl AudioFormat {
+    /// The `encoding` of PCM, signed 16-bit little-endian.
+    pub const PCM_S16LE: &'static str = "pcm_s16le";
+    /// The `encoding` of G.711 μ-law.
+    pub const MULAW: &'static str = "mulaw";
+    /// The `encoding` of G.711 A-law.
+    pub const ALAW: &'static str = "alaw";
+
     pub fn pcm_s16le(sample_rate: u32) -> Self {
-        AudioFormat { encoding: "pcm_s16le".into(), sample_rate, channels: 1 }
+        AudioFormat { encoding: Self::PCM_S16LE.into(), sample_rate, channels: 1 }
     }
 
-    /// Milliseconds of audio in `bytes` of PCM.
+    /// Bytes per sample of one channel: 1 for G.711, 2 for PCM.
+    pub fn bytes_per_sample(&self) -> usize {
+        match self.encoding.as_str() {
+            Self::MULAW | Self::ALAW => 1,
+            _ => 2,
+        }
+    }
+
+    /// Milliseconds of audio in `bytes` of it.
     pub fn duration_ms(&self, bytes: usize) -> f64 {
-        let frames = bytes as f64 / (2.0 * self.channels.max(1) as f64);
+        let frames = bytes as f64 / (self.bytes_per_sample() as f64 * self.channels.max(1) as f64);
         frames * 1000.0 / self.sample_rate.max(1) as f64
     }
 }

@@ -14,15 +14,17 @@ pub fn check_order(events: &[ServerEvent]) -> Result<(), String> {
     let mut ended: u32 = 0;
     let mut next_seq: HashMap<u32, u32> = HashMap::new();
     let mut audio_seen = false;
+    // A whole sample's bytes in the session's format (PCM 2, G.711 1).
+    let mut sample_bytes = 2;
     // Where each sentence's last word ended: words never go back or overlap.
     let mut words_end: HashMap<u32, f64> = HashMap::new();
     for (i, event) in events.iter().enumerate() {
         let last = i + 1 == events.len();
         match event {
-            ServerEvent::Session(_) if i == 0 => {}
-            _ if i == 0 => return Err(format!("event 0: `{}` before `session`", event.kind())),
+            _ if i == 0 && !matches!(event, ServerEvent::Session(_)) => return Err(format!("event 0: `{}` before `session`", event.kind())),
             ServerEvent::Session(_) if audio_seen => return Err(format!("event {i}: a second `session` after audio")),
-            ServerEvent::Session(_) | ServerEvent::Text(_) => {}
+            ServerEvent::Session(s) => sample_bytes = s.audio.bytes_per_sample() * s.audio.channels.max(1) as usize,
+            ServerEvent::Text(_) => {}
             ServerEvent::Sentence(s) => {
                 if s.index != announced {
                     return Err(format!("event {i}: sentence {} announced, expected {announced}", s.index));
@@ -45,8 +47,8 @@ pub fn check_order(events: &[ServerEvent]) -> Result<(), String> {
                     return Err(format!("event {i}: audio seq {} of sentence {}, expected {seq}", a.seq, a.index));
                 }
                 *seq += 1;
-                if a.pcm.len() % 2 != 0 {
-                    return Err(format!("event {i}: audio of odd length (not whole samples)"));
+                if a.pcm.len() % sample_bytes != 0 {
+                    return Err(format!("event {i}: audio of {} bytes (not whole samples of {sample_bytes} bytes)", a.pcm.len()));
                 }
             }
             ServerEvent::Words(w) => {

@@ -453,7 +453,7 @@ pub async fn run_cancelled_by(agent: AgentStream, session: SpeechSession, setup:
     let (out, mut rx) = mpsc::channel(client.capacity);
     let task = tokio::spawn(async move {
         let info = SessionInfo { audio: session.format.clone(), ..first_info() };
-        let conversation = Conversation { agent, session, info, release, clock: Clock::start(), timeline: Timeline::default(), cancel };
+        let conversation = Conversation { agent, session, info, release, clock: Clock::start(), timeline: Timeline::default(), cancel, encoder: None };
         let (outcome, timeline) = scheduler::run(conversation, &cfg, out).await;
         (outcome, timeline, ms_since(origin))
     });

@@ -1,0 +1,106 @@
+//! The scheduler's encoder for one conversation: the backend's PCM resampled to the client's rate, then
+//! packed as the client's samples (PCM or G.711).
+
+use bytes::Bytes;
+use earshot_core::output::{AudioEncoder, OutputFormat};
+use earshot_core::protocol::AudioFormat;
+
+use crate::g711;
+use crate::resample::{to_float, to_i16, StreamResampler};
+
+/// Converts a stream of 16-bit mono PCM to `format`, whatever rate the backend speaks at (a switch of
+/// backend may change it; the client's format never changes).
+pub struct Transcoder {
+    format: OutputFormat,
+    resampler: StreamResampler,
+    /// A byte of a sample split between two chunks.
+    carry: Option<u8>,
+}
+
+impl Transcoder {
+    pub fn new(format: OutputFormat) -> Self {
+        Transcoder { format, resampler: StreamResampler::new(format.sample_rate(), format.sample_rate()), carry: None }
+    }
+
+    /// The 16-bit samples in `pcm`, with the byte carried from the last chunk.
+    fn samples(&mut self, pcm: &[u8]) -> Vec<i16> {
+        let mut bytes = Vec::with_capacity(pcm.len() + 1);
+        bytes.extend(self.carry.take());
+        bytes.extend_from_slice(pcm);
+        if bytes.len() % 2 == 1 {
+            self.carry = bytes.pop();
+        }
+        bytes.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect()
+    }
+
+    /// Samples in the client's packing.
+    fn pack(&self, samples: &[f32]) -> Bytes {
+        let samples = to_i16(samples);
+        match self.format {
+            OutputFormat::Pcm(_) => samples.flat_map(i16::to_le_bytes).collect::<Vec<u8>>().into(),
+            OutputFormat::Ulaw8000 => samples.map(g711::linear_to_ulaw).collect::<Vec<u8>>().into(),
+            OutputFormat::Alaw8000 => samples.map(g711::linear_to_alaw).collect::<Vec<u8>>().into(),
+        }
+    }
+}
+
+impl AudioEncoder for Transcoder {
+    fn output(&self) -> AudioFormat {
+        self.format.audio_format()
+    }
+
+    fn source(&mut self, format: &AudioFormat) {
+        if format.sample_rate != self.resampler.from_rate() {
+            self.resampler = StreamResampler::new(format.sample_rate, self.format.sample_rate());
+        }
+        self.carry = None;
+    }
+
+    fn encode(&mut self, pcm: &[u8]) -> Bytes {
+        let samples = self.samples(pcm);
+        let out = self.resampler.push(&to_float(samples));
+        self.pack(&out)
+    }
+
+    fn end_sentence(&mut self) -> Bytes {
+        self.carry = None;
+        let out = self.resampler.finish();
+        self.pack(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pcm(samples: &[i16]) -> Vec<u8> {
+        samples.iter().flat_map(|s| s.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn pcm_at_the_backends_rate_goes_out_byte_for_byte() {
+        let mut t = Transcoder::new(OutputFormat::Pcm(24_000));
+        t.source(&AudioFormat::pcm_s16le(24_000));
+        let input = pcm(&[0, 1, -1, 1234, i16::MIN, i16::MAX]);
+        let mut out = t.encode(&input[..5]).to_vec();
+        out.extend_from_slice(&t.encode(&input[5..]));
+        out.extend_from_slice(&t.end_sentence());
+        assert_eq!(out, input);
+    }
+
+    #[test]
+    fn ulaw_is_a_byte_a_sample_at_8_khz_from_any_rate() {
+        let mut t = Transcoder::new(OutputFormat::Ulaw8000);
+        assert_eq!(t.output(), AudioFormat { encoding: "mulaw".into(), sample_rate: 8_000, channels: 1 });
+        t.source(&AudioFormat::pcm_s16le(24_000));
+        let input = pcm(&vec![1000; 2_400]);
+        let out: Vec<u8> = t.encode(&input).iter().chain(t.end_sentence().iter()).copied().collect();
+        assert_eq!(out.len(), 800);
+        // A failover to a 16 kHz voice keeps the client's format.
+        t.source(&AudioFormat::pcm_s16le(16_000));
+        let input = pcm(&vec![1000; 1_600]);
+        let out: Vec<u8> = t.encode(&input).iter().chain(t.end_sentence().iter()).copied().collect();
+        assert_eq!(out.len(), 800);
+        assert_eq!(t.output().sample_rate, 8_000);
+    }
+}

@@ -1,0 +1,87 @@
+"""An outside decoder for earshot's audio formats: Python's standard library alone (audioop, array).
+
+Reads a JSON request on standard input and prints a JSON answer: the answer's audio decoded from its
+announced encoding, measured against the native answer (the backend's own PCM) as an outside judge would:
+
+  in:  {"native": {"path", "rate"},                       # 16-bit PCM, the same text without output_format
+        "answer": {"path", "rate", "encoding",            # pcm_s16le | mulaw | alaw
+                   "sentences": [[first, end], ...],      # sample ranges, per sentence
+                   "boundaries": [sample, ...]},          # where one chunk meets the next inside a sentence
+        "native_sentences": [[first, end], ...]}
+  out: {"duration_ms", "native_duration_ms", "rms", "native_rms",
+        "correlation",     # the lowest over sentences, against the native resampled by audioop.ratecv
+        "seam"}            # the worst chunk boundary: its sample-to-sample step over the largest step of
+                           # the 32 samples either side (plus a quantization step); a click stands out
+
+audioop is in the standard library up to Python 3.12 (the Kokoro venv's 3.11 has it).
+"""
+import array
+import json
+import math
+import sys
+import warnings
+
+warnings.simplefilter("ignore", DeprecationWarning)
+import audioop  # noqa: E402
+
+
+def samples(data, encoding):
+    if encoding == "mulaw":
+        data = audioop.ulaw2lin(data, 2)
+    elif encoding == "alaw":
+        data = audioop.alaw2lin(data, 2)
+    elif encoding != "pcm_s16le":
+        raise SystemExit(f"unknown encoding {encoding}")
+    out = array.array("h")
+    out.frombytes(data[: len(data) // 2 * 2])
+    return out
+
+
+def rms(xs):
+    return math.sqrt(sum(x * x for x in xs) / len(xs)) / 32768.0 if xs else 0.0
+
+
+def correlation(a, b):
+    n = min(len(a), len(b))
+    if n < 2:
+        return 0.0
+    a, b = a[:n], b[:n]
+    ma, mb = sum(a) / n, sum(b) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    va = sum((x - ma) ** 2 for x in a)
+    vb = sum((y - mb) ** 2 for y in b)
+    return cov / math.sqrt(va * vb) if va and vb else 0.0
+
+
+def main():
+    req = json.load(sys.stdin)
+    native_req, answer_req = req["native"], req["answer"]
+    native = samples(open(native_req["path"], "rb").read(), "pcm_s16le")
+    answer = samples(open(answer_req["path"], "rb").read(), answer_req["encoding"])
+    rate, native_rate = answer_req["rate"], native_req["rate"]
+    worst_corr = 1.0
+    for (a0, a1), (n0, n1) in zip(answer_req["sentences"], req["native_sentences"]):
+        sentence = native[n0:n1].tobytes()
+        if native_rate != rate:
+            sentence, _ = audioop.ratecv(sentence, 2, 1, native_rate, rate, None)
+        reference = array.array("h")
+        reference.frombytes(sentence)
+        worst_corr = min(worst_corr, correlation(list(answer[a0:a1]), list(reference)))
+    seam = 0.0
+    for b in answer_req["boundaries"]:
+        if b < 1 or b >= len(answer):
+            continue
+        step = abs(answer[b] - answer[b - 1])
+        around = [abs(answer[i] - answer[i - 1]) for i in range(max(1, b - 32), min(len(answer), b + 33)) if i != b]
+        seam = max(seam, step / (max(around, default=0) + 64))
+    print(json.dumps({
+        "duration_ms": len(answer) * 1000.0 / rate,
+        "native_duration_ms": len(native) * 1000.0 / native_rate,
+        "rms": rms(answer),
+        "native_rms": rms(native),
+        "correlation": worst_corr,
+        "seam": seam,
+    }))
+
+
+main()
