@@ -35,6 +35,12 @@ const MAX_TURNS = 40;
 let turns = [];
 let conversationId = newConversationId();
 
+/** What the session's audio is, in a few words: `24 kHz` for PCM, `μ-law 8 kHz` for telephony's G.711. */
+function audioName(audio) {
+  const kind = { mulaw: 'μ-law ', alaw: 'A-law ' }[audio.encoding] ?? '';
+  return `${kind}${audio.sample_rate / 1000} kHz`;
+}
+
 function newConversationId() {
   return `page:${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 }
@@ -115,6 +121,7 @@ function start(overrides = {}) {
     language: languageSelect.value || undefined,
     release: overrides.release ?? choice('release'),
     format: choice('format'),
+    outputFormat: $('output-format').value || undefined,
   };
   showRequest(request);
   const conversation = speak({
@@ -125,7 +132,7 @@ function start(overrides = {}) {
     },
     onSession: (session) => {
       const language = session.language ? ` · ${session.language}${session.language_source === 'detected' ? ' (detected)' : ''}` : '';
-      $('session-info').textContent = `${session.backend} · ${session.voice}${language} · ${session.audio.sample_rate / 1000} kHz${session.arm ? ` · arm ${session.arm}` : ''}`;
+      $('session-info').textContent = `${session.backend} · ${session.voice}${language} · ${audioName(session.audio)}${session.arm ? ` · arm ${session.arm}` : ''}`;
       if (isLatest()) setStatus(session.release === 'buffered' ? 'The agent is writing; speech starts when it has finished…' : 'Waiting for the agent…');
     },
     onSentence: (sentence) => {

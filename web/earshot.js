@@ -18,7 +18,7 @@
 // received the request) arrive in `done` and are kept as `record.server`.
 
 import { parserForContentType, ProtocolError, PROTOCOL_VERSION, BINARY_CONTENT_TYPE, SSE_CONTENT_TYPE } from './protocol.js';
-import { PcmPlayer, SampleJoiner } from './player.js';
+import { PcmPlayer, SampleJoiner, sampleBytes } from './player.js';
 
 export { PROTOCOL_VERSION, ProtocolError, SseParser, BinaryFrameParser, parserForContentType } from './protocol.js';
 export { PcmPlayer, SampleJoiner } from './player.js';
@@ -54,7 +54,18 @@ export function interrupt() {
   player.stopAll();
 }
 
-const REQUEST_FIELDS = { prompt: 'prompt', text: 'text', messages: 'messages', backend: 'backend', voice: 'voice', language: 'language', release: 'release', format: 'format', conversationId: 'conversation_id' };
+const REQUEST_FIELDS = {
+  prompt: 'prompt',
+  text: 'text',
+  messages: 'messages',
+  backend: 'backend',
+  voice: 'voice',
+  language: 'language',
+  release: 'release',
+  format: 'format',
+  outputFormat: 'output_format',
+  conversationId: 'conversation_id',
+};
 
 /** The JSON body of `POST /v1/speak` for `speak()`'s options: the fields that are set, by their wire names. */
 export function requestBody(options) {
@@ -142,6 +153,7 @@ export class Conversation {
       conversationId: null,
       requestId: null,
       sampleRate: null,
+      encoding: null,
       outcome: 'running', // then 'done', 'error' or 'stopped'
       error: null,
       marks: {
@@ -325,6 +337,8 @@ export class Conversation {
     }
     this.format = session.audio;
     try {
+      // Before any audio (above): a sample's bytes may change only with a switch of format.
+      this.joiner = new SampleJoiner(sampleBytes(session.audio));
       this.player.begin(session.audio);
       this.player.owner = this;
     } catch (e) {
@@ -341,6 +355,7 @@ export class Conversation {
       language: session.language ?? null,
       languageSource: session.language_source ?? null,
       sampleRate: session.audio.sample_rate,
+      encoding: session.audio.encoding,
     });
     this.options.onSession?.(session);
   }

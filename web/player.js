@@ -15,11 +15,55 @@ const SAMPLE_BYTES = 2;
 /** A change of the clocks' offset larger than this is a jump, not jitter. */
 const CLOCK_JUMP_MS = 50;
 
+/** The encodings a `session` may announce (docs/protocol.md, "Audio formats"), with a sample's bytes. */
+const ENCODINGS = { pcm_s16le: 2, mulaw: 1, alaw: 1 };
+
+/** Bytes of one sample in `format` (PCM 2, G.711 1); throws for an encoding this page cannot play. */
+export function sampleBytes(format) {
+  const bytes = ENCODINGS[format.encoding];
+  if (bytes === undefined) throw new Error(`unsupported audio encoding \`${format.encoding}\``);
+  return bytes;
+}
+
 /** Converts little-endian signed 16-bit PCM to floats in [-1, 1). */
 export function pcmS16leToFloat32(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const samples = new Float32Array(bytes.byteLength / SAMPLE_BYTES);
   for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(i * SAMPLE_BYTES, true) / 32768;
+  return samples;
+}
+
+/** G.711 μ-law byte to a 16-bit sample (ITU-T G.711, as the gateway and CPython's audioop decode it). */
+function ulawToLinear(byte) {
+  const u = ~byte & 0xff;
+  const t = (((u & 0x0f) << 3) + 0x84) << ((u & 0x70) >> 4);
+  return u & 0x80 ? 0x84 - t : t - 0x84;
+}
+
+/** G.711 A-law byte to a 16-bit sample. */
+function alawToLinear(byte) {
+  const a = byte ^ 0x55;
+  let t = (a & 0x0f) << 4;
+  const seg = (a & 0x70) >> 4;
+  if (seg === 0) t += 8;
+  else if (seg === 1) t += 0x108;
+  else t = (t + 0x108) << (seg - 1);
+  return a & 0x80 ? t : -t;
+}
+
+/** Each of the 256 bytes of a G.711 law as a float in [-1, 1). */
+const G711 = {
+  mulaw: Float32Array.from({ length: 256 }, (_, b) => ulawToLinear(b) / 32768),
+  alaw: Float32Array.from({ length: 256 }, (_, b) => alawToLinear(b) / 32768),
+};
+
+/** An `audio` message's bytes as floats in [-1, 1), by the session's encoding. */
+export function decodeSamples(bytes, encoding) {
+  if (encoding === 'pcm_s16le') return pcmS16leToFloat32(bytes);
+  const table = G711[encoding];
+  if (!table) throw new Error(`unsupported audio encoding \`${encoding}\``);
+  const samples = new Float32Array(bytes.length);
+  for (let i = 0; i < bytes.length; i++) samples[i] = table[bytes[i]];
   return samples;
 }
 
@@ -30,7 +74,9 @@ export function pcmS16leToFloat32(bytes) {
  * sample is malformed.
  */
 export class SampleJoiner {
-  constructor() {
+  /** @param {number} [bytesPerSample] 2 for PCM (the default); 1 (G.711) never leaves anything over. */
+  constructor(bytesPerSample = SAMPLE_BYTES) {
+    this.bytesPerSample = bytesPerSample;
     this.carry = null;
   }
 
@@ -43,7 +89,7 @@ export class SampleJoiner {
       bytes.set(pcm, 1);
       this.carry = null;
     }
-    if (bytes.length % SAMPLE_BYTES === 1) {
+    if (this.bytesPerSample === 2 && bytes.length % 2 === 1) {
       this.carry = bytes[bytes.length - 1];
       bytes = bytes.subarray(0, bytes.length - 1);
     }
@@ -99,7 +145,7 @@ export class PcmPlayer {
 
   /** Starts a new stream of the given format; audio of an earlier stream is stopped. */
   begin(format) {
-    if (format.encoding !== 'pcm_s16le') throw new Error(`unsupported audio encoding \`${format.encoding}\``);
+    sampleBytes(format);
     if (format.channels !== 1) throw new Error(`unsupported channel count ${format.channels}`);
     this.unlock();
     this.stopAll();
@@ -117,7 +163,7 @@ export class PcmPlayer {
   enqueue(pcm) {
     if (!this.format) throw new Error('enqueue before begin');
     const ctx = this.ctx;
-    const samples = pcmS16leToFloat32(pcm);
+    const samples = decodeSamples(pcm, this.format.encoding);
     const buffer = ctx.createBuffer(1, samples.length, this.format.sample_rate);
     buffer.copyToChannel(samples, 0);
     const decodedAt = performance.now();

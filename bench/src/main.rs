@@ -15,7 +15,8 @@
 //! what the transport adds to each sentence, each answer's distance from its floor, this build against
 //! an earlier one, a second mode flagged), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`, `cache` (a
-//! sentence said again against the model's first time; Polly characters spared over a scripted day).
+//! sentence said again against the model's first time; Polly characters spared over a scripted day),
+//! `formats` (what converting to the client's audio format adds to first audio, and each format's bytes).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,7 @@ mod cache;
 mod coldstart;
 mod container;
 mod firstaudio;
+mod formats;
 mod inprocess;
 mod interrupt;
 mod load;
@@ -53,7 +55,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache"
+        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -125,6 +127,8 @@ pub struct Results {
     pub segmenter: Option<serde_json::Value>,
     #[serde(default)]
     pub cache: Option<cache::Results>,
+    #[serde(default)]
+    pub formats: Option<Vec<formats::Row>>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -203,6 +207,7 @@ async fn run(args: Args) -> Result<(), String> {
             "coldstart",
             "segmenter",
             "cache",
+            "formats",
         ]
         .contains(&s.as_str())
     }) {
@@ -214,6 +219,12 @@ async fn run(args: Args) -> Result<(), String> {
         let sizes: &[f64] = if args.quick { &[0.05] } else { &[1.0, 2.0, 5.0, 10.0] };
         eprintln!("bench: segmenter throughput");
         results.segmenter = Some(inprocess::segmenter(sizes, if args.quick { 1 } else { 3 }));
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("formats") {
+        eprintln!("bench: audio formats: conversion time and bytes");
+        results.formats = Some(formats::run(if args.quick { 3 } else { 300 }));
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

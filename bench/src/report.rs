@@ -100,6 +100,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(c) = &r.cache {
         cache(o, c);
     }
+    if let Some(rows) = &r.formats {
+        formats(o, rows);
+    }
     out
 }
 
@@ -706,4 +709,35 @@ fn cache(o: &mut String, c: &crate::cache::Results) {
     let _ = writeln!(o, "|---|---|");
     let _ = writeln!(o, "| synthesized by Polly (the stand-in, Kokoro's voice) | {} |", summary(&d.polly_release_to_audio_ms));
     let _ = writeln!(o, "| fetched from the shared tier (each sentence's first time on the second gateway) | {} |\n", summary(&d.shared_release_to_audio_ms));
+}
+
+/// What conversion to the client's audio format costs, and each format's bytes.
+fn formats(o: &mut String, rows: &[crate::formats::Row]) {
+    let _ = writeln!(o, "## 16. Audio formats: what conversion adds to first audio, and the bytes each sends\n");
+    let _ = writeln!(
+        o,
+        "The gateway's encoder in process, fed a 3 s sentence as a voice sends it (a 400 ms first piece, then 200 ms pieces), from Kokoro's 24 kHz and Polly's 16 kHz. Converting the first piece is what conversion adds to first audio; the target is 5 ms at p99. Bytes are a second of audio's, as binary frames carry them and as SSE writes them (base64).\n"
+    );
+    let _ = writeln!(
+        o,
+        "| format | from | first piece (median / p90 / p99 (n)) | later pieces (median / p99) | setup (median) | p99 ≤ 5 ms | bytes/s | SSE bytes/s |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        let first = Summary::of(&row.first_chunk_ms);
+        let later = Summary::of(&row.chunk_ms).map_or("n/a".to_string(), |s| format!("{} / {}", ms(s.median), ms(s.p99)));
+        let _ = writeln!(
+            o,
+            "| {} | {} kHz | {} | {} | {} | {} | {:.0} | {:.0} |",
+            row.format,
+            row.source_rate as f64 / 1000.0,
+            spread(&row.first_chunk_ms),
+            later,
+            ms(median(&row.setup_ms)),
+            met(first.is_some_and(|s| s.p99 <= 5.0)),
+            row.bytes_per_second,
+            row.sse_bytes_per_second
+        );
+    }
+    let _ = writeln!(o);
 }

@@ -291,6 +291,56 @@ async fn connections_over_the_cap_are_answered_busy() {
     assert!(healthy, "the server serves again once connections close");
 }
 
+#[tokio::test]
+async fn an_agent_that_writes_past_the_answer_cap_is_stopped_with_answer_too_long() {
+    // The answer's cap, as the text's is the input's: the scripted `long` answer is over 300 characters.
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-answer-chars", "120"]).await;
+    earshot.healthy().await;
+    let r = speak(&earshot.url, &earshot_e2e::prompt("long"), &CallOptions::default()).await.expect("a stream");
+    let error = r.error.as_ref().expect("the answer is stopped");
+    assert_eq!(error.code, "answer_too_long", "{error:?}");
+    let written: usize = r.events.iter().map(|e| if let ServerEvent::Text(t) = e { t.text.chars().count() } else { 0 }).sum();
+    assert!(written <= 120, "no more than the cap was passed on ({written} characters)");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let line = earshot.metric_lines().into_iter().last().expect("its metric line");
+    assert_eq!((line["Ending"].as_str(), line["FailureCode"].as_str()), (Some("failed"), Some("answer_too_long")), "{line}");
+}
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_connections_while_another_is_served() {
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-connections-per-address", "3", "--header-timeout", "20"]).await;
+    earshot.healthy().await;
+    let port = earshot.port;
+    // The health check's own connection closes first.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let health = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    let (reply, _) = tokio::task::spawn_blocking(move || raw_exchange(port, &[(health, Duration::ZERO)], Duration::from_secs(3))).await.unwrap();
+    assert!(reply.starts_with("HTTP/1.1 429"), "a fourth connection from 127.0.0.1: {reply}");
+    assert!(reply.contains("too_many_connections") && reply.to_lowercase().contains("retry-after: 1"), "{reply}");
+    // Another address (127.0.0.2 is loopback too) is not held by the first one's connections.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(([127, 0, 0, 1], port).into()).await.expect("connects from 127.0.0.2");
+    tokio::io::AsyncWriteExt::write_all(&mut other, health).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tokio::io::AsyncReadExt::read_to_end(&mut other, &mut answer)).await.expect("answered").unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "127.0.0.2 is served: {answer}");
+    // The address's places free up as its connections close.
+    drop(held);
+    let mut served = false;
+    for _ in 0..50 {
+        if reqwest::get(format!("{}/healthz", earshot.url)).await.is_ok_and(|r| r.status().is_success()) {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(served, "127.0.0.1 is served again once its connections close");
+}
+
 /// Waits on `stream` until the server closes it (or answers and closes); how long that took, or `None`
 /// if it was still open after `within`.
 fn closed_within(mut stream: TcpStream, within: Duration) -> Option<Duration> {

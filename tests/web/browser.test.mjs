@@ -86,10 +86,11 @@ after(async () => {
 });
 
 /** Chooses the page's options the way a person does, then presses Speak. */
-async function speakOnPage({ input, value, release = 'incremental', format = 'sse' }) {
+async function speakOnPage({ input, value, release = 'incremental', format = 'sse', outputFormat = '' }) {
   await page.check(`input[name=input][value=${input}]`);
   await page.check(`input[name=release][value=${release}]`);
   await page.check(`input[name=format][value=${format}]`);
+  await page.selectOption('#output-format', outputFormat);
   await page.fill('#prompt', value);
   const before = await page.evaluate(() => window.earshot.records.length);
   // The loudest level heard during this conversation, sampled in the page.
@@ -166,17 +167,19 @@ test('the page loads from the gateway and finds it healthy', { skip }, async () 
   assert.ok(await page.isVisible('[data-sample=brief]'));
 });
 
+// Release, stream and the audio's format (docs/protocol.md, "Audio formats"; '': Kokoro's own 24 kHz PCM).
 const RUNS = [
-  ['incremental', 'sse'],
-  ['incremental', 'binary'],
-  ['buffered', 'sse'],
-  ['buffered', 'binary'],
+  ['incremental', 'sse', ''],
+  ['incremental', 'binary', 'ulaw_8000'],
+  ['buffered', 'sse', 'pcm_48000'],
+  ['buffered', 'binary', ''],
 ];
+const SESSION_AUDIO = { '': ['pcm_s16le', 24_000], ulaw_8000: ['mulaw', 8_000], pcm_48000: ['pcm_s16le', 48_000] };
 
-for (const [release, format] of RUNS) {
+for (const [release, format, outputFormat] of RUNS) {
   const last = release === RUNS.at(-1)[0] && format === RUNS.at(-1)[1];
-  test(`speaks a short text, ${release} release, ${format} stream`, { skip, timeout: 90_000 }, async () => {
-    await speakOnPage({ input: 'text', value: SHORT_TEXT, release, format });
+  test(`speaks a short text, ${release} release, ${format} stream, ${outputFormat || 'native'} audio`, { skip, timeout: 90_000 }, async () => {
+    await speakOnPage({ input: 'text', value: SHORT_TEXT, release, format, outputFormat });
     if (last) {
       // The screenshot for the README: the last sentence highlighted, the chart of all four runs.
       await page.waitForFunction((n) => window.earshotLast.playedOrder.length === n, SHORT_SENTENCES.length, { timeout: 60_000 });
@@ -188,6 +191,7 @@ for (const [release, format] of RUNS) {
     assert.equal(record.outcome, 'done', JSON.stringify(record.error));
     assert.equal(record.release, release);
     assert.equal(record.format, format);
+    assert.deepStrictEqual([record.encoding, record.sampleRate], SESSION_AUDIO[outputFormat], 'the session announced the audio asked for');
     const response = speakResponses.at(-1);
     assert.equal(response.status, 200);
     assert.equal(response.contentType, format === 'binary' ? 'application/vnd.earshot.frames.v1' : 'text/event-stream');

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
 import { speak, interrupt, PcmPlayer, heardText, heardChars } from '../../web/earshot.js';
+import { decodeSamples } from '../../web/player.js';
 import { seededRandom, randomChunks, concat } from './chunking.mjs';
 import { FakeAudioContext, fakeFetch, until } from './fakes.mjs';
 import { encoderFor, CONTENT_TYPES, session, tone } from './encode.mjs';
@@ -198,7 +199,7 @@ const INVALID_STREAMS = [
   ['a sentence announced twice', [session(), S(0), S(0)], 'out_of_order'],
   ['a sentence ending in half a sample', [session(), S(0), A(0, 0, Uint8Array.from([1, 0, 2])), E(0)], 'malformed_message'],
   ['another protocol version', [session({ v: 2 })], 'unsupported_protocol'],
-  ['an audio encoding this client cannot play', [session({ audio: { encoding: 'mulaw', sample_rate: 8000, channels: 1 } })], 'unsupported_audio'],
+  ['an audio encoding this client cannot play', [session({ audio: { encoding: 'ogg_opus', sample_rate: 48000, channels: 1 } })], 'unsupported_audio'],
 ];
 
 for (const [name, messages, code] of INVALID_STREAMS) {
@@ -234,6 +235,21 @@ test('messages of unknown type are skipped and the conversation completes', asyn
   const record = await speak({ prompt: 'brief', format: 'binary', player: newPlayer() }).finished;
   assert.equal(record.outcome, 'done', JSON.stringify(record.error));
   assert.equal(record.audioChunks, 1);
+});
+
+test('a μ-law answer plays a byte a sample, at its own rate, whatever the length of each message', async () => {
+  const player = newPlayer();
+  const mulaw = { encoding: 'mulaw', sample_rate: 8000, channels: 1 };
+  // 800 bytes: 100 ms at 8 kHz, in messages of odd lengths (no sample can straddle two).
+  const bytes = Uint8Array.from({ length: 800 }, (_, i) => (i * 37) & 0xff);
+  const server = serve('sse', encodeAll('sse', [session({ audio: mulaw }), S(0), A(0, 0, bytes.subarray(0, 333)), A(0, 1, bytes.subarray(333)), E(0), DONE]));
+  const record = await speak({ prompt: 'brief', player, outputFormat: 'ulaw_8000' }).finished;
+  assert.equal(server.requests[0].body.output_format, 'ulaw_8000', 'the request asks for the format');
+  assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+  assert.deepStrictEqual([record.encoding, record.sampleRate, record.audioBytes], ['mulaw', 8000, 800]);
+  const buffers = player.ctx.sources.map((source) => source.buffer);
+  assert.deepStrictEqual(buffers.map((b) => [b.length, b.sampleRate]), [[333, 8000], [467, 8000]]);
+  assert.deepStrictEqual(Array.from(buffers[0].data.subarray(0, 3)), Array.from(decodeSamples(bytes.subarray(0, 3), 'mulaw')));
 });
 
 test('an `error` message ends the conversation with its code; audio already scheduled plays out', async () => {

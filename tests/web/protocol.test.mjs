@@ -17,7 +17,7 @@ import {
   decodeBase64,
   MAX_FRAME_BYTES,
 } from '../../web/protocol.js';
-import { pcmS16leToFloat32, SampleJoiner } from '../../web/player.js';
+import { pcmS16leToFloat32, decodeSamples, sampleBytes, SampleJoiner } from '../../web/player.js';
 import { seededRandom, randomChunks, everySplit, feed, plain, bytesOf, concat, frame, framesOf, sseBlocksOf } from './chunking.mjs';
 
 const fixture = (name) => new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
@@ -288,4 +288,27 @@ test('a sample split between two audio messages is joined; half a sample at the 
   joiner.finish();
   joiner.push(Uint8Array.from([5, 0, 6]));
   assert.throws(() => joiner.finish(), /half a sample/);
+});
+
+test('G.711 audio decodes byte for byte as the gateway and CPython\'s audioop decode it', () => {
+  // The gateway's vectors, written by audioop: `d BYTE ULAW ALAW`, each byte's 16-bit sample under each law.
+  const vectors = readFileSync(new URL('../../functions/earshot-audio/tests/g711_vectors.txt', import.meta.url), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('d '))
+    .map((line) => line.split(' '));
+  assert.equal(vectors.length, 256);
+  const every = Uint8Array.from({ length: 256 }, (_, b) => b);
+  const [ulaw, alaw] = [decodeSamples(every, 'mulaw'), decodeSamples(every, 'alaw')];
+  for (const [, byte, u, a] of vectors) {
+    const b = parseInt(byte, 16);
+    assert.equal(ulaw[b], Number(u) / 32768, `μ-law ${byte}`);
+    assert.equal(alaw[b], Number(a) / 32768, `A-law ${byte}`);
+  }
+  // A byte a sample: nothing waits for the next message, and any length ends a sentence whole.
+  assert.equal(sampleBytes({ encoding: 'mulaw' }), 1);
+  const joiner = new SampleJoiner(sampleBytes({ encoding: 'alaw' }));
+  assert.deepStrictEqual(Array.from(joiner.push(Uint8Array.from([1, 2, 3]))), [1, 2, 3]);
+  joiner.finish();
+  assert.throws(() => sampleBytes({ encoding: 'opus' }), /unsupported audio encoding `opus`/);
+  assert.throws(() => decodeSamples(Uint8Array.from([1]), 'opus'), /unsupported/);
 });

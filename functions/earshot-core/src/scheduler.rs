@@ -16,7 +16,9 @@
 //!   from the agent, whose bounded channel then stops the agent itself;
 //! - the client channel is bounded: a slow client stops the scheduler reading audio, which stops the
 //!   backend reading from the model;
-//! - a buffered answer is held whole by definition, so its length is capped (`max_answer_chars`).
+//! - every answer's length is capped (`max_answer_chars`): a buffered one is held whole by definition,
+//!   and an agent that writes on without end would otherwise speak (and bill) until the conversation's
+//!   maximum length.
 //!
 //! The scheduler owns time: when the agent has been silent for the idle window and the pending text
 //! would be a complete sentence, it is released without waiting for the character that would confirm
@@ -107,7 +109,7 @@ impl Default for SchedulerConfig {
             segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
             normalise_markdown: true,
             max_in_flight: 4,
-            max_answer_chars: 100_000,
+            max_answer_chars: 20_000,
             backend_silence: Some(Duration::from_secs(15)),
             client_read_timeout: Some(Duration::from_secs(30)),
         }

@@ -5,7 +5,8 @@
 //! conversations for a bounded time.
 //!
 //! The caps that hold a server's capacity, together: at most `max_connections` connections (over it,
-//! `503 server_busy` and closed); each must show its protocol within `header_timeout` (the first bytes
+//! `503 server_busy` and closed), of which at most `max_connections_per_address` from one client address
+//! (over it, `429 too_many_connections` and closed: [`crate::address_slots`]); each must show its protocol within `header_timeout` (the first bytes
 //! of an HTTP/1 request, or HTTP/2's whole 24-byte preface), else it is closed unanswered; an HTTP/2
 //! connection carries at most `max_streams_per_connection` requests at once (more are refused by
 //! HTTP/2's own flow, `REFUSED_STREAM`); a connection with no request in flight for `idle_timeout` is
@@ -37,6 +38,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
+use crate::address_slots::AddressSlots;
 use crate::idle::{BusyBody, IdleWatch};
 
 /// Limits of the socket server.
@@ -47,6 +49,8 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// Connections open at once; any more are answered 503 and closed.
     pub max_connections: usize,
+    /// Connections open at once from one client address (0: no cap); any more are answered 429 and closed.
+    pub max_connections_per_address: usize,
     /// Requests one HTTP/2 connection may have open at once.
     pub max_streams_per_connection: u32,
     /// The most bytes of request headers (names and values) a request may carry, and the most header
@@ -69,6 +73,7 @@ impl Default for ServerLimits {
         ServerLimits {
             header_timeout: Duration::from_secs(5),
             max_connections: 512,
+            max_connections_per_address: 32,
             max_streams_per_connection: 16,
             max_header_bytes: 16 * 1024,
             max_headers: 100,
@@ -99,11 +104,20 @@ fn oversized_headers(headers: &hyper::HeaderMap, limits: &ServerLimits) -> Optio
 
 /// What over-the-cap connections get before they are closed.
 fn busy_response() -> Vec<u8> {
-    let body = r#"{"error":{"code":"server_busy","message":"too many connections are open; retry shortly","retryable":true}}"#;
-    let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
+    refusal("503 Service Unavailable", r#"{"error":{"code":"server_busy","message":"too many connections are open; retry shortly","retryable":true}}"#)
+}
+
+/// What a connection over its address's cap gets before it is closed.
+fn too_many_from_address() -> Vec<u8> {
+    refusal(
+        "429 Too Many Requests",
+        r#"{"error":{"code":"too_many_connections","message":"too many connections are open from your address; close one or retry shortly","retryable":true}}"#,
+    )
+}
+
+/// A whole HTTP/1.1 answer that closes the connection, written before any request is read.
+fn refusal(status: &str, body: &str) -> Vec<u8> {
+    let head = format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len());
     [head.as_bytes(), body.as_bytes()].concat()
 }
 
@@ -128,9 +142,10 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let per_address = AddressSlots::new(limits.max_connections_per_address);
     tokio::pin!(signal);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
@@ -155,9 +170,15 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
             tracing::debug!("cannot set SO_SNDBUF: {e}");
         }
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(stream));
+            tokio::spawn(refuse(stream, busy_response()));
             continue;
         };
+        let Some(address_slot) = per_address.take(peer.ip()) else {
+            tracing::debug!(address = %peer.ip(), "a connection over its address's cap: refused");
+            tokio::spawn(refuse(stream, too_many_from_address()));
+            continue;
+        };
+        let slot = (slot, address_slot);
         let router = router.clone();
         let header_limits = limits.clone();
         let idle = IdleWatch::default();
@@ -230,10 +251,10 @@ async fn shows_its_protocol(stream: &tokio::net::TcpStream) -> bool {
     }
 }
 
-/// Answers a connection over the cap with 503 and closes it, without waiting on a slow client.
-async fn refuse(mut stream: tokio::net::TcpStream) {
+/// Answers a connection over a cap and closes it, without waiting on a slow client.
+async fn refuse(mut stream: tokio::net::TcpStream, answer: Vec<u8>) {
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        stream.write_all(&busy_response()).await?;
+        stream.write_all(&answer).await?;
         stream.shutdown().await
     })
     .await;
@@ -263,7 +284,7 @@ pub async fn stop_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::{busy_response, oversized_headers, ServerLimits};
+    use super::{busy_response, oversized_headers, too_many_from_address, ServerLimits};
     use hyper::header::{HeaderName, HeaderValue};
 
     #[test]
@@ -283,12 +304,14 @@ mod tests {
     }
 
     #[test]
-    fn the_busy_response_declares_its_length() {
-        let bytes = busy_response();
-        let text = std::str::from_utf8(&bytes).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap();
-        assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
-        let json: serde_json::Value = serde_json::from_str(body).unwrap();
-        assert_eq!(json["error"]["code"], "server_busy");
+    fn the_refusals_declare_their_length() {
+        for (bytes, status, code) in [(busy_response(), "503", "server_busy"), (too_many_from_address(), "429", "too_many_connections")] {
+            let text = std::str::from_utf8(&bytes).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+            assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
+            let json: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(json["error"]["code"], code);
+        }
     }
 }

@@ -132,6 +132,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     };
     gateway.limits.max_prompt_chars = settings.max_prompt_chars;
     gateway.limits.max_text_chars = settings.max_text_chars;
+    gateway.scheduler.max_answer_chars = settings.max_answer_chars;
     gateway.scheduler.idle_release = (settings.idle_release_ms > 0).then(|| Duration::from_millis(settings.idle_release_ms));
     gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
     gateway.scheduler.max_in_flight = settings.max_in_flight;

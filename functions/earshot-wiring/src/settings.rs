@@ -189,6 +189,10 @@ pub struct Settings {
     /// The longest text accepted, in characters.
     #[arg(long, env = "EARSHOT_MAX_TEXT_CHARS", default_value_t = 20_000)]
     pub max_text_chars: usize,
+    /// The longest answer spoken, in characters: an agent that writes on past it is stopped and the
+    /// stream ends with `answer_too_long` (the answer's cap, as the text's is the input's).
+    #[arg(long, env = "EARSHOT_MAX_ANSWER_CHARS", default_value_t = 20_000)]
+    pub max_answer_chars: usize,
     /// Release a finished sentence after this much agent silence, in milliseconds (0: never).
     #[arg(long, env = "EARSHOT_IDLE_RELEASE_MS", default_value_t = 150)]
     pub idle_release_ms: u64,
@@ -430,6 +434,9 @@ impl Settings {
                 self.client_read_timeout_ms
             ));
         }
+        if !(100..=1_000_000).contains(&self.max_answer_chars) {
+            return Err(format!("EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100 to 1000000, not {}", self.max_answer_chars));
+        }
         if self.max_conversations_per_owner > 10_000 {
             return Err(format!(
                 "EARSHOT_MAX_CONVERSATIONS_PER_OWNER (--max-conversations-per-owner): must be at most 10000 (0: no limit), not {}",
@@ -562,8 +569,10 @@ fn explain(e: &clap::Error) -> String {
         Some(ContextValue::String(v)) => format!("`{v}` "),
         _ => String::new(),
     };
+    // The value parser's own words, where it gave any (which values it takes).
+    let why = std::error::Error::source(e).map(|source| format!(": {source}")).unwrap_or_default();
     match variable {
-        Some(variable) => format!("{variable}: {value}is not valid (see --{flag} in `earshot serve --help`)"),
+        Some(variable) => format!("{variable}: {value}is not valid{why} (see --{flag} in `earshot serve --help`)"),
         None => e.to_string().lines().next().unwrap_or("bad configuration").to_string(),
     }
 }
@@ -662,5 +671,10 @@ mod tests {
         assert!(err(&[("EARSHOT_MAX_TEXT_CHARS", "lots")]).starts_with("EARSHOT_MAX_TEXT_CHARS"));
         assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_AB_WEIGHTS", "kokoro=50")]).starts_with("EARSHOT_AB_WEIGHTS"));
         assert!(err(&[("EARSHOT_AGENT", "gpt")]).starts_with("EARSHOT_AGENT"));
+        assert!(
+            err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_MAX_ANSWER_CHARS", "5")]).starts_with("EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100")
+        );
+        let output = err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_OUTPUT_FORMAT", "mp3")]);
+        assert!(output.contains("EARSHOT_OUTPUT_FORMAT") && output.contains("ulaw_8000"), "{output}");
     }
 }

@@ -95,3 +95,24 @@ fn the_cdk_apps_default_cache_is_the_gateways() {
     assert_eq!(config["cacheMaxChars"].as_u64(), Some(defaults.cache_max_chars as u64));
     assert_eq!(config["cacheWarmup"].as_str(), Some(""), "'' leaves the gateway's own openers");
 }
+
+#[test]
+fn every_output_format_the_cdk_app_accepts_is_one_the_lambda_reads() {
+    // `OUTPUT_FORMATS` in config.ts is what `outputFormat` may be; each must start the gateway as
+    // EARSHOT_OUTPUT_FORMAT, and none the gateway offers may be missing from it.
+    let source = cdk("lib/config.ts");
+    let start = source.find("export const OUTPUT_FORMATS = [").expect("config.ts exports OUTPUT_FORMATS");
+    let end = start + source[start..].find("] as const").expect("OUTPUT_FORMATS ends with `] as const`");
+    let names: Vec<String> = source[start..end].split('\'').skip(1).step_by(2).map(str::to_string).collect();
+    let offered: Vec<String> = earshot_core::output::OutputFormat::all().iter().map(|f| f.to_string()).collect();
+    assert_eq!(names, offered, "left: infra/cdk/lib/config.ts; right: the gateway's formats");
+    for name in names {
+        let var = |v: &str| match v {
+            "EARSHOT_OUTPUT_FORMAT" => Some(name.clone()),
+            "EARSHOT_BACKENDS" => Some("polly".to_string()),
+            _ => None,
+        };
+        let settings = Settings::from_vars(var, earshot_wiring::Place::Lambda).unwrap_or_else(|e| panic!("EARSHOT_OUTPUT_FORMAT={name}: {e}"));
+        assert_eq!(settings.output_format.map(|f| f.to_string()), Some(name));
+    }
+}

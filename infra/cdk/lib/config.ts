@@ -19,6 +19,8 @@ export const RELEASE_MODES = ['incremental', 'buffered'] as const;
 export const AGENTS = ['bedrock', 'openai', 'http', 'agentcore'] as const;
 export const AGENTCORE_RUNTIME_ARN = /^arn:aws[a-z-]*:bedrock-agentcore:[a-z0-9-]+:\d{12}:runtime\/[A-Za-z0-9_-]+$/;
 export const HTTP_AGENT_FORMATS = ['auto', 'sse', 'ndjson', 'text'] as const;
+/** The gateway's `output_format` names (earshot_core::output::OutputFormat). */
+export const OUTPUT_FORMATS = ['pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000', 'ulaw_8000', 'alaw_8000'] as const;
 export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
 
 export interface EarshotConfig {
@@ -64,6 +66,8 @@ export interface EarshotConfig {
   readonly systemPrompt: string;
   readonly maxPromptChars: number;
   readonly maxTextChars: number;
+  /** The longest answer spoken, in characters (past it the stream ends with `answer_too_long`). */
+  readonly maxAnswerChars: number;
   /** How long the agent may be silent before complete pending text is released to the voice. */
   readonly idleReleaseMs: number;
   readonly metricsNamespace: string;
@@ -84,6 +88,8 @@ export interface EarshotConfig {
   readonly maxConversationsPerOwner: number;
   /** Which conversations share the sentence cache: `deployment`, `owner` (a hit never crosses callers) or `off`. */
   readonly cacheScope: 'deployment' | 'owner' | 'off';
+  /** The audio format of an answer whose request names none (docs/protocol.md, "Audio formats"); '': each backend's own PCM. */
+  readonly outputFormat: string;
   /** The sentence cache's bound per warm Lambda, in MiB (at most a quarter of lambdaMemoryMb). */
   readonly cacheMib: number;
   /** The longest sentence the cache keeps, in characters. */
@@ -148,6 +154,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   systemPrompt: 'string',
   maxPromptChars: 'integer',
   maxTextChars: 'integer',
+  maxAnswerChars: 'integer',
   idleReleaseMs: 'integer',
   metricsNamespace: 'string',
   logLevel: 'string',
@@ -160,6 +167,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   maxConversationsPerOwner: 'integer',
   cacheScope: 'string',
   cacheMib: 'integer',
+  outputFormat: 'string',
   cacheMaxChars: 'integer',
   cacheWarmup: 'string',
   cacheSharedTier: 'boolean',
@@ -299,6 +307,9 @@ function check(c: EarshotConfig): void {
   within('maxConversationsPerOwner', 0, 10_000);
   if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
   within('cacheMib', 1, 4096);
+  if (c.outputFormat !== '' && !OUTPUT_FORMATS.includes(c.outputFormat as (typeof OUTPUT_FORMATS)[number])) {
+    fail('outputFormat', `must be '' (each backend's own PCM) or one of ${OUTPUT_FORMATS.join(', ')}, got ${JSON.stringify(c.outputFormat)}`);
+  }
   if (c.cacheMib * 4 > c.lambdaMemoryMb) fail('cacheMib', `must be at most a quarter of lambdaMemoryMb (${c.lambdaMemoryMb} MB), got ${c.cacheMib}`);
   within('cacheMaxChars', 1, 2000);
   within('cacheSharedDays', 1, 365);
@@ -335,6 +346,7 @@ function check(c: EarshotConfig): void {
   }
   within('maxPromptChars');
   within('maxTextChars');
+  within('maxAnswerChars', 100, 1_000_000);
   within('idleReleaseMs', 0, 60_000);
   if (c.lambdaArchitecture !== 'arm64' && c.lambdaArchitecture !== 'x86_64') fail('lambdaArchitecture', `must be arm64 or x86_64, got ${JSON.stringify(c.lambdaArchitecture)}`);
   within('lambdaMemoryMb', 128, 10_240);

@@ -31,6 +31,7 @@ export const ENV_NAMES = [
   'EARSHOT_SYSTEM_PROMPT',
   'EARSHOT_MAX_PROMPT_CHARS',
   'EARSHOT_MAX_TEXT_CHARS',
+  'EARSHOT_MAX_ANSWER_CHARS',
   'EARSHOT_IDLE_RELEASE_MS',
   'EARSHOT_METRICS_NAMESPACE',
   'EARSHOT_INTERRUPT_TABLE',
@@ -46,6 +47,7 @@ export const ENV_NAMES = [
   'EARSHOT_MAX_CONVERSATIONS_PER_OWNER',
   'EARSHOT_CACHE',
   'EARSHOT_CACHE_MIB',
+  'EARSHOT_OUTPUT_FORMAT',
   'EARSHOT_CACHE_MAX_CHARS',
   'EARSHOT_CACHE_WARMUP',
   'EARSHOT_CACHE_BUCKET',
@@ -114,6 +116,7 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_SYSTEM_PROMPT: c.systemPrompt,
     EARSHOT_MAX_PROMPT_CHARS: String(c.maxPromptChars),
     EARSHOT_MAX_TEXT_CHARS: String(c.maxTextChars),
+    EARSHOT_MAX_ANSWER_CHARS: String(c.maxAnswerChars),
     EARSHOT_IDLE_RELEASE_MS: String(c.idleReleaseMs),
     EARSHOT_METRICS_NAMESPACE: c.metricsNamespace,
     // An interrupt reaches the invocation that speaks through this table (a client that disconnects does
@@ -134,6 +137,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
   };
   if (endpointName !== undefined) env.EARSHOT_SAGEMAKER_ENDPOINT = endpointName;
   if (c.cacheWarmup.trim() !== '') env.EARSHOT_CACHE_WARMUP = c.cacheWarmup.trim();
+  // A telephone bridge or a browser at 48 kHz: every answer in its format (docs/protocol.md, "Audio formats").
+  if (c.outputFormat !== '') env.EARSHOT_OUTPUT_FORMAT = c.outputFormat;
   if (c.cacheSharedTier !== (cacheBucket !== undefined)) throw new Error('the shared cache tier needs its bucket, and only then');
   if (cacheBucket !== undefined) {
     env.EARSHOT_CACHE_BUCKET = cacheBucket;

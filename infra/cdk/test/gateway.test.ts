@@ -148,8 +148,11 @@ describe('Lambda architecture', () => {
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
-    // Each agent's own, the token mode's, and the warm-up list (written only when it is not earshot's own).
-    const otherAgents = ENV_NAMES.filter((n) => /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX|CACHE_SHARED_BACKENDS|CACHE_FETCH_MS)/.test(n));
+    // Each agent's own, the token mode's, the warm-up list (written only when it is not earshot's own) and the
+    // audio format (only when one is configured: each backend's own PCM otherwise).
+    const otherAgents = ENV_NAMES.filter((n) =>
+      /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX|CACHE_SHARED_BACKENDS|CACHE_FETCH_MS|OUTPUT_FORMAT)/.test(n),
+    );
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
@@ -167,6 +170,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_SYSTEM_PROMPT: readConfigFile().systemPrompt,
       EARSHOT_MAX_PROMPT_CHARS: '4000',
       EARSHOT_MAX_TEXT_CHARS: '20000',
+      EARSHOT_MAX_ANSWER_CHARS: '20000',
       EARSHOT_IDLE_RELEASE_MS: '150',
       EARSHOT_METRICS_NAMESPACE: 'earshot',
       EARSHOT_INTERRUPT_TABLE: { Ref: Object.keys(synth().gatewayTemplate.findResources('AWS::DynamoDB::Table'))[0] },
@@ -212,6 +216,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       cacheMib: '32',
       cacheMaxChars: '120',
       cacheWarmup: '{"af_bella": ["Aye."]}',
+      outputFormat: 'ulaw_8000',
     }).gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'polly,kokoro',
@@ -229,6 +234,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_SYSTEM_PROMPT: 'Speak like a pirate.',
       EARSHOT_MAX_PROMPT_CHARS: '1000',
       EARSHOT_MAX_TEXT_CHARS: '5000',
+      EARSHOT_MAX_ANSWER_CHARS: '20000',
       EARSHOT_IDLE_RELEASE_MS: '200',
       EARSHOT_METRICS_NAMESPACE: 'earshot-staging',
       EARSHOT_INTERRUPT_TABLE: env.EARSHOT_INTERRUPT_TABLE,
@@ -243,6 +249,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_CACHE_MIB: '32',
       EARSHOT_CACHE_MAX_CHARS: '120',
       EARSHOT_CACHE_WARMUP: '{"af_bella": ["Aye."]}',
+      EARSHOT_OUTPUT_FORMAT: 'ulaw_8000',
       ...UPSTREAM_LIMITS,
     });
   });

@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// Connections open at once; more are answered 503 and closed.
     #[arg(long, default_value_t = 512)]
     max_connections: usize,
+    /// Connections open at once from one client address (the socket's peer); more are answered 429
+    /// `too_many_connections` and closed. 0: no cap (behind a proxy every caller has its address).
+    #[arg(long, env = "EARSHOT_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 32)]
+    max_connections_per_address: usize,
     /// Requests one HTTP/2 connection may have open at once.
     #[arg(long, default_value_t = 16)]
     max_streams_per_connection: u32,
@@ -89,6 +93,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let limits = earshot_gateway::ServerLimits {
         header_timeout: time_limit(args.header_timeout, "--header-timeout")?,
         max_connections: within(args.max_connections, 1, 100_000, "--max-connections")?,
+        max_connections_per_address: within(args.max_connections_per_address, 0, 100_000, "--max-connections-per-address")?,
         max_streams_per_connection: within(args.max_streams_per_connection as usize, 1, 1000, "--max-streams-per-connection")? as u32,
         max_header_bytes: within(args.max_header_bytes, 1024, earshot_gateway::server::HARD_HEADER_BYTES, "--max-header-bytes")?,
         max_headers: within(args.max_headers, 8, 1000, "--max-headers")?,
