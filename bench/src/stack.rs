@@ -60,6 +60,8 @@ pub async fn gateway(paths: &Paths, name: &str, args: &[String], env: &[(&str, S
     if !args.iter().any(|a| a == "--cache") {
         command.args(["--cache", "off"]);
     }
+    // Every simulated caller connects from 127.0.0.1: the load suites hold hundreds of connections at once.
+    command.args(["--max-connections-per-address", "0"]);
     for (k, v) in env {
         command.env(k, v);
     }

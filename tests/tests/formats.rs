@@ -44,7 +44,8 @@ fn layout(r: &Received) -> (Vec<[usize; 2]>, Vec<usize>) {
 /// What the outside decoder makes of `answer`, against `native`.
 fn judged(native: &Received, answer: &Received, name: &str) -> Value {
     let dir = std::env::temp_dir();
-    let (native_path, answer_path) = (dir.join("earshot-formats-native.raw"), dir.join(format!("earshot-formats-{name}.raw")));
+    let pid = std::process::id();
+    let (native_path, answer_path) = (dir.join(format!("earshot-formats-{pid}-native.raw")), dir.join(format!("earshot-formats-{pid}-{name}.raw")));
     std::fs::write(&native_path, &native.audio).unwrap();
     std::fs::write(&answer_path, &answer.audio).unwrap();
     let (native_sentences, _) = layout(native);

@@ -294,7 +294,7 @@ async fn connections_over_the_cap_are_answered_busy() {
 #[tokio::test]
 async fn an_agent_that_writes_past_the_answer_cap_is_stopped_with_answer_too_long() {
     // The answer's cap, as the text's is the input's: the scripted `long` answer is over 300 characters.
-    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-answer-chars", "120"]).await;
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--max-answer-chars", "120", "--max-text-chars", "100"]).await;
     earshot.healthy().await;
     let r = speak(&earshot.url, &earshot_e2e::prompt("long"), &CallOptions::default()).await.expect("a stream");
     let error = r.error.as_ref().expect("the answer is stopped");
@@ -361,8 +361,9 @@ fn closed_within(mut stream: TcpStream, within: Duration) -> Option<Duration> {
 async fn idle_connections_and_half_http2_prefaces_are_closed_at_their_deadline_and_others_still_speak() {
     // A connection must show its protocol within the header timeout (1 s here): an HTTP/1 request's
     // first bytes or HTTP/2's whole preface. 1,200 connections that never do, over the 512 slots, are
-    // each closed (or refused at once) within that deadline, and a normal request speaks meanwhile.
-    let (_, earshot) = gateway(&[]).await;
+    // each closed (or refused at once) within that deadline, and a normal request speaks meanwhile. All
+    // come from 127.0.0.1, so the cap per address is off: the server's own 512 slots are what is tested.
+    let (_, earshot) = gateway(&["--max-connections-per-address", "0"]).await;
     let port = earshot.port;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let opened = Instant::now();

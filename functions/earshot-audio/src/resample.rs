@@ -5,8 +5,10 @@
 //!
 //! Built on rubato's FFT resampler (fixed ratio, fixed input chunks of about 10 ms): samples wait in
 //! `pending` until a chunk is full, and the filter's own delay is dropped from the front of each
-//! sentence. What that adds to first audio is one chunk plus the delay (a few milliseconds; measured in
-//! `make bench`).
+//! sentence. The compute time is what conversion adds to first audio (well under a millisecond: `make
+//! bench`, suite `formats`); what the resampler holds back at any moment (a part-filled chunk, the filter's
+//! delay, the FFT block's rounding) is some tens of milliseconds of audio at most, sent with the next chunk
+//! or at the sentence's end.
 
 use audioadapter_buffers::direct::InterleavedSlice;
 use rubato::{Fft, FixedSync, Indexing, Resampler};

@@ -1,4 +1,5 @@
-//! Amazon Polly as a backend, over `StartSpeechSynthesisStream` (generative engine, PCM at 16 kHz).
+//! Amazon Polly as a backend, over `StartSpeechSynthesisStream` (generative engine, PCM at 16 kHz, or 8 kHz
+//! where the client plays 8 kHz: [`polly_rate`]).
 //!
 //! Polly's `AudioEvent` carries audio only: it never says which text it voices. The one end Polly
 //! documents is the stream's: `CloseStreamEvent` in, then `StreamClosedEvent` out once the audio of

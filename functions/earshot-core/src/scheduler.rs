@@ -580,7 +580,9 @@ impl Scheduler<'_> {
                 self.send_audio(index, audio).await
             }
             Some(SpeechEvent::Words { index, words }) => {
-                let heard = self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0);
+                // Heard: some of the sentence's audio has gone to the client (an encoder may still hold the
+                // first chunks the backend sent; until then its words wait, in order, with those held).
+                let heard = self.speaking.get(&index).map_or_else(|| self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0), |s| s.sent > 0);
                 if let Some(spoken) = self.speaking.get_mut(&index) {
                     spoken.envelope = None;
                     if !heard {
@@ -604,7 +606,7 @@ impl Scheduler<'_> {
                 let words = match self.speaking.remove(&index) {
                     Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
                     // Model words for a sentence that got no audio would end after it: none are sent.
-                    Some(Spoken { held, .. }) if self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0) => Some((TimingSource::Model, held)),
+                    Some(Spoken { held, sent, .. }) if sent > 0 => Some((TimingSource::Model, held)),
                     Some(_) => None,
                     None => None,
                 };

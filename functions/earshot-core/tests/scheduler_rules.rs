@@ -347,6 +347,85 @@ async fn a_task_aborted_mid_answer_leaves_its_timeline_with_what_was_sent() {
     while rx.try_recv().is_ok() {}
 }
 
+/// An encoder that holds every chunk until the sentence ends (as a resampler holds a chunk shorter than
+/// its input block), then gives the sentence back whole.
+struct HoldingEncoder(Vec<u8>);
+
+impl earshot_core::output::AudioEncoder for HoldingEncoder {
+    fn output(&self) -> earshot_core::protocol::AudioFormat {
+        earshot_core::protocol::AudioFormat::pcm_s16le(8_000)
+    }
+    fn source(&mut self, _: &earshot_core::protocol::AudioFormat) {}
+    fn encode(&mut self, pcm: &[u8]) -> bytes::Bytes {
+        self.0.extend_from_slice(pcm);
+        bytes::Bytes::new()
+    }
+    fn end_sentence(&mut self) -> bytes::Bytes {
+        std::mem::take(&mut self.0).into()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn model_words_stay_in_order_while_the_encoder_holds_the_first_audio() {
+    use earshot_core::protocol::WordTiming;
+    use earshot_core::speech::{FinishReport, SpeechCommand, SpeechEvent, SpeechSession};
+    let origin = Instant::now();
+    let (agent, _) = agent(vec![say("Hello there friend."), Step::Done], origin);
+    // A backend that times its words before the audio they end in, a piece at a time.
+    let (commands_tx, mut commands) = tokio::sync::mpsc::channel(8);
+    let (events_tx, events) = tokio::sync::mpsc::channel(32);
+    tokio::spawn(async move {
+        let word = |text: &str, start_ms: f64, end_ms: f64| WordTiming { text: text.into(), start_ms, end_ms };
+        while let Some(command) = commands.recv().await {
+            let SpeechCommand::Speak(request) = command else {
+                let _ = events_tx.send(SpeechEvent::Closed { billed_characters: None }).await;
+                return;
+            };
+            let index = request.index;
+            for event in [
+                SpeechEvent::Words { index, words: vec![word("Hello", 0.0, 300.0)] },
+                SpeechEvent::Audio { index, pcm: vec![1u8; 14_400].into() },
+                SpeechEvent::Words { index, words: vec![word("there", 300.0, 600.0), word("friend", 600.0, 900.0)] },
+                SpeechEvent::Audio { index, pcm: vec![1u8; 28_800].into() },
+                SpeechEvent::Finished { index, report: FinishReport::default() },
+            ] {
+                let _ = events_tx.send(event).await;
+            }
+        }
+    });
+    let session = SpeechSession { commands: commands_tx, events, format: earshot_core::protocol::AudioFormat::pcm_s16le(24_000), voice: "test".into() };
+    let (out, mut rx) = tokio::sync::mpsc::channel(1024);
+    let conversation = Conversation {
+        agent,
+        session,
+        info: first_info(),
+        release: Release::Incremental,
+        clock: Clock::start(),
+        timeline: Timeline::default(),
+        cancel: CancellationToken::new(),
+        encoder: Some(Box::new(HoldingEncoder(Vec::new()))),
+    };
+    let (outcome, _) = scheduler::run(conversation, &SchedulerConfig::default(), out).await;
+    assert_eq!(outcome, Outcome::Completed);
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    if let Err(broken) = earshot_core::protocol::check_order(&events) {
+        panic!("{broken}");
+    }
+    let words: Vec<(String, f64)> = events
+        .iter()
+        .filter_map(|e| if let ServerEvent::Words(w) = e { Some(w.words.iter().map(|w| (w.text.clone(), w.start_ms))) } else { None })
+        .flatten()
+        .collect();
+    assert_eq!(words, vec![("Hello".into(), 0.0), ("there".into(), 300.0), ("friend".into(), 600.0)], "the words in order, their times as the model gave them");
+    let session = events.iter().find_map(|e| if let ServerEvent::Session(s) = e { Some(s.audio.sample_rate) } else { None });
+    assert_eq!(session, Some(8_000), "the session says the encoder's format");
+    let audio: Vec<usize> = events.iter().filter_map(|e| if let ServerEvent::Audio(a) = e { Some(a.pcm.len()) } else { None }).collect();
+    assert_eq!(audio, vec![43_200], "the held audio goes out whole at the sentence's end, as one chunk with seq 0");
+}
+
 // --- Cancellation ----------------------------------------------------------------------------------
 
 #[tokio::test(start_paused = true)]

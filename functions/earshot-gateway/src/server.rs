@@ -251,11 +251,16 @@ async fn shows_its_protocol(stream: &tokio::net::TcpStream) -> bool {
     }
 }
 
-/// Answers a connection over a cap and closes it, without waiting on a slow client.
+/// Answers a connection over a cap and closes it, without waiting on a slow client. What the client sent
+/// meanwhile is read and dropped before the socket closes (a lingering close): closing with its request
+/// unread would reset the connection, and the reset can destroy the answer before the client reads it.
 async fn refuse(mut stream: tokio::net::TcpStream, answer: Vec<u8>) {
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         stream.write_all(&answer).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        let mut sink = [0u8; 1024];
+        while tokio::io::AsyncReadExt::read(&mut stream, &mut sink).await? > 0 {}
+        Ok::<(), std::io::Error>(())
     })
     .await;
 }

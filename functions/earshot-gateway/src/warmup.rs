@@ -153,7 +153,11 @@ enum Render {
 async fn render(gw: &Gateway, backend: &Arc<dyn SpeechBackend>, voice: &str, sentence: &str, cache: &CacheUse) -> Render {
     let cancel = gw.shutdown().child_token();
     let arm = Arm { backend: backend.clone(), voice: voice.to_string() };
-    let failover = Failover::new(vec![arm]).open_timeout(gw.settings().backend_open_timeout).cache(Some(cache.clone()));
+    // At the rate conversations open the arm with (Polly's 8 kHz for telephony), so that their keys match.
+    let failover = Failover::new(vec![arm])
+        .open_timeout(gw.settings().backend_open_timeout)
+        .sample_rate(gw.settings().output_format.map(|f| f.sample_rate()))
+        .cache(Some(cache.clone()));
     let mut live = gw.live_conversations();
     let work = async {
         let mut session = failover.open_arms("earshot-cache-warmup", &cancel).await.map_err(|(_, e)| e.message)?.session;

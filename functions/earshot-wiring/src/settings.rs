@@ -437,6 +437,13 @@ impl Settings {
         if !(100..=1_000_000).contains(&self.max_answer_chars) {
             return Err(format!("EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100 to 1000000, not {}", self.max_answer_chars));
         }
+        // A text is its own answer: one the input limit takes must not be cut by the answer's.
+        if self.max_answer_chars < self.max_text_chars {
+            return Err(format!(
+                "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): {} is below EARSHOT_MAX_TEXT_CHARS ({}), so an accepted text would be cut; raise it",
+                self.max_answer_chars, self.max_text_chars
+            ));
+        }
         if self.max_conversations_per_owner > 10_000 {
             return Err(format!(
                 "EARSHOT_MAX_CONVERSATIONS_PER_OWNER (--max-conversations-per-owner): must be at most 10000 (0: no limit), not {}",
@@ -674,6 +681,7 @@ mod tests {
         assert!(
             err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_MAX_ANSWER_CHARS", "5")]).starts_with("EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100")
         );
+        assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_MAX_ANSWER_CHARS", "1000")]).contains("below EARSHOT_MAX_TEXT_CHARS (20000)"));
         let output = err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_OUTPUT_FORMAT", "mp3")]);
         assert!(output.contains("EARSHOT_OUTPUT_FORMAT") && output.contains("ulaw_8000"), "{output}");
     }

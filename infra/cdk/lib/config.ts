@@ -347,6 +347,7 @@ function check(c: EarshotConfig): void {
   within('maxPromptChars');
   within('maxTextChars');
   within('maxAnswerChars', 100, 1_000_000);
+  if (c.maxAnswerChars < c.maxTextChars) fail('maxAnswerChars', `must be at least maxTextChars (${c.maxTextChars}): a text is its own answer, got ${c.maxAnswerChars}`);
   within('idleReleaseMs', 0, 60_000);
   if (c.lambdaArchitecture !== 'arm64' && c.lambdaArchitecture !== 'x86_64') fail('lambdaArchitecture', `must be arm64 or x86_64, got ${JSON.stringify(c.lambdaArchitecture)}`);
   within('lambdaMemoryMb', 128, 10_240);
