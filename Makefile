@@ -41,6 +41,7 @@ deps-rust:
 	@command -v $(CARGO) >/dev/null || { echo "earshot: cargo is missing; install Rust (rustup) first"; exit 1; }
 	@echo "==> fetching Rust crates (cargo fetch --locked)"
 	@$(CARGO) fetch --locked --quiet
+	@$(ROOT)/scripts/debian-packages.sh cmake:cmake  # libopus is built from source (opusic-sys)
 
 # The Kokoro venv installs (network) while the gateway compiles (CPU): a first run waits for the longer of the two.
 run: deps-rust
@@ -98,6 +99,7 @@ test-kokoro:
 
 test-e2e: deps-rust kokoro-venv moto-venv
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (one test at a time)"
+	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools  # the outside judge of Ogg Opus answers
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --locked -p earshot-e2e -- --test-threads=1
 
@@ -172,6 +174,7 @@ LAMBDA_ARCH ?= $(shell cd $(ROOT)/infra/cdk && node -p "require('./earshot.confi
 lambda-build = PATH=$(ROOT)/.tools/cargo-lambda/bin:$$PATH cargo lambda build --release --locked $(if $(filter arm64,$(1)),--arm64,--x86-64) -p earshot-lambda --lambda-dir $(CARGO_TARGET_DIR)/lambda-$(1)
 
 build-lambda: lambda-tools
+	@$(ROOT)/scripts/debian-packages.sh cmake:cmake  # libopus is built from source (opusic-sys)
 	@arch=$(LAMBDA_ARCH); \
 	if [ "$$arch" = arm64 ] && ! rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$$' && ! rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1; then \
 	  echo "==> the arm64 Rust standard library cannot be installed here (rustup target add aarch64-unknown-linux-gnu failed):"; \

@@ -136,6 +136,8 @@ export class Conversation {
     this.abort = new AbortController();
     this.timers = new Set();
     this.joiner = new SampleJoiner();
+    /** The last piece of audio still decoding (Ogg Opus), or a settled promise. */
+    this.decoding = Promise.resolve();
     // What the order rules expect next: audio of sentence `audioIndex`, chunk `audioSeq`.
     this.audioIndex = 0;
     this.audioSeq = 0;
@@ -405,8 +407,21 @@ export class Conversation {
     this.record.audioBytes += pcm.length;
     const samples = this.joiner.push(pcm);
     if (samples.length === 0) return;
-    const { marks } = this.record;
     const scheduled = this.player.enqueue(samples);
+    if (typeof scheduled?.then === 'function') {
+      // Ogg Opus decodes asynchronously; its pieces are placed in order as they come out.
+      this.decoding = scheduled.then(
+        (placed) => placed && this.placed(sentence, index, placed),
+        (e) => this.record.outcome === 'running' && this.fail(new EarshotError('audio_decode_failed', `the audio did not decode: ${e.message}`)),
+      );
+      return;
+    }
+    this.placed(sentence, index, scheduled);
+  }
+
+  /** Marks where a piece of sentence `index`'s audio was scheduled to sound. */
+  placed(sentence, index, scheduled) {
+    const { marks } = this.record;
     const start = this.player.audibleAt(scheduled.start);
     const end = this.player.audibleAt(scheduled.end);
     marks.firstDecoded ??= scheduled.decodedAt;
@@ -470,8 +485,11 @@ export class Conversation {
     marks.done = performance.now();
     this.record.server = timeline;
     this.record.outcome = 'done';
-    this.options.onDone?.(this.record);
-    this.at(marks.audibleEnd ?? marks.done, () => this.options.onPlaybackEnd?.(this.record));
+    // Audio still decoding (Ogg Opus) is placed before the answer is reported done.
+    this.decoding.then(() => {
+      this.options.onDone?.(this.record);
+      this.at(marks.audibleEnd ?? marks.done, () => this.options.onPlaybackEnd?.(this.record));
+    });
   }
 
   fail(error) {

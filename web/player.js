@@ -1,4 +1,4 @@
-// Gapless playback of streamed PCM with Web Audio.
+// Gapless playback of streamed audio (PCM, G.711, Ogg Opus through opus.js) with Web Audio.
 //
 // This module exists to keep the browser's audio clock apart from the protocol: it takes PCM as it
 // arrives, turns each piece into an AudioBuffer and schedules it right after the previous one on a
@@ -11,17 +11,23 @@
 // counts in performance.now() milliseconds. toPerformanceTime() converts, and audibleAt() adds the
 // output latency the context reports, so "audible start" means when the sound leaves the speaker.
 
+import { OggOpusDecoder, opusSupported } from './opus.js';
+
 const SAMPLE_BYTES = 2;
 /** A change of the clocks' offset larger than this is a jump, not jitter. */
 const CLOCK_JUMP_MS = 50;
 
-/** The encodings a `session` may announce (docs/protocol.md, "Audio formats"), with a sample's bytes. */
-const ENCODINGS = { pcm_s16le: 2, mulaw: 1, alaw: 1 };
+/**
+ * The encodings a `session` may announce (docs/protocol.md, "Audio formats"), with a sample's bytes (Ogg
+ * Opus: 1, its bytes are pages, never split into samples).
+ */
+const ENCODINGS = { pcm_s16le: 2, mulaw: 1, alaw: 1, ogg_opus: 1 };
 
 /** Bytes of one sample in `format` (PCM 2, G.711 1); throws for an encoding this page cannot play. */
 export function sampleBytes(format) {
   const bytes = ENCODINGS[format.encoding];
   if (bytes === undefined) throw new Error(`unsupported audio encoding \`${format.encoding}\``);
+  if (format.encoding === 'ogg_opus' && !opusSupported()) throw new Error('unsupported audio encoding `ogg_opus`: this browser has no WebCodecs AudioDecoder');
   return bytes;
 }
 
@@ -118,6 +124,8 @@ export class PcmPlayer {
     this.nextTime = 0;
     this.counters = { scheduled: 0, ended: 0, stopped: 0 };
     this.format = null;
+    /** The Ogg Opus stream's decoder, for an `ogg_opus` answer. */
+    this.opus = null;
     /** Who began the current stream, so that a finished conversation cannot stop a newer one. */
     this.owner = null;
     this.clockOffsetMs = null;
@@ -150,6 +158,7 @@ export class PcmPlayer {
     this.unlock();
     this.stopAll();
     this.format = format;
+    if (format.encoding === 'ogg_opus') this.opus = new OggOpusDecoder();
     this.output = this.ctx.createGain();
     this.output.connect(this.analyser);
     this.nextTime = 0;
@@ -157,13 +166,23 @@ export class PcmPlayer {
   }
 
   /**
-   * Schedules a piece of PCM right after what is already scheduled, or now if that has run out.
-   * Returns the AudioBuffer's schedule: context times and, when it starts late, the underrun.
+   * Schedules a piece of audio right after what is already scheduled, or now if that has run out.
+   * Returns the AudioBuffer's schedule: context times and, when it starts late, the underrun. Ogg Opus
+   * decodes asynchronously: its schedule comes as a promise, in the order the pieces were given (null
+   * where nothing was left to play, or the stream was stopped meanwhile).
    */
   enqueue(pcm) {
     if (!this.format) throw new Error('enqueue before begin');
+    if (this.opus) {
+      const opus = this.opus;
+      return opus.decode(pcm).then((samples) => (this.opus === opus && samples.length > 0 ? this.schedule(samples) : null));
+    }
+    return this.schedule(decodeSamples(pcm, this.format.encoding));
+  }
+
+  /** Schedules decoded samples (floats at the stream's rate). */
+  schedule(samples) {
     const ctx = this.ctx;
-    const samples = decodeSamples(pcm, this.format.encoding);
     const buffer = ctx.createBuffer(1, samples.length, this.format.sample_rate);
     buffer.copyToChannel(samples, 0);
     const decodedAt = performance.now();
@@ -210,6 +229,8 @@ export class PcmPlayer {
     this.sources.clear();
     this.nextTime = 0;
     this.format = null;
+    this.opus?.close();
+    this.opus = null;
   }
 
   /** Sources scheduled and not yet ended (0 when nothing can sound). */

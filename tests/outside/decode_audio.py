@@ -1,15 +1,17 @@
-"""An outside decoder for earshot's audio formats: Python's standard library alone (audioop, array).
+"""An outside decoder for earshot's audio formats: Python's standard library (audioop, array, wave) and,
+for Ogg Opus, Xiph's `opusdec` (Debian's opus-tools), which reads the answer's joined chunks as a file.
 
 Reads a JSON request on standard input and prints a JSON answer: the answer's audio decoded from its
 announced encoding, measured against the native answer (the backend's own PCM) as an outside judge would:
 
   in:  {"native": {"path", "rate"},                       # 16-bit PCM, the same text without output_format
-        "answer": {"path", "rate", "encoding",            # pcm_s16le | mulaw | alaw
+        "answer": {"path", "rate", "encoding",            # pcm_s16le | mulaw | alaw | ogg_opus
                    "sentences": [[first, end], ...],      # sample ranges, per sentence
                    "boundaries": [sample, ...]},          # where one chunk meets the next inside a sentence
         "native_sentences": [[first, end], ...]}
   out: {"duration_ms", "native_duration_ms", "rms", "native_rms",
         "correlation",     # the lowest over sentences, against the native resampled by audioop.ratecv
+        "envelope_correlation",  # the same of their loudness in 10 ms frames (what a lossy codec keeps)
         "seam"}            # the worst chunk boundary: its sample-to-sample step over the largest step of
                            # the 32 samples either side (plus a quantization step); a click stands out
 
@@ -18,15 +20,33 @@ audioop is in the standard library up to Python 3.12 (the Kokoro venv's 3.11 has
 import array
 import json
 import math
+import os
+import subprocess
 import sys
+import tempfile
 import warnings
+import wave
 
 warnings.simplefilter("ignore", DeprecationWarning)
 import audioop  # noqa: E402
 
 
+def opusdec(data):
+    """16-bit PCM at 48 kHz from a whole Ogg Opus stream, by opusdec (pre-skip and end trim as RFC 7845 says)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "answer.opus"), os.path.join(tmp, "answer.wav")
+        open(src, "wb").write(data)
+        subprocess.run(["opusdec", "--quiet", "--rate", "48000", "--force-wav", src, dst], check=True)
+        with wave.open(dst, "rb") as w:
+            if (w.getnchannels(), w.getsampwidth(), w.getframerate()) != (1, 2, 48000):
+                raise SystemExit(f"opusdec wrote {w.getparams()}")
+            return w.readframes(w.getnframes())
+
+
 def samples(data, encoding):
-    if encoding == "mulaw":
+    if encoding == "ogg_opus":
+        data = opusdec(data)
+    elif encoding == "mulaw":
         data = audioop.ulaw2lin(data, 2)
     elif encoding == "alaw":
         data = audioop.alaw2lin(data, 2)
@@ -53,13 +73,17 @@ def correlation(a, b):
     return cov / math.sqrt(va * vb) if va and vb else 0.0
 
 
+def envelope(xs, frame):
+    return [math.sqrt(sum(x * x for x in xs[i:i + frame]) / frame) for i in range(0, len(xs) - frame + 1, frame)]
+
+
 def main():
     req = json.load(sys.stdin)
     native_req, answer_req = req["native"], req["answer"]
     native = samples(open(native_req["path"], "rb").read(), "pcm_s16le")
     answer = samples(open(answer_req["path"], "rb").read(), answer_req["encoding"])
     rate, native_rate = answer_req["rate"], native_req["rate"]
-    worst_corr = 1.0
+    worst_corr = worst_envelope = 1.0
     for (a0, a1), (n0, n1) in zip(answer_req["sentences"], req["native_sentences"]):
         sentence = native[n0:n1].tobytes()
         if native_rate != rate:
@@ -67,6 +91,8 @@ def main():
         reference = array.array("h")
         reference.frombytes(sentence)
         worst_corr = min(worst_corr, correlation(list(answer[a0:a1]), list(reference)))
+        frame = rate // 100
+        worst_envelope = min(worst_envelope, correlation(envelope(answer[a0:a1], frame), envelope(reference, frame)))
     seam = 0.0
     for b in answer_req["boundaries"]:
         if b < 1 or b >= len(answer):
@@ -80,6 +106,7 @@ def main():
         "rms": rms(answer),
         "native_rms": rms(native),
         "correlation": worst_corr,
+        "envelope_correlation": worst_envelope,
         "seam": seam,
     }))
 

@@ -325,6 +325,16 @@ async fn a_failover_keeps_the_clients_format_and_polly_is_asked_for_8_khz_for_te
     assert_eq!(*s.stats.last_polly_rate.lock().unwrap(), Some(16_000), "Polly speaks 16 kHz, made 24 kHz by the gateway");
     assert_eq!(check_conversation(&r), vec!["Hello there.", "How are you?"]);
 
+    // Ogg Opus across the same failover: one stream from its headers on, whichever voice speaks.
+    let body = earshot_client::SpeakBody { text: Some("Hello there. How are you?".into()), output_format: Some("opus_48000".into()), ..Default::default() };
+    let r = speak(&url, &body, &CallOptions::default()).await.unwrap();
+    let sessions: Vec<&earshot_core::protocol::AudioFormat> =
+        r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(&s.audio) } else { None }).collect();
+    assert_eq!(sessions.len(), 2, "a second session message after the failover");
+    assert!(sessions.iter().all(|a| a.encoding == "ogg_opus" && a.sample_rate == 48_000), "{sessions:?}");
+    assert!(r.audio.starts_with(b"OggS") && r.audio.windows(8).filter(|w| w == b"OpusHead").count() == 1, "one stream, one header");
+    assert_eq!(check_conversation(&r), vec!["Hello there.", "How are you?"]);
+
     // A telephone bridge: Polly's own 8 kHz, as μ-law.
     let url = gateway(vec![polly(&config, PollySettings::default()).await], Arc::new(agent(200.0)), Routing::default()).await;
     let body = earshot_client::SpeakBody { text: Some("Thanks for calling.".into()), output_format: Some("ulaw_8000".into()), ..Default::default() };

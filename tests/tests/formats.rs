@@ -1,5 +1,6 @@
 //! Audio in the format the client plays: every `output_format` through the gateway and the real Kokoro
-//! container, decoded by an outside decoder (Python's standard library: `tests/outside/decode_audio.py`)
+//! container, decoded by an outside decoder (Python's standard library, `opusdec` for Ogg Opus:
+//! `tests/outside/decode_audio.py`)
 //! and held to the native answer (the backend's own PCM for the same text): the same length, the same
 //! loudness, the same sound, and no seam where one chunk meets the next.
 
@@ -23,20 +24,24 @@ async fn gateway() -> String {
     serve(Gateway::new(vec![backend], Arc::new(agent(200.0)), settings)).await.url
 }
 
-/// Each sentence's sample range, and the samples where one audio chunk meets the next inside a sentence.
+/// Each sentence's sample range, and the samples where one audio chunk meets the next inside a sentence
+/// (by the milliseconds of audio the client counted in each chunk: its bytes, or an Ogg page's granule).
 fn layout(r: &Received) -> (Vec<[usize; 2]>, Vec<usize>) {
-    let bytes_per_sample = r.format().expect("a session").bytes_per_sample();
-    let (mut sentences, mut boundaries, mut at) = (Vec::<[usize; 2]>::new(), Vec::new(), 0);
-    for event in &r.events {
-        if let ServerEvent::Audio(chunk) = event {
-            if chunk.seq == 0 {
-                sentences.push([at, at]);
-            } else {
-                boundaries.push(at);
-            }
-            at += chunk.pcm.len() / bytes_per_sample;
-            sentences.last_mut().expect("a sentence's first chunk has seq 0")[1] = at;
+    let rate = r.format().expect("a session").sample_rate as f64;
+    let (mut sentences, mut boundaries, mut ms) = (Vec::<[usize; 2]>::new(), Vec::new(), 0.0);
+    let chunks = r.events.iter().filter_map(|e| match e {
+        ServerEvent::Audio(chunk) => Some(chunk),
+        _ => None,
+    });
+    for (chunk, chunk_ms) in chunks.zip(&r.marks.audio_chunk_ms) {
+        let at = (ms * rate / 1000.0).round() as usize;
+        if chunk.seq == 0 {
+            sentences.push([at, at]);
+        } else {
+            boundaries.push(at);
         }
+        ms += chunk_ms;
+        sentences.last_mut().expect("a sentence's first chunk has seq 0")[1] = (ms * rate / 1000.0).round() as usize;
     }
     (sentences, boundaries)
 }
@@ -88,10 +93,19 @@ async fn every_output_format_decodes_outside_to_the_native_answer() {
         let j = judged(&native, &r, &name);
         eprintln!("{name}: {j}");
         let f = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k} in {j}"));
-        assert!((f("duration_ms") - f("native_duration_ms")).abs() <= 1.0, "{name}: the same length as the native answer: {j}");
+        // Opus ends each sentence through the encoder's look-ahead, rounded to a 2.5 ms frame: at most
+        // 9 ms of silence a sentence (earshot_audio::ogg_opus).
+        // A lossy codec keeps the sound, not each sample: Opus at 32 kbit/s is held to the native answer's
+        // loudness from frame to frame (about 0.96 here) rather than to its waveform.
+        let (longer_by, sound) = match format {
+            OutputFormat::Opus48000 => (9.0 * sentences.len() as f64, "envelope_correlation"),
+            _ => (1.0, "correlation"),
+        };
+        let extra = f("duration_ms") - f("native_duration_ms");
+        assert!(extra >= -1.0 && extra <= longer_by, "{name}: the native answer's length (+{longer_by} ms at most): {j}");
         let level_db = 20.0 * (f("rms") / f("native_rms")).log10();
         assert!(level_db.abs() <= 1.0, "{name}: the same loudness within 1 dB ({level_db:.2} dB): {j}");
-        assert!(f("correlation") >= 0.9, "{name}: the native answer's sound, sentence by sentence: {j}");
+        assert!(f(sound) >= 0.9 && f("envelope_correlation") >= 0.9, "{name}: the native answer's sound, sentence by sentence: {j}");
         // The native answer's own joins (Kokoro's pieces, each rendered apart) score about 1.1; a click or
         // a lost filter state at a chunk boundary stands many times over its neighbours.
         assert!(f("seam") <= 3.0, "{name}: no chunk boundary stands out from the samples around it: {j}");

@@ -18,6 +18,7 @@ import {
   MAX_FRAME_BYTES,
 } from '../../web/protocol.js';
 import { pcmS16leToFloat32, decodeSamples, sampleBytes, SampleJoiner } from '../../web/player.js';
+import { OggPackets, opusPacketSamples } from '../../web/opus.js';
 import { seededRandom, randomChunks, everySplit, feed, plain, bytesOf, concat, frame, framesOf, sseBlocksOf } from './chunking.mjs';
 
 const fixture = (name) => new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
@@ -311,4 +312,46 @@ test('G.711 audio decodes byte for byte as the gateway and CPython\'s audioop de
   joiner.finish();
   assert.throws(() => sampleBytes({ encoding: 'opus' }), /unsupported audio encoding `opus`/);
   assert.throws(() => decodeSamples(Uint8Array.from([1]), 'opus'), /unsupported/);
+});
+
+// Ogg Opus (web/opus.js): the Ogg framing is read here; WebCodecs decodes the packets (in Chromium:
+// browser.test.mjs plays an Opus answer). Pages are built by hand as RFC 3533 lays them out.
+function oggPage(lacing, body, granule = 0n) {
+  const header = new Uint8Array(27 + lacing.length);
+  header.set([0x4f, 0x67, 0x67, 0x53], 0);
+  new DataView(header.buffer).setBigUint64(6, granule, true);
+  header[26] = lacing.length;
+  header.set(lacing, 27);
+  return concat(header, body);
+}
+
+test('Ogg pages give back whole packets, however the stream is cut and across pages', () => {
+  const a = Uint8Array.from({ length: 300 }, (_, i) => i & 0xff);
+  const b = Uint8Array.from([7, 8, 9]);
+  // Packet a (300 bytes) laced 255 + 45; packet b; then packet c of 255 bytes continued on the next page.
+  const c = Uint8Array.from({ length: 265 }, (_, i) => (i * 3) & 0xff);
+  const first = oggPage([255, 45, 3, 255], concat(a, b, c.subarray(0, 255)));
+  const second = oggPage([10], c.subarray(255), 960n);
+  const stream = concat(first, second);
+  for (const cut of [1, 27, 28, first.length - 1, first.length, first.length + 30]) {
+    const reader = new OggPackets();
+    const packets = [...reader.push(stream.subarray(0, cut)), ...reader.push(stream.subarray(cut))];
+    assert.deepStrictEqual(packets.map((p) => Array.from(p)), [a, b, c].map((p) => Array.from(p)), `cut at ${cut}`);
+  }
+  assert.throws(() => new OggPackets().push(new Uint8Array(40)), /not an Ogg page/);
+});
+
+test('an Opus packet says how many samples it holds (RFC 6716, the TOC byte)', () => {
+  // config 1 (SILK 20 ms), code 0: one frame; config 31 (CELT 20 ms), code 1: two; config 16 (CELT
+  // 2.5 ms), code 3 with 3 frames; config 13 (hybrid 20 ms), code 0.
+  assert.equal(opusPacketSamples(Uint8Array.from([1 << 3])), 960);
+  assert.equal(opusPacketSamples(Uint8Array.from([(31 << 3) | 1])), 1920);
+  assert.equal(opusPacketSamples(Uint8Array.from([(16 << 3) | 3, 3])), 360);
+  assert.equal(opusPacketSamples(Uint8Array.from([13 << 3])), 960);
+  assert.equal(opusPacketSamples(new Uint8Array(0)), 0);
+});
+
+test('Ogg Opus is refused where the runtime has no WebCodecs, with a message that says so', () => {
+  assert.equal(typeof globalThis.AudioDecoder, 'undefined', 'Node has no WebCodecs');
+  assert.throws(() => sampleBytes({ encoding: 'ogg_opus' }), /no WebCodecs AudioDecoder/);
 });

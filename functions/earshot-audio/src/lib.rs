@@ -3,11 +3,13 @@
 //! - [`resample`]: PCM from one rate to another as a stream, the filter's state kept from chunk to chunk
 //!   so that no chunk boundary can be heard, each sentence ended whole;
 //! - [`g711`]: μ-law and A-law (ITU-T G.711), the formats of telephony;
+//! - [`ogg_opus`]: Ogg Opus written as a live stream of pages (phones, browsers), and read back;
 //! - [`Transcoder`]: the scheduler's [`AudioEncoder`](earshot_core::output::AudioEncoder) for an
 //!   [`OutputFormat`], built of the two;
 //! - [`decode`]: what a client does with the bytes (`earshot say`, the tests, the benchmarks).
 
 pub mod g711;
+pub mod ogg_opus;
 pub mod resample;
 mod transcoder;
 
@@ -33,12 +35,14 @@ impl std::fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// The samples in `bytes` of audio in `format` (mono: channels are left interleaved).
+/// The samples in `bytes` of audio in `format` (mono: channels are left interleaved). Ogg Opus must be
+/// the whole stream from its first page (an answer's audio joined in order).
 pub fn decode(format: &AudioFormat, bytes: &[u8]) -> Result<Vec<i16>, DecodeError> {
     match format.encoding.as_str() {
         AudioFormat::PCM_S16LE => Ok(bytes.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect()),
         AudioFormat::MULAW => Ok(bytes.iter().map(|&b| g711::ulaw_to_linear(b)).collect()),
         AudioFormat::ALAW => Ok(bytes.iter().map(|&b| g711::alaw_to_linear(b)).collect()),
+        AudioFormat::OGG_OPUS => ogg_opus::decode(bytes).map_err(DecodeError),
         other => Err(DecodeError(format!("earshot-audio cannot decode `{other}`"))),
     }
 }

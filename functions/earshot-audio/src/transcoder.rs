@@ -1,11 +1,12 @@
 //! The scheduler's encoder for one conversation: the backend's PCM resampled to the client's rate, then
-//! packed as the client's samples (PCM or G.711).
+//! packed as the client's samples (PCM or G.711) or coded as Ogg Opus pages.
 
 use bytes::Bytes;
 use earshot_core::output::{AudioEncoder, OutputFormat};
 use earshot_core::protocol::AudioFormat;
 
 use crate::g711;
+use crate::ogg_opus::OggOpusStream;
 use crate::resample::{to_float, to_i16, StreamResampler};
 
 /// Converts a stream of 16-bit mono PCM to `format`, whatever rate the backend speaks at (a switch of
@@ -15,11 +16,16 @@ pub struct Transcoder {
     resampler: StreamResampler,
     /// A byte of a sample split between two chunks.
     carry: Option<u8>,
+    /// The Ogg Opus stream, for `opus_48000`.
+    opus: Option<OggOpusStream>,
+    /// Milliseconds of audio in the last output (what the client will play of it).
+    last_ms: f64,
 }
 
 impl Transcoder {
     pub fn new(format: OutputFormat) -> Self {
-        Transcoder { format, resampler: StreamResampler::new(format.sample_rate(), format.sample_rate()), carry: None }
+        let opus = (format == OutputFormat::Opus48000).then(OggOpusStream::new);
+        Transcoder { format, resampler: StreamResampler::new(format.sample_rate(), format.sample_rate()), carry: None, opus, last_ms: 0.0 }
     }
 
     /// The 16-bit samples in `pcm`, with the byte carried from the last chunk.
@@ -33,14 +39,27 @@ impl Transcoder {
         bytes.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect()
     }
 
-    /// Samples in the client's packing.
-    fn pack(&self, samples: &[f32]) -> Bytes {
+    /// Samples in the client's packing (Opus: the pages they finished; `end` flushes the sentence).
+    fn pack(&mut self, samples: &[f32], end: bool) -> Bytes {
+        let rate = self.format.sample_rate() as f64;
         let samples = to_i16(samples);
-        match self.format {
-            OutputFormat::Pcm(_) => samples.flat_map(i16::to_le_bytes).collect::<Vec<u8>>().into(),
-            OutputFormat::Ulaw8000 => samples.map(g711::linear_to_ulaw).collect::<Vec<u8>>().into(),
-            OutputFormat::Alaw8000 => samples.map(g711::linear_to_alaw).collect::<Vec<u8>>().into(),
-        }
+        let bytes: Vec<u8> = match self.format {
+            OutputFormat::Pcm(_) => samples.flat_map(i16::to_le_bytes).collect(),
+            OutputFormat::Ulaw8000 => samples.map(g711::linear_to_ulaw).collect(),
+            OutputFormat::Alaw8000 => samples.map(g711::linear_to_alaw).collect(),
+            OutputFormat::Opus48000 => {
+                let opus = self.opus.as_mut().expect("an Opus stream for opus_48000");
+                let before = opus.playable_samples();
+                let mut pages = opus.push(&samples.collect::<Vec<i16>>());
+                if end {
+                    pages.extend(opus.end_sentence());
+                }
+                self.last_ms = (opus.playable_samples() - before) as f64 * 1000.0 / rate;
+                return pages.into();
+            }
+        };
+        self.last_ms = self.format.audio_format().duration_ms(bytes.len());
+        bytes.into()
     }
 }
 
@@ -64,13 +83,20 @@ impl AudioEncoder for Transcoder {
         }
         let samples = self.samples(pcm);
         let out = self.resampler.push(&to_float(samples));
-        self.pack(&out)
+        self.pack(&out, false)
     }
 
     fn end_sentence(&mut self) -> Bytes {
         self.carry = None;
         let out = self.resampler.finish();
-        self.pack(&out)
+        self.pack(&out, true)
+    }
+
+    fn duration_ms(&self, bytes: &[u8]) -> f64 {
+        match self.format {
+            OutputFormat::Opus48000 => self.last_ms,
+            _ => self.format.audio_format().duration_ms(bytes.len()),
+        }
     }
 }
 
@@ -107,5 +133,21 @@ mod tests {
         let out: Vec<u8> = t.encode(&input).iter().chain(t.end_sentence().iter()).copied().collect();
         assert_eq!(out.len(), 800);
         assert_eq!(t.output().sample_rate, 8_000);
+    }
+
+    #[test]
+    fn opus_pages_say_how_much_audio_they_hold() {
+        let mut t = Transcoder::new(OutputFormat::Opus48000);
+        t.source(&AudioFormat::pcm_s16le(24_000));
+        let first = t.encode(&pcm(&vec![1000; 2_400]));
+        assert!(first.starts_with(b"OggS"));
+        // 100 ms in: whole 20 ms frames are out, the rest waits for the sentence's end.
+        let sent = t.duration_ms(&first);
+        assert!(sent > 40.0 && sent <= 100.0, "{sent} ms");
+        let rest = t.end_sentence();
+        let total = sent + t.duration_ms(&rest);
+        assert!((100.0..=110.0).contains(&total), "{total} ms for 100 ms of speech");
+        let decoded = crate::ogg_opus::decode(&[first, rest].concat()).unwrap();
+        assert!((decoded.len() as f64 - total * 48.0).abs() < 1.0);
     }
 }

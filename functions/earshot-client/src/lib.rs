@@ -49,6 +49,9 @@ pub struct ClientMarks {
     pub audio_chunks: Vec<(f64, usize)>,
     /// The sentence of each audio chunk, in the same order.
     pub audio_chunk_sentences: Vec<u32>,
+    /// Milliseconds of audio in each chunk, in the same order (from its bytes, or for Ogg Opus from its
+    /// pages' granule positions).
+    pub audio_chunk_ms: Vec<f64>,
     /// Bytes of the response body, framing included.
     pub body_bytes: u64,
 }
@@ -171,15 +174,13 @@ impl Received {
     /// What a listener heard who played `played_ms` of the answer's audio, in order, then stopped
     /// (`None`: all of it). Each sentence lasts as long as the audio received for it.
     pub fn heard(&self, played_ms: Option<f64>) -> Heard {
-        let bytes_per_ms = self.bytes_per_ms();
         let mut heard = Heard::default();
         let mut before = 0.0;
         for event in &self.events {
             let ServerEvent::Sentence(sentence) = event else { continue };
-            let bytes: usize =
-                self.marks.audio_chunks.iter().zip(&self.marks.audio_chunk_sentences).filter(|(_, s)| **s == sentence.index).map(|((_, b), _)| *b).sum();
-            let audio_ms = bytes as f64 / bytes_per_ms;
-            if bytes == 0 || played_ms.is_some_and(|played| played <= before) {
+            let audio_ms: f64 =
+                self.marks.audio_chunk_ms.iter().zip(&self.marks.audio_chunk_sentences).filter(|(_, s)| **s == sentence.index).map(|(ms, _)| *ms).sum();
+            if audio_ms <= 0.0 || played_ms.is_some_and(|played| played <= before) {
                 break;
             }
             heard.sentences.push((sentence.index, sentence.text.clone()));
@@ -347,6 +348,7 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
     let mut decoder = Decoder::new(options.delivery);
     let mut chunks = response.bytes_stream();
     let mut audio_chunks = 0usize;
+    let mut opus_clock = earshot_audio::ogg_opus::PageClock::default();
     while let Some(chunk) = chunks.next().await {
         let chunk: Bytes = chunk.map_err(|e| ClientError::Stream(e.to_string()))?;
         received.marks.body_bytes += chunk.len() as u64;
@@ -359,6 +361,11 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
                     received.marks.first_audio_decoded_ms.get_or_insert(at);
                     received.marks.audio_chunks.push((at, a.pcm.len()));
                     received.marks.audio_chunk_sentences.push(a.index);
+                    let ms = match received.format() {
+                        Some(f) if f.encoding == AudioFormat::OGG_OPUS => opus_clock.advance(&a.pcm),
+                        _ => a.pcm.len() as f64 / received.bytes_per_ms(),
+                    };
+                    received.marks.audio_chunk_ms.push(ms);
                     received.audio.extend_from_slice(&a.pcm);
                     audio_chunks += 1;
                 }
@@ -404,13 +411,13 @@ mod tests {
     #[test]
     fn heard_keeps_the_sentences_whose_audio_started_and_cuts_the_last_at_a_word() {
         let sentence = |index: u32, text: &str| ServerEvent::Sentence(earshot_core::protocol::SentenceText { index, text: text.into() });
-        // With no `session` the format is taken as 24 kHz mono: 48 000 bytes are one second. Sentence 0
-        // lasts one second, sentence 1 two.
+        // Sentence 0 lasts one second, sentence 1 two (in two chunks of a second each).
         let received = Received {
             events: vec![sentence(0, "One two."), sentence(1, "Three four five six."), sentence(2, "Seven.")],
             marks: ClientMarks {
                 audio_chunks: vec![(0.0, 48_000), (10.0, 48_000), (20.0, 48_000)],
                 audio_chunk_sentences: vec![0, 1, 1],
+                audio_chunk_ms: vec![1000.0, 1000.0, 1000.0],
                 ..Default::default()
             },
             ..Default::default()

@@ -5,7 +5,7 @@
 //! reopen because failover moved the answer to a voice with another. A request names an
 //! [`OutputFormat`] (or the deployment sets one); the scheduler keeps counting time and words on the
 //! backend's PCM and hands each chunk to an [`AudioEncoder`] just before it is sent. The encoders
-//! themselves (resampling, G.711) live in the `earshot-audio` crate: this one only says what they do.
+//! themselves (resampling, G.711, Opus) live in the `earshot-audio` crate: this one only says what they do.
 
 use bytes::Bytes;
 
@@ -20,6 +20,9 @@ pub enum OutputFormat {
     Ulaw8000,
     /// G.711 A-law at 8 kHz (telephony elsewhere).
     Alaw8000,
+    /// Ogg Opus at 48 kHz, about 32 kbit/s (phones on mobile networks, browsers): whole Ogg pages in
+    /// each audio message, the headers in the first.
+    Opus48000,
 }
 
 /// The PCM rates a client may ask for.
@@ -29,7 +32,7 @@ impl OutputFormat {
     /// Every format, by name, in the order the documentation lists them.
     pub fn all() -> Vec<OutputFormat> {
         let mut all: Vec<OutputFormat> = PCM_RATES.iter().map(|&r| OutputFormat::Pcm(r)).collect();
-        all.extend([OutputFormat::Ulaw8000, OutputFormat::Alaw8000]);
+        all.extend([OutputFormat::Ulaw8000, OutputFormat::Alaw8000, OutputFormat::Opus48000]);
         all
     }
 
@@ -43,6 +46,7 @@ impl OutputFormat {
         match self {
             OutputFormat::Pcm(rate) => rate,
             OutputFormat::Ulaw8000 | OutputFormat::Alaw8000 => 8_000,
+            OutputFormat::Opus48000 => 48_000,
         }
     }
 
@@ -52,6 +56,7 @@ impl OutputFormat {
             OutputFormat::Pcm(_) => AudioFormat::PCM_S16LE,
             OutputFormat::Ulaw8000 => AudioFormat::MULAW,
             OutputFormat::Alaw8000 => AudioFormat::ALAW,
+            OutputFormat::Opus48000 => AudioFormat::OGG_OPUS,
         };
         AudioFormat { encoding: encoding.into(), sample_rate: self.sample_rate(), channels: 1 }
     }
@@ -71,6 +76,7 @@ impl std::fmt::Display for OutputFormat {
             }
             OutputFormat::Ulaw8000 => f.write_str("ulaw_8000"),
             OutputFormat::Alaw8000 => f.write_str("alaw_8000"),
+            OutputFormat::Opus48000 => f.write_str("opus_48000"),
         }
     }
 }
@@ -115,6 +121,11 @@ pub trait AudioEncoder: Send {
     /// The rest of the current sentence's audio, so that it ends with its `sentence_end`; the next
     /// chunk starts a sentence.
     fn end_sentence(&mut self) -> Bytes;
+    /// Milliseconds of audio in `bytes`, the last output of [`encode`](Self::encode) or
+    /// [`end_sentence`](Self::end_sentence) (a compressed format's bytes do not say it themselves).
+    fn duration_ms(&self, bytes: &[u8]) -> f64 {
+        self.output().duration_ms(bytes.len())
+    }
 }
 
 #[cfg(test)]
@@ -133,7 +144,7 @@ mod tests {
     fn an_unknown_name_is_refused_with_the_accepted_ones() {
         let error = "pcm_11025".parse::<OutputFormat>().unwrap_err();
         assert!(error.contains("`pcm_11025`"), "{error}");
-        assert!(error.contains("pcm_8000, pcm_16000, pcm_22050, pcm_24000, pcm_44100, pcm_48000, ulaw_8000, alaw_8000"), "{error}");
+        assert!(error.contains("pcm_8000, pcm_16000, pcm_22050, pcm_24000, pcm_44100, pcm_48000, ulaw_8000, alaw_8000, opus_48000"), "{error}");
         assert!("ULAW_8000".parse::<OutputFormat>().is_err());
     }
 
@@ -143,5 +154,7 @@ mod tests {
         assert!(OutputFormat::Pcm(24_000).passes(&AudioFormat::pcm_s16le(24_000)));
         assert!(!OutputFormat::Pcm(24_000).passes(&AudioFormat::pcm_s16le(16_000)));
         assert_eq!(serde_json::to_string(&OutputFormat::Alaw8000).unwrap(), "\"alaw_8000\"");
+        assert_eq!(OutputFormat::Opus48000.audio_format(), AudioFormat { encoding: "ogg_opus".into(), sample_rate: 48_000, channels: 1 });
+        assert!(OutputFormat::Opus48000.audio_format().is_compressed());
     }
 }

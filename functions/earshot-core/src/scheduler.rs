@@ -410,8 +410,10 @@ impl Scheduler<'_> {
             }
         }
         let bytes = audio.len() as u64;
-        let client_format = self.encoder.as_ref().map_or_else(|| self.format.clone(), |e| e.output());
-        let duration_ms = client_format.duration_ms(audio.len());
+        let duration_ms = match self.encoder.as_ref() {
+            Some(encoder) => encoder.duration_ms(&audio),
+            None => self.format.duration_ms(audio.len()),
+        };
         if let Flow::End(o) = self.send(ServerEvent::Audio(AudioChunk { index, seq, pcm: audio })).await {
             return Flow::End(o);
         }

@@ -20,7 +20,7 @@ export const AGENTS = ['bedrock', 'openai', 'http', 'agentcore'] as const;
 export const AGENTCORE_RUNTIME_ARN = /^arn:aws[a-z-]*:bedrock-agentcore:[a-z0-9-]+:\d{12}:runtime\/[A-Za-z0-9_-]+$/;
 export const HTTP_AGENT_FORMATS = ['auto', 'sse', 'ndjson', 'text'] as const;
 /** The gateway's `output_format` names (earshot_core::output::OutputFormat). */
-export const OUTPUT_FORMATS = ['pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000', 'ulaw_8000', 'alaw_8000'] as const;
+export const OUTPUT_FORMATS = ['pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000', 'ulaw_8000', 'alaw_8000', 'opus_48000'] as const;
 export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
 
 export interface EarshotConfig {

@@ -68,6 +68,7 @@ describe('-c overrides (strings from the command line)', () => {
     rejects({ cacheScope: 'off', cacheSharedTier: 'true' }, /`cacheSharedTier` needs the cache on/);
     rejects({ cacheMib: '512' }, /`cacheMib` must be at most a quarter of lambdaMemoryMb/);
     assert.equal(withContext({ outputFormat: 'alaw_8000' }).outputFormat, 'alaw_8000');
+    assert.equal(withContext({ outputFormat: 'opus_48000' }).outputFormat, 'opus_48000');
     rejects({ maxAnswerChars: '1000' }, /`maxAnswerChars` must be at least maxTextChars \(20000\)/);
     rejects({ outputFormat: 'mp3' }, /`outputFormat` must be '' \(each backend's own PCM\) or one of pcm_8000/);
     rejects({ cacheWarmup: 'Sure.' }, /`cacheWarmup` must be '' \(earshot's openers\), none, or JSON/);

@@ -28,8 +28,9 @@ pub struct SayArgs {
     /// sse or binary.
     #[arg(long, default_value = "sse")]
     format: String,
-    /// The audio's format: pcm_8000 … pcm_48000, ulaw_8000 or alaw_8000 (the gateway's default when
-    /// left out). The WAV file is 16-bit PCM at its rate whatever it came as.
+    /// The audio's format: pcm_8000 … pcm_48000, ulaw_8000, alaw_8000 or opus_48000 (the gateway's
+    /// default when left out). The WAV file is 16-bit PCM at its rate whatever it came as; a file named
+    /// `*.opus` or `*.ogg` gets an Ogg Opus answer as it came.
     #[arg(long)]
     output_format: Option<String>,
     /// Where to write the audio.
@@ -64,7 +65,12 @@ pub fn run(args: SayArgs) -> Result<(), String> {
     let options = CallOptions { delivery, bearer: args.access.token.clone(), signer, ..Default::default() };
     let received = runtime.block_on(speak(&args.url, &body, &options)).map_err(|e| e.to_string())?;
     if !received.audio.is_empty() {
-        received.write_wav(&args.out)?;
+        let as_sent = received.format().is_some_and(|f| f.is_compressed())
+            && args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("opus") || e.eq_ignore_ascii_case("ogg"));
+        match as_sent {
+            true => std::fs::write(&args.out, &received.audio).map_err(|e| format!("cannot write {}: {e}", args.out.display()))?,
+            false => received.write_wav(&args.out)?,
+        }
     }
     if args.json {
         let out = serde_json::json!({"client": received.marks, "server": received.timeline});
@@ -117,6 +123,6 @@ fn print_summary(received: &earshot_client::Received, out: &std::path::Path) {
     println!("  first audio decoded    {}", fmt(received.marks.first_audio_decoded_ms));
     println!("  done                   {}", fmt(received.marks.done_ms));
     if !received.audio.is_empty() {
-        println!("wrote {} ({:.1} s of audio)", out.display(), received.format().map(|f| f.duration_ms(received.audio.len()) / 1000.0).unwrap_or(0.0));
+        println!("wrote {} ({:.1} s of audio)", out.display(), received.marks.audio_chunk_ms.iter().sum::<f64>() / 1000.0);
     }
 }

@@ -11,7 +11,8 @@ pub use crate::words::WordTiming;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The audio of a conversation: its encoding (`pcm_s16le`: PCM, little-endian signed 16-bit, interleaved
-/// channels; `mulaw` and `alaw`: G.711, a byte a sample), rate and channels.
+/// channels; `mulaw` and `alaw`: G.711, a byte a sample; `ogg_opus`: Ogg Opus, whole pages in each
+/// audio message), rate and channels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AudioFormat {
     pub encoding: String,
@@ -26,20 +27,30 @@ impl AudioFormat {
     pub const MULAW: &'static str = "mulaw";
     /// The `encoding` of G.711 A-law.
     pub const ALAW: &'static str = "alaw";
+    /// The `encoding` of Ogg Opus (RFC 7845): each audio message is whole Ogg pages, the first holds the
+    /// headers, and the answer's messages joined in order are one Ogg Opus stream.
+    pub const OGG_OPUS: &'static str = "ogg_opus";
 
     pub fn pcm_s16le(sample_rate: u32) -> Self {
         AudioFormat { encoding: Self::PCM_S16LE.into(), sample_rate, channels: 1 }
     }
 
-    /// Bytes per sample of one channel: 1 for G.711, 2 for PCM.
+    /// Bytes per sample of one channel: 1 for G.711, 2 for PCM; 1 for a compressed format, whose bytes
+    /// are not samples (any count is whole).
     pub fn bytes_per_sample(&self) -> usize {
         match self.encoding.as_str() {
-            Self::MULAW | Self::ALAW => 1,
+            Self::MULAW | Self::ALAW | Self::OGG_OPUS => 1,
             _ => 2,
         }
     }
 
-    /// Milliseconds of audio in `bytes` of it.
+    /// Whether the bytes are compressed (their count says nothing of the audio's length).
+    pub fn is_compressed(&self) -> bool {
+        self.encoding == Self::OGG_OPUS
+    }
+
+    /// Milliseconds of audio in `bytes` of it (not for a compressed format: see
+    /// [`is_compressed`](Self::is_compressed)).
     pub fn duration_ms(&self, bytes: usize) -> f64 {
         let frames = bytes as f64 / (self.bytes_per_sample() as f64 * self.channels.max(1) as f64);
         frames * 1000.0 / self.sample_rate.max(1) as f64
