@@ -22,7 +22,7 @@ MACHETE := $(TOOLS)/bin/cargo-machete
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: help run run-aws doctor test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: help run run-aws doctor test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -60,7 +60,7 @@ run-aws: deps-rust kokoro-venv
 
 # The stages of make test, in order. Each prints its wall time as it ends, and the table comes at the end
 # (BENCHMARKS.md, "Build and test times", keeps the figures).
-TEST_STAGES := lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-lambda test-lambda-package test-bench
+TEST_STAGES := lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-deploy test-lambda test-lambda-package test-bench
 test:
 	@times=(); suite=$$(date +%s); \
 	for stage in $(TEST_STAGES); do \
@@ -156,6 +156,14 @@ test-bench: deps-rust kokoro-venv bench-venv moto-venv
 test-cdk:
 	@echo "==> CDK app: assertions on the synthesized templates (offline, no credentials, no Docker)"
 	$(MAKE) --no-print-directory -C infra/cdk deps test lint
+
+# make deploy, make doctor and make destroy as a new user types them, with recording stand-ins for aws, docker,
+# npx/cdk, cargo and rustup first on PATH (tests/deploy): what each process received is asserted.
+test-deploy: deps-rust
+	@echo "==> the deploy rehearsal: make deploy, doctor and destroy run as written, aws/docker/cdk/cargo recorded (tests/deploy)"
+	@$(MAKE) --no-print-directory -C infra/cdk deps
+	$(CARGO) build --quiet --locked -p earshot
+	python3 $(ROOT)/tests/deploy/rehearse.py $(CARGO_TARGET_DIR)/debug/earshot
 
 test-lambda: deps-rust kokoro-venv moto-venv
 	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"

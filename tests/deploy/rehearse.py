@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""The deploy rehearsal: `make deploy`, `make doctor` and `make destroy` run as a new user types them, with
+recording stand-ins (tests/deploy/standin.py) for aws, docker, npx/cdk, cargo and rustup first on PATH, and
+what each process received is asserted: its arguments, its working folder, its environment.
+
+A test that reads a Makefile's text passes while the recipe fails (a variable bound to `cd` instead of the
+command after it); here the recipes themselves run through make, in a copy of the checkout (its tracked and
+unignored files, times kept, the CDK app's node_modules linked), so nothing a real deploy wrote (cdk.out/outputs.json)
+is touched. The doctor speaks to a real `earshot serve` (the synthetic voice and the scripted agent), named by the
+FunctionUrl the stand-in cdk writes into the outputs as cdk would.
+
+Usage: rehearse.py EARSHOT_BINARY   (make test-deploy builds it and runs this)
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TOOLS = ("aws", "docker", "npx", "cargo", "rustup")
+REGION = "eu-west-2"
+
+
+def say(message):
+    print(f"rehearsal: {message}", flush=True)
+
+
+class Rehearsal:
+    def __init__(self, earshot):
+        self.work = tempfile.mkdtemp(prefix="earshot-rehearsal-")
+        self.repo = os.path.join(self.work, "repo")
+        self.copy_checkout()
+        bin_dir = os.path.join(self.work, "bin")
+        os.makedirs(bin_dir)
+        for tool in TOOLS:
+            os.symlink(os.path.join(HERE, "standin.py"), os.path.join(bin_dir, tool))
+        # make deploy installs cargo-lambda when it is missing; the stand-in cargo builds instead.
+        os.makedirs(os.path.join(self.repo, ".tools/cargo-lambda/bin"))
+        os.symlink(os.path.join(HERE, "standin.py"), os.path.join(self.repo, ".tools/cargo-lambda/bin/cargo-lambda"))
+        # Where cargo would have put `make build`'s binary: the real earshot, so the doctor really runs.
+        self.target = os.path.join(self.work, "target")
+        os.makedirs(os.path.join(self.target, "release"))
+        os.symlink(earshot, os.path.join(self.target, "release/earshot"))
+        self.earshot = earshot
+        self.server = None
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BUILDX_", "CDK_", "MAKE", "REHEARSAL_")) and k not in ("MFLAGS", "CARGO_TARGET_DIR")}
+        self.env = {**env, "PATH": bin_dir + os.pathsep + env["PATH"], "AWS_REGION": REGION, "CARGO_TARGET_DIR": self.target}
+
+    def copy_checkout(self):
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True).stdout
+        for name in filter(None, listed.decode().split("\0")):
+            source = os.path.join(ROOT, name)
+            if not os.path.lexists(source):
+                continue  # deleted in the working tree
+            os.makedirs(os.path.dirname(os.path.join(self.repo, name)), exist_ok=True)
+            shutil.copy2(source, os.path.join(self.repo, name), follow_symlinks=False)
+        os.symlink(os.path.join(ROOT, "infra/cdk/node_modules"), os.path.join(self.repo, "infra/cdk/node_modules"))
+
+    def scenario(self, name, **env):
+        """A fresh account: no stacks, nothing bootstrapped."""
+        self.dir = os.path.join(self.work, name)
+        os.makedirs(self.dir)
+        self.scenario_env = {"REHEARSAL_DIR": self.dir, **env}
+        say(name)
+
+    def make(self, *args, expect_ok=True, **env):
+        """Runs `make ARGS` in the copy as typed; returns its output and the calls the stand-ins saw."""
+        log = os.path.join(self.dir, "calls.jsonl")
+        seen = sum(1 for _ in open(log)) if os.path.exists(log) else 0
+        started = time.time()
+        r = subprocess.run(["make", *args], cwd=self.repo, env={**self.env, **self.scenario_env, **env}, capture_output=True, text=True, timeout=600)
+        output = r.stdout + r.stderr
+        calls = [json.loads(line) for line in open(log).readlines()[seen:]] if os.path.exists(log) else []
+        say(f"  make {' '.join(args)}: exit {r.returncode} in {time.time() - started:.1f} s, {len(calls)} calls")
+        if (r.returncode == 0) != expect_ok:
+            fail(f"make {' '.join(args)} exited {r.returncode}", output)
+        unknown = [c for c in calls if c.get("unknown")]
+        check(not unknown, f"calls no stand-in knows: {[[c['tool'], *c['argv']] for c in unknown]}", output)
+        return output, calls
+
+    def state(self):
+        with open(os.path.join(self.dir, "state.json")) as f:
+            return json.load(f)
+
+    def serve(self):
+        """A gateway for the doctor to speak to: the synthetic voice and the scripted agent."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.server = subprocess.Popen(
+            [self.earshot, "serve", "--port", str(port), "--web-dir", "", "--backends", "synthetic"],
+            stdout=open(os.path.join(self.work, "serve.log"), "w"),
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=1) as r:
+                    if r.status == 200:
+                        return url
+            except OSError:
+                time.sleep(0.1)
+        fail("earshot serve did not become healthy", open(os.path.join(self.work, "serve.log")).read())
+
+    def close(self):
+        if self.server:
+            self.server.terminate()
+            self.server.wait(timeout=10)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def fail(message, output=""):
+    print(output[-6000:], file=sys.stderr)
+    raise SystemExit(f"rehearsal FAILED: {message}")
+
+
+def check(condition, message, output=""):
+    if not condition:
+        fail(message, output)
+
+
+def calls_of(calls, tool, *words):
+    """The calls of `tool` whose arguments hold every one of `words`, in order of arrival."""
+    return [c for c in calls if c["tool"] == tool and all(w in c["argv"] for w in words)]
+
+
+def context(call):
+    argv = call["argv"]
+    return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a in ("-c", "--context") and i + 1 < len(argv))
+
+
+def first_deploy(r):
+    r.scenario("a first deploy as the README says, then the doctor, then destroy", REHEARSAL_SUBSCRIBED="0", REHEARSAL_FUNCTION_URL=r.serve())
+    out, calls = r.make("deploy", "CDK_ARGS=-c authType=NONE")
+    build = calls_of(calls, "cargo", "lambda", "build")
+    check(len(build) == 1 and "--arm64" in build[0]["argv"], f"one arm64 build of the bootstrap: {build}", out)
+    lambda_dir = build[0]["argv"][build[0]["argv"].index("--lambda-dir") + 1]
+    check(lambda_dir == os.path.join(r.target, "lambda-arm64"), f"the bootstrap is built where make deploy hands it to cdk: {lambda_dir}", out)
+    check(calls_of(calls, "aws", "sts", "get-caller-identity"), "the credentials are asked for before anything is made", out)
+    voices = calls_of(calls, "aws", "polly", "describe-voices")
+    check(voices and voices[0]["argv"][voices[0]["argv"].index("--region") + 1] == REGION, f"the preflight asks the deploying Region: {voices}", out)
+    check(calls_of(calls, "docker", "info"), "Docker is asked whether it runs (the Kokoro image needs it)", out)
+
+    cdk = [c for c in calls if c["tool"] == "npx"]
+    verbs = [next(a for a in c["argv"][c["argv"].index("cdk") + 1 :] if not a.startswith("-")) for c in cdk]
+    check(verbs == ["bootstrap", "deploy"], f"cdk bootstrap, then cdk deploy: {verbs}", out)
+    deploy = cdk[1]
+    check(deploy["cwd"] == os.path.join(r.repo, "infra/cdk"), f"cdk runs in the CDK app: {deploy['cwd']}", out)
+    check("--no-install" in deploy["argv"], "npx never downloads a cdk of its own", out)
+    for words in (["--all"], ["--require-approval", "never"], ["--outputs-file", "cdk.out/outputs.json"]):
+        at = deploy["argv"].index(words[0]) if words[0] in deploy["argv"] else -1
+        check(at >= 0 and deploy["argv"][at : at + len(words)] == words, f"cdk deploy {' '.join(words)}: {deploy['argv']}", out)
+    ctx = context(deploy)
+    expected = {"lambdaArchitecture": "arm64", "bootstrapDir": os.path.join(lambda_dir, "bootstrap"), "requireBootstrap": "true", "authType": "NONE"}
+    check(all(ctx.get(k) == v for k, v in expected.items()), f"the context reaches cdk: {ctx}, expected {expected}", out)
+    check(context(cdk[0]).get("lambdaArchitecture") == "arm64", f"bootstrap sees the same context: {cdk[0]['argv']}", out)
+    # The reason for the rehearsal: the attestation setting reaches cdk and the Docker cdk runs, so the pushed
+    # image stays Docker-typed and SageMaker's CreateModel takes it.
+    for call in [deploy, *calls_of(calls, "docker", "build"), *calls_of(calls, "docker", "push")]:
+        check(call["env"].get("BUILDX_NO_DEFAULT_ATTESTATIONS") == "1", f"{call['tool']} {call['argv'][:2]} ran without BUILDX_NO_DEFAULT_ATTESTATIONS=1", out)
+        check(call["env"].get("AWS_REGION") == REGION, f"{call['tool']} ran outside {REGION}", out)
+    check(len(calls_of(calls, "docker", "push")) == 1, "the Kokoro image is pushed once", out)
+    outputs = json.load(open(os.path.join(r.repo, "infra/cdk/cdk.out/outputs.json")))
+    url = outputs["EarshotGateway"]["FunctionUrl"]
+    check(f"EarshotGateway FunctionUrl: {url}" in out, "make deploy prints the URL", out)
+    check("warning: no one is subscribed to the spend alarms" in out and "aws sns subscribe --topic-arn" in out, "make deploy says no one receives the alarms", out)
+
+    out, calls = r.make("doctor")
+    check(f"==> earshot doctor --url {url} (auth NONE)" in out, "the doctor gets the URL and auth the outputs name", out)
+    check(calls_of(calls, "cargo", "build", "--release"), "make doctor builds earshot as make build does", out)
+    check("synthetic" in out, "the doctor spoke to the deployed gateway's arm", out)
+
+    out, calls = r.make("destroy")
+    emptied = calls_of(calls, "aws", "s3", "rm")
+    check(emptied and emptied[0]["argv"][2] == "s3://earshotgateway-cachebucket-rehearsal" and "--recursive" in emptied[0]["argv"], f"the cache's bucket is emptied first: {emptied}", out)
+    destroy = calls_of(calls, "npx", "destroy")
+    check(destroy and "--all" in destroy[0]["argv"] and "--force" in destroy[0]["argv"], f"cdk destroy --all --force: {destroy}", out)
+    check(context(destroy[0]).get("pollyOnly") == "false", "destroy names both stacks whatever the config says", out)
+    check(r.state()["stacks"] == {}, f"destroy removed what deploy made: {r.state()['stacks']}", out)
+
+
+def denied_and_throttled(r):
+    r.scenario("a deployer who may not ask Polly and is throttled by Service Quotas", REHEARSAL_POLLY="denied", REHEARSAL_QUOTAS="throttled", REHEARSAL_SUBSCRIBED="1")
+    out, calls = r.make("deploy")
+    check("not checked: Polly generative voices (aws polly describe-voices failed: An error occurred (AccessDeniedException)" in out, "a denied question is said, not taken for a missing voice", out)
+    check('not checked: the SageMaker quota "ml.g5.xlarge for endpoint usage" (aws service-quotas failed: An error occurred (TooManyRequestsException)' in out, "a throttled question is said", out)
+    check(calls_of(calls, "npx", "deploy"), "the deploy goes on when a check could not be made", out)
+    check("the spend alarms reach email:ops@example.com" in out, "make deploy names who receives the alarms", out)
+    check(context(calls_of(calls, "npx", "deploy")[0]).get("authType") is None, "no CDK_ARGS: the config's own auth", out)
+
+
+def polly_only(r):
+    r.scenario("a Polly-only deploy in a Region without the voice, then over an earlier full deploy", REHEARSAL_POLLY="novoice")
+    out, calls = r.make("deploy", "POLLY_ONLY=true", expect_ok=False)
+    check(f"the Polly generative voice Ruth (pollyVoice) is not offered in {REGION}; it offers Matthew, Amy" in out, "the missing voice is named with what the Region offers", out)
+    check(not calls_of(calls, "npx"), "nothing is created when the Region lacks what the configuration needs", out)
+    check(not calls_of(calls, "docker"), "a Polly-only deploy never asks for Docker", out)
+
+    out, calls = r.make("deploy", REHEARSAL_POLLY="ok", REHEARSAL_SUBSCRIBED="pending")
+    check(r.state()["stacks"].get("EarshotKokoroModel"), "the full deploy made the model stack", out)
+    check("must confirm the subscription" in out, "a subscription awaiting confirmation is said", out)
+    out, calls = r.make("deploy", "POLLY_ONLY=true", REHEARSAL_POLLY="ok", REHEARSAL_SUBSCRIBED="1")
+    check("the EarshotKokoroModel stack of an earlier deployment is still there" in out, "a Polly-only deploy warns of the GPU endpoint still billing", out)
+    check(not calls_of(calls, "docker"), "a Polly-only deploy never runs Docker", out)
+    check(context(calls_of(calls, "npx", "deploy")[0]).get("pollyOnly") == "true", "POLLY_ONLY reaches cdk", out)
+
+
+def main():
+    if len(sys.argv) != 2 or not os.access(sys.argv[1], os.X_OK):
+        raise SystemExit("usage: rehearse.py EARSHOT_BINARY")
+    started = time.time()
+    r = Rehearsal(os.path.abspath(sys.argv[1]))
+    try:
+        first_deploy(r)
+        denied_and_throttled(r)
+        polly_only(r)
+    finally:
+        r.close()
+    say(f"make deploy, doctor and destroy ran as written ({time.time() - started:.0f} s)")
+
+
+main()
