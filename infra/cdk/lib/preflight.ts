@@ -3,9 +3,10 @@
 // aws CLI, in the deploying account and Region:
 // - Polly: bidirectional streaming needs the generative engine ("Synthesizing speech with bidirectional
 //   streaming", Polly developer guide), so `polly describe-voices --engine generative` must list the configured
-//   voice. Where it does, StartSpeechSynthesisStream is offered too: the guide's document history has added
-//   the streaming Regions together with the generative ones (most recently London and Canada Central,
-//   2026-04-20).
+//   voice. Having generative voices does not prove the streaming operation: no API lists where
+//   StartSpeechSynthesisStream is offered, and the aws CLI cannot call it (the guide says so). So the Region is
+//   also held to the dated list below, from AWS's documents; one not on it is said (not stopped: the list may
+//   be behind AWS), and `make doctor` after the deploy speaks through the Polly arm to prove it.
 // - Bedrock (only when the agent is Bedrock): `bedrock get-foundation-model` (or `get-inference-profile` for a
 //   `us.`/`eu.`/… id) answers only where the model or profile is offered, and a foundation model must list
 //   `ON_DEMAND` in its `inferenceTypesSupported`: most models, Nova Lite included, are invoked on demand in most
@@ -35,6 +36,24 @@ export interface Preflight {
   readonly unchecked: string[];
 }
 
+/**
+ * Where Polly's StartSpeechSynthesisStream is documented, with the source of each and the date of what was
+ * read. AWS's Polly document history, entry of 2026-04-20 ("Bidirectional streaming available in new
+ * regions"): "now available in two additional AWS Regions: Europe (London) and Canada (Central)". The launch
+ * Regions (API added 2026-03-19) are not named in the parts of AWS's guide read here; the four below are the
+ * ones published lists of the launch give (and the two additions imply a set before them). Checked
+ * 2026-12-04: where a deploy is refused a Region AWS has since added, the note says how to see it.
+ */
+export const POLLY_STREAMING_REGIONS: Readonly<Record<string, string>> = {
+  'us-east-1': 'launch, 2026-03-19',
+  'us-west-2': 'launch, 2026-03-19',
+  'eu-central-1': 'launch, 2026-03-19',
+  'ap-southeast-1': 'launch, 2026-03-19',
+  'eu-west-2': 'Polly document history, 2026-04-20',
+  'ca-central-1': 'Polly document history, 2026-04-20',
+};
+export const POLLY_STREAMING_REGIONS_AS_OF = '2026-12-04';
+
 const NOT_FOUND = /ResourceNotFoundException|ValidationException|could not be found|not found|does not exist|Could not connect to the endpoint URL/i;
 
 /** Polly's voice id for earshot's voice name (`ruth` → `Ruth`). */
@@ -54,6 +73,13 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask): Preflight
       const ids = a.ok ? ((JSON.parse(a.stdout).Voices ?? []) as { Id: string }[]).map((v) => v.Id) : [];
       if (ids.length === 0) missing.push(`Polly's generative engine, which bidirectional streaming needs, is not offered in ${region} (or deploy with backends=kokoro)`);
       else if (!ids.includes(voice)) missing.push(`the Polly generative voice ${voice} (pollyVoice) is not offered in ${region}; it offers ${ids.join(', ')}`);
+    }
+    if (POLLY_STREAMING_REGIONS[region] === undefined) {
+      unchecked.push(
+        `Polly bidirectional streaming in ${region}: not among the Regions AWS's documents named by ${POLLY_STREAMING_REGIONS_AS_OF} ` +
+          `(${Object.keys(POLLY_STREAMING_REGIONS).join(', ')}); where it is not offered the Polly arm fails and failover hides it: ` +
+          `run make doctor after the deploy (it speaks through each arm), or see "Generative voices" in the Polly developer guide`,
+      );
     }
   }
 

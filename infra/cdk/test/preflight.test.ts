@@ -38,6 +38,17 @@ describe('deploy preflight', () => {
     assert.ok(r.unchecked.some((u) => u.includes('bidirectional streaming')), 'SageMaker streaming is named as unchecked');
   });
 
+  it("says a Region outside the dated list of Polly's streaming Regions, and nothing for one on it", () => {
+    const listed = preflight(defaultConfig(), 'ca-central-1', cli({}).ask);
+    assert.ok(!listed.unchecked.some((u) => u.includes('Polly bidirectional streaming')), listed.unchecked.join('; '));
+    const unlisted = preflight(defaultConfig(), 'ap-northeast-1', cli({}).ask);
+    assert.deepEqual(unlisted.missing, [], 'generative voices there: said, not stopped (the list may be behind AWS)');
+    const said = unlisted.unchecked.find((u) => u.startsWith('Polly bidirectional streaming in ap-northeast-1'));
+    assert.ok(said?.includes('make doctor') && said.includes('eu-west-2'), said);
+    const kokoroOnly = preflight(defaultConfig({ backends: ['kokoro'], abWeights: { kokoro: 100 } }), 'ap-northeast-1', cli({}).ask);
+    assert.ok(!kokoroOnly.unchecked.some((u) => u.includes('Polly')), 'no Polly, nothing said of it');
+  });
+
   it('names a Region without Polly generative voices, and a missing voice with the ones offered', () => {
     const none = preflight(defaultConfig(), 'sa-east-1', cli({ polly: ok({ Voices: [] }) }).ask);
     assert.equal(none.missing.length, 1);
