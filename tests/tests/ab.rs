@@ -9,7 +9,7 @@ use earshot_client::{speak, CallOptions, SpeakBody};
 use earshot_e2e::earshot_bin;
 use earshot_e2e::moto::Moto;
 use earshot_e2e::run_aws::RunAws;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const ANSWERS: usize = 36;
 const EXPERIMENT: &str = "e2e-voices";
@@ -103,6 +103,24 @@ logs.put_log_events(logGroupName='/aws/lambda/earshot-gateway', logStreamName='s
     let env = [("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret")];
     let cloud = ab(&["--log-group", "/aws/lambda/earshot-gateway", "--region", "us-east-1", "--endpoint-url", &moto.url, "--since", "1h", "--no-lambda"], &env);
     assert_eq!(figures(&cloud), figures(&local), "the same answers, read through the SDK");
+    // After make deploy, `earshot ab` alone finds the log group and its Region in the outputs cdk wrote.
+    let checkout = std::env::temp_dir().join(format!("earshot-e2e-ab-deployed-{}", std::process::id()));
+    std::fs::create_dir_all(checkout.join("infra/cdk/cdk.out")).unwrap();
+    let outputs = json!({"EarshotGateway": {"FunctionUrl": "https://abcdefgh.lambda-url.us-east-1.on.aws/", "AuthType": "AWS_IAM", "LogGroup": "/aws/lambda/earshot-gateway"}});
+    std::fs::write(checkout.join("infra/cdk/cdk.out/outputs.json"), outputs.to_string()).unwrap();
+    let out = Command::new(earshot_bin())
+        .args(["ab", "--endpoint-url", &moto.url, "--since", "1h", "--no-lambda", "--json"])
+        .current_dir(&checkout)
+        .env_remove("AWS_REGION")
+        .env_remove("AWS_DEFAULT_REGION")
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "earshot ab after a deploy: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the log group /aws/lambda/earshot-gateway (us-east-1) from infra/cdk/cdk.out/outputs.json"));
+    let deployed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(figures(&deployed), figures(&local), "the deployment's answers, found from its outputs");
+    let _ = std::fs::remove_dir_all(&checkout);
     // A log group that is not there is named, with where to look.
     let out = Command::new(earshot_bin())
         .args(["ab", "--log-group", "/aws/lambda/nothing", "--region", "us-east-1", "--endpoint-url", &moto.url])

@@ -1,7 +1,8 @@
 //! Interrupts across processes, as on Lambda: the interrupt store on DynamoDB, through the real AWS SDK,
 //! against moto's server (an implementation of the DynamoDB API that this project did not write), and
 //! two gateways that share nothing but that store: one speaks through the real Kokoro container, the
-//! other takes the interrupt.
+//! other takes the interrupt. The same store keeps each caller's places and character budget: both are
+//! held here across two gateways, and the budget in one gateway's own memory too.
 //!
 //! `make test-e2e` installs moto (`tests/moto/.venv`) and names its server in `EARSHOT_MOTO_SERVER`.
 
@@ -12,6 +13,7 @@ use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement
 use earshot_aws::DynamoStore;
 use earshot_backends::{SyntheticBackend, SyntheticConfig};
 use earshot_client::{interrupt, interrupt_heard, speak, CallOptions, ClientError, SpeakBody};
+use earshot_core::protocol::ServerEvent;
 use earshot_core::store::Interrupt;
 use earshot_e2e::moto::Moto;
 use earshot_e2e::{agent, kokoro_backend, serve, Kokoro};
@@ -111,6 +113,15 @@ async fn an_owners_places_are_held_across_instances_and_lapse_by_themselves() {
     assert!(other.claim("owner-d", "next", 1, minute).await.unwrap(), "the lapsed place is taken");
 }
 
+/// The token key of the gateways in token mode here.
+const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+/// A call as the caller `sub` (a token of [`KEY`] for its own conversations).
+fn as_caller(sub: &str) -> CallOptions {
+    let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec![format!("{sub}:*")]), ..Default::default() };
+    CallOptions { bearer: Some(mint("k1", KEY, &claims).unwrap()), ..Default::default() }
+}
+
 #[tokio::test]
 async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
     // Two gateways in token mode sharing only the table, as two Lambda invocations: one live
@@ -118,7 +129,6 @@ async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
     let moto = Moto::start().await;
     let config = sdk(&moto).await;
     table(&config, "interrupts").await;
-    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
     let instance = || {
         let settings = GatewaySettings {
             interrupts: Interrupts::Shared { store: Arc::new(DynamoStore::new(&config, "interrupts")), poll: Duration::from_millis(250) },
@@ -130,11 +140,7 @@ async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
         Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], Arc::new(agent(200.0)), settings)
     };
     let (one, other) = (serve(instance()).await.url, serve(instance()).await.url);
-    let token = |sub: &str| {
-        let claims =
-            Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec![format!("{sub}:*")]), ..Default::default() };
-        CallOptions { bearer: Some(mint("k1", KEY, &claims).unwrap()), ..Default::default() }
-    };
+    let token = as_caller;
     let long = |id: &str| SpeakBody {
         text: Some("This answer goes on for a good while, sentence after sentence. ".repeat(4)),
         conversation_id: Some(id.into()),
@@ -167,6 +173,71 @@ async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
         }
     }
     assert!(served.is_some_and(|r| r.error.is_none()), "the caller is served again once its conversation ended");
+}
+
+/// A gateway in token mode whose callers may speak 100 characters an hour, with a quick synthetic voice.
+fn budgeted(interrupts: Interrupts) -> Gateway {
+    let settings = GatewaySettings {
+        interrupts,
+        auth: Some(Arc::new(TokenAuth::new(vec![("k1".into(), KEY.to_vec())], "earshot").unwrap())),
+        max_chars_per_owner_hour: Some(100),
+        metrics_namespace: None,
+        ..Default::default()
+    };
+    let voice = SyntheticConfig { first_audio: Duration::from_millis(10), chars_per_second: 1_500.0, ..Default::default() };
+    Gateway::new(vec![Arc::new(SyntheticBackend::new(voice))], Arc::new(agent(2_000.0)), settings)
+}
+
+/// One caller's hour on `one` and `other` (the same gateway, or two sharing the table): an answer within its
+/// budget; one that reaches it mid-way, cut after its first sentence; then refused before any speech, while
+/// another caller is served.
+async fn a_budget_spent(one: &str, other: &str) {
+    let text = |t: &str, id: &str| SpeakBody { text: Some(t.into()), conversation_id: Some(id.into()), ..Default::default() };
+    // 28 characters of 100.
+    let first = speak(one, &text("One two three. Four five six.", "alice:1"), &as_caller("alice")).await.expect("spoken");
+    assert!(first.error.is_none(), "{:?}", first.error);
+    // 28 more fit; the next 61 do not: the answer ends after its first sentence's audio.
+    let long = "Seven eight nine ten eleven. This sentence is far too long for what is left of the hour.";
+    let cut = speak(other, &text(long, "alice:2"), &as_caller("alice")).await.expect("started");
+    let error = cut.error.clone().expect("ended by the budget");
+    assert_eq!(error.code, "character_budget_spent", "{error:?}");
+    let ended: Vec<u32> = cut.events.iter().filter_map(|e| if let ServerEvent::SentenceEnd(end) = e { Some(end.index) } else { None }).collect();
+    assert_eq!(ended, vec![0], "the first sentence was spoken whole, the second not at all");
+    assert!(!cut.events.iter().any(|e| matches!(e, ServerEvent::Audio(a) if a.index == 1)), "no audio of the sentence that did not fit");
+    // Spent: refused before anything is spoken, on either instance, with when to come back.
+    for url in [one, other] {
+        match speak(url, &text("Hi.", "alice:3"), &as_caller("alice")).await {
+            Err(ClientError::Refused { status, code, message }) => {
+                assert_eq!((status, code.as_str()), (429, "character_budget_spent"));
+                assert!(message.contains("100 characters"), "{message}");
+            }
+            other => panic!("a caller with its budget spent was not refused: {:?}", other.map(|r| r.status)),
+        }
+    }
+    let bob = speak(one, &text("Hello there.", "bob:1"), &as_caller("bob")).await.expect("another caller is served");
+    assert!(bob.error.is_none(), "{:?}", bob.error);
+}
+
+#[tokio::test]
+async fn a_callers_character_budget_cuts_an_answer_then_refuses_it_and_serves_others() {
+    let url = serve(budgeted(Interrupts::Local)).await.url;
+    a_budget_spent(&url, &url).await;
+}
+
+#[tokio::test]
+async fn a_callers_character_budget_is_one_across_instances_sharing_the_table() {
+    let moto = Moto::start().await;
+    let config = sdk(&moto).await;
+    table(&config, "interrupts").await;
+    let shared = || Interrupts::Shared { store: Arc::new(DynamoStore::new(&config, "interrupts")), poll: Duration::from_millis(250) };
+    let (one, other) = (serve(budgeted(shared())).await.url, serve(budgeted(shared())).await.url);
+    a_budget_spent(&one, &other).await;
+    // The store holds it as a rolling hour: what the first answer reserved and did not speak was given back.
+    let store = DynamoStore::new(&config, "interrupts");
+    let owner_key = earshot_gateway::owner::Owner::subject("carol").budget_key();
+    assert_eq!(store.reserve_chars(&owner_key, 30, 100).await.unwrap().granted, 30);
+    store.refund_chars(&owner_key, 10).await.unwrap();
+    assert_eq!(store.reserve_chars(&owner_key, 100, 100).await.unwrap().granted, 80, "20 spent, 80 left");
 }
 
 #[tokio::test]

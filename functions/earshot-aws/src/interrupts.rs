@@ -16,6 +16,11 @@
 //! describes with a version attribute): lapsed entries are dropped on the way, and `expires_at` (the
 //! item's TTL) is the latest entry's expiry.
 //!
+//! Each owner's character budget (`earshot_gateway::character_budget`) is one more item per owner under
+//! `budget-` and the same digest: `spent`, a string set of `minute:characters` entries (what was reserved in
+//! each minute of the last hour, `earshot_core::budget::SpendWindow`), and `version`, changed the same way;
+//! `expires_at` is when its latest minute stops counting.
+//!
 //! Cost, on-demand: a strongly consistent read of an item under 4 KB is one read request unit; at one read
 //! every 250 ms that is 240 a minute, about $0.00006 per conversation-minute at $0.25 per million (us-east-1
 //! pricing; check yours); the writes (begin, end, interrupt) are three per conversation.
@@ -27,6 +32,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use earshot_core::budget::{Reservation, SpendWindow};
 use earshot_core::error::Error;
 use earshot_core::store::{ConversationStore, Interrupt};
 use std::collections::HashMap;
@@ -85,7 +91,8 @@ fn places_of(item: Option<&HashMap<String, AttributeValue>>, now: u64) -> Places
 }
 
 impl DynamoStore {
-    async fn read_places(&self, key_: &str) -> Result<Places, Error> {
+    /// The item under `key_`, read strongly consistent (an owner's places or budget, as last written).
+    async fn read_item(&self, key_: &str) -> Result<Option<HashMap<String, AttributeValue>>, Error> {
         let item = self
             .client
             .get_item()
@@ -95,7 +102,11 @@ impl DynamoStore {
             .send()
             .await
             .map_err(|e| unreachable("GetItem", e))?;
-        Ok(places_of(item.item(), now_s()))
+        Ok(item.item)
+    }
+
+    async fn read_places(&self, key_: &str) -> Result<Places, Error> {
+        Ok(places_of(self.read_item(key_).await?.as_ref(), now_s()))
     }
 
     /// Reads the places under `key_` and lets `change` alter them: `Some(answer)` answers without a write,
@@ -116,25 +127,50 @@ impl DynamoStore {
 
     /// Writes `live` as the places under `key_` if nobody wrote since `version`: `Ok(false)` on a conflict.
     async fn write_places(&self, key_: &str, live: &[(u64, String)], version: u64) -> Result<bool, Error> {
+        let entries: Vec<String> = live.iter().map(|(at, token)| format!("{at}:{token}")).collect();
+        let expires = live.iter().map(|(at, _)| *at).max().unwrap_or_else(now_s);
+        self.write_versioned(key_, (!live.is_empty()).then_some(("places", entries, expires)), version).await
+    }
+
+    /// Writes the item under `key_` as `(set attribute, its entries, expires_at)`, or deletes it (`None`), if
+    /// nobody wrote since `version` (0: no item): `Ok(false)` on a conflict.
+    async fn write_versioned(&self, key_: &str, item: Option<(&str, Vec<String>, u64)>, version: u64) -> Result<bool, Error> {
         let unchanged = "attribute_not_exists(conversation_id) OR version = :version";
         let version_was = AttributeValue::N(version.to_string());
-        if live.is_empty() {
+        let Some((attribute, entries, expires)) = item else {
             let deleted = self.client.delete_item().table_name(&self.table).key("conversation_id", key(key_));
             let deleted = deleted.condition_expression(unchanged).expression_attribute_values(":version", version_was).send().await;
             return unless_conflict("DeleteItem", deleted.map(|_| ()));
-        }
-        let entries: Vec<String> = live.iter().map(|(at, token)| format!("{at}:{token}")).collect();
-        let expires = live.iter().map(|(at, _)| *at).max().unwrap_or_else(now_s);
+        };
         let put = self
             .client
             .put_item()
             .table_name(&self.table)
             .item("conversation_id", key(key_))
-            .item("places", AttributeValue::Ss(entries))
+            .item(attribute, AttributeValue::Ss(entries))
             .item("version", AttributeValue::N((version + 1).to_string()))
             .item("expires_at", AttributeValue::N(expires.to_string()));
         let put = put.condition_expression(unchanged).expression_attribute_values(":version", version_was).send().await;
         unless_conflict("PutItem", put.map(|_| ()))
+    }
+
+    /// Reads `key_`'s spending, lets `change` alter it and writes it back unless another writer came
+    /// first, then reads again and retries; gives back what `change` said.
+    async fn change_window<R>(&self, key_: &str, change: impl Fn(&mut SpendWindow) -> R) -> Result<R, Error> {
+        for _ in 0..PLACE_ATTEMPTS {
+            let item = self.read_item(key_).await?;
+            let item = item.as_ref();
+            let version = item.and_then(|i| i.get("version")).and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()).unwrap_or(0);
+            let entries = item.and_then(|i| i.get("spent")).and_then(|p| p.as_ss().ok()).into_iter().flatten();
+            let mut window = SpendWindow::from_entries(entries.filter_map(|e| e.split_once(':').and_then(|(m, c)| Some((m.parse().ok()?, c.parse().ok()?)))));
+            let answer = change(&mut window);
+            let entries: Vec<String> = window.entries().iter().map(|(m, c)| format!("{m}:{c}")).collect();
+            let expires = window.expires_at_s();
+            if self.write_versioned(key_, (!entries.is_empty()).then_some(("spent", entries, expires)), version).await? {
+                return Ok(answer);
+            }
+        }
+        Err(Error::new("interrupt_store_busy", format!("DynamoDB: {PLACE_ATTEMPTS} conflicting writes in a row on one owner's budget"), true))
     }
 }
 
@@ -254,5 +290,14 @@ impl ConversationStore for DynamoStore {
         })
         .await
         .map(|_| ())
+    }
+    async fn reserve_chars(&self, key_: &str, want: u64, limit: u64) -> Result<Reservation, Error> {
+        let now = now_s();
+        self.change_window(key_, |window| window.reserve(now, want, limit)).await
+    }
+
+    async fn refund_chars(&self, key_: &str, chars: u64) -> Result<(), Error> {
+        let now = now_s();
+        self.change_window(key_, |window| window.refund(now, chars)).await
     }
 }

@@ -57,4 +57,6 @@ pub mod codes {
     pub const INTERNAL: &str = "internal";
     /// The server is stopping.
     pub const SHUTTING_DOWN: &str = "shutting_down";
+    /// The caller has spoken all the characters its budget allows in the rolling hour.
+    pub const CHARACTER_BUDGET_SPENT: &str = "character_budget_spent";
 }

@@ -22,6 +22,7 @@
 
 pub mod agent;
 pub mod agent_deadlines;
+pub mod budget;
 pub mod cache;
 pub mod cached_session;
 pub mod error;

@@ -23,7 +23,7 @@ pub struct Answer {
     pub underruns: f64,
     /// The `error` code of a failed conversation (`unknown` for a line that counts a failure without one).
     pub failure: Option<String>,
-    /// How it ended: `completed`, `failed`, `interrupted`, `client_left`, `client_stalled`, `too_long`,
+    /// How it ended: `completed`, `failed`, `interrupted`, `client_left`, `client_stalled`, `too_long`, `budget_spent`,
     /// `shutting_down` or `stopped` (lines without the property: `completed` or `failed`).
     pub ending: String,
     /// Milliseconds of audio the listener heard, where the line says.

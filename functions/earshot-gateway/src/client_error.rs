@@ -24,6 +24,7 @@ const OWN: &[&str] = &[
     codes::ANSWER_TOO_LONG,
     codes::AGENT_ENDED,
     crate::owner_places::TOO_MANY_CONVERSATIONS,
+    codes::CHARACTER_BUDGET_SPENT,
 ];
 
 /// `error` as a client may see it; logs what it replaces.

@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::TokenAuth;
 pub use crate::cache_settings::CacheSettings;
+use crate::character_budget::{Budget, Ledger};
 use crate::host_check::AllowedHosts;
 use crate::interrupts::{Interrupts, Registry};
 use crate::owner_places::{LocalPlaces, OwnerPlace};
@@ -58,6 +59,10 @@ pub struct GatewaySettings {
     /// Live conversations one owner may hold at once (over it, `429 too_many_conversations`); `None`:
     /// no limit. The one `local` owner has none (see [`crate::owner_places`]).
     pub max_conversations_per_owner: Option<usize>,
+    /// Characters one owner may have spoken in a rolling hour (a sentence past it is not spoken: the
+    /// answer ends with `character_budget_spent`, and the next request is refused with 429); `None`: no
+    /// budget. The one `local` owner has none (see [`crate::character_budget`]).
+    pub max_chars_per_owner_hour: Option<u64>,
     /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
     /// check (Lambda, where the function URL and IAM stand in front).
     pub allowed_hosts: Option<AllowedHosts>,
@@ -87,6 +92,7 @@ impl Default for GatewaySettings {
             auth: None,
             allowed_hosts: None,
             max_conversations_per_owner: Some(4),
+            max_chars_per_owner_hour: Some(30_000),
             cache: CacheSettings::default(),
             cache_shared: None,
             output_format: None,
@@ -114,6 +120,8 @@ pub struct Gateway {
     tasks: TaskTracker,
     /// Each owner's live conversations in this process.
     owner_places: Arc<LocalPlaces>,
+    /// Where each owner's character budget is kept (this process, or the shared store).
+    budgets: Ledger,
     /// The sentences said before (`None`: scope `off`).
     cache: Option<Arc<SentenceCache>>,
     /// Conversations started and not ended in this process: what the cache's warm-up waits on, so
@@ -141,6 +149,7 @@ impl Gateway {
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
         let cache = (settings.cache.scope != CacheScope::Off).then(|| Arc::new(SentenceCache::new(settings.cache.limits)));
+        let budgets = Ledger::for_interrupts(&settings.interrupts);
         Gateway {
             backends,
             agent,
@@ -150,6 +159,7 @@ impl Gateway {
             conversation_slots,
             tasks: TaskTracker::new(),
             owner_places: Arc::default(),
+            budgets,
             cache,
             live: tokio::sync::watch::Sender::new(0),
         }
@@ -226,6 +236,12 @@ impl Gateway {
         let ttl = self.record_ttl();
         crate::owner_places::take(owner, request_id, self.settings.max_conversations_per_owner, &self.settings.interrupts, &self.owner_places, &self.tasks, ttl)
             .await
+    }
+
+    /// The first block of `owner`'s character budget for a conversation, or `429 character_budget_spent`
+    /// (`None`: no budget).
+    pub async fn character_budget(&self, owner: &crate::owner::Owner) -> Result<Option<Budget>, crate::api_error::ApiError> {
+        Budget::open(&self.budgets, owner, self.settings.max_chars_per_owner_hour, &self.tasks).await
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.

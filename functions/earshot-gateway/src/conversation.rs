@@ -67,8 +67,12 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let request_id = uuid::Uuid::new_v4().to_string();
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
-    // Before anything upstream: the caller's own share of the server (a store that fails is upstream).
-    let owner_place = gw.owner_place(&owner, &request_id).await.map_err(for_client)?;
+    // Before anything upstream: the caller's own share of the server and of the voices' bill, asked
+    // together (one store round trip's wait on Lambda; a refused one gives the other back when dropped;
+    // a store that fails is upstream).
+    let (owner_place, budget) = tokio::join!(gw.owner_place(&owner, &request_id), gw.character_budget(&owner));
+    let owner_place = owner_place.map_err(for_client)?;
+    let budget = budget.map_err(for_client)?;
     let stopper = Stopper::child_of(gw.shutdown());
     let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
@@ -86,6 +90,10 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
             cancel: stopper.token().clone(),
         };
         opened.session = crate::language_gate::wrap(opened.session, reroute);
+    }
+    // Outermost, so that a sentence is charged once whichever voice ends up speaking it.
+    if let Some(budget) = budget {
+        opened.session = crate::character_budget::wrap(opened.session, budget);
     }
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
     let input = request.input.clone().for_conversation(&key);
@@ -308,6 +316,8 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
             // reason still has to be told.
             Ok(Outcome::Cancelled) | Err(_) => stopped(stopped_because(&stopper, &shutdown)),
             Ok(Outcome::Completed) => (None, Ended::Completed, None),
+            // The caller's budget, not the gateway failing: an arm is not judged by it.
+            Ok(Outcome::Failed(e)) if e.code == error_codes::CHARACTER_BUDGET_SPENT => (None, Ended::BudgetSpent, None),
             Ok(Outcome::Failed(e)) => (None, Ended::Failed, Some(e.code)),
             Ok(Outcome::ClientGone) => (None, Ended::ClientLeft, None),
             Ok(Outcome::ClientStalled) => (None, Ended::ClientStalled, None),

@@ -11,6 +11,7 @@ pub mod address_slots;
 pub mod api_error;
 pub mod auth;
 pub mod cache_settings;
+pub mod character_budget;
 pub mod client_error;
 pub mod config;
 pub mod conversation;

@@ -35,6 +35,8 @@ pub enum Ended {
     ClientStalled,
     /// It ran past the maximum length.
     TooLong,
+    /// Its owner's character budget ran out mid-answer (`character_budget_spent`).
+    BudgetSpent,
     /// The server stopped under it.
     ShuttingDown,
     /// Stopped from outside for a reason not named above.
@@ -51,6 +53,7 @@ impl Ended {
             Ended::ClientLeft => "client_left",
             Ended::ClientStalled => "client_stalled",
             Ended::TooLong => "too_long",
+            Ended::BudgetSpent => "budget_spent",
             Ended::ShuttingDown => "shutting_down",
             Ended::Stopped => "stopped",
         }

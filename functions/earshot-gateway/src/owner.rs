@@ -81,6 +81,14 @@ impl Owner {
         format!("owner-{}", hex(&digest.finalize()))
     }
 
+    /// The key of this owner's character budget in the shared store (`budget-` and a digest).
+    pub fn budget_key(&self) -> String {
+        let mut digest = Sha256::new();
+        digest.update(b"earshot owner budget\0");
+        digest.update(self.0.as_bytes());
+        format!("budget-{}", hex(&digest.finalize()))
+    }
+
     /// The key of this owner's conversation `id`, for everything kept or sent upstream under it: a
     /// SHA-256 digest of the owner and the id, each preceded by its length (so that no two pairs give
     /// the same input), as 64 hex characters. The same every turn, fixed in length (AgentCore asks

@@ -144,6 +144,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     gateway.backend_open_timeout = Duration::from_millis(settings.backend_open_timeout_ms);
     gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
     gateway.max_conversations_per_owner = (settings.max_conversations_per_owner > 0).then_some(settings.max_conversations_per_owner);
+    gateway.max_chars_per_owner_hour = (settings.max_chars_per_owner_hour > 0).then_some(settings.max_chars_per_owner_hour);
     gateway.cache = settings.cache()?;
     gateway.output_format = settings.output_format;
     if let Some(bucket) = &settings.cache_bucket {

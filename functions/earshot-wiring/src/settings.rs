@@ -259,6 +259,12 @@ pub struct Settings {
     /// interrupt table where there is one.
     #[arg(long, env = "EARSHOT_MAX_CONVERSATIONS_PER_OWNER", default_value_t = 4)]
     pub max_conversations_per_owner: usize,
+    /// Characters one caller may have spoken in a rolling hour (what the voices bill); a sentence past
+    /// it is not spoken (the answer ends with `character_budget_spent`) and the caller's next request is
+    /// refused `429` until the hour rolls on (0: no budget). Shared across instances through the
+    /// interrupt table where there is one. A server without callers of its own (no token, no IAM) has none.
+    #[arg(long, env = "EARSHOT_MAX_CHARS_PER_OWNER_HOUR", default_value_t = 30_000)]
+    pub max_chars_per_owner_hour: u64,
     /// Which conversations may hear each other's cached sentences: `deployment` (every caller's: the
     /// most hits), `owner` (a hit never crosses callers, since a hit is faster and so tells a caller
     /// the sentence was said before) or `off`.
@@ -448,6 +454,12 @@ impl Settings {
             return Err(format!(
                 "EARSHOT_MAX_CONVERSATIONS_PER_OWNER (--max-conversations-per-owner): must be at most 10000 (0: no limit), not {}",
                 self.max_conversations_per_owner
+            ));
+        }
+        if self.max_chars_per_owner_hour > 100_000_000 {
+            return Err(format!(
+                "EARSHOT_MAX_CHARS_PER_OWNER_HOUR (--max-chars-per-owner-hour): must be at most 100000000 (0: no budget), not {}",
+                self.max_chars_per_owner_hour
             ));
         }
         if !(0.01..=4096.0).contains(&self.cache_mib) {

@@ -84,6 +84,7 @@ fn the_cdk_apps_default_per_caller_limit_is_the_gateways() {
     let config: serde_json::Value = serde_json::from_str(&cdk("earshot.config.json")).expect("earshot.config.json is JSON");
     let defaults = Settings::from_vars(|_: &str| None, earshot_wiring::Place::Serve).expect("the defaults parse");
     assert_eq!(config["maxConversationsPerOwner"].as_u64(), Some(defaults.max_conversations_per_owner as u64));
+    assert_eq!(config["maxCharsPerOwnerHour"].as_u64(), Some(defaults.max_chars_per_owner_hour));
 }
 
 #[test]

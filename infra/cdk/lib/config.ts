@@ -86,6 +86,8 @@ export interface EarshotConfig {
   readonly reservedConcurrency: number;
   /** Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; 0: no limit. */
   readonly maxConversationsPerOwner: number;
+  /** Characters one caller may have spoken in a rolling hour (0: no budget). */
+  readonly maxCharsPerOwnerHour: number;
   /** Which conversations share the sentence cache: `deployment`, `owner` (a hit never crosses callers) or `off`. */
   readonly cacheScope: 'deployment' | 'owner' | 'off';
   /** The audio format of an answer whose request names none (docs/protocol.md, "Audio formats"); '': each backend's own PCM. */
@@ -165,6 +167,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   tokenMaxLifetimeSeconds: 'integer',
   reservedConcurrency: 'integer',
   maxConversationsPerOwner: 'integer',
+  maxCharsPerOwnerHour: 'integer',
   cacheScope: 'string',
   cacheMib: 'integer',
   outputFormat: 'string',
@@ -305,6 +308,7 @@ function check(c: EarshotConfig): void {
   within('tokenMaxLifetimeSeconds', 60, 86_400);
   within('reservedConcurrency', 0, 10_000);
   within('maxConversationsPerOwner', 0, 10_000);
+  within('maxCharsPerOwnerHour', 0, 100_000_000);
   if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
   within('cacheMib', 1, 4096);
   if (c.outputFormat !== '' && !OUTPUT_FORMATS.includes(c.outputFormat as (typeof OUTPUT_FORMATS)[number])) {

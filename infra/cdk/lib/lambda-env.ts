@@ -45,6 +45,7 @@ export const ENV_NAMES = [
   'EARSHOT_CLIENT_READ_TIMEOUT_MS',
   'EARSHOT_KEEP_ALIVE_MS',
   'EARSHOT_MAX_CONVERSATIONS_PER_OWNER',
+  'EARSHOT_MAX_CHARS_PER_OWNER_HOUR',
   'EARSHOT_CACHE',
   'EARSHOT_CACHE_MIB',
   'EARSHOT_OUTPUT_FORMAT',
@@ -129,6 +130,7 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     EARSHOT_KEEP_ALIVE_MS: String(KEEP_ALIVE_MS),
     // Kept in the interrupt table across invocations (docs/protocol.md, 429 too_many_conversations).
     EARSHOT_MAX_CONVERSATIONS_PER_OWNER: String(c.maxConversationsPerOwner),
+    EARSHOT_MAX_CHARS_PER_OWNER_HOUR: String(c.maxCharsPerOwnerHour),
     // The sentence cache, in each warm Lambda's memory (docs/cache.md).
     EARSHOT_CACHE: c.cacheScope,
     EARSHOT_CACHE_MIB: String(c.cacheMib),

@@ -1,0 +1,147 @@
+//! Characters spoken per owner over a rolling hour: the arithmetic of one owner's spending, kept the same
+//! wherever it is stored (in the process for `earshot serve`, in the shared store on Lambda).
+//!
+//! A voice bills by the character (Polly's price is per million), so a caller's budget is counted in
+//! characters sent to a voice. The hour rolls by the minute: what was spent in each minute is kept for 60
+//! minutes and then lapses, so a caller who spent it all waits for the oldest minutes to lapse, not for the
+//! clock to strike. A conversation takes its characters in blocks ([`SpendWindow::reserve`]), so that the
+//! store is asked once a block rather than once a sentence; what a conversation reserved and did not speak is
+//! given back when it ends ([`SpendWindow::refund`]).
+
+use std::collections::BTreeMap;
+
+/// How many minutes a spend counts for.
+pub const WINDOW_MINUTES: u64 = 60;
+
+/// One owner's spending: characters reserved per minute (Unix seconds / 60), the last hour's only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpendWindow {
+    minutes: BTreeMap<u64, u64>,
+}
+
+/// What a reservation got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    /// Characters granted: up to what was asked, none when the hour's budget is spent.
+    pub granted: u64,
+    /// When none was granted: seconds until some of the spending lapses.
+    pub retry_after_s: u64,
+}
+
+impl SpendWindow {
+    /// A window from stored `(minute, characters)` entries.
+    pub fn from_entries(entries: impl IntoIterator<Item = (u64, u64)>) -> Self {
+        let mut window = SpendWindow::default();
+        for (minute, chars) in entries {
+            *window.minutes.entry(minute).or_default() += chars;
+        }
+        window
+    }
+
+    /// The entries to store (the last hour's, oldest first).
+    pub fn entries(&self) -> Vec<(u64, u64)> {
+        self.minutes.iter().map(|(m, c)| (*m, *c)).collect()
+    }
+
+    /// Forgets the minutes that no longer count at `now_s`.
+    fn lapse(&mut self, now_s: u64) {
+        let first = (now_s / 60).saturating_sub(WINDOW_MINUTES - 1);
+        self.minutes.retain(|minute, chars| *minute >= first && *chars > 0);
+    }
+
+    /// Characters spent in the hour up to `now_s`.
+    pub fn spent(&mut self, now_s: u64) -> u64 {
+        self.lapse(now_s);
+        self.minutes.values().sum()
+    }
+
+    /// Takes up to `want` characters at `now_s` without passing `limit` in the hour.
+    pub fn reserve(&mut self, now_s: u64, want: u64, limit: u64) -> Reservation {
+        let left = limit.saturating_sub(self.spent(now_s));
+        let granted = want.min(left);
+        if granted > 0 {
+            *self.minutes.entry(now_s / 60).or_default() += granted;
+            return Reservation { granted, retry_after_s: 0 };
+        }
+        Reservation { granted: 0, retry_after_s: self.retry_after_s(now_s, limit) }
+    }
+
+    /// Gives back `chars` reserved and not spoken, from the latest minutes first.
+    pub fn refund(&mut self, now_s: u64, mut chars: u64) {
+        self.lapse(now_s);
+        for spent in self.minutes.values_mut().rev() {
+            let back = chars.min(*spent);
+            *spent -= back;
+            chars -= back;
+            if chars == 0 {
+                break;
+            }
+        }
+        self.lapse(now_s);
+    }
+
+    /// Seconds from `now_s` until the spending falls under `limit` (0 when it is under already).
+    fn retry_after_s(&self, now_s: u64, limit: u64) -> u64 {
+        let mut spent: u64 = self.minutes.values().sum();
+        for (minute, chars) in &self.minutes {
+            if spent < limit {
+                break;
+            }
+            spent -= chars;
+            if spent < limit {
+                // This minute lapses when the window's first minute passes it.
+                return ((minute + WINDOW_MINUTES) * 60).saturating_sub(now_s).max(1);
+            }
+        }
+        if spent < limit {
+            0
+        } else {
+            WINDOW_MINUTES * 60
+        }
+    }
+
+    /// The last Unix second at which the window still counts anything (a stored copy may expire then).
+    pub fn expires_at_s(&self) -> u64 {
+        self.minutes.keys().next_back().map_or(0, |m| (m + WINDOW_MINUTES) * 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: u64 = 1_800_000_000; // a minute's start
+
+    #[test]
+    fn a_budget_is_granted_up_to_its_limit_then_refused_until_the_oldest_minutes_lapse() {
+        let mut w = SpendWindow::default();
+        assert_eq!(w.reserve(T, 1_000, 1_500), Reservation { granted: 1_000, retry_after_s: 0 });
+        assert_eq!(w.reserve(T + 600, 1_000, 1_500).granted, 500, "what is left of the hour");
+        let refused = w.reserve(T + 1_200, 10, 1_500);
+        assert_eq!(refused.granted, 0);
+        // The first minute's 1,000 lapse an hour after it began.
+        assert_eq!(refused.retry_after_s, 3_600 - 1_200);
+        assert_eq!(w.reserve(T + 3_600, 10, 1_500).granted, 10, "the oldest minute has lapsed");
+        assert_eq!(w.spent(T + 3_600), 510);
+    }
+
+    #[test]
+    fn what_was_reserved_and_not_spoken_is_given_back() {
+        let mut w = SpendWindow::default();
+        w.reserve(T, 1_000, 2_000);
+        w.reserve(T + 60, 1_000, 2_000);
+        w.refund(T + 90, 1_200);
+        assert_eq!(w.entries(), vec![(T / 60, 800)], "the latest minute first, emptied minutes forgotten");
+        w.refund(T + 90, 5_000);
+        assert_eq!(w.spent(T + 90), 0, "never below nothing");
+        assert_eq!(SpendWindow::from_entries([(T / 60, 5), (T / 60, 7)]).entries(), vec![(T / 60, 12)]);
+    }
+
+    #[test]
+    fn a_window_says_when_a_stored_copy_may_expire() {
+        let mut w = SpendWindow::default();
+        assert_eq!(w.expires_at_s(), 0);
+        w.reserve(T + 30, 1, 10);
+        assert_eq!(w.expires_at_s(), T + 3_600);
+    }
+}

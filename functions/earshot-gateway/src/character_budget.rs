@@ -1,0 +1,235 @@
+//! Characters spoken per owner per rolling hour: no one caller runs up the voices' bill past
+//! `max_chars_per_owner_hour`, however many conversations it opens and wherever they run.
+//!
+//! A conversation reserves its characters in blocks ([`BLOCK`]) from its owner's budget: the first block
+//! before anything upstream is called (none left: `429 character_budget_spent` with `Retry-After`, the
+//! seconds until the oldest spending lapses), the next ones as its sentences use them up. A relay between the
+//! scheduler and the voice's session charges each sentence before the voice gets it; a sentence the budget
+//! cannot cover is not spoken, and the answer ends with an `error` event `character_budget_spent` after the
+//! audio already sent. What a conversation reserved and did not speak is given back when it ends, except
+//! where the budget ended it: then the rest of the hour's budget stays spent, so that the caller's next
+//! request is refused before any speech rather than cut after a sentence.
+//!
+//! Where every conversation runs in this process (`earshot serve`) the budgets are kept here; where they run
+//! in other processes too (Lambda), in the shared store beside the owner's places
+//! ([`ConversationStore::reserve_chars`]). The one `local` owner (no token, no IAM caller) has no budget of
+//! its own, as it has no places: every caller of such a server is that owner, and the deployment's spend
+//! alarms guard it.
+//!
+//! What it costs at first audio: one store round trip at the start, made with the owner's place's; the
+//! scheduler's sentences pass through one more small channel, and a store round trip every [`BLOCK`]
+//! characters (about every ten sentences) waits before the sentence that needs it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use earshot_core::budget::{Reservation, SpendWindow};
+use earshot_core::error::codes::CHARACTER_BUDGET_SPENT;
+use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use earshot_core::store::ConversationStore;
+use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
+
+use crate::api_error::ApiError;
+use crate::interrupts::Interrupts;
+use crate::owner::Owner;
+
+/// Characters a conversation reserves at a time.
+pub const BLOCK: u64 = 1_000;
+/// The relay's channel: small, as the session's own channels already buffer.
+const RELAY_CHANNEL: usize = 8;
+
+fn now_s() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Where the budgets are kept.
+#[derive(Clone)]
+pub enum Ledger {
+    /// In this process: each owner's spending by key.
+    Local(Arc<Mutex<HashMap<String, SpendWindow>>>),
+    /// In the shared store, for every process that uses it.
+    Shared(Arc<dyn ConversationStore>),
+}
+
+impl Ledger {
+    /// The shared store where conversations run in other processes too, else this process.
+    pub fn for_interrupts(interrupts: &Interrupts) -> Self {
+        match interrupts {
+            Interrupts::Shared { store, .. } => Ledger::Shared(store.clone()),
+            _ => Ledger::Local(Arc::default()),
+        }
+    }
+
+    async fn reserve(&self, key: &str, want: u64, limit: u64) -> Result<Reservation, SpeechError> {
+        match self {
+            Ledger::Local(budgets) => Ok(budgets.lock().unwrap_or_else(|p| p.into_inner()).entry(key.to_string()).or_default().reserve(now_s(), want, limit)),
+            Ledger::Shared(store) => store.reserve_chars(key, want, limit).await,
+        }
+    }
+
+    async fn refund(&self, key: &str, chars: u64) -> Result<(), SpeechError> {
+        match self {
+            Ledger::Local(budgets) => {
+                if let Some(window) = budgets.lock().unwrap_or_else(|p| p.into_inner()).get_mut(key) {
+                    window.refund(now_s(), chars);
+                }
+                Ok(())
+            }
+            Ledger::Shared(store) => store.refund_chars(key, chars).await,
+        }
+    }
+}
+
+/// One conversation's share of its owner's budget.
+pub struct Budget {
+    ledger: Ledger,
+    key: String,
+    limit: u64,
+    reserved: u64,
+    used: u64,
+    tasks: TaskTracker,
+}
+
+/// The message of a caller whose budget is spent.
+fn spent_message(limit: u64) -> String {
+    format!("this caller has spoken the {limit} characters it may in an hour; the budget frees as the hour rolls on")
+}
+
+impl Budget {
+    /// The first block of `owner`'s budget for a new conversation, or `429 character_budget_spent`.
+    /// `limit` none (or the `local` owner): no budget.
+    pub async fn open(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &TaskTracker) -> Result<Option<Budget>, ApiError> {
+        let Some(limit) = limit.filter(|_| *owner != Owner::local()) else { return Ok(None) };
+        let key = owner.budget_key();
+        let first = ledger.reserve(&key, BLOCK.min(limit), limit).await.map_err(ApiError::from_upstream)?;
+        if first.granted == 0 {
+            let retry_after = first.retry_after_s.clamp(1, u32::MAX as u64) as u32;
+            return Err(ApiError::too_many(CHARACTER_BUDGET_SPENT, spent_message(limit), retry_after));
+        }
+        Ok(Some(Budget { ledger: ledger.clone(), key, limit, reserved: first.granted, used: 0, tasks: tasks.clone() }))
+    }
+
+    /// Charges `chars` for a sentence, reserving more when they are not covered: `Err` where the budget
+    /// cannot cover them (the sentence is not to be spoken).
+    async fn charge(&mut self, chars: u64) -> Result<(), SpeechError> {
+        if self.used + chars > self.reserved {
+            let want = (self.used + chars - self.reserved).max(BLOCK);
+            let more = self.ledger.reserve(&self.key, want, self.limit).await?;
+            self.reserved += more.granted;
+            if self.used + chars > self.reserved {
+                // Spent: what is reserved stays spent (the caller's next request is refused at once).
+                self.used = self.reserved;
+                return Err(SpeechError::new(CHARACTER_BUDGET_SPENT, spent_message(self.limit), false));
+            }
+        }
+        self.used += chars;
+        Ok(())
+    }
+}
+
+impl Drop for Budget {
+    /// Gives back what was reserved and not spoken, in a task (a store call).
+    fn drop(&mut self) {
+        let unspoken = self.reserved - self.used;
+        if unspoken == 0 {
+            return;
+        }
+        let (ledger, key) = (self.ledger.clone(), std::mem::take(&mut self.key));
+        self.tasks.spawn(async move {
+            if let Err(e) = ledger.refund(&key, unspoken).await {
+                tracing::warn!("cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {e}");
+            }
+        });
+    }
+}
+
+/// Puts `budget` between the scheduler and `session`: each sentence is charged before the voice gets it.
+/// A sentence the budget cannot cover is not sent; the voice is told to finish the sentences it has, and
+/// the session's close is turned into the `character_budget_spent` failure, so that the audio of every
+/// sentence charged before it is heard whole and the answer ends there.
+pub fn wrap(session: SpeechSession, mut budget: Budget) -> SpeechSession {
+    let SpeechSession { commands: inner, events: mut inner_events, format, voice } = session;
+    let (commands, mut from_scheduler) = mpsc::channel::<SpeechCommand>(RELAY_CHANNEL);
+    let (to_scheduler, events) = mpsc::channel::<SpeechEvent>(RELAY_CHANNEL);
+    let refused: Arc<Mutex<Option<SpeechError>>> = Arc::default();
+    let refusal = refused.clone();
+    tokio::spawn(async move {
+        while let Some(command) = from_scheduler.recv().await {
+            if let SpeechCommand::Speak(request) = &command {
+                if let Err(e) = budget.charge(request.text.chars().count() as u64).await {
+                    *refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    let _ = inner.send(SpeechCommand::Finish).await;
+                    // The session lives on (a dropped sender would cancel it) until the scheduler, told of
+                    // the refusal at the session's close, lets go; what it still sends is not spoken.
+                    while from_scheduler.recv().await.is_some() {}
+                    return;
+                }
+            }
+            if inner.send(command).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(event) = inner_events.recv().await {
+            let event = match event {
+                SpeechEvent::Closed { .. } => match refused.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    Some(e) => SpeechEvent::Failed(e),
+                    None => event,
+                },
+                event => event,
+            };
+            if to_scheduler.send(event).await.is_err() {
+                return;
+            }
+        }
+    });
+    SpeechSession { commands, events, format, voice }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(name: &str) -> Owner {
+        Owner::subject(name)
+    }
+
+    #[tokio::test]
+    async fn a_conversation_reserves_in_blocks_and_gives_back_what_it_did_not_speak() {
+        let ledger = Ledger::Local(Arc::default());
+        let tasks = TaskTracker::new();
+        let mut budget = Budget::open(&ledger, &owner("a"), Some(2_500), &tasks).await.unwrap().expect("a budget");
+        assert_eq!(budget.reserved, BLOCK);
+        budget.charge(900).await.unwrap();
+        budget.charge(300).await.unwrap();
+        assert_eq!((budget.reserved, budget.used), (2_000, 1_200), "a second block when the first ran out");
+        drop(budget);
+        tasks.close();
+        tasks.wait().await;
+        let Ledger::Local(budgets) = &ledger else { unreachable!() };
+        assert_eq!(budgets.lock().unwrap().get_mut(&owner("a").budget_key()).unwrap().spent(now_s()), 1_200);
+        // The local owner, and no limit, have no budget.
+        assert!(Budget::open(&ledger, &Owner::local(), Some(10), &tasks).await.unwrap().is_none());
+        assert!(Budget::open(&ledger, &owner("a"), None, &tasks).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_sentence_the_budget_cannot_cover_is_refused_and_the_next_request_too() {
+        let ledger = Ledger::Local(Arc::default());
+        let tasks = TaskTracker::new();
+        let mut budget = Budget::open(&ledger, &owner("b"), Some(100), &tasks).await.unwrap().unwrap();
+        budget.charge(60).await.unwrap();
+        let error = budget.charge(60).await.unwrap_err();
+        assert_eq!(error.code, CHARACTER_BUDGET_SPENT);
+        drop(budget);
+        tasks.close();
+        tasks.wait().await;
+        let refused = Budget::open(&ledger, &owner("b"), Some(100), &tasks).await.err().expect("refused");
+        assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (429, CHARACTER_BUDGET_SPENT));
+        assert!(refused.retry_after.is_some_and(|s| s > 3_000), "{:?}", refused.retry_after);
+        assert!(Budget::open(&ledger, &owner("c"), Some(100), &tasks).await.unwrap().is_some(), "another caller has its own");
+    }
+}
