@@ -243,6 +243,8 @@ export class Conversation {
       marks.responseHeaders = performance.now();
       if (!response.ok) throw await httpError(response);
       await this.read(response);
+      // `finished` resolves with every piece of audio placed (Ogg Opus decodes after its message is read).
+      await this.decoding;
       if (this.record.outcome === 'running') {
         throw new EarshotError('stream_ended', 'the stream ended before the conversation was done', { retryable: true });
       }
@@ -486,6 +488,7 @@ export class Conversation {
     this.record.server = timeline;
     this.record.outcome = 'done';
     // Audio still decoding (Ogg Opus) is placed before the answer is reported done.
+    if (this.player.owner === this) this.player.flush();
     this.decoding.then(() => {
       this.options.onDone?.(this.record);
       this.at(marks.audibleEnd ?? marks.done, () => this.options.onPlaybackEnd?.(this.record));

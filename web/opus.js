@@ -177,9 +177,15 @@ export class OggOpusDecoder {
     for (const { reject } of this.pending.splice(0)) reject(this.failed);
   }
 
-  /** Stops decoding; calls still waiting never resolve. */
+  /** Waits until every packet given has come out of the decoder (WebCodecs may hold the last ones). */
+  flush() {
+    if (this.decoder.state !== 'configured' || this.pending.length === 0) return Promise.resolve();
+    return this.decoder.flush().catch(() => {});
+  }
+
+  /** Stops decoding; calls still waiting resolve with no samples (nothing more is played). */
   close() {
-    this.pending = [];
+    for (const { resolve } of this.pending.splice(0)) resolve(new Float32Array(0));
     if (this.decoder.state !== 'closed') this.decoder.close();
   }
 }

@@ -180,6 +180,11 @@ export class PcmPlayer {
     return this.schedule(decodeSamples(pcm, this.format.encoding));
   }
 
+  /** Waits for audio still decoding (Ogg Opus) to come out of the decoder. */
+  flush() {
+    return this.opus?.flush() ?? Promise.resolve();
+  }
+
   /** Schedules decoded samples (floats at the stream's rate). */
   schedule(samples) {
     const ctx = this.ctx;

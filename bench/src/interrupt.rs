@@ -35,19 +35,10 @@ pub struct Trial {
 }
 
 pub async fn run(paths: &Paths, trials: usize, moto_server: &Path) -> Result<Vec<Trial>, String> {
-    if !moto_server.exists() {
-        return Err(format!("{} is missing: `make moto-venv` installs it (make bench does)", moto_server.display()));
-    }
     let kokoro = stack::kokoro(paths).await?;
     let local = stack::gateway(paths, "gateway-interrupt-local", &["--kokoro-url".into(), kokoro.url.clone()], &[]).await?;
 
-    let moto_port = free_port();
-    let mut command = Command::new(moto_server);
-    command.args(["-H", "127.0.0.1", "-p", &moto_port.to_string()]);
-    let mut moto = Service::spawn("moto", command, &paths.logs)?;
-    let moto_url = format!("http://127.0.0.1:{moto_port}");
-    moto.wait_ready(&format!("{moto_url}/moto-api/"), Duration::from_secs(60), Duration::from_millis(50)).await?;
-    create_table(moto_server, &moto_url)?;
+    let (_moto, moto_url) = moto_with_table(paths, moto_server).await?;
     let shared_args: Vec<String> =
         ["--kokoro-url", &kokoro.url, "--interrupt-table", "interrupts", "--interrupt-endpoint", &moto_url, "--interrupt-poll-ms", &POLL_MS.to_string()]
             .iter()
@@ -69,6 +60,21 @@ pub async fn run(paths: &Paths, trials: usize, moto_server: &Path) -> Result<Vec
         }
     }
     Ok(out)
+}
+
+/// moto's server (stopped when the service is dropped) with the interrupt table, and its URL.
+pub async fn moto_with_table(paths: &Paths, moto_server: &Path) -> Result<(Service, String), String> {
+    if !moto_server.exists() {
+        return Err(format!("{} is missing: `make moto-venv` installs it (make bench does)", moto_server.display()));
+    }
+    let moto_port = free_port();
+    let mut command = Command::new(moto_server);
+    command.args(["-H", "127.0.0.1", "-p", &moto_port.to_string()]);
+    let mut moto = Service::spawn("moto", command, &paths.logs)?;
+    let moto_url = format!("http://127.0.0.1:{moto_port}");
+    moto.wait_ready(&format!("{moto_url}/moto-api/"), Duration::from_secs(60), Duration::from_millis(50)).await?;
+    create_table(moto_server, &moto_url)?;
+    Ok((moto, moto_url))
 }
 
 /// The table as the CDK app creates it, made with moto's own boto3.

@@ -16,7 +16,8 @@
 //! an earlier one, a second mode flagged), `container` (the
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`, `cache` (a
 //! sentence said again against the model's first time; Polly characters spared over a scripted day),
-//! `formats` (what converting to the client's audio format adds to first audio, and each format's bytes).
+//! `formats` (what converting to the client's audio format adds to first audio, and each format's bytes),
+//! `owner` (what a caller's places and character budget add to first audio, in the process and in DynamoDB).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ mod load;
 mod machine;
 mod overhead;
 mod overload;
+mod owner;
 mod pacing;
 mod polly;
 mod release;
@@ -55,7 +57,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats"
+        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -129,6 +131,8 @@ pub struct Results {
     pub cache: Option<cache::Results>,
     #[serde(default)]
     pub formats: Option<Vec<formats::Row>>,
+    #[serde(default)]
+    pub owner: Option<Vec<owner::Row>>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -208,6 +212,7 @@ async fn run(args: Args) -> Result<(), String> {
             "segmenter",
             "cache",
             "formats",
+            "owner",
         ]
         .contains(&s.as_str())
     }) {
@@ -268,6 +273,12 @@ async fn run(args: Args) -> Result<(), String> {
         let (pairs, day) = if args.quick { (1, 3) } else { (trials, 40) };
         eprintln!("bench: sentence cache: {pairs} sentences said twice on Kokoro, a scripted day of {day} answers through Polly");
         results.cache = Some(cache::run(&paths, pairs, day, &args.moto_server).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("owner") {
+        eprintln!("bench: owner checks: first audio with a caller's places and budget off, in the process, in DynamoDB (moto)");
+        results.owner = Some(owner::run(&paths, if args.quick { 1 } else { trials.max(30) }, &args.moto_server).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

@@ -65,14 +65,13 @@ pub async fn run(url: &str, body: &SpeakBody, ttfa_only: bool) -> Result<Measure
 }
 
 pub fn measure(r: &Received) -> Measured {
-    let bytes_per_ms = r.bytes_per_ms();
     let mut m = Measured {
         client_ttfa_ms: r.marks.first_audio_decoded_ms,
         client_total_ms: r.marks.done_ms,
-        client_gaps_ms: r.marks.playback_gaps(bytes_per_ms, CLIENT_GAP_THRESHOLD_MS),
-        client_stalls_ms: r.marks.playback_silences(bytes_per_ms, CLIENT_GAP_THRESHOLD_MS).inside_sentences,
+        client_gaps_ms: r.marks.playback_gaps(CLIENT_GAP_THRESHOLD_MS),
+        client_stalls_ms: r.marks.playback_silences(CLIENT_GAP_THRESHOLD_MS).inside_sentences,
         body_bytes: r.marks.body_bytes,
-        audio_ms: r.audio.len() as f64 / bytes_per_ms,
+        audio_ms: r.marks.audio_chunk_ms.iter().sum(),
         ..Default::default()
     };
     let sentences: Vec<(u32, &str)> =

@@ -60,7 +60,14 @@ class Rehearsal:
                 continue  # deleted in the working tree
             os.makedirs(os.path.dirname(os.path.join(self.repo, name)), exist_ok=True)
             shutil.copy2(source, os.path.join(self.repo, name), follow_symlinks=False)
-        os.symlink(os.path.join(ROOT, "infra/cdk/node_modules"), os.path.join(self.repo, "infra/cdk/node_modules"))
+        # The copy's `make deps` must find the packages installed, or it would run npm ci through the link into
+        # the real checkout's node_modules: the rehearsal stops instead (make test-deploy installs them first).
+        modules = os.path.join(ROOT, "infra/cdk/node_modules")
+        stamp = os.path.join(modules, ".earshot-npm-ci")
+        lock = [os.path.join(ROOT, "infra/cdk", f) for f in ("package-lock.json", "package.json")]
+        if not os.path.exists(stamp) or any(os.path.getmtime(f) > os.path.getmtime(stamp) for f in lock):
+            raise SystemExit("rehearsal: the CDK app's packages are not installed or are stale: run make -C infra/cdk deps first (make test-deploy does)")
+        os.symlink(modules, os.path.join(self.repo, "infra/cdk/node_modules"))
 
     def scenario(self, name, **env):
         """A fresh account: no stacks, nothing bootstrapped."""

@@ -46,8 +46,7 @@ async fn speak_through(plan: &str) -> Heard {
 }
 
 fn client_stalls(r: &Received) -> Vec<f64> {
-    let bytes_per_ms = r.bytes_per_ms();
-    r.marks.playback_silences(bytes_per_ms, THRESHOLD_MS).inside_sentences
+    r.marks.playback_silences(THRESHOLD_MS).inside_sentences
 }
 
 #[tokio::test]
@@ -85,18 +84,15 @@ async fn the_paced_plan_holds_the_sentence_rather_than_stop_inside_it() {
 
 /// Silences inside sentences as the client's player hears them, at the timeline's own tolerance.
 fn client_stalls_at_tolerance(r: &Received) -> Vec<f64> {
-    let bytes_per_ms = r.bytes_per_ms();
-    r.marks.playback_silences(bytes_per_ms, earshot_core::timeline::UNDERRUN_TOLERANCE_MS).inside_sentences
+    r.marks.playback_silences(earshot_core::timeline::UNDERRUN_TOLERANCE_MS).inside_sentences
 }
 
 /// The same chunks counted by the rule the timeline once had: a clock per sentence, started at that
 /// sentence's own first audio, blind to earlier audio still queued ahead of the listener.
 fn stalls_by_a_clock_per_sentence(r: &Received) -> Vec<f64> {
-    let bytes_per_ms = r.bytes_per_ms();
     let mut stalls = Vec::new();
     let mut clock: Option<(u32, f64)> = None;
-    for (&(at, bytes), &sentence) in r.marks.audio_chunks.iter().zip(&r.marks.audio_chunk_sentences) {
-        let duration = bytes as f64 / bytes_per_ms;
+    for ((at, duration), &sentence) in r.marks.played_chunks().zip(&r.marks.audio_chunk_sentences) {
         let start = match clock {
             Some((same, until)) if same == sentence => {
                 if at - until > earshot_core::timeline::UNDERRUN_TOLERANCE_MS {

@@ -43,6 +43,8 @@ pub struct OggOpusStream {
     /// is the encoder's delay, which a decoder drops).
     granule: u64,
     headers_written: bool,
+    /// Samples were pushed since the last sentence's end: there is a sentence to end.
+    speaking: bool,
     packet: Vec<u8>,
 }
 
@@ -58,6 +60,7 @@ impl OggOpusStream {
             lookahead,
             granule: 0,
             headers_written: false,
+            speaking: false,
             packet: vec![0; 4_000],
         }
     }
@@ -68,6 +71,11 @@ impl OggOpusStream {
         self.granule.saturating_sub(self.lookahead as u64)
     }
 
+    /// Whether any page has gone out (after that the stream is the client's: it cannot start again).
+    pub fn started(&self) -> bool {
+        self.headers_written
+    }
+
     /// The pre-skip the header announces (samples a decoder drops from the front).
     pub fn pre_skip(&self) -> usize {
         self.lookahead
@@ -75,6 +83,7 @@ impl OggOpusStream {
 
     /// Takes the next samples of a sentence; gives back the pages finished (none until a frame is full).
     pub fn push(&mut self, samples: &[i16]) -> Vec<u8> {
+        self.speaking |= !samples.is_empty();
         self.pending.extend_from_slice(samples);
         let whole = self.pending.len() / FRAME * FRAME;
         if whole == 0 {
@@ -87,7 +96,8 @@ impl OggOpusStream {
 
     /// The rest of the sentence, flushed through the encoder's look-ahead, as the sentence's last page.
     pub fn end_sentence(&mut self) -> Vec<u8> {
-        if self.pending.is_empty() && !self.headers_written {
+        // A sentence with no audio gets none (not even the flush's silence).
+        if !std::mem::take(&mut self.speaking) {
             return Vec::new();
         }
         let mut tail = std::mem::take(&mut self.pending);
@@ -234,6 +244,8 @@ mod tests {
         assert!(tail.starts_with(b"OggS"), "a sentence's end is a page of its own");
         let next = stream.push(&tone(2_000, 220.0));
         assert!(next.starts_with(b"OggS") && !next.windows(8).any(|w| w == b"OpusHead"), "the headers come once");
+        assert!(!stream.end_sentence().is_empty());
+        assert!(stream.end_sentence().is_empty(), "a sentence with no audio gets none, not the flush's silence");
     }
 
     #[test]

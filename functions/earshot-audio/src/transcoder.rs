@@ -69,10 +69,14 @@ impl AudioEncoder for Transcoder {
     }
 
     fn source(&mut self, format: &AudioFormat) {
-        if format.sample_rate != self.resampler.from_rate() {
-            self.resampler = StreamResampler::new(format.sample_rate, self.format.sample_rate());
-        }
+        // A switch comes before any audio went out: what the resampler and the Opus encoder hold of the voice
+        // that failed (samples short of a chunk or a frame, a filter's delay, a look-ahead) must not sound
+        // before the new voice.
+        self.resampler = StreamResampler::new(format.sample_rate, self.format.sample_rate());
         self.carry = None;
+        if self.opus.as_ref().is_some_and(|o| !o.started()) {
+            self.opus = Some(OggOpusStream::new());
+        }
     }
 
     fn encode(&mut self, pcm: &[u8]) -> Bytes {

@@ -132,24 +132,20 @@ impl DynamoStore {
         self.write_versioned(key_, (!live.is_empty()).then_some(("places", entries, expires)), version).await
     }
 
-    /// Writes the item under `key_` as `(set attribute, its entries, expires_at)`, or deletes it (`None`), if
-    /// nobody wrote since `version` (0: no item): `Ok(false)` on a conflict.
+    /// Writes the item under `key_` with `(set attribute, its entries, expires_at)`, or with no entries
+    /// (`None`: a DynamoDB set cannot be empty) if nobody wrote since `version` (0: no item): `Ok(false)` on a
+    /// conflict. An emptied item is kept, its version counting on, rather than deleted: a writer holding a read
+    /// from before a delete would otherwise find the recreated item at the version it read and overwrite it.
+    /// Its time to live removes it an hour after it emptied.
     async fn write_versioned(&self, key_: &str, item: Option<(&str, Vec<String>, u64)>, version: u64) -> Result<bool, Error> {
         let unchanged = "attribute_not_exists(conversation_id) OR version = :version";
         let version_was = AttributeValue::N(version.to_string());
-        let Some((attribute, entries, expires)) = item else {
-            let deleted = self.client.delete_item().table_name(&self.table).key("conversation_id", key(key_));
-            let deleted = deleted.condition_expression(unchanged).expression_attribute_values(":version", version_was).send().await;
-            return unless_conflict("DeleteItem", deleted.map(|_| ()));
+        let put =
+            self.client.put_item().table_name(&self.table).item("conversation_id", key(key_)).item("version", AttributeValue::N((version + 1).to_string()));
+        let put = match item {
+            Some((attribute, entries, expires)) => put.item(attribute, AttributeValue::Ss(entries)).item("expires_at", AttributeValue::N(expires.to_string())),
+            None => put.item("expires_at", AttributeValue::N((now_s() + 3_600).to_string())),
         };
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .item("conversation_id", key(key_))
-            .item(attribute, AttributeValue::Ss(entries))
-            .item("version", AttributeValue::N((version + 1).to_string()))
-            .item("expires_at", AttributeValue::N(expires.to_string()));
         let put = put.condition_expression(unchanged).expression_attribute_values(":version", version_was).send().await;
         unless_conflict("PutItem", put.map(|_| ()))
     }
@@ -163,7 +159,12 @@ impl DynamoStore {
             let version = item.and_then(|i| i.get("version")).and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()).unwrap_or(0);
             let entries = item.and_then(|i| i.get("spent")).and_then(|p| p.as_ss().ok()).into_iter().flatten();
             let mut window = SpendWindow::from_entries(entries.filter_map(|e| e.split_once(':').and_then(|(m, c)| Some((m.parse().ok()?, c.parse().ok()?)))));
+            let before = window.clone();
             let answer = change(&mut window);
+            if window == before {
+                // Nothing to write (a refused reservation): no version for the owner's other conversations to lose.
+                return Ok(answer);
+            }
             let entries: Vec<String> = window.entries().iter().map(|(m, c)| format!("{m}:{c}")).collect();
             let expires = window.expires_at_s();
             if self.write_versioned(key_, (!entries.is_empty()).then_some(("spent", entries, expires)), version).await? {
@@ -291,9 +292,9 @@ impl ConversationStore for DynamoStore {
         .await
         .map(|_| ())
     }
-    async fn reserve_chars(&self, key_: &str, want: u64, limit: u64) -> Result<Reservation, Error> {
+    async fn reserve_chars(&self, key_: &str, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error> {
         let now = now_s();
-        self.change_window(key_, |window| window.reserve(now, want, limit)).await
+        self.change_window(key_, |window| window.reserve(now, want, at_least, limit)).await
     }
 
     async fn refund_chars(&self, key_: &str, chars: u64) -> Result<(), Error> {

@@ -57,18 +57,23 @@ pub struct ClientMarks {
 }
 
 impl ClientMarks {
+    /// Each audio chunk as a player takes it: when it was decoded, and how many milliseconds it plays.
+    pub fn played_chunks(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.audio_chunks.iter().zip(&self.audio_chunk_ms).map(|(&(at, _), &ms)| (at, ms))
+    }
+
     /// Plays the audio as the demo page's player does (each chunk starts when it is decoded or when
     /// the chunk before it ends, whichever is later) and returns the silences after the first chunk
     /// that are longer than `threshold_ms`, in milliseconds.
-    pub fn playback_gaps(&self, bytes_per_ms: f64, threshold_ms: f64) -> Vec<f64> {
-        let chunks = self.audio_chunks.iter().map(|&(at, bytes)| (at, bytes as f64 / bytes_per_ms));
+    pub fn playback_gaps(&self, threshold_ms: f64) -> Vec<f64> {
+        let chunks = self.played_chunks();
         earshot_core::playback::play(chunks).iter().filter_map(|p| p.gap_ms).filter(|gap| *gap > threshold_ms).collect()
     }
 
     /// The same silences, told apart by where a listener hears them: before a sentence starts, or
     /// inside one (a stall: the voice stops mid-sentence).
-    pub fn playback_silences(&self, bytes_per_ms: f64, threshold_ms: f64) -> Silences {
-        let chunks = self.audio_chunks.iter().map(|&(at, bytes)| (at, bytes as f64 / bytes_per_ms));
+    pub fn playback_silences(&self, threshold_ms: f64) -> Silences {
+        let chunks = self.played_chunks();
         let mut out = Silences::default();
         let mut previous: Option<u32> = None;
         for (played, sentence) in earshot_core::playback::play(chunks).iter().zip(self.audio_chunk_sentences.iter().copied()) {
@@ -400,12 +405,13 @@ mod tests {
 
     #[test]
     fn playback_gaps_are_the_silences_a_player_would_leave() {
-        // 1 byte per ms: a 100-byte chunk plays for 100 ms.
-        let marks = ClientMarks { audio_chunks: vec![(0.0, 100), (50.0, 100), (230.0, 100), (333.0, 100)], ..Default::default() };
+        // Each chunk plays for 100 ms.
+        let marks =
+            ClientMarks { audio_chunks: vec![(0.0, 200), (50.0, 200), (230.0, 200), (333.0, 200)], audio_chunk_ms: vec![100.0; 4], ..Default::default() };
         // The second chunk came while the first played; the third 30 ms after the second ended
         // (at 200); the fourth 3 ms after the third ended (at 330).
-        assert_eq!(marks.playback_gaps(1.0, 0.0), vec![30.0, 3.0]);
-        assert_eq!(marks.playback_gaps(1.0, 5.0), vec![30.0]);
+        assert_eq!(marks.playback_gaps(0.0), vec![30.0, 3.0]);
+        assert_eq!(marks.playback_gaps(5.0), vec![30.0]);
     }
 
     #[test]
@@ -439,8 +445,13 @@ mod tests {
     fn a_silence_inside_a_sentence_is_told_from_one_before_a_sentence() {
         // Sentence 0 in two chunks, the second 40 ms after the first ran out (a stall); sentence 1 starts
         // 20 ms after sentence 0 ended (a gap before it).
-        let marks = ClientMarks { audio_chunks: vec![(0.0, 100), (140.0, 100), (260.0, 100)], audio_chunk_sentences: vec![0, 0, 1], ..Default::default() };
-        assert_eq!(marks.playback_silences(1.0, 5.0), Silences { before_sentences: vec![20.0], inside_sentences: vec![40.0] });
+        let marks = ClientMarks {
+            audio_chunks: vec![(0.0, 200), (140.0, 200), (260.0, 200)],
+            audio_chunk_sentences: vec![0, 0, 1],
+            audio_chunk_ms: vec![100.0; 3],
+            ..Default::default()
+        };
+        assert_eq!(marks.playback_silences(5.0), Silences { before_sentences: vec![20.0], inside_sentences: vec![40.0] });
     }
 }
 

@@ -55,15 +55,17 @@ impl SpendWindow {
         self.minutes.values().sum()
     }
 
-    /// Takes up to `want` characters at `now_s` without passing `limit` in the hour.
-    pub fn reserve(&mut self, now_s: u64, want: u64, limit: u64) -> Reservation {
+    /// Takes up to `want` characters at `now_s` without passing `limit` in the hour, and none unless at
+    /// least `at_least` are left (a grant too small to be used is no grant).
+    pub fn reserve(&mut self, now_s: u64, want: u64, at_least: u64, limit: u64) -> Reservation {
+        let at_least = at_least.clamp(1, limit.max(1));
         let left = limit.saturating_sub(self.spent(now_s));
-        let granted = want.min(left);
-        if granted > 0 {
-            *self.minutes.entry(now_s / 60).or_default() += granted;
-            return Reservation { granted, retry_after_s: 0 };
+        if left < at_least {
+            return Reservation { granted: 0, retry_after_s: self.retry_after_s(now_s, limit - at_least + 1) };
         }
-        Reservation { granted: 0, retry_after_s: self.retry_after_s(now_s, limit) }
+        let granted = want.min(left);
+        *self.minutes.entry(now_s / 60).or_default() += granted;
+        Reservation { granted, retry_after_s: 0 }
     }
 
     /// Gives back `chars` reserved and not spoken, from the latest minutes first.
@@ -80,7 +82,8 @@ impl SpendWindow {
         self.lapse(now_s);
     }
 
-    /// Seconds from `now_s` until the spending falls under `limit` (0 when it is under already).
+    /// Seconds from `now_s` until the spending falls under `limit` (0 when it is under already); the
+    /// window has lapsed to `now_s`.
     fn retry_after_s(&self, now_s: u64, limit: u64) -> u64 {
         let mut spent: u64 = self.minutes.values().sum();
         for (minute, chars) in &self.minutes {
@@ -115,21 +118,30 @@ mod tests {
     #[test]
     fn a_budget_is_granted_up_to_its_limit_then_refused_until_the_oldest_minutes_lapse() {
         let mut w = SpendWindow::default();
-        assert_eq!(w.reserve(T, 1_000, 1_500), Reservation { granted: 1_000, retry_after_s: 0 });
-        assert_eq!(w.reserve(T + 600, 1_000, 1_500).granted, 500, "what is left of the hour");
-        let refused = w.reserve(T + 1_200, 10, 1_500);
+        assert_eq!(w.reserve(T, 1_000, 1, 1_500), Reservation { granted: 1_000, retry_after_s: 0 });
+        assert_eq!(w.reserve(T + 600, 1_000, 100, 1_500).granted, 500, "what is left of the hour");
+        let refused = w.reserve(T + 1_200, 10, 1, 1_500);
         assert_eq!(refused.granted, 0);
         // The first minute's 1,000 lapse an hour after it began.
         assert_eq!(refused.retry_after_s, 3_600 - 1_200);
-        assert_eq!(w.reserve(T + 3_600, 10, 1_500).granted, 10, "the oldest minute has lapsed");
+        assert_eq!(w.reserve(T + 3_600, 10, 1, 1_500).granted, 10, "the oldest minute has lapsed");
         assert_eq!(w.spent(T + 3_600), 510);
+        // Less left than the least a caller can use: nothing granted, nothing taken.
+        let mut w = SpendWindow::default();
+        w.reserve(T, 900, 1, 1_000);
+        w.reserve(T + 120, 50, 1, 1_000);
+        let refused = w.reserve(T + 180, 200, 200, 1_000);
+        assert_eq!(refused.granted, 0);
+        assert_eq!(w.spent(T + 180), 950);
+        // 200 are left once the first minute's 900 lapse, not when 50 would be.
+        assert_eq!(refused.retry_after_s, 3_600 - 180);
     }
 
     #[test]
     fn what_was_reserved_and_not_spoken_is_given_back() {
         let mut w = SpendWindow::default();
-        w.reserve(T, 1_000, 2_000);
-        w.reserve(T + 60, 1_000, 2_000);
+        w.reserve(T, 1_000, 1, 2_000);
+        w.reserve(T + 60, 1_000, 1, 2_000);
         w.refund(T + 90, 1_200);
         assert_eq!(w.entries(), vec![(T / 60, 800)], "the latest minute first, emptied minutes forgotten");
         w.refund(T + 90, 5_000);
@@ -141,7 +153,7 @@ mod tests {
     fn a_window_says_when_a_stored_copy_may_expire() {
         let mut w = SpendWindow::default();
         assert_eq!(w.expires_at_s(), 0);
-        w.reserve(T + 30, 1, 10);
+        w.reserve(T + 30, 1, 1, 10);
         assert_eq!(w.expires_at_s(), T + 3_600);
     }
 }

@@ -39,8 +39,9 @@ pub trait ConversationStore: Send + Sync {
     /// Gives back the place `token` holds under `key` (nothing when it holds none).
     async fn release(&self, key: &str, token: &str) -> Result<(), Error>;
     /// Reserves up to `want` of the characters `key` (an owner's budget) may spend in a rolling hour
-    /// under `limit` ([`crate::budget::SpendWindow::reserve`]), shared by every process that uses the store.
-    async fn reserve_chars(&self, key: &str, want: u64, limit: u64) -> Result<Reservation, Error>;
+    /// under `limit`, none unless `at_least` are left ([`crate::budget::SpendWindow::reserve`]), shared by
+    /// every process that uses the store.
+    async fn reserve_chars(&self, key: &str, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error>;
     /// Gives back `chars` reserved under `key` and not spoken.
     async fn refund_chars(&self, key: &str, chars: u64) -> Result<(), Error>;
 }

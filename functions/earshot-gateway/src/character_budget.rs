@@ -1,14 +1,15 @@
 //! Characters spoken per owner per rolling hour: no one caller runs up the voices' bill past
 //! `max_chars_per_owner_hour`, however many conversations it opens and wherever they run.
 //!
-//! A conversation reserves its characters in blocks ([`BLOCK`]) from its owner's budget: the first block
-//! before anything upstream is called (none left: `429 character_budget_spent` with `Retry-After`, the
-//! seconds until the oldest spending lapses), the next ones as its sentences use them up. A relay between the
-//! scheduler and the voice's session charges each sentence before the voice gets it; a sentence the budget
-//! cannot cover is not spoken, and the answer ends with an `error` event `character_budget_spent` after the
-//! audio already sent. What a conversation reserved and did not speak is given back when it ends, except
-//! where the budget ended it: then the rest of the hour's budget stays spent, so that the caller's next
-//! request is refused before any speech rather than cut after a sentence.
+//! A conversation reserves its characters in blocks (1,000, or a quarter of a smaller budget: [`block`]) from
+//! its owner's budget: the first block before anything upstream is called (less than a block left: `429
+//! character_budget_spent` with `Retry-After`, the seconds until a block's worth of spending lapses), the next
+//! ones as its sentences use them up. A relay between the scheduler and the voice's session charges each
+//! sentence before the voice gets it; a sentence the budget cannot cover is not spoken, the sentences before
+//! it are heard whole, and the answer ends with an `error` event `character_budget_spent`. What a conversation
+//! reserved and did not speak is given back as its session closes (before `done`). Where the budget ended an
+//! answer, the rest of the hour's budget is taken and stays spent, so that the caller's next request is refused
+//! before any speech rather than started on a remnant and cut at its first sentence.
 //!
 //! Where every conversation runs in this process (`earshot serve`) the budgets are kept here; where they run
 //! in other processes too (Lambda), in the shared store beside the owner's places
@@ -35,8 +36,14 @@ use crate::api_error::ApiError;
 use crate::interrupts::Interrupts;
 use crate::owner::Owner;
 
-/// Characters a conversation reserves at a time.
+/// Characters a conversation reserves at a time, at most.
 pub const BLOCK: u64 = 1_000;
+
+/// Characters a conversation reserves at a time under `limit`: [`BLOCK`], or a quarter of a smaller budget
+/// (so that one conversation never holds all of it); also the least a new conversation must find left.
+pub fn block(limit: u64) -> u64 {
+    BLOCK.min(limit / 4).max(1)
+}
 /// The relay's channel: small, as the session's own channels already buffer.
 const RELAY_CHANNEL: usize = 8;
 
@@ -62,19 +69,25 @@ impl Ledger {
         }
     }
 
-    async fn reserve(&self, key: &str, want: u64, limit: u64) -> Result<Reservation, SpeechError> {
+    async fn reserve(&self, key: &str, want: u64, at_least: u64, limit: u64) -> Result<Reservation, SpeechError> {
         match self {
-            Ledger::Local(budgets) => Ok(budgets.lock().unwrap_or_else(|p| p.into_inner()).entry(key.to_string()).or_default().reserve(now_s(), want, limit)),
-            Ledger::Shared(store) => store.reserve_chars(key, want, limit).await,
+            Ledger::Local(budgets) => {
+                Ok(budgets.lock().unwrap_or_else(|p| p.into_inner()).entry(key.to_string()).or_default().reserve(now_s(), want, at_least, limit))
+            }
+            Ledger::Shared(store) => store.reserve_chars(key, want, at_least, limit).await,
         }
     }
 
     async fn refund(&self, key: &str, chars: u64) -> Result<(), SpeechError> {
         match self {
             Ledger::Local(budgets) => {
-                if let Some(window) = budgets.lock().unwrap_or_else(|p| p.into_inner()).get_mut(key) {
+                let mut budgets = budgets.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(window) = budgets.get_mut(key) {
                     window.refund(now_s(), chars);
                 }
+                // Owners whose spending has all lapsed are forgotten: a long-running server does not grow.
+                let now = now_s();
+                budgets.retain(|_, window| window.spent(now) > 0);
                 Ok(())
             }
             Ledger::Shared(store) => store.refund_chars(key, chars).await,
@@ -103,7 +116,7 @@ impl Budget {
     pub async fn open(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &TaskTracker) -> Result<Option<Budget>, ApiError> {
         let Some(limit) = limit.filter(|_| *owner != Owner::local()) else { return Ok(None) };
         let key = owner.budget_key();
-        let first = ledger.reserve(&key, BLOCK.min(limit), limit).await.map_err(ApiError::from_upstream)?;
+        let first = ledger.reserve(&key, block(limit), block(limit), limit).await.map_err(ApiError::from_upstream)?;
         if first.granted == 0 {
             let retry_after = first.retry_after_s.clamp(1, u32::MAX as u64) as u32;
             return Err(ApiError::too_many(CHARACTER_BUDGET_SPENT, spent_message(limit), retry_after));
@@ -115,17 +128,32 @@ impl Budget {
     /// cannot cover them (the sentence is not to be spoken).
     async fn charge(&mut self, chars: u64) -> Result<(), SpeechError> {
         if self.used + chars > self.reserved {
-            let want = (self.used + chars - self.reserved).max(BLOCK);
-            let more = self.ledger.reserve(&self.key, want, self.limit).await?;
+            let needed = self.used + chars - self.reserved;
+            let more = self.ledger.reserve(&self.key, needed.max(block(self.limit)), needed, self.limit).await?;
             self.reserved += more.granted;
             if self.used + chars > self.reserved {
-                // Spent: what is reserved stays spent (the caller's next request is refused at once).
+                // Spent: the rest of the hour's budget is taken and stays spent, so the caller's next request
+                // is refused before any speech rather than started on a remnant and cut at its first sentence.
+                let rest = self.ledger.reserve(&self.key, self.limit, 1, self.limit).await.map_or(0, |r| r.granted);
+                self.reserved += rest;
                 self.used = self.reserved;
                 return Err(SpeechError::new(CHARACTER_BUDGET_SPENT, spent_message(self.limit), false));
             }
         }
         self.used += chars;
         Ok(())
+    }
+
+    /// Gives back now what was reserved and not spoken (the session closed: nothing more is spoken).
+    async fn settle(&mut self) {
+        let unspoken = self.reserved - self.used;
+        if unspoken == 0 {
+            return;
+        }
+        match self.ledger.refund(&self.key, unspoken).await {
+            Ok(()) => self.reserved = self.used,
+            Err(e) => tracing::warn!("cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {e}"),
+        }
     }
 }
 
@@ -149,16 +177,19 @@ impl Drop for Budget {
 /// A sentence the budget cannot cover is not sent; the voice is told to finish the sentences it has, and
 /// the session's close is turned into the `character_budget_spent` failure, so that the audio of every
 /// sentence charged before it is heard whole and the answer ends there.
-pub fn wrap(session: SpeechSession, mut budget: Budget) -> SpeechSession {
+pub fn wrap(session: SpeechSession, budget: Budget) -> SpeechSession {
     let SpeechSession { commands: inner, events: mut inner_events, format, voice } = session;
     let (commands, mut from_scheduler) = mpsc::channel::<SpeechCommand>(RELAY_CHANNEL);
     let (to_scheduler, events) = mpsc::channel::<SpeechEvent>(RELAY_CHANNEL);
+    // Charged by the commands' task, settled by the events' task when the session closes.
+    let budget = Arc::new(tokio::sync::Mutex::new(budget));
     let refused: Arc<Mutex<Option<SpeechError>>> = Arc::default();
-    let refusal = refused.clone();
+    let (charging, refusal) = (budget.clone(), refused.clone());
     tokio::spawn(async move {
         while let Some(command) = from_scheduler.recv().await {
             if let SpeechCommand::Speak(request) = &command {
-                if let Err(e) = budget.charge(request.text.chars().count() as u64).await {
+                let charged = charging.lock().await.charge(request.text.chars().count() as u64).await;
+                if let Err(e) = charged {
                     *refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     let _ = inner.send(SpeechCommand::Finish).await;
                     // The session lives on (a dropped sender would cancel it) until the scheduler, told of
@@ -175,10 +206,14 @@ pub fn wrap(session: SpeechSession, mut budget: Budget) -> SpeechSession {
     tokio::spawn(async move {
         while let Some(event) = inner_events.recv().await {
             let event = match event {
-                SpeechEvent::Closed { .. } => match refused.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    Some(e) => SpeechEvent::Failed(e),
-                    None => event,
-                },
+                SpeechEvent::Closed { .. } => {
+                    // Given back before the scheduler sends `done`: the caller's next request sees it.
+                    budget.lock().await.settle().await;
+                    match refused.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        Some(e) => SpeechEvent::Failed(e),
+                        None => event,
+                    }
+                }
                 event => event,
             };
             if to_scheduler.send(event).await.is_err() {
@@ -201,11 +236,13 @@ mod tests {
     async fn a_conversation_reserves_in_blocks_and_gives_back_what_it_did_not_speak() {
         let ledger = Ledger::Local(Arc::default());
         let tasks = TaskTracker::new();
-        let mut budget = Budget::open(&ledger, &owner("a"), Some(2_500), &tasks).await.unwrap().expect("a budget");
+        let mut budget = Budget::open(&ledger, &owner("a"), Some(5_000), &tasks).await.unwrap().expect("a budget");
         assert_eq!(budget.reserved, BLOCK);
         budget.charge(900).await.unwrap();
         budget.charge(300).await.unwrap();
         assert_eq!((budget.reserved, budget.used), (2_000, 1_200), "a second block when the first ran out");
+        budget.settle().await;
+        assert_eq!(budget.reserved, 1_200, "settled as the session closes");
         drop(budget);
         tasks.close();
         tasks.wait().await;
@@ -220,7 +257,9 @@ mod tests {
     async fn a_sentence_the_budget_cannot_cover_is_refused_and_the_next_request_too() {
         let ledger = Ledger::Local(Arc::default());
         let tasks = TaskTracker::new();
+        // A budget of 100 is taken 25 at a time: one conversation never holds all of it.
         let mut budget = Budget::open(&ledger, &owner("b"), Some(100), &tasks).await.unwrap().unwrap();
+        assert_eq!(budget.reserved, 25);
         budget.charge(60).await.unwrap();
         let error = budget.charge(60).await.unwrap_err();
         assert_eq!(error.code, CHARACTER_BUDGET_SPENT);

@@ -34,7 +34,12 @@ function alarmReceivers(topic: string): string {
   const r = spawnSync('aws', ['sns', 'list-subscriptions-by-topic', '--topic-arn', topic, '--region', region, '--output', 'json'], { encoding: 'utf8', timeout: 30_000 });
   if ((r.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return `    the spend alarms publish to ${topic}: subscribe whoever must know (the aws CLI is not installed to ask who is)`;
   if (r.status !== 0) return `    the spend alarms publish to ${topic} (who receives them could not be asked: ${(r.stderr || String(r.error ?? '')).trim().split('\n')[0]})`;
-  const subscriptions = (JSON.parse(r.stdout).Subscriptions ?? []) as { Protocol: string; Endpoint: string; SubscriptionArn: string }[];
+  let subscriptions: { Protocol: string; Endpoint: string; SubscriptionArn: string }[];
+  try {
+    subscriptions = JSON.parse(r.stdout).Subscriptions ?? [];
+  } catch {
+    return `    the spend alarms publish to ${topic} (the aws CLI's answer about who receives them could not be read)`;
+  }
   const confirmed = subscriptions.filter((s) => s.SubscriptionArn.startsWith('arn:'));
   const pending = subscriptions.filter((s) => !s.SubscriptionArn.startsWith('arn:'));
   if (confirmed.length > 0) return `    the spend alarms reach ${confirmed.map((s) => `${s.Protocol}:${s.Endpoint}`).join(', ')}`;

@@ -42,7 +42,7 @@ export interface Preflight {
  * regions"): "now available in two additional AWS Regions: Europe (London) and Canada (Central)". The launch
  * Regions (API added 2026-03-19) are not named in the parts of AWS's guide read here; the four below are the
  * ones published lists of the launch give (and the two additions imply a set before them). Checked
- * 2026-12-04: where a deploy is refused a Region AWS has since added, the note says how to see it.
+ * 2026-12-04. A Region outside the list is said, never refused: AWS may have added it since.
  */
 export const POLLY_STREAMING_REGIONS: Readonly<Record<string, string>> = {
   'us-east-1': 'launch, 2026-03-19',
