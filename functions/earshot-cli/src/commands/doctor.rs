@@ -68,7 +68,8 @@ pub fn verdict(result: &Result<Received, ClientError>) -> Verdict {
 /// The likely fix for an error code the gateway passes on (AWS's, in snake case, or earshot's own).
 pub fn fix(code: &str) -> &'static str {
     match code {
-        c if c.contains("access_denied") || c == "agent_access_denied" => {
+        // A voice's AWS code; the agent's own refusal has its arm below.
+        c if c.contains("access_denied") && !c.starts_with("agent_") => {
             "the gateway's role may not call the service: the Lambda role needs sagemaker:InvokeEndpoint and \
              sagemaker:InvokeEndpointWithBidirectionalStream on the endpoint (the CDK stack grants both), \
              polly:StartSpeechSynthesisStream, and bedrock:InvokeModelWithResponseStream on the model"
@@ -88,7 +89,9 @@ pub fn fix(code: &str) -> &'static str {
         "agent_access_denied" => {
             "the agent refused the gateway's credentials: for Bedrock the Lambda role needs \
              bedrock:InvokeModelWithResponseStream on the model or inference profile it names (the CDK stack grants it \
-             for bedrockModelId); for an OpenAI-compatible agent, check the key in EARSHOT_AGENT_KEY_SECRET"
+             for bedrockModelId); model access itself is on by default, but a third-party model subscribes on its first \
+             call (AWS Marketplace permissions, a few minutes of AccessDenied) and Anthropic's need their use-case form \
+             once; for an OpenAI-compatible agent, check the key in EARSHOT_AGENT_KEY_SECRET"
         }
         "agent_unreachable" | "agent_no_response" | "agent_timeout" => {
             "the agent could not be reached or did not answer: check its address (EARSHOT_OPENAI_BASE_URL, \
@@ -186,7 +189,7 @@ mod tests {
         assert!(fix("polly_throttled").contains("Service Quotas"));
         assert!(fix("backend_not_ready").contains("10 to 15 minutes"));
         assert!(fix("agent_model_not_found").contains("inference profile") && !fix("agent_model_not_found").contains("Model access"));
-        assert!(fix("agent_access_denied").contains("bedrock:InvokeModelWithResponseStream"));
+        assert!(fix("agent_access_denied").contains("bedrock:InvokeModelWithResponseStream") && fix("agent_access_denied").contains("Marketplace"));
         assert!(fix("agent_unreachable").contains("EARSHOT_OPENAI_BASE_URL"));
         assert!(fix("model_stream_error").contains("/aws/sagemaker/Endpoints"));
         assert!(fix("something_new").contains("request id"));
