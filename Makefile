@@ -162,8 +162,8 @@ test-cdk:
 test-deploy: deps-rust
 	@echo "==> the deploy rehearsal: make deploy, doctor and destroy run as written, aws/docker/cdk/cargo recorded (tests/deploy)"
 	@$(MAKE) --no-print-directory -C infra/cdk deps
-	$(CARGO) build --quiet --locked -p earshot
-	python3 $(ROOT)/tests/deploy/rehearse.py $(CARGO_TARGET_DIR)/debug/earshot
+	$(CARGO) build --quiet --locked -p earshot -p earshot-standins
+	python3 $(ROOT)/tests/deploy/rehearse.py $(CARGO_TARGET_DIR)/debug/earshot $(CARGO_TARGET_DIR)/debug/earshot-standins
 
 test-lambda: deps-rust kokoro-venv moto-venv
 	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"

@@ -7,9 +7,11 @@ A test that reads a Makefile's text passes while the recipe fails (a variable bo
 command after it); here the recipes themselves run through make, in a copy of the checkout (its tracked and
 unignored files, times kept, the CDK app's node_modules linked), so nothing a real deploy wrote (cdk.out/outputs.json)
 is touched. The doctor speaks to a real `earshot serve` (the synthetic voice and the scripted agent), named by the
-FunctionUrl the stand-in cdk writes into the outputs as cdk would.
+FunctionUrl the stand-in cdk writes into the outputs as cdk would. The preflight's Polly probe opens a real
+StartSpeechSynthesisStream through the JavaScript SDK, against the Polly stand-in (earshot-standins) named by
+AWS_ENDPOINT_URL_POLLY, as the SDK reads it.
 
-Usage: rehearse.py EARSHOT_BINARY   (make test-deploy builds it and runs this)
+Usage: rehearse.py EARSHOT_BINARY STANDINS_BINARY   (make test-deploy builds them and runs this)
 """
 import json
 import os
@@ -32,7 +34,7 @@ def say(message):
 
 
 class Rehearsal:
-    def __init__(self, earshot):
+    def __init__(self, earshot, standins):
         self.work = tempfile.mkdtemp(prefix="earshot-rehearsal-")
         self.repo = os.path.join(self.work, "repo")
         self.copy_checkout()
@@ -49,8 +51,33 @@ class Rehearsal:
         os.symlink(earshot, os.path.join(self.target, "release/earshot"))
         self.earshot = earshot
         self.server = None
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BUILDX_", "CDK_", "MAKE", "REHEARSAL_")) and k not in ("MFLAGS", "CARGO_TARGET_DIR")}
-        self.env = {**env, "PATH": bin_dir + os.pathsep + env["PATH"], "AWS_REGION": REGION, "CARGO_TARGET_DIR": self.target}
+        self.standins = None
+        self.polly = self.start_standins(standins)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BUILDX_", "CDK_", "MAKE", "REHEARSAL_", "NODE_")) and k not in ("MFLAGS", "CARGO_TARGET_DIR")}
+        self.env = {
+            **env,
+            "PATH": bin_dir + os.pathsep + env["PATH"],
+            "AWS_REGION": REGION,
+            "CARGO_TARGET_DIR": self.target,
+            # The deploying credentials, as the SDK finds them, and where its Polly calls go.
+            "AWS_ACCESS_KEY_ID": "AKIAREHEARSAL",
+            "AWS_SECRET_ACCESS_KEY": "rehearsal",
+            "AWS_ENDPOINT_URL_POLLY": self.polly,
+            "NODE_EXTRA_CA_CERTS": os.path.join(self.work, "standins.pem"),
+        }
+
+    def start_standins(self, binary):
+        """The AWS stand-ins (Polly's StartSpeechSynthesisStream among them) on a free port; their URL."""
+        port = free_port()
+        cert = os.path.join(self.work, "standins.pem")
+        self.standins = subprocess.Popen([binary, "--port", str(port), "--cert-out", cert], stdout=open(os.path.join(self.work, "standins.log"), "w"), stderr=subprocess.STDOUT)
+        for _ in range(200):
+            if os.path.exists(cert):
+                return f"https://127.0.0.1:{port}"
+            if self.standins.poll() is not None:
+                break
+            time.sleep(0.05)
+        fail("the AWS stand-ins did not start", open(os.path.join(self.work, "standins.log")).read())
 
     def copy_checkout(self):
         listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True).stdout
@@ -97,9 +124,7 @@ class Rehearsal:
 
     def serve(self):
         """A gateway for the doctor to speak to: the synthetic voice and the scripted agent."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         self.server = subprocess.Popen(
             [self.earshot, "serve", "--port", str(port), "--web-dir", "", "--backends", "synthetic"],
             stdout=open(os.path.join(self.work, "serve.log"), "w"),
@@ -116,10 +141,17 @@ class Rehearsal:
         fail("earshot serve did not become healthy", open(os.path.join(self.work, "serve.log")).read())
 
     def close(self):
-        if self.server:
-            self.server.terminate()
-            self.server.wait(timeout=10)
+        for process in (self.server, self.standins):
+            if process:
+                process.terminate()
+                process.wait(timeout=10)
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def fail(message, output=""):
@@ -153,6 +185,7 @@ def first_deploy(r):
     voices = calls_of(calls, "aws", "polly", "describe-voices")
     check(voices and voices[0]["argv"][voices[0]["argv"].index("--region") + 1] == REGION, f"the preflight asks the deploying Region: {voices}", out)
     check(calls_of(calls, "docker", "info"), "Docker is asked whether it runs (the Kokoro image needs it)", out)
+    check(f"Polly bidirectional streaming answers in {REGION}: a stream opened and closed (0 characters billed)" in out, "the preflight opened and closed one Polly stream", out)
 
     cdk = [c for c in calls if c["tool"] == "npx"]
     verbs = [next(a for a in c["argv"][c["argv"].index("cdk") + 1 :] if not a.startswith("-")) for c in cdk]
@@ -194,7 +227,9 @@ def first_deploy(r):
 
 def denied_and_throttled(r):
     r.scenario("a deployer who may not ask Polly and is throttled by Service Quotas", REHEARSAL_POLLY="denied", REHEARSAL_QUOTAS="throttled", REHEARSAL_SUBSCRIBED="1")
-    out, calls = r.make("deploy")
+    out, calls = r.make("deploy", AWS_ENDPOINT_URL_POLLY=f"https://127.0.0.1:{free_port()}")
+    check("not checked: Polly bidirectional streaming by opening a stream (" in out and "ECONNREFUSED" in out, "a probe that reaches no Polly is said, not taken for a missing operation", out)
+    check(f"not checked: Polly bidirectional streaming in {REGION}" not in out, f"{REGION} is on the dated list: nothing more is said", out)
     check("not checked: Polly generative voices (aws polly describe-voices failed: An error occurred (AccessDeniedException)" in out, "a denied question is said, not taken for a missing voice", out)
     check('not checked: the SageMaker quota "ml.g5.xlarge for endpoint usage" (aws service-quotas failed: An error occurred (TooManyRequestsException)' in out, "a throttled question is said", out)
     check(calls_of(calls, "npx", "deploy"), "the deploy goes on when a check could not be made", out)
@@ -204,6 +239,13 @@ def denied_and_throttled(r):
 
 def polly_only(r):
     r.scenario("a Polly-only deploy in a Region without the voice, then over an earlier full deploy", REHEARSAL_POLLY="novoice")
+    # A Polly endpoint that does not know StartSpeechSynthesisStream (the stand-in's 404 UnknownOperationException).
+    out, calls = r.make("deploy", "POLLY_ONLY=true", expect_ok=False, REHEARSAL_POLLY="ok", AWS_ENDPOINT_URL_POLLY=r.polly + "/elsewhere")
+    check(f"Polly bidirectional streaming (StartSpeechSynthesisStream) in {REGION}: the Region's Polly endpoint does not know the operation (UnknownOperationException (HTTP 404)" in out, "the probe's verdict stops the deploy, with the reason", out)
+    check(not calls_of(calls, "npx"), "nothing is created when Polly cannot stream", out)
+    # A Region off the dated list whose Polly answers the probe: nothing to say of the list.
+    out, calls = r.make("deploy", "POLLY_ONLY=true", expect_ok=False, AWS_REGION="ap-northeast-1")
+    check("Polly bidirectional streaming answers in ap-northeast-1" in out and "not checked: Polly bidirectional streaming" not in out, "a Region whose Polly answered needs no list", out)
     out, calls = r.make("deploy", "POLLY_ONLY=true", expect_ok=False)
     check(f"the Polly generative voice Ruth (pollyVoice) is not offered in {REGION}; it offers Matthew, Amy" in out, "the missing voice is named with what the Region offers", out)
     check(not calls_of(calls, "npx"), "nothing is created when the Region lacks what the configuration needs", out)
@@ -219,10 +261,10 @@ def polly_only(r):
 
 
 def main():
-    if len(sys.argv) != 2 or not os.access(sys.argv[1], os.X_OK):
-        raise SystemExit("usage: rehearse.py EARSHOT_BINARY")
+    if len(sys.argv) != 3 or not all(os.access(b, os.X_OK) for b in sys.argv[1:]):
+        raise SystemExit("usage: rehearse.py EARSHOT_BINARY STANDINS_BINARY")
     started = time.time()
-    r = Rehearsal(os.path.abspath(sys.argv[1]))
+    r = Rehearsal(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     try:
         first_deploy(r)
         denied_and_throttled(r)

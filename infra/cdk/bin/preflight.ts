@@ -1,9 +1,11 @@
-// `make check-deploy` runs this with the deploying credentials: it asks AWS, through the aws CLI, whether the
-// Region offers what earshot.config.json needs (lib/preflight.ts), and stops the deploy when it does not.
+// `make check-deploy` runs this with the deploying credentials: it asks AWS, through the aws CLI (and for Polly's
+// streaming, one stream opened through the SDK), whether the Region offers what earshot.config.json needs
+// (lib/preflight.ts), and stops the deploy when it does not.
 import { spawnSync } from 'child_process';
 import * as path from 'path';
-import { CDK_ROOT, DEFAULT_CONFIG_FILE, readConfigFile, resolveConfig } from '../lib/config';
-import { Answer, preflight } from '../lib/preflight';
+import { CDK_ROOT, DEFAULT_CONFIG_FILE, deployedBackends, readConfigFile, resolveConfig } from '../lib/config';
+import { PollyProbe, probePollyStream } from '../lib/polly-probe';
+import { Answer, preflight, pollyVoiceId } from '../lib/preflight';
 
 // The same settings as the CDK app: earshot.config.json (or configFile=…) and the -c key=value overrides.
 const [region, ...contextArgs] = process.argv.slice(2);
@@ -18,11 +20,27 @@ const ask = (args: string[]): Answer => {
   const r = spawnSync('aws', args, { encoding: 'utf8', timeout: 30_000 });
   return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };
 };
-const { missing, unchecked } = preflight(config, region, ask);
-for (const u of unchecked) console.log(`    not checked: ${u}`);
-if (missing.length > 0) {
-  console.log(`earshot: ${region} lacks what this configuration needs:`);
-  for (const m of missing) console.log(`  - ${m}`);
-  process.exit(1);
+
+async function main(): Promise<void> {
+  let probe: PollyProbe | undefined;
+  if (deployedBackends(config).includes('polly')) {
+    probe = await probePollyStream(region, pollyVoiceId(config.pollyVoice));
+    if (probe.kind === 'offered') console.log(`    Polly bidirectional streaming answers in ${region}: ${probe.detail}`);
+  }
+  report(preflight(config, region, ask, probe));
 }
-console.log(unchecked.length === 0 ? `==> ${region} offers what this configuration needs` : `==> nothing found missing in ${region}; ${unchecked.length} thing(s) above could not be checked`);
+
+function report({ missing, unchecked }: { missing: string[]; unchecked: string[] }): void {
+  for (const u of unchecked) console.log(`    not checked: ${u}`);
+  if (missing.length > 0) {
+    console.log(`earshot: ${region} lacks what this configuration needs:`);
+    for (const m of missing) console.log(`  - ${m}`);
+    process.exit(1);
+  }
+  console.log(unchecked.length === 0 ? `==> ${region} offers what this configuration needs` : `==> nothing found missing in ${region}; ${unchecked.length} thing(s) above could not be checked`);
+}
+
+main().catch((e) => {
+  console.error(`earshot: the preflight failed: ${e}`);
+  process.exit(1);
+});

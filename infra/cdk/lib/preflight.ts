@@ -3,10 +3,12 @@
 // aws CLI, in the deploying account and Region:
 // - Polly: bidirectional streaming needs the generative engine ("Synthesizing speech with bidirectional
 //   streaming", Polly developer guide), so `polly describe-voices --engine generative` must list the configured
-//   voice. Having generative voices does not prove the streaming operation: no API lists where
-//   StartSpeechSynthesisStream is offered, and the aws CLI cannot call it (the guide says so). So the Region is
-//   also held to the dated list below, from AWS's documents; one not on it is said (not stopped: the list may
-//   be behind AWS), and `make doctor` after the deploy speaks through the Polly arm to prove it.
+//   voice. Having generative voices does not prove the streaming operation, and no API lists where
+//   StartSpeechSynthesisStream is offered, so the deploying credentials open one stream and close it at once
+//   (lib/polly-probe.ts: the aws CLI cannot call the operation, the JavaScript SDK can): an endpoint that does not
+//   know the operation stops the deploy. Where the probe gets no verdict (no permission, no connection), the
+//   Region is held to the dated list below, from AWS's documents; one not on it is said (not stopped: the list
+//   may be behind AWS), and `make doctor` after the deploy speaks through the Polly arm to prove it.
 // - Bedrock (only when the agent is Bedrock): `bedrock get-foundation-model` (or `get-inference-profile` for a
 //   `us.`/`eu.`/… id) answers only where the model or profile is offered, and a foundation model must list
 //   `ON_DEMAND` in its `inferenceTypesSupported`: most models, Nova Lite included, are invoked on demand in most
@@ -20,6 +22,7 @@
 // Each check that cannot be made (no permission to ask) is reported as unchecked, never as missing.
 import { EarshotConfig, deployedBackends } from './config';
 import { inferenceProfile, regionalProfilePrefix } from './arns';
+import { PollyProbe } from './polly-probe';
 
 /** One aws CLI run: its exit status and output. */
 export interface Answer {
@@ -57,9 +60,13 @@ export const POLLY_STREAMING_REGIONS_AS_OF = '2026-12-04';
 const NOT_FOUND = /ResourceNotFoundException|ValidationException|could not be found|not found|does not exist|Could not connect to the endpoint URL/i;
 
 /** Polly's voice id for earshot's voice name (`ruth` → `Ruth`). */
-const pollyVoiceId = (name: string): string => name.charAt(0).toUpperCase() + name.slice(1);
+export const pollyVoiceId = (name: string): string => name.charAt(0).toUpperCase() + name.slice(1);
 
-export function preflight(c: EarshotConfig, region: string, ask: Ask): Preflight {
+/**
+ * `probe` is what opening one Polly stream in the Region found (bin/preflight.ts runs it when Polly is
+ * deployed); without one, the dated list alone speaks for the Region.
+ */
+export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: PollyProbe): Preflight {
   const missing: string[] = [];
   const unchecked: string[] = [];
   const run = (args: string[]) => ask([...args, '--region', region, '--output', 'json']);
@@ -74,12 +81,20 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask): Preflight
       if (ids.length === 0) missing.push(`Polly's generative engine, which bidirectional streaming needs, is not offered in ${region} (or deploy with backends=kokoro)`);
       else if (!ids.includes(voice)) missing.push(`the Polly generative voice ${voice} (pollyVoice) is not offered in ${region}; it offers ${ids.join(', ')}`);
     }
-    if (POLLY_STREAMING_REGIONS[region] === undefined) {
-      unchecked.push(
-        `Polly bidirectional streaming in ${region}: not among the Regions AWS's documents named by ${POLLY_STREAMING_REGIONS_AS_OF} ` +
-          `(${Object.keys(POLLY_STREAMING_REGIONS).join(', ')}); where it is not offered the Polly arm fails and failover hides it: ` +
-          `run make doctor after the deploy (it speaks through each arm), or see "Generative voices" in the Polly developer guide`,
+    if (probe?.kind === 'absent') {
+      missing.push(
+        `Polly bidirectional streaming (StartSpeechSynthesisStream) in ${region}: the Region's Polly endpoint does not know the operation ` +
+          `(${probe.detail}); deploy in a Region that offers it (${Object.keys(POLLY_STREAMING_REGIONS).join(', ')}) or with backends=kokoro`,
       );
+    } else if (probe?.kind !== 'offered') {
+      if (probe) unchecked.push(`Polly bidirectional streaming by opening a stream (${probe.detail})`);
+      if (POLLY_STREAMING_REGIONS[region] === undefined) {
+        unchecked.push(
+          `Polly bidirectional streaming in ${region}: not among the Regions AWS's documents named by ${POLLY_STREAMING_REGIONS_AS_OF} ` +
+            `(${Object.keys(POLLY_STREAMING_REGIONS).join(', ')}); where it is not offered the Polly arm fails and failover hides it: ` +
+            `run make doctor after the deploy (it speaks through each arm), or see "Generative voices" in the Polly developer guide`,
+        );
+      }
     }
   }
 

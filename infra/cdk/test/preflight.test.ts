@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultConfig } from '../lib/config';
+import { judgeProbe } from '../lib/polly-probe';
 import { Answer, preflight } from '../lib/preflight';
 
 const ok = (body: unknown): Answer => ({ ok: true, stdout: JSON.stringify(body), stderr: '' });
@@ -125,5 +126,35 @@ describe('deploy preflight', () => {
     assert.ok(legacy.unchecked.some((u) => u.includes('LEGACY')));
     const batch = preflight(defaultConfig(), 'us-east-1', cli({ bedrock: ok({ modelDetails: { responseStreamingSupported: false } }) }).ask);
     assert.match(batch.missing[0], /does not stream/);
+  });
+
+  it("lets the stream probe decide: an endpoint without the operation stops the deploy, an answer needs no list", () => {
+    const absent = preflight(defaultConfig(), 'eu-west-2', cli({}).ask, { kind: 'absent', detail: 'UnknownOperationException (HTTP 404)' });
+    assert.equal(absent.missing.length, 1);
+    assert.match(absent.missing[0], /StartSpeechSynthesisStream\) in eu-west-2.*UnknownOperationException.*backends=kokoro/);
+    const offered = preflight(defaultConfig(), 'ap-northeast-1', cli({}).ask, { kind: 'offered', detail: 'a stream opened and closed' });
+    assert.deepEqual(offered.missing, []);
+    assert.ok(!offered.unchecked.some((u) => u.includes('Polly')), `a Region off the list whose Polly answered: ${offered.unchecked.join('; ')}`);
+    const unknownListed = preflight(defaultConfig(), 'eu-west-2', cli({}).ask, { kind: 'unknown', detail: 'AccessDeniedException (HTTP 403): no' });
+    assert.deepEqual(unknownListed.missing, []);
+    assert.deepEqual(unknownListed.unchecked.filter((u) => u.includes('Polly')), ['Polly bidirectional streaming by opening a stream (AccessDeniedException (HTTP 403): no)']);
+    const unknownUnlisted = preflight(defaultConfig(), 'ap-northeast-1', cli({}).ask, { kind: 'unknown', detail: 'no answer within 20 s' });
+    assert.equal(unknownUnlisted.unchecked.filter((u) => u.includes('Polly bidirectional streaming')).length, 2, 'the failed probe and the list both said');
+  });
+
+  it("judges the probe's errors as the SDK reports them", () => {
+    const http = (name: string, status: number) => Object.assign(new Error('said'), { name, $metadata: { httpStatusCode: status } });
+    assert.equal(judgeProbe(http('UnknownOperationException', 404)).kind, 'absent');
+    assert.equal(judgeProbe(http('NotFound', 404)).kind, 'absent');
+    for (const [name, status] of [['AccessDeniedException', 403], ['UnrecognizedClientException', 400], ['ExpiredTokenException', 400], ['SomethingNew', 401]] as const) {
+      assert.equal(judgeProbe(http(name, status)).kind, 'unknown', name);
+    }
+    for (const [name, status] of [['ValidationException', 400], ['ThrottlingException', 429], ['ServiceQuotaExceededException', 402], ['ServiceFailureException', 500]] as const) {
+      const v = judgeProbe(http(name, status));
+      assert.equal(v.kind, 'offered', name);
+      assert.match(v.detail, new RegExp(`${name} \\(HTTP ${status}\\)`));
+    }
+    assert.equal(judgeProbe(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })).kind, 'unknown');
+    assert.equal(judgeProbe(new Error('connect ECONNREFUSED')).kind, 'unknown');
   });
 });

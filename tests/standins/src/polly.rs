@@ -1,5 +1,8 @@
 //! The Polly stand-in: `StartSpeechSynthesisStream`, voiced by the local Kokoro with a voice pack
 //! of its own and resampled to Polly's 16 kHz. It models what Polly documents and nothing more:
+//! - the stream opens without the voice: it is reached at the first text to speak, so a stream opened
+//!   and closed with no text (the deploy preflight's probe) ends in a `StreamClosedEvent` of 0 characters;
+//!   a voice it cannot reach then is a `ServiceFailureException` in the stream;
 //! - `TextEvent`s are buffered until a forced flush (or the close); each flush is one utterance;
 //! - `AudioEvent`s carry audio only, never which text they voice (nothing here tags them);
 //! - `CloseStreamEvent` finishes the audio of what was sent, then `StreamClosedEvent` reports the
@@ -59,17 +62,13 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
         other => return error(StatusCode::BAD_REQUEST, "ValidationException", &format!("SampleRate {other} is not valid for pcm (8000 or 16000)")),
     };
     *state.stats.last_polly_rate.lock().expect("stats lock") = Some(rate);
-    let ws = match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
-        Ok((ws, _)) => ws,
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "ServiceFailureException", &format!("the voice is unavailable: {e}")),
-    };
     state.stats.polly_streams.fetch_add(1, Ordering::SeqCst);
     state.stats.polly_streams_live.fetch_add(1, Ordering::SeqCst);
     let (out, body) = channel_body();
     let events = read_events(req.into_body());
     tokio::spawn(async move {
         let live = state.clone();
-        session(state, events, ws, out, rate, language).await;
+        session(state, events, out, rate, language).await;
         live.stats.polly_streams_live.fetch_sub(1, Ordering::SeqCst);
     });
     stream_response(body, &[])
@@ -78,7 +77,6 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>) -> Response<Body>
 async fn session(
     state: Arc<State>,
     mut events: tokio::sync::mpsc::Receiver<Result<crate::eventstream::Event, String>>,
-    mut ws: Ws,
     out: tokio::sync::mpsc::Sender<Bytes>,
     rate: u32,
     language: Option<earshot_core::language::Language>,
@@ -89,6 +87,9 @@ async fn session(
     // A client that resets its stream drops the response body: the session ends then, as Polly's does.
     let client = out.clone();
     let sender = Sender::start(out, state.clone());
+    // The voice is reached at the first text to speak, not at the stream's opening: a stream opened and
+    // closed without text (the deploy preflight's probe) costs Polly nothing and needs no voice here.
+    let mut ws: Option<Ws> = None;
     let mut buffer = String::new();
     let mut characters: u64 = 0;
     // Utterances at the voice: request id → its place in `Stats::polly_spoken`.
@@ -120,11 +121,13 @@ async fn session(
                     buffer.push_str(&text);
                     let flush = json["FlushStreamConfiguration"]["Force"].as_bool() == Some(true);
                     if flush && !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref()), &mut next_request, &mut utterances).await {
+                        sender.raw(exception("ServiceFailureException", &serde_json::json!({"message": "the voice is unavailable"}))).await;
                         break;
                     }
                 }
                 Some(Ok(e)) if e.event_type == "CloseStreamEvent" => {
                     if !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref()), &mut next_request, &mut utterances).await {
+                        sender.raw(exception("ServiceFailureException", &serde_json::json!({"message": "the voice is unavailable"}))).await;
                         break;
                     }
                     closing = true;
@@ -139,7 +142,7 @@ async fn session(
                     closing = true;
                 }
             },
-            message = ws.next() => match message {
+            message = next_message(&mut ws) => match message {
                 Some(Ok(Message::Binary(frame))) => {
                     if let Ok(Some(audio)) = kokoro_wire::parse_audio(Bytes::from(frame.to_vec())) {
                         if let Some(&utterance) = utterances.get(&audio.request_id) {
@@ -182,8 +185,18 @@ async fn session(
         }
     }
     sender.finish().await;
-    let _ = ws.send(Message::Text(kokoro_wire::close().into())).await;
-    let _ = ws.close(None).await;
+    if let Some(mut ws) = ws {
+        let _ = ws.send(Message::Text(kokoro_wire::close().into())).await;
+        let _ = ws.close(None).await;
+    }
+}
+
+/// The voice's next message; never, while no text has needed the voice.
+async fn next_message(ws: &mut Option<Ws>) -> Option<Result<Message, tokio_tungstenite::tungstenite::Error>> {
+    match ws {
+        Some(ws) => ws.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 fn closed_json(characters: u64) -> String {
@@ -283,7 +296,7 @@ type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<t
 /// still there.
 async fn speak_buffer(
     state: &State,
-    ws: &mut Ws,
+    ws: &mut Option<Ws>,
     buffer: &mut String,
     (voice, language): (&str, Option<&earshot_core::language::Language>),
     next_request: &mut u32,
@@ -293,9 +306,16 @@ async fn speak_buffer(
         buffer.clear();
         return true;
     }
+    if ws.is_none() {
+        match tokio_tungstenite::connect_async_with_config(state.kokoro_ws_url(), None, true).await {
+            Ok((connected, _)) => *ws = Some(connected),
+            Err(_) => return false,
+        }
+    }
+    let Some(voice_ws) = ws.as_mut() else { return false };
     let id = format!("p{next_request}");
     *next_request += 1;
-    if ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, language, 1.0).into())).await.is_err() {
+    if voice_ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, language, 1.0).into())).await.is_err() {
         return false;
     }
     let mut spoken = state.stats.polly_spoken.lock().expect("the log");
