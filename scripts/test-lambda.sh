@@ -91,6 +91,8 @@ sm = boto3.client("secretsmanager", endpoint_url=sys.argv[1], region_name="us-ea
 sm.create_secret(Name="earshot/openai", SecretString="sk-from-secret")
 # The token keys of the second function, which runs in token mode as authType TOKEN deploys it.
 sm.create_secret(Name="earshot/token-keys", SecretString='{"lambda-test": "0123456789abcdef0123456789abcdef"}')
+# The second function's conversation secret, as the CDK app makes one per deployment.
+sm.create_secret(Name="earshot/conversation", SecretString="lambda-test-conversation-secret-0123456789abcdef0123456789")
 PY
 
 cat >"$logs/lambda.env" <<ENV
@@ -105,6 +107,7 @@ EARSHOT_INTERRUPT_TABLE="interrupts"
 EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_KEEP_ALIVE_MS="1000"
 EARSHOT_AUTH="public"
+EARSHOT_CONVERSATION_SECRET="lambda-test-conversation-secret-0123456789abcdef"
 # The streaming tests measure the model and its cancellation: no sentence from the cache, no warm-up loading
 # the container between them (the second function keeps the cache and its warm-up, as deployed).
 EARSHOT_CACHE="off"
@@ -137,6 +140,7 @@ EARSHOT_OPENAI_MODEL="standin"
 EARSHOT_AGENT_KEY_SECRET="earshot/openai"
 EARSHOT_AUTH="token"
 EARSHOT_TOKEN_KEYS_SECRET="earshot/token-keys"
+EARSHOT_CONVERSATION_SECRET_ID="earshot/conversation"
 EARSHOT_INTERRUPT_TABLE="interrupts"
 EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_AWS_ENDPOINT="http://127.0.0.1:$moto_port"
@@ -154,6 +158,7 @@ EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_stre
 cat >"$logs/lambda-iam.env" <<ENV
 EARSHOT_BACKENDS="synthetic"
 EARSHOT_AGENT="scripted"
+EARSHOT_CONVERSATION_SECRET="lambda-test-conversation-secret-0123456789abcdef"
 $test_credentials
 ENV
 echo "lambda: cargo lambda watch on port $lambda3_port configured for IAM, called without it"

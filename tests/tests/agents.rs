@@ -140,6 +140,38 @@ async fn an_openai_agent_speaks_through_earshot_serve_releasing_what_it_said_bef
     assert_eq!(failure(speak(&earshot.url, &prompt("[[401]] brief"), &CallOptions::default()).await), (502, "agent_access_denied".into()));
 }
 
+#[tokio::test]
+async fn an_agents_key_never_reaches_the_gateways_log() {
+    // The key planted in the agent's URL and header, and the service's own words, reach the log only
+    // redacted, at every site that writes an upstream's text (the client's error, the conversation's end).
+    let stand = start_agents(200.0).await.unwrap();
+    let agent_url = format!("{}/agent/sse?key=planted-key-4242", stand.url);
+    let earshot = EarshotProcess::start(&[
+        "--backends",
+        "synthetic",
+        "--agent",
+        "http",
+        "--http-agent-url",
+        &agent_url,
+        "--http-agent-header",
+        "authorization: Bearer sk-planted-4242",
+        "--http-agent-text-pointer",
+        "/delta/text",
+    ])
+    .await;
+    earshot.healthy().await;
+    for prompt_text in ["[[401]] brief", "[[500]] brief", "[[midstream]] brief"] {
+        let (_, code) = failure(speak(&earshot.url, &prompt(prompt_text), &CallOptions::default()).await);
+        assert!(code.starts_with("agent_"), "{prompt_text}: {code}");
+    }
+    let log = std::fs::read_to_string(earshot.log_path()).unwrap();
+    assert!(log.contains("/agent/sse?[redacted]"), "the agent's URL is logged with its query redacted:\n{log}");
+    assert_eq!(log.matches("upstream failure: the HTTP agent").count(), 3, "each failure is logged:\n{log}");
+    for secret in ["planted-key-4242", "sk-planted-4242"] {
+        assert!(!log.contains(secret), "`{secret}` is in the gateway's log:\n{log}");
+    }
+}
+
 /// How a conversation failed: the HTTP status and the code, whether the gateway refused it before the
 /// stream or said so in an `error` message.
 fn failure(result: Result<earshot_client::Received, ClientError>) -> (u16, String) {
@@ -150,12 +182,17 @@ fn failure(result: Result<earshot_client::Received, ClientError>) -> (u16, Strin
     }
 }
 
+/// The conversation secret of the gateways here, so that a test can derive the keys they send upstream.
+fn secret() -> earshot_gateway::ConversationSecret {
+    earshot_gateway::ConversationSecret::new(b"the agents suite's conversation secret").unwrap()
+}
+
 /// A gateway with the synthetic voice (speech-paced tone) and `agent`.
 async fn gateway(agent: Arc<dyn AgentSource>) -> String {
     let gw = Gateway::new(
         vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))],
         agent,
-        GatewaySettings { metrics_namespace: None, ..Default::default() },
+        GatewaySettings { metrics_namespace: None, conversation_secret: secret(), ..Default::default() },
     );
     serve(gw).await.url
 }
@@ -198,7 +235,7 @@ async fn an_http_agent_speaks_in_each_of_its_formats_with_its_pause() {
         let seen = stand.seen.lock().unwrap().last().cloned().unwrap();
         let id = r.header("x-earshot-conversation-id").expect("the conversation's id");
         // The agent sees the conversation's key (its owner and id), never the client's id alone.
-        let key = earshot_gateway::Owner::local().key(id);
+        let key = earshot_gateway::Owner::local().key(&secret(), id);
         assert_eq!(seen.body, serde_json::json!({"prompt": "pause", "messages": [], "conversation_id": key}), "{shape}");
         assert!(seen.headers.contains(&("x-tenant".into(), "voice".into())), "{shape}: the configured header");
     }
@@ -363,7 +400,7 @@ async fn an_agent_on_agentcore_speaks_through_the_real_sdk_keeping_one_session_p
     check_conversation(&speak(&url, &second, &CallOptions::default()).await.unwrap());
     let calls = standins.stats.agentcore_calls.lock().unwrap().clone();
     assert_eq!(calls.len(), 2);
-    let key = earshot_gateway::Owner::local().key("c-42");
+    let key = earshot_gateway::Owner::local().key(&secret(), "c-42");
     assert_eq!(calls[0].0, earshot_aws::agentcore::runtime_session_id(Some(&key)));
     assert_eq!(calls[0].0, calls[1].0, "one runtime session for the conversation");
     assert_eq!(calls[1].1["prompt"], "brief");
@@ -382,11 +419,12 @@ async fn two_bearers_under_one_conversation_id_reach_two_agent_sessions() {
     use earshot_gateway::auth::{mint, now, Claims, TokenAuth};
     use earshot_gateway::Owner;
     let key = b"0123456789abcdef0123456789abcdef";
-    let token_gateway = |agent: Arc<dyn AgentSource>| async move {
+    let deployment = |agent: Arc<dyn AgentSource>, conversation_secret: earshot_gateway::ConversationSecret| async move {
         let auth = TokenAuth::new(vec![("k1".into(), key.to_vec())], "earshot").unwrap();
-        let settings = GatewaySettings { metrics_namespace: None, auth: Some(Arc::new(auth)), ..Default::default() };
+        let settings = GatewaySettings { metrics_namespace: None, auth: Some(Arc::new(auth)), conversation_secret, ..Default::default() };
         serve(Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent, settings)).await.url
     };
+    let token_gateway = |agent: Arc<dyn AgentSource>| deployment(agent, secret());
     let bearer = |sub: &str| {
         let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec!["*".into()]), ..Default::default() };
         CallOptions { bearer: Some(mint("k1", key, &claims).unwrap()), ..Default::default() }
@@ -404,7 +442,8 @@ async fn two_bearers_under_one_conversation_id_reach_two_agent_sessions() {
         check_conversation(&speak(&url, &same_id, &bearer(sub)).await.unwrap());
     }
     let sessions: Vec<String> = standins.stats.agentcore_calls.lock().unwrap().iter().map(|(session, _)| session.clone()).collect();
-    let expected: Vec<String> = ["alice", "bob"].iter().map(|sub| earshot_aws::agentcore::runtime_session_id(Some(&Owner::subject(sub).key("c:1")))).collect();
+    let expected: Vec<String> =
+        ["alice", "bob"].iter().map(|sub| earshot_aws::agentcore::runtime_session_id(Some(&Owner::subject(sub).key(&secret(), "c:1")))).collect();
     assert_eq!(sessions, expected, "one runtime session per owner");
     assert_ne!(sessions[0], sessions[1]);
 
@@ -414,8 +453,17 @@ async fn two_bearers_under_one_conversation_id_reach_two_agent_sessions() {
         check_conversation(&speak(&url, &same_id, &bearer(sub)).await.unwrap());
     }
     let ids: Vec<serde_json::Value> = stand.seen.lock().unwrap().iter().map(|seen| seen.body["conversation_id"].clone()).collect();
-    let expected: Vec<serde_json::Value> = ["alice", "bob"].iter().map(|sub| serde_json::json!(Owner::subject(sub).key("c:1"))).collect();
+    let expected: Vec<serde_json::Value> = ["alice", "bob"].iter().map(|sub| serde_json::json!(Owner::subject(sub).key(&secret(), "c:1"))).collect();
     assert_eq!(ids, expected, "the HTTP agent sees each owner's key, never the shared id");
+
+    // Another deployment sharing the agent (its own conversation secret): the same owner and id are
+    // another session there, and the key is not the bare digest of owner and id anyone could compute.
+    let other = earshot_gateway::ConversationSecret::new(b"another deployment's conversation secret").unwrap();
+    let url = deployment(http_agent(&stand, "sse", AnswerFormat::Auto, Some("/delta/text")), other.clone()).await;
+    check_conversation(&speak(&url, &same_id, &bearer("alice")).await.unwrap());
+    let seen = stand.seen.lock().unwrap().last().unwrap().body["conversation_id"].clone();
+    assert_eq!(seen, serde_json::json!(Owner::subject("alice").key(&other, "c:1")));
+    assert_ne!(seen, expected[0], "two deployments, two sessions for one owner and id");
 }
 
 /// This process's resident memory, in bytes (the gateway and the stand-ins run in it).

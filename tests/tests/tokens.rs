@@ -227,3 +227,42 @@ async fn one_caller_holds_at_most_its_share_of_live_conversations() {
     interrupt_as(&earshot.url, "a:2", Some(&alice)).await.unwrap();
     assert_eq!(second.await.unwrap().unwrap().error.map(|e| e.code).as_deref(), Some("interrupted"));
 }
+
+#[tokio::test]
+async fn a_key_removed_from_secrets_manager_stops_verifying_without_a_restart() {
+    // The keys in Secrets Manager (moto), read at start and again on a request a second after the last
+    // reading: rotation as docs/access.md says (add k2, then remove k1), on a server that keeps running.
+    let moto = earshot_e2e::moto::Moto::start().await;
+    let (k1, k2) = ("0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210");
+    moto.boto3(&format!("client('secretsmanager').create_secret(Name='earshot/token-keys', SecretString='{{\"k1\": \"{k1}\"}}')\n"));
+    let env =
+        [("EARSHOT_AWS_ENDPOINT", moto.url.as_str()), ("AWS_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret")];
+    let args = ["--backends", "synthetic", "--auth", "token", "--token-keys-secret", "earshot/token-keys", "--token-keys-refresh-seconds", "1"];
+    let earshot = EarshotProcess::start_with_env(&args, &env).await;
+    earshot.healthy().await;
+    let bearer = |kid: &str, key: &str| {
+        let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some("alice".into()), ..Default::default() };
+        with(&mint(kid, key.as_bytes(), &claims).unwrap())
+    };
+    let hello = text("Hello there.");
+    assert_eq!(speak(&earshot.url, &hello, &bearer("k1", k1)).await.unwrap().status, 200);
+    assert_eq!(refused(speak(&earshot.url, &hello, &bearer("k2", k2)).await), (401, "token_bad_signature".into()), "k2 is not in the secret yet");
+
+    moto.boto3(&format!("client('secretsmanager').put_secret_value(SecretId='earshot/token-keys', SecretString='{{\"k2\": \"{k2}\"}}')\n"));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // The first request after the interval is verified with the keys as they were, and starts the reading.
+    let _ = speak(&earshot.url, &hello, &bearer("k1", k1)).await;
+    let mut k1_refused = false;
+    for _ in 0..50 {
+        if let Err(ClientError::Refused { status: 401, code, .. }) = speak(&earshot.url, &hello, &bearer("k1", k1)).await {
+            assert_eq!(code, "token_bad_signature");
+            k1_refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(k1_refused, "k1, removed from the secret, still verifies");
+    assert_eq!(speak(&earshot.url, &hello, &bearer("k2", k2)).await.unwrap().status, 200, "k2, added, verifies");
+    let log = std::fs::read_to_string(earshot.log_path()).unwrap();
+    assert!(log.contains("token keys read again: `k2`"), "{log}");
+}

@@ -533,7 +533,7 @@ impl Session {
             }
             // A spare that could not open fails the conversation only if a sentence needs it.
             Err(e) if self.finishing && self.queue.is_empty() => {
-                tracing::warn!("a spare Polly stream did not open: {e}");
+                tracing::warn!("a spare Polly stream did not open: {}", earshot_core::redact::redact(&e.to_string()));
                 Next::Go
             }
             Err(e) => self.fail(e).await,

@@ -239,7 +239,7 @@ impl<T: ContainerTransport> Session<T> {
             Ok::<(), TransportError>(())
         };
         if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), work).await {
-            tracing::debug!("closing the Kokoro session: {}", e.message);
+            tracing::debug!("closing the Kokoro session: {}", earshot_core::redact::redact(&e.message));
         }
     }
 }

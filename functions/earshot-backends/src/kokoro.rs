@@ -189,7 +189,7 @@ impl KokoroBackend {
         let result = self.poll_until(None).await;
         match &result {
             Ok(()) => tracing::info!("Kokoro is ready; default voice {}", self.default_voice()),
-            Err(e) => tracing::error!("Kokoro cannot be used: {}", e.message),
+            Err(e) => tracing::error!("Kokoro cannot be used: {}", earshot_core::redact::redact(&e.message)),
         }
         result
     }

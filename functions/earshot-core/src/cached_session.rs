@@ -251,7 +251,7 @@ impl Relay {
                     let found = match tokio::time::timeout(limit, tier.get(&looked_up)).await {
                         Ok(Ok(found)) => found,
                         Ok(Err(e)) => {
-                            tracing::warn!("the shared sentence cache: {e}; the backend speaks the sentence");
+                            tracing::warn!("the shared sentence cache: {}; the backend speaks the sentence", crate::redact::redact(&e.to_string()));
                             None
                         }
                         Err(_) => None,
@@ -351,7 +351,7 @@ impl Relay {
             let (tier, key, sentence) = (shared.tier.clone(), key.clone(), sentence.clone());
             tokio::spawn(async move {
                 if let Err(e) = tier.put(&key, &sentence).await {
-                    tracing::warn!("the shared sentence cache: {e}; the sentence stays in this process only");
+                    tracing::warn!("the shared sentence cache: {}; the sentence stays in this process only", crate::redact::redact(&e.to_string()));
                 }
             });
         }

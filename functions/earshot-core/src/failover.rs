@@ -361,7 +361,7 @@ impl Relay {
             };
             match opened {
                 Ok(session) => {
-                    tracing::warn!("{}: {}; continuing on {}", cause.code, cause.message, arm.backend.name());
+                    tracing::warn!("{}: {}; continuing on {}", cause.code, crate::redact::redact(&cause.message), arm.backend.name());
                     let switch = Switch {
                         backend: arm.backend.name().to_string(),
                         voice: session.voice.clone(),
@@ -374,7 +374,7 @@ impl Relay {
                     self.current = session;
                     return Some(switch);
                 }
-                Err(e) => tracing::warn!("{} cannot take over ({}: {})", arm.backend.name(), e.code, e.message),
+                Err(e) => tracing::warn!("{} cannot take over ({}: {})", arm.backend.name(), e.code, crate::redact::redact(&e.message)),
             }
         }
         None

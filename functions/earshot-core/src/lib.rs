@@ -31,6 +31,7 @@ pub mod language;
 pub mod output;
 pub mod playback;
 pub mod protocol;
+pub mod redact;
 pub mod scheduler;
 pub mod speech;
 pub mod store;

@@ -18,8 +18,14 @@
 //! `token_malformed`, `token_expired`, `token_not_yet_valid`, `token_lifetime_too_long`,
 //! `token_bad_signature`, `token_wrong_audience`; 403: `token_out_of_scope`).
 //! Verification and minting are `jsonwebtoken`'s; the scopes are this module's.
+//!
+//! Keys kept in Secrets Manager are read again while the process lives ([`TokenAuth::with_refresh`]):
+//! a warm Lambda would otherwise go on accepting a key removed from the secret until AWS recycles it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
 
 use axum::http::{HeaderMap, Uri};
 use jsonwebtoken::errors::ErrorKind;
@@ -42,9 +48,25 @@ pub const DEFAULT_MAX_LIFETIME_SECONDS: u64 = 3600;
 
 /// The keys and the audience tokens are checked against.
 pub struct TokenAuth {
-    keys: HashMap<String, DecodingKey>,
+    /// Key id → key; replaced whole when the keys are read again.
+    keys: Arc<RwLock<HashMap<String, DecodingKey>>>,
     audience: String,
     max_lifetime: u64,
+    refresh: Option<Refresh>,
+}
+
+/// Reads the keys' text again (`parse_keys`'s forms) from where they are kept.
+pub type ReadKeys = Arc<dyn Fn() -> futures_util::future::BoxFuture<'static, Result<String, String>> + Send + Sync>;
+
+/// When and how the keys are read again: on a request at least `every` after the last reading, in a
+/// task of its own (the request itself is verified with the keys as they are, and never waits).
+/// Wall-clock time, so that a Lambda frozen between invocations reads them at its first request after
+/// the interval, however long it slept.
+struct Refresh {
+    every: Duration,
+    read: ReadKeys,
+    last: Mutex<SystemTime>,
+    running: Arc<AtomicBool>,
 }
 
 /// A verified token: what it allows, and whose conversations it speaks in.
@@ -106,18 +128,43 @@ pub struct Claims {
 impl TokenAuth {
     /// `keys`: key id → secret (at least 32 bytes each, as HS256 asks).
     pub fn new(keys: Vec<(String, Vec<u8>)>, audience: impl Into<String>) -> Result<Self, String> {
-        if keys.is_empty() {
-            return Err("token mode needs at least one key".into());
-        }
-        let mut map = HashMap::new();
-        for (kid, secret) in keys {
-            if secret.len() < 32 {
-                return Err(format!("key `{kid}` is {} bytes; HS256 keys must have at least 32", secret.len()));
+        let keys = decoding_keys(keys)?;
+        Ok(TokenAuth { keys: Arc::new(RwLock::new(keys)), audience: audience.into(), max_lifetime: DEFAULT_MAX_LIFETIME_SECONDS, refresh: None })
+    }
+
+    /// Reads the keys again with `read` when a request comes `every` or more after the last reading
+    /// (the one at start counts): a key removed from where they are kept stops verifying by the second
+    /// request after that. A reading that fails, or holds no valid key, keeps the keys as they were.
+    pub fn with_refresh(mut self, every: Duration, read: ReadKeys) -> Self {
+        self.refresh = Some(Refresh { every, read, last: Mutex::new(SystemTime::now()), running: Arc::new(AtomicBool::new(false)) });
+        self
+    }
+
+    /// Starts a reading of the keys when one is due (see [`TokenAuth::with_refresh`]).
+    fn refresh_if_due(&self) {
+        let Some(refresh) = &self.refresh else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        {
+            let mut last = refresh.last.lock().expect("the refresh clock");
+            let now = SystemTime::now();
+            if now.duration_since(*last).unwrap_or_default() < refresh.every || refresh.running.swap(true, Ordering::SeqCst) {
+                return;
             }
-            let key = DecodingKey::from_secret(&secret).map_err(|e| format!("key `{kid}`: {e}"))?;
-            map.insert(kid, key);
+            *last = now;
         }
-        Ok(TokenAuth { keys: map, audience: audience.into(), max_lifetime: DEFAULT_MAX_LIFETIME_SECONDS })
+        let (read, keys, running) = (refresh.read.clone(), self.keys.clone(), refresh.running.clone());
+        runtime.spawn(async move {
+            match read().await.and_then(|raw| TokenAuth::parse_keys(&raw)).and_then(decoding_keys) {
+                Ok(fresh) => {
+                    let mut ids: Vec<&String> = fresh.keys().collect();
+                    ids.sort();
+                    tracing::info!("token keys read again: {}", ids.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "));
+                    *keys.write().expect("the token keys") = fresh;
+                }
+                Err(e) => tracing::warn!("cannot read the token keys again (the ones read before stay): {}", earshot_core::redact::redact(&e)),
+            }
+            running.store(false, Ordering::SeqCst);
+        });
     }
 
     /// Refuses tokens valid for longer than `seconds` from now (`token_lifetime_too_long`).
@@ -148,6 +195,7 @@ impl TokenAuth {
     /// The token of a request (`Authorization: Bearer …`, else `?access_token=`), verified, with the
     /// owner of the conversations it speaks in.
     pub fn verify_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Bearer, ApiError> {
+        self.refresh_if_due();
         let from_header = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::trim);
         let token = match from_header {
             Some(value) => match value.split_once(' ') {
@@ -178,20 +226,23 @@ impl TokenAuth {
         if header.alg != Algorithm::HS256 {
             return Err(ApiError::unauthorized("token_malformed", format!("the token is signed with {:?}; this gateway accepts HS256", header.alg)));
         }
-        let key = match (&header.kid, self.keys.len()) {
-            (Some(kid), _) => self
-                .keys
-                .get(kid)
-                .ok_or_else(|| ApiError::unauthorized("token_bad_signature", format!("the token's key `{kid}` is not one of this gateway's")))?,
-            (None, 1) => self.keys.values().next().expect("one key"),
-            (None, _) => return Err(ApiError::unauthorized("token_malformed", "the token names no key (`kid`) and this gateway has several")),
+        let key = {
+            let keys = self.keys.read().expect("the token keys");
+            match (&header.kid, keys.len()) {
+                (Some(kid), _) => keys
+                    .get(kid)
+                    .cloned()
+                    .ok_or_else(|| ApiError::unauthorized("token_bad_signature", format!("the token's key `{kid}` is not one of this gateway's")))?,
+                (None, 1) => keys.values().next().cloned().expect("one key"),
+                (None, _) => return Err(ApiError::unauthorized("token_malformed", "the token names no key (`kid`) and this gateway has several")),
+            }
         };
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "aud"]);
         validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECONDS;
-        let data = jsonwebtoken::decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|e| match e.kind() {
             ErrorKind::ExpiredSignature => ApiError::unauthorized("token_expired", "the token has expired: get a new one"),
             ErrorKind::ImmatureSignature => ApiError::unauthorized("token_not_yet_valid", "the token is not valid yet (`nbf`)"),
             ErrorKind::InvalidSignature => ApiError::unauthorized("token_bad_signature", "the token's signature does not match"),
@@ -213,6 +264,22 @@ impl TokenAuth {
         }
         Ok(data.claims)
     }
+}
+
+/// The keys as `jsonwebtoken` verifies with them: at least one, each of at least 32 bytes (as HS256 asks).
+fn decoding_keys(keys: Vec<(String, Vec<u8>)>) -> Result<HashMap<String, DecodingKey>, String> {
+    if keys.is_empty() {
+        return Err("token mode needs at least one key".into());
+    }
+    let mut map = HashMap::new();
+    for (kid, secret) in keys {
+        if secret.len() < 32 {
+            return Err(format!("key `{kid}` is {} bytes; HS256 keys must have at least 32", secret.len()));
+        }
+        let key = DecodingKey::from_secret(&secret).map_err(|e| format!("key `{kid}`: {e}"))?;
+        map.insert(kid, key);
+    }
+    Ok(map)
 }
 
 fn query_token(uri: &Uri) -> Option<String> {
@@ -309,6 +376,59 @@ mod tests {
     fn code<T: std::fmt::Debug>(result: Result<T, ApiError>) -> (u16, String) {
         let e = result.unwrap_err();
         (e.status.as_u16(), e.error.code)
+    }
+
+    /// A request bearing a token minted with `kid` and `key`, as the router verifies it.
+    fn request(a: &TokenAuth, kid: &str, key: &[u8]) -> Result<Bearer, ApiError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(axum::http::header::AUTHORIZATION, format!("Bearer {}", mint(kid, key, &claims()).unwrap()).parse().unwrap());
+        a.verify_request(&headers, &"/v1/speak".parse().unwrap())
+    }
+
+    /// Until the reading started by a request has finished.
+    async fn refreshed(a: &TokenAuth) {
+        let running = a.refresh.as_ref().unwrap().running.clone();
+        for _ in 0..200 {
+            if !running.load(Ordering::SeqCst) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the keys were not read again");
+    }
+
+    #[tokio::test]
+    async fn a_key_removed_where_the_keys_are_kept_stops_verifying_once_they_are_read_again() {
+        // The secret now holds k2 alone: k1 was removed (rotated out).
+        let secret = Arc::new(Mutex::new(Ok::<String, String>(format!("{{\"k2\": \"{}\"}}", std::str::from_utf8(KEY).unwrap()))));
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (from, counted) = (secret.clone(), reads.clone());
+        let read: ReadKeys = Arc::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let answer = from.lock().unwrap().clone();
+            Box::pin(async move { answer })
+        });
+        // Not due yet: nothing is read, k1 verifies.
+        let patient = auth().with_refresh(Duration::from_secs(300), read.clone());
+        assert!(request(&patient, "k1", OLD).is_ok());
+        assert_eq!(reads.load(Ordering::SeqCst), 0);
+        // Due: the request that finds it due is verified as the keys were, and starts the reading.
+        let a = auth().with_refresh(Duration::ZERO, read);
+        assert!(request(&a, "k1", OLD).is_ok(), "the request that starts the reading does not wait for it");
+        refreshed(&a).await;
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert_eq!(code(request(&a, "k1", OLD)), (401, "token_bad_signature".into()), "the removed key no longer verifies");
+        refreshed(&a).await;
+        assert!(request(&a, "k2", KEY).is_ok());
+        refreshed(&a).await;
+        // A reading that fails, or finds no usable key, keeps the keys read before.
+        for broken in [Err("AccessDeniedException: not allowed".to_string()), Ok("{}".to_string()), Ok(r#"{"k3": "short"}"#.to_string())] {
+            *secret.lock().unwrap() = broken.clone();
+            assert!(request(&a, "k2", KEY).is_ok());
+            refreshed(&a).await;
+            assert!(request(&a, "k2", KEY).is_ok(), "{broken:?}: the keys read before stay");
+            refreshed(&a).await;
+        }
     }
 
     #[test]

@@ -152,7 +152,10 @@ impl Budget {
         }
         match self.ledger.refund(&self.key, unspoken).await {
             Ok(()) => self.reserved = self.used,
-            Err(e) => tracing::warn!("cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {e}"),
+            Err(e) => tracing::warn!(
+                "cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {}",
+                earshot_core::redact::redact(&e.to_string())
+            ),
         }
     }
 }
@@ -167,7 +170,10 @@ impl Drop for Budget {
         let (ledger, key) = (self.ledger.clone(), std::mem::take(&mut self.key));
         self.tasks.spawn(async move {
             if let Err(e) = ledger.refund(&key, unspoken).await {
-                tracing::warn!("cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {e}");
+                tracing::warn!(
+                    "cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {}",
+                    earshot_core::redact::redact(&e.to_string())
+                );
             }
         });
     }

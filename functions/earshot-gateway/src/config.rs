@@ -72,6 +72,9 @@ pub struct GatewaySettings {
     pub cache_shared: Option<SharedUse>,
     /// The audio format of an answer whose request names none; `None`: the backend's own PCM.
     pub output_format: Option<earshot_core::output::OutputFormat>,
+    /// The deployment's secret that keys every conversation's key (interrupts, agent sessions): the
+    /// same in every process of a deployment; by default one drawn for this process alone.
+    pub conversation_secret: crate::owner::ConversationSecret,
 }
 
 impl Default for GatewaySettings {
@@ -96,6 +99,7 @@ impl Default for GatewaySettings {
             cache: CacheSettings::default(),
             cache_shared: None,
             output_format: None,
+            conversation_secret: crate::owner::ConversationSecret::random(),
         }
     }
 }

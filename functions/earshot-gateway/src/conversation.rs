@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use earshot_core::failover::Opened;
 use earshot_core::protocol::{BackendReason, Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
+use earshot_core::redact::redact;
 use earshot_core::scheduler::{self, Conversation, Outcome, TimelineCell};
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
@@ -63,7 +64,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // Live from here: the cache's warm-up steps aside until it ends (warmup.rs).
     let live = gw.conversation_began();
     let route = route(&gw, &request, scope.as_ref(), &owner)?;
-    let key = owner.key(&request.conversation_id);
+    let key = owner.key(&gw.settings().conversation_secret, &request.conversation_id);
     let request_id = uuid::Uuid::new_v4().to_string();
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
@@ -210,7 +211,7 @@ pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &S
         return Tracked { registered, store: None };
     };
     if let Err(e) = store.begin(key, request_id, gw.record_ttl()).await {
-        tracing::warn!(conversation = %key, "cannot record the conversation in the interrupt store: {e}");
+        tracing::warn!(conversation = %key, "cannot record the conversation in the interrupt store: {}", redact(&e.to_string()));
     }
     gw.tasks().spawn(interrupts::watch(store.clone(), key.to_string(), *poll, stopper.clone()));
     Tracked { registered, store: Some((store.clone(), key.to_string(), request_id.to_string())) }
@@ -246,7 +247,7 @@ impl Counting {
         let ending = ended.as_str();
         match ended {
             Ended::Completed => tracing::info!(conversation = %conversation_id, ttfa_ms = ?timeline.first_audio_sent_ms, "conversation completed"),
-            Ended::Failed => tracing::warn!(conversation = %conversation_id, code = ?failure, "conversation failed: {}", message.unwrap_or_default()),
+            Ended::Failed => tracing::warn!(conversation = %conversation_id, code = ?failure, "conversation failed: {}", redact(message.unwrap_or_default())),
             Ended::ClientStalled => tracing::warn!(
                 conversation = %conversation_id,
                 limit_ms = ?client_read_limit.map(|l| l.as_millis()),
@@ -344,7 +345,7 @@ pub(crate) async fn supervise(mut task: JoinHandle<Outcome>, out: mpsc::Sender<S
     if let Some((store, id, token)) = store {
         tasks.spawn(async move {
             if let Err(e) = store.end(&id, &token).await {
-                tracing::warn!(conversation = %id, "cannot clear the conversation from the interrupt store: {e}");
+                tracing::warn!(conversation = %id, "cannot clear the conversation from the interrupt store: {}", redact(&e.to_string()));
             }
         });
     }

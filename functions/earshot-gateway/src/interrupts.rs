@@ -149,7 +149,7 @@ pub async fn watch(store: Arc<dyn ConversationStore>, id: String, poll: Duration
             Err(e) => {
                 failures += 1;
                 if failures == 1 || failures.is_power_of_two() {
-                    tracing::warn!(conversation = %id, "cannot read the interrupt store ({} times): {e}", failures);
+                    tracing::warn!(conversation = %id, "cannot read the interrupt store ({} times): {}", failures, earshot_core::redact::redact(&e.to_string()));
                 }
             }
         }

@@ -112,7 +112,7 @@ async fn relay(mut current: SpeechSession, reroute: Reroute, mut from_scheduler:
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(conversation = %reroute.request.conversation_id, "the answer is in {language}, but {}: {}; it stays with {}", e.code, e.message, reroute.backend)
+                    tracing::warn!(conversation = %reroute.request.conversation_id, "the answer is in {language}, but {}: {}; it stays with {}", e.code, earshot_core::redact::redact(&e.message), reroute.backend)
                 }
             }
         }

@@ -15,7 +15,15 @@
 //!   Lambda binary puts on the request ([`IamCaller`]) from the function URL's request context;
 //! - otherwise (`earshot serve` without tokens, a local stack), `local`: one owner, as one machine's
 //!   user.
+//!
+//! The key is keyed in its turn: an HMAC-SHA-256 under the deployment's own secret
+//! ([`ConversationSecret`]), so two deployments that share an upstream (one AgentCore runtime, one
+//! HTTP agent) never derive the same session for the same owner and id, and no one who knows an
+//! owner and an id can compute the session id sent upstream.
 
+use std::sync::Arc;
+
+use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 /// The owner of a conversation; see the module docs.
@@ -89,17 +97,53 @@ impl Owner {
         format!("budget-{}", hex(&digest.finalize()))
     }
 
-    /// The key of this owner's conversation `id`, for everything kept or sent upstream under it: a
-    /// SHA-256 digest of the owner and the id, each preceded by its length (so that no two pairs give
-    /// the same input), as 64 hex characters. The same every turn, fixed in length (AgentCore asks
-    /// for 33 to 256 characters), and it carries neither the owner nor the id to a third party.
-    pub fn key(&self, id: &str) -> String {
-        let mut digest = Sha256::new();
+    /// The key of this owner's conversation `id`, for everything kept or sent upstream under it: an
+    /// HMAC-SHA-256 under the deployment's secret of the owner and the id, each preceded by its
+    /// length (so that no two pairs give the same input), as 64 hex characters. The same every turn
+    /// within a deployment, fixed in length (AgentCore asks for 33 to 256 characters), and it carries
+    /// neither the owner nor the id to a third party.
+    pub fn key(&self, secret: &ConversationSecret, id: &str) -> String {
+        let mut mac = hmac::Hmac::<Sha256>::new_from_slice(&secret.0).expect("HMAC takes a key of any length");
         for part in [self.0.as_bytes(), id.as_bytes()] {
-            digest.update((part.len() as u64).to_be_bytes());
-            digest.update(part);
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
         }
-        hex(&digest.finalize())
+        hex(&mac.finalize().into_bytes())
+    }
+}
+
+/// The deployment's secret that keys every conversation's key ([`Owner::key`]). Every process of one
+/// deployment must hold the same one (an interrupt through another Lambda instance, the agent's
+/// session across turns); a process given none draws its own at random, fine for one `earshot
+/// serve` and wrong for several sharing a store. Never printed.
+#[derive(Clone)]
+pub struct ConversationSecret(Arc<[u8]>);
+
+impl ConversationSecret {
+    /// The fewest bytes a given secret may have (HMAC-SHA-256's own block of security).
+    pub const MIN_BYTES: usize = 32;
+
+    /// A given secret: its bytes as given (text from a file, an environment variable or Secrets
+    /// Manager, its surrounding white space dropped), at least [`Self::MIN_BYTES`] of them.
+    pub fn new(secret: &[u8]) -> Result<Self, String> {
+        let trimmed = secret.trim_ascii();
+        if trimmed.len() < Self::MIN_BYTES {
+            return Err(format!("the conversation secret has {} bytes; it needs at least {}", trimmed.len(), Self::MIN_BYTES));
+        }
+        Ok(ConversationSecret(trimmed.into()))
+    }
+
+    /// A secret of this process alone: 32 bytes from the operating system's generator.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).expect("the operating system's random generator");
+        ConversationSecret(bytes.as_slice().into())
+    }
+}
+
+impl std::fmt::Debug for ConversationSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConversationSecret(…)")
     }
 }
 
@@ -128,20 +172,44 @@ mod tests {
         assert_ne!(Owner::bearer("a.b.c"), Owner::bearer("a.b.d"));
     }
 
+    fn secret() -> ConversationSecret {
+        ConversationSecret::new(b"a deployment's conversation secret").unwrap()
+    }
+
     #[test]
     fn a_key_is_fixed_in_length_and_the_same_every_turn() {
-        let alice = Owner::subject("alice");
-        assert_eq!(alice.key("c-1"), alice.key("c-1"));
-        assert_eq!(alice.key("c-1").len(), 64);
-        assert_eq!(alice.key(&"x".repeat(128)).len(), 64);
-        assert_ne!(alice.key("c-1"), Owner::subject("bob").key("c-1"), "another owner, another conversation");
+        let (alice, s) = (Owner::subject("alice"), secret());
+        assert_eq!(alice.key(&s, "c-1"), alice.key(&s, "c-1"));
+        assert_eq!(alice.key(&s, "c-1").len(), 64);
+        assert_eq!(alice.key(&s, &"x".repeat(128)).len(), 64);
+        assert_ne!(alice.key(&s, "c-1"), Owner::subject("bob").key(&s, "c-1"), "another owner, another conversation");
     }
 
     #[test]
     fn lengths_keep_owner_and_id_apart() {
         // Without the lengths, `sub:ab` + `c` and `sub:a` + `bc` would be the same input.
-        assert_ne!(Owner::subject("ab").key("c"), Owner::subject("a").key("bc"));
-        assert_ne!(Owner::subject("a/").key("b"), Owner::subject("a").key("/b"));
+        let s = secret();
+        assert_ne!(Owner::subject("ab").key(&s, "c"), Owner::subject("a").key(&s, "bc"));
+        assert_ne!(Owner::subject("a/").key(&s, "b"), Owner::subject("a").key(&s, "/b"));
+    }
+
+    #[test]
+    fn another_deployments_secret_gives_another_key() {
+        let alice = Owner::subject("alice");
+        let other = ConversationSecret::new(b"another deployment's conversation secret").unwrap();
+        assert_ne!(alice.key(&secret(), "c-1"), alice.key(&other, "c-1"));
+        assert_ne!(alice.key(&ConversationSecret::random(), "c-1"), alice.key(&ConversationSecret::random(), "c-1"), "a process's own");
+        // The construction spelt out (docs/protocol.md), computed apart with Python's hmac module:
+        // HMAC-SHA-256 under the secret of u64be(9) "sub:alice" u64be(3) "c-1".
+        let expected = "8675614e0460db2eaa63f2ae0e31b15d57b050e6e18b1b00de6b61c5be6e4b9e";
+        assert_eq!(alice.key(&secret(), "c-1"), expected);
+    }
+
+    #[test]
+    fn a_short_secret_is_refused_and_none_is_ever_printed() {
+        assert!(ConversationSecret::new(b"  too short  ").unwrap_err().contains("at least 32"));
+        assert_eq!(ConversationSecret::new(b"  0123456789abcdef0123456789abcdef\n").unwrap().0.len(), 32, "white space around it is not part of it");
+        assert_eq!(format!("{:?}", secret()), "ConversationSecret(…)");
     }
 
     proptest::proptest! {
@@ -151,7 +219,8 @@ mod tests {
             b in ("[a-z0-9:_-]{0,12}", "[a-zA-Z0-9._:-]{1,20}"),
         ) {
             proptest::prop_assume!(a != b);
-            proptest::prop_assert_ne!(Owner::subject(&a.0).key(&a.1), Owner::subject(&b.0).key(&b.1));
+            let s = secret();
+            proptest::prop_assert_ne!(Owner::subject(&a.0).key(&s, &a.1), Owner::subject(&b.0).key(&s, &b.1));
         }
     }
 }

@@ -84,7 +84,10 @@ impl Drop for OwnerPlace {
                 let (store, key, token) = (store.clone(), std::mem::take(key), std::mem::take(token));
                 tasks.spawn(async move {
                     if let Err(e) = store.release(&key, &token).await {
-                        tracing::warn!("cannot give back an owner's place in the store (it lapses by itself): {e}");
+                        tracing::warn!(
+                            "cannot give back an owner's place in the store (it lapses by itself): {}",
+                            earshot_core::redact::redact(&e.to_string())
+                        );
                     }
                 });
             }

@@ -85,7 +85,10 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
         (false, Some(v)) => v.clone(),
         (false, None) => chosen.default_voice(),
     };
-    if ready && scope.is_some_and(|s| !s.allows_voice(&voice)) {
+    // The voice's name is known whether or not its backend has finished starting (the requested one, or
+    // the configured default): a token that does not allow it is refused either way, so that a backend
+    // ready by the time the session opens never speaks a voice the token forbids.
+    if scope.is_some_and(|s| !s.allows_voice(&voice)) {
         return Err(ApiError::forbidden(
             "token_out_of_scope",
             format!("this token may not use the voice `{voice}` of {}: name an allowed voice", chosen.name()),
@@ -337,5 +340,19 @@ mod tests {
         let loading = gateway(false, true);
         let route = route(&loading, &request(r#"{"text":"Hi","voice":"nobody"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&route), vec![("kokoro".into(), "nobody".into()), ("polly".into(), "Joanna".into())]);
+    }
+
+    #[test]
+    fn a_token_that_forbids_the_voice_is_refused_while_its_backend_is_still_starting() {
+        // Kokoro still loading, the request naming no voice: Kokoro's default, af_heart, which this token
+        // does not allow, is refused as it is once Kokoro is ready.
+        for kokoro_ready in [false, true] {
+            let gw = gateway(kokoro_ready, true);
+            let refused = route(&gw, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["Joanna"])), &Owner::local()).err().unwrap();
+            assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (403, "token_out_of_scope"), "ready: {kokoro_ready}");
+        }
+        let loading = gateway(false, true);
+        let allowed = route(&loading, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["af_heart"])), &Owner::local()).unwrap();
+        assert_eq!(arms(&allowed), vec![("kokoro".into(), "af_heart".into())]);
     }
 }

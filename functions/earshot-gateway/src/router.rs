@@ -105,7 +105,7 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
         Err(e) => return e.into_response(),
     };
     // Only the caller's own conversation under this id: another owner's is as unknown as one never used.
-    let key = owner.key(&id);
+    let key = owner.key(&gw.settings().conversation_secret, &id);
     let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
     let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
     match &gw.settings().interrupts {
@@ -259,7 +259,7 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
             // the container's address or the endpoint); the logs have it.
             Ok(Err(e)) if gw.settings().auth.is_some() => {
                 all_ok = false;
-                tracing::warn!(backend = b.name(), code = %e.code, "health check failed: {}", e.message);
+                tracing::warn!(backend = b.name(), code = %e.code, "health check failed: {}", earshot_core::redact::redact(&e.message));
                 serde_json::json!({"ok": false})
             }
             Ok(Err(e)) => {

@@ -100,7 +100,11 @@ async fn warm(gw: Arc<Gateway>, cache: CacheUse) -> Rendered {
                             continue;
                         }
                         Render::Failed(why) => {
-                            tracing::warn!("cache warm-up: {} could not render {sentence:?} in {voice}: {why}", backend.name());
+                            tracing::warn!(
+                                "cache warm-up: {} could not render {sentence:?} in {voice}: {}",
+                                backend.name(),
+                                earshot_core::redact::redact(&why.to_string())
+                            );
                             rendered.failed += 1;
                         }
                     }

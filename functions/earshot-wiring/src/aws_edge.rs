@@ -16,9 +16,9 @@ use earshot_core::store::ConversationStore;
 use crate::settings::Settings;
 
 #[cfg(feature = "aws")]
-pub use with_aws::connect;
+pub use with_aws::{connect, Aws};
 #[cfg(not(feature = "aws"))]
-pub use without_aws::connect;
+pub use without_aws::{connect, Aws};
 
 /// Where AWS is named in a setting: the flag and variable a refusal names.
 pub(crate) fn needs_aws(settings: &Settings) -> Option<&'static str> {
@@ -35,6 +35,8 @@ pub(crate) fn needs_aws(settings: &Settings) -> Option<&'static str> {
         Some("EARSHOT_AGENT_KEY_SECRET (--agent-key-secret)")
     } else if settings.token_keys_secret.is_some() {
         Some("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret)")
+    } else if settings.conversation_secret_id.is_some() {
+        Some("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id)")
     } else if settings.interrupt_table.is_some() {
         Some("EARSHOT_INTERRUPT_TABLE (--interrupt-table)")
     } else if settings.cache_bucket.is_some() {
@@ -53,6 +55,7 @@ mod with_aws {
     use std::time::Duration;
 
     /// The AWS SDK's configuration and the client for the JSON calls made without an SDK crate.
+    #[derive(Clone)]
     pub struct Aws {
         sdk: earshot_aws::SdkConfig,
         control: reqwest::Client,
@@ -97,7 +100,7 @@ mod with_aws {
             let described = backend.clone();
             tokio::spawn(async move {
                 if let Err(e) = described.describe_voices().await {
-                    tracing::warn!("Polly's voices stay the built-in list: {}", e.message);
+                    tracing::warn!("Polly's voices stay the built-in list: {}", earshot_core::redact::redact(&e.message));
                 }
             });
             Ok(backend)
@@ -122,6 +125,15 @@ mod with_aws {
         }
 
         /// A Secrets Manager secret's string, or (`raw`) its whole value as stored.
+        /// Reads the secret `id` as it is (raw), again each time it is called: the token keys' refresh.
+        pub fn secret_reader(&self, id: &str) -> earshot_gateway::auth::ReadKeys {
+            let (aws, id) = (self.clone(), id.to_string());
+            std::sync::Arc::new(move || {
+                let (aws, id) = (aws.clone(), id.clone());
+                Box::pin(async move { aws.secret(&id, true).await })
+            })
+        }
+
         pub async fn secret(&self, id: &str, raw: bool) -> Result<String, String> {
             let read = if raw {
                 earshot_aws::aws_json::secret_raw(&self.control, &self.sdk, id).await
@@ -160,6 +172,7 @@ mod without_aws {
     use earshot_core::language::Language;
 
     /// No value of this type exists in a build without the feature `aws`.
+    #[derive(Clone)]
     pub enum Aws {}
 
     /// Refuses, naming the setting that asked for AWS and how to get a build that has it.
@@ -185,6 +198,9 @@ mod without_aws {
             match *self {}
         }
         pub async fn secret(&self, _: &str, _: bool) -> Result<String, String> {
+            match *self {}
+        }
+        pub fn secret_reader(&self, _: &str) -> earshot_gateway::auth::ReadKeys {
             match *self {}
         }
         pub fn interrupt_store(&self, _: &str, _: Option<&str>) -> Arc<dyn ConversationStore> {

@@ -18,7 +18,7 @@ use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticC
 use earshot_core::agent::AgentSource;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
-use earshot_gateway::{Gateway, GatewaySettings, Interrupts, Routing};
+use earshot_gateway::{ConversationSecret, Gateway, GatewaySettings, Interrupts, Routing};
 use tokio::task::JoinSet;
 
 pub use settings::{AgentKind, AuthMode, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
@@ -52,7 +52,8 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
         Some(_) => Some(aws_edge::connect(settings).await?),
         None => None,
     };
-    let aws = || aws.as_ref().expect("the AWS configuration is loaded whenever an AWS part is configured");
+    let aws_ref = aws.as_ref();
+    let aws = || aws_ref.expect("the AWS configuration is loaded whenever an AWS part is configured");
 
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
     let mut watches = JoinSet::new();
@@ -74,7 +75,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                     ..Default::default()
                 };
                 let backend = Arc::new(KokoroBackend::new(cfg).map_err(|e| e.to_string())?);
-                tracing::info!("waiting in the background for the Kokoro container at {}", settings.kokoro_url);
+                tracing::info!("waiting in the background for the Kokoro container at {}", earshot_core::redact::redact(&settings.kokoro_url));
                 let watched = backend.clone();
                 watches.spawn(async move { watched.poll_ready_forever().await });
                 backends.push(backend);
@@ -118,12 +119,17 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             (None, Some(spec)) => TokenAuth::parse_keys(spec).map_err(|e| format!("EARSHOT_TOKEN_KEYS (--token-keys): {e}"))?,
             (None, None) => unreachable!("checked by Settings::check"),
         };
-        let auth = TokenAuth::new(keys, settings.token_audience.clone())
+        let mut auth = TokenAuth::new(keys, settings.token_audience.clone())
             .map_err(|e| format!("token keys: {e}"))?
             .with_max_lifetime(settings.token_max_lifetime_seconds);
+        // Keys kept in Secrets Manager are read again, so that one removed there stops verifying here.
+        if let (Some(id), true) = (&settings.token_keys_secret, settings.token_keys_refresh_seconds > 0) {
+            auth = auth.with_refresh(Duration::from_secs(settings.token_keys_refresh_seconds), aws().secret_reader(id));
+        }
         tracing::info!("token mode: speak and interrupt need a token for audience `{}`", settings.token_audience);
         gateway.auth = Some(Arc::new(auth));
     }
+    gateway.conversation_secret = conversation_secret(settings, aws_ref).await?;
     gateway.routing = Routing {
         weights: settings.weights()?,
         allow_override: settings.ab_allow_override,
@@ -166,6 +172,30 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
     Ok(Built { backends, agent, settings: gateway, watches })
 }
 
+/// The deployment's conversation secret, from the one place the settings name; none named: one drawn
+/// for this process (the Lambda never gets here without one: `Settings::check`).
+async fn conversation_secret(settings: &Settings, aws: Option<&aws_edge::Aws>) -> Result<ConversationSecret, String> {
+    let (raw, from) = if let Some(value) = &settings.conversation_secret {
+        (value.clone(), "EARSHOT_CONVERSATION_SECRET (--conversation-secret)")
+    } else if let Some(path) = &settings.conversation_secret_file {
+        let read = std::fs::read_to_string(path)
+            .map_err(|e| format!("EARSHOT_CONVERSATION_SECRET_FILE (--conversation-secret-file): cannot read {}: {e}", path.display()))?;
+        (read, "EARSHOT_CONVERSATION_SECRET_FILE (--conversation-secret-file)")
+    } else if let Some(id) = &settings.conversation_secret_id {
+        let aws = aws.expect("the AWS configuration is loaded whenever a secret is named");
+        let read = aws.secret(id, true).await.map_err(|e| format!("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id): {e}"))?;
+        (read, "EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id)")
+    } else {
+        if settings.interrupt_table.is_some() {
+            tracing::warn!(
+                "no conversation secret given: this process keys conversations with its own, so an interrupt sent through another process sharing the interrupt table finds nothing; give every process the same EARSHOT_CONVERSATION_SECRET"
+            );
+        }
+        return Ok(ConversationSecret::random());
+    };
+    ConversationSecret::new(raw.as_bytes()).map_err(|e| format!("{from}: {e}"))
+}
+
 /// The OpenAI-compatible or HTTP agent. `earshot serve` honours the ecosystem's `OPENAI_BASE_URL` and
 /// `OPENAI_API_KEY` where no earshot setting is given; the Lambda reads its own variables alone.
 fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Result<Arc<dyn AgentSource>, String> {
@@ -183,7 +213,7 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
             connect_timeout,
             max_event_bytes: settings.agent_max_event_bytes,
         };
-        tracing::info!("agent: {} at {}", openai.model, openai.base_url);
+        tracing::info!("agent: {} at {}", openai.model, earshot_core::redact::redact(&openai.base_url));
         return Ok(Arc::new(earshot_agents::OpenAiAgent::new(openai).map_err(|e| format!("EARSHOT_OPENAI_BASE_URL (--openai-base-url): {e}"))?));
     }
     let mut headers: Vec<(String, String)> =
@@ -200,6 +230,6 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
         connect_timeout,
         max_event_bytes: settings.agent_max_event_bytes,
     };
-    tracing::info!("agent: the HTTP agent at {}", http.url);
+    tracing::info!("agent: the HTTP agent at {}", earshot_core::redact::redact(&http.url));
     Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(|e| format!("EARSHOT_HTTP_AGENT_URL (--http-agent-url): {e}"))?))
 }

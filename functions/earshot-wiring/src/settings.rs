@@ -174,9 +174,25 @@ pub struct Settings {
     /// Token keys, `kid=secret,…` (at least 32 bytes each); the first signs `earshot token`'s tokens.
     #[arg(long, env = "EARSHOT_TOKEN_KEYS", hide_env_values = true)]
     pub token_keys: Option<String>,
-    /// A Secrets Manager secret holding the token keys as JSON `{"kid": "secret", …}`, read at start.
+    /// A Secrets Manager secret holding the token keys as JSON `{"kid": "secret", …}`, read at start
+    /// and again on a request this long after the last reading (a key removed from it stops verifying).
     #[arg(long, env = "EARSHOT_TOKEN_KEYS_SECRET")]
     pub token_keys_secret: Option<String>,
+    /// How often the token keys' secret is read again, in seconds (0: only at start).
+    #[arg(long, env = "EARSHOT_TOKEN_KEYS_REFRESH_SECONDS", default_value_t = 300)]
+    pub token_keys_refresh_seconds: u64,
+    /// The deployment's conversation secret (at least 32 bytes), which keys every conversation's key
+    /// (the interrupt store's items, the agent's session ids): every process of one deployment needs
+    /// the same. None given: `earshot serve` draws one for the process; the Lambda refuses to start.
+    #[arg(long, env = "EARSHOT_CONVERSATION_SECRET", hide_env_values = true)]
+    pub conversation_secret: Option<String>,
+    /// A file holding the conversation secret (its surrounding white space dropped).
+    #[arg(long, env = "EARSHOT_CONVERSATION_SECRET_FILE")]
+    pub conversation_secret_file: Option<std::path::PathBuf>,
+    /// A Secrets Manager secret (name or ARN) whose string is the conversation secret, read at start
+    /// (the CDK stack makes one per deployment).
+    #[arg(long, env = "EARSHOT_CONVERSATION_SECRET_ID")]
+    pub conversation_secret_id: Option<String>,
     /// The audience (`aud`) tokens must name.
     #[arg(long, env = "EARSHOT_TOKEN_AUDIENCE", default_value = "earshot")]
     pub token_audience: String,
@@ -329,6 +345,8 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_MAX_IN_FLIGHT",
     "EARSHOT_OPENAI_API_KEY",
     "EARSHOT_TOKEN_KEYS",
+    "EARSHOT_CONVERSATION_SECRET",
+    "EARSHOT_CONVERSATION_SECRET_FILE",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -509,6 +527,25 @@ impl Settings {
             }
             _ => {}
         }
+        let secrets = [self.conversation_secret.is_some(), self.conversation_secret_file.is_some(), self.conversation_secret_id.is_some()];
+        match secrets.iter().filter(|given| **given).count() {
+            0 if place == Place::Lambda => {
+                return Err("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id): the Lambda needs the deployment's conversation secret, \
+                    the same in every instance (an interrupt reaches a conversation in another; the agent keeps its session across turns): \
+                    the CDK stack makes one in Secrets Manager; elsewhere give EARSHOT_CONVERSATION_SECRET or EARSHOT_CONVERSATION_SECRET_FILE"
+                    .into())
+            }
+            0 | 1 => {}
+            _ => {
+                return Err("EARSHOT_CONVERSATION_SECRET, EARSHOT_CONVERSATION_SECRET_FILE and EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret…): give one, not several".into())
+            }
+        }
+        if self.token_keys_refresh_seconds > 86_400 {
+            return Err(format!(
+                "EARSHOT_TOKEN_KEYS_REFRESH_SECONDS (--token-keys-refresh-seconds): must be at most 86400 (0: only at start), not {}",
+                self.token_keys_refresh_seconds
+            ));
+        }
         if self.auth == AuthMode::Token && self.token_keys.is_none() && self.token_keys_secret.is_none() {
             return Err(
                 "EARSHOT_AUTH (--auth): token mode needs keys: EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret) or EARSHOT_TOKEN_KEYS (--token-keys)".into()
@@ -619,9 +656,27 @@ mod tests {
         }
     }
 
+    /// The Lambda's settings from these variables, and the conversation secret's id the CDK app always
+    /// sets (unless one of the secret's variables is among them).
     fn lambda(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if !map.keys().any(|k| k.starts_with("EARSHOT_CONVERSATION_SECRET")) {
+            map.insert("EARSHOT_CONVERSATION_SECRET_ID".into(), "earshot/conversation".into());
+        }
         Settings::from_vars(|name| map.get(name).cloned(), Place::Lambda)
+    }
+
+    #[test]
+    fn the_lambda_needs_one_conversation_secret_and_serve_may_draw_its_own() {
+        let none = Settings::from_vars(|name| (name == "EARSHOT_BACKENDS").then(|| "polly".to_string()), Place::Lambda).unwrap_err();
+        assert!(none.starts_with("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id): the Lambda needs"), "{none}");
+        let long = "x".repeat(40);
+        let two = lambda(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_CONVERSATION_SECRET", &long), ("EARSHOT_CONVERSATION_SECRET_ID", "earshot/conversation")])
+            .unwrap_err();
+        assert!(two.contains("give one, not several"), "{two}");
+        assert!(lambda(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_CONVERSATION_SECRET_FILE", "/run/secret")]).is_ok());
+        let serve = Settings::from_vars(|_| None, Place::Serve).unwrap();
+        assert_eq!((serve.conversation_secret, serve.conversation_secret_file, serve.conversation_secret_id), (None, None, None));
     }
 
     #[test]

@@ -111,6 +111,7 @@ fn every_output_format_the_cdk_app_accepts_is_one_the_lambda_reads() {
         let var = |v: &str| match v {
             "EARSHOT_OUTPUT_FORMAT" => Some(name.clone()),
             "EARSHOT_BACKENDS" => Some("polly".to_string()),
+            "EARSHOT_CONVERSATION_SECRET_ID" => Some("earshot/conversation".to_string()),
             _ => None,
         };
         let settings = Settings::from_vars(var, earshot_wiring::Place::Lambda).unwrap_or_else(|e| panic!("EARSHOT_OUTPUT_FORMAT={name}: {e}"));

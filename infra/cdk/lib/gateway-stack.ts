@@ -73,6 +73,19 @@ export class EarshotGatewayStack extends Stack {
       reason: 'Each item is one live conversation and its interrupt flag, expiring within the hour by TTL: there is nothing to recover to a point in time.',
     });
 
+    // The deployment's conversation secret: the key of everything kept or sent upstream under a conversation
+    // (the interrupt table's items, the agent's session ids) is an HMAC under it, so two deployments sharing an
+    // agent never meet in one session (docs/protocol.md, "Conversation keys"). Read once at init.
+    const conversationSecret = new secretsmanager.Secret(this, 'ConversationSecret', {
+      description: 'earshot conversation secret: keys each conversation key (HMAC-SHA-256); every instance reads the same one',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true },
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    Validations.of(conversationSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'Rotating the conversation secret changes every conversation key at once: live conversations could no longer be interrupted and every agent session would start afresh. It is replaced by a deploy when wanted, between conversations.',
+    });
+
     // Token mode: the keys tokens are signed with, in Secrets Manager (the Lambda reads them at init). Unless
     // an existing secret is named, the stack creates one holding a random key `k1`; rotate by adding a key
     // under a new id, minting with it, and removing the old one once its tokens have expired.
@@ -122,7 +135,7 @@ export class EarshotGatewayStack extends Stack {
       // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.
       memorySize: c.lambdaMemoryMb,
       timeout: Duration.seconds(c.lambdaTimeoutSeconds),
-      environment: lambdaEnvironment(c, interrupts.tableName, props.kokoro?.endpointName, tokenKeys?.name, cacheBucket?.bucketName),
+      environment: lambdaEnvironment(c, interrupts.tableName, conversationSecret.secretName, props.kokoro?.endpointName, tokenKeys?.name, cacheBucket?.bucketName),
       // A cap on simultaneous conversations, and so on spend (0: unreserved).
       reservedConcurrentExecutions: c.reservedConcurrency > 0 ? c.reservedConcurrency : undefined,
       logGroup,
@@ -192,6 +205,12 @@ export class EarshotGatewayStack extends Stack {
       // The four item calls the store makes, on its one table: no scans, queries or table changes.
       actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
       resources: [interrupts.tableArn],
+    }));
+    this.fn.addToRolePolicy(new iam.PolicyStatement({
+      sid: 'ConversationSecret',
+      // The conversation secret, read once at init; on this secret alone.
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: [conversationSecret.secretArn],
     }));
     if (tokenKeys) {
       this.fn.addToRolePolicy(new iam.PolicyStatement({

@@ -58,6 +58,8 @@ export const ENV_NAMES = [
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
+  'EARSHOT_CONVERSATION_SECRET_ID',
+  'EARSHOT_TOKEN_KEYS_REFRESH_SECONDS',
   'EARSHOT_TOKEN_KEYS_SECRET',
   'EARSHOT_TOKEN_AUDIENCE',
   'EARSHOT_TOKEN_MAX_LIFETIME_SECONDS',
@@ -95,7 +97,17 @@ export const UPSTREAM_LIMITS = {
 /** Where the sentence cache's shared tier keeps its objects in its bucket (the lifecycle rule's prefix too). */
 export const CACHE_PREFIX = 'earshot-cache/';
 
-export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endpointName?: string, tokenKeysSecret?: string, cacheBucket?: string): Record<string, string> {
+/** How often a warm Lambda reads the token keys' secret again, in seconds (the gateway's own default). */
+export const TOKEN_KEYS_REFRESH_SECONDS = 300;
+
+export function lambdaEnvironment(
+  c: EarshotConfig,
+  interruptTable: string,
+  conversationSecret: string,
+  endpointName?: string,
+  tokenKeysSecret?: string,
+  cacheBucket?: string,
+): Record<string, string> {
   if (c.pollyOnly && endpointName !== undefined) throw new Error('a Polly-only deployment has no SageMaker endpoint');
   if (!c.pollyOnly && endpointName === undefined) throw new Error('the Kokoro backend needs the SageMaker endpoint name');
   const backends = deployedBackends(c);
@@ -123,6 +135,8 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
     // An interrupt reaches the invocation that speaks through this table (a client that disconnects does
     // not stop a streaming Lambda); every conversation stops before the function's timeout.
     EARSHOT_INTERRUPT_TABLE: interruptTable,
+    // Keys every conversation's key (docs/protocol.md, "Conversation keys"): the same in every instance.
+    EARSHOT_CONVERSATION_SECRET_ID: conversationSecret,
     EARSHOT_INTERRUPT_POLL_MS: String(INTERRUPT_POLL_MS),
     EARSHOT_MAX_CONVERSATION_SECONDS: String(Math.max(10, c.lambdaTimeoutSeconds - CONVERSATION_MARGIN_SECONDS)),
     EARSHOT_LOG: c.logLevel,
@@ -155,6 +169,9 @@ export function lambdaEnvironment(c: EarshotConfig, interruptTable: string, endp
   if (c.authType === 'TOKEN') {
     if (tokenKeysSecret === undefined) throw new Error('token mode needs the token keys secret');
     env.EARSHOT_TOKEN_KEYS_SECRET = tokenKeysSecret;
+    // Read again on a request five minutes after the last reading: a key removed from the secret stops
+    // verifying on warm instances too (docs/access.md, rotation).
+    env.EARSHOT_TOKEN_KEYS_REFRESH_SECONDS = String(TOKEN_KEYS_REFRESH_SECONDS);
     env.EARSHOT_TOKEN_AUDIENCE = c.tokenAudience;
     env.EARSHOT_TOKEN_MAX_LIFETIME_SECONDS = String(c.tokenMaxLifetimeSeconds);
   }

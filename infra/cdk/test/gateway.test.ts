@@ -10,6 +10,11 @@ import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statemen
 
 const ENDPOINT_ARN = `arn:aws:sagemaker:${REGION}:${ACCOUNT}:endpoint/earshot-kokoro`;
 
+/** The role's reads of secrets other than the conversation secret, which every deployment has. */
+const secretReads = (t: ReturnType<typeof synth>) =>
+  statements(t.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue') && st.Sid !== 'ConversationSecret');
+
+
 describe('gateway Lambda', () => {
   const { gatewayTemplate: t } = synth();
   const fn = only(t, 'AWS::Lambda::Function').Properties;
@@ -174,6 +179,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_IDLE_RELEASE_MS: '150',
       EARSHOT_METRICS_NAMESPACE: 'earshot',
       EARSHOT_INTERRUPT_TABLE: { Ref: Object.keys(synth().gatewayTemplate.findResources('AWS::DynamoDB::Table'))[0] },
+      EARSHOT_CONVERSATION_SECRET_ID: env.EARSHOT_CONVERSATION_SECRET_ID, // its reference: 'the conversation secret' below
       EARSHOT_INTERRUPT_POLL_MS: '250',
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'info',
@@ -239,6 +245,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_IDLE_RELEASE_MS: '200',
       EARSHOT_METRICS_NAMESPACE: 'earshot-staging',
       EARSHOT_INTERRUPT_TABLE: env.EARSHOT_INTERRUPT_TABLE,
+      EARSHOT_CONVERSATION_SECRET_ID: env.EARSHOT_CONVERSATION_SECRET_ID,
       EARSHOT_INTERRUPT_POLL_MS: '250',
       EARSHOT_MAX_CONVERSATION_SECONDS: '280',
       EARSHOT_LOG: 'debug',
@@ -301,7 +308,7 @@ describe('bring your own agent', () => {
     assert.equal(env.EARSHOT_AGENT_KEY_SECRET, 'earshot/openai');
     assert.equal(env.EARSHOT_OPENAI_API_KEY, undefined, 'the key itself never travels as a variable');
     const all = statements(s.gatewayTemplate);
-    const secret = all.filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    const secret = secretReads(s);
     assert.equal(secret.length, 1);
     assert.deepEqual(resourcesOf(secret[0]), [`arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:earshot/openai-??????`]);
     assert.ok(!all.some((st) => actionsOf(st).some((a) => a.startsWith('bedrock:'))), 'no Bedrock grant for another agent');
@@ -315,7 +322,7 @@ describe('bring your own agent', () => {
       [env.EARSHOT_AGENT, env.EARSHOT_HTTP_AGENT_URL, env.EARSHOT_HTTP_AGENT_FORMAT, env.EARSHOT_HTTP_AGENT_TEXT_POINTER, env.EARSHOT_HTTP_AGENT_HEADER, env.EARSHOT_HTTP_AGENT_KEY_HEADER],
       ['http', 'https://agent.example.com/answer', 'sse', '/delta/text', 'x-tenant: voice', 'authorization'],
     );
-    const secret = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    const secret = secretReads(s);
     assert.deepEqual(resourcesOf(secret[0]), [arn]);
   });
 
@@ -345,6 +352,22 @@ describe('bring your own agent', () => {
   });
 });
 
+describe('the conversation secret', () => {
+  it('makes one per deployment, tells the Lambda its name and lets the role alone read it', () => {
+    for (const s of [synth(), synth({ pollyOnly: true }), synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com' })]) {
+      const [id, secret] = Object.entries(s.gatewayTemplate.findResources('AWS::SecretsManager::Secret')).find(([name]) => name.startsWith('ConversationSecret'))!;
+      assert.deepEqual(secret.Properties.GenerateSecretString, { ExcludePunctuation: true, PasswordLength: 64 }, '64 letters and digits: well over the 32 bytes the gateway asks');
+      const env = only(s.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+      assert.ok(JSON.stringify(env.EARSHOT_CONVERSATION_SECRET_ID).includes(`"Ref":"${id}"`), `the Lambda is told this secret: ${JSON.stringify(env.EARSHOT_CONVERSATION_SECRET_ID)}`);
+      assert.equal(env.EARSHOT_CONVERSATION_SECRET, undefined, 'the secret itself never travels as a variable');
+      const read = statements(s.gatewayTemplate).filter((st) => st.Sid === 'ConversationSecret');
+      assert.equal(read.length, 1);
+      assert.deepEqual(actionsOf(read[0]), ['secretsmanager:GetSecretValue']);
+      assert.deepEqual(read[0].Resource, { Ref: id });
+    }
+  });
+});
+
 describe('token mode and spend guards', () => {
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
   const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
@@ -361,22 +384,21 @@ describe('token mode and spend guards', () => {
     assert.equal(env.EARSHOT_TOKEN_AUDIENCE, 'earshot');
     assert.equal(env.EARSHOT_TOKEN_MAX_LIFETIME_SECONDS, '3600', 'tokens live an hour at most unless configured');
     // The stack's own secret of keys, which the role alone may read.
-    const secretId = onlyId(s.gatewayTemplate, 'AWS::SecretsManager::Secret');
+    const [secretId, keys] = Object.entries(s.gatewayTemplate.findResources('AWS::SecretsManager::Secret')).find(([id]) => id.startsWith('TokenKeys'))!;
     assert.ok(env.EARSHOT_TOKEN_KEYS_SECRET, 'the Lambda is told which secret holds the keys');
-    const read = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    const read = secretReads(s);
     assert.equal(read.length, 1);
     assert.deepEqual(read[0].Resource, { Ref: secretId });
-    const generated = only(s.gatewayTemplate, 'AWS::SecretsManager::Secret').Properties.GenerateSecretString;
-    assert.equal(generated.GenerateStringKey, 'k1');
+    assert.equal(keys.Properties.GenerateSecretString.GenerateStringKey, 'k1');
     s.gatewayTemplate.hasOutput('TokenKeysSecret', {});
   });
 
   it('reads an existing secret of keys when one is named, and refuses a browser URL without origins', () => {
     const s = synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', tokenKeysSecret: 'earshot/token-keys', tokenAudience: 'voice.example.com' });
-    assert.equal(Object.keys(s.gatewayTemplate.findResources('AWS::SecretsManager::Secret')).length, 0);
+    assert.deepEqual(Object.keys(s.gatewayTemplate.findResources('AWS::SecretsManager::Secret')).map((id) => id.replace(/[0-9A-F]{8}$/, '')), ['ConversationSecret']);
     const env = envOf(s);
     assert.deepEqual([env.EARSHOT_TOKEN_KEYS_SECRET, env.EARSHOT_TOKEN_AUDIENCE], ['earshot/token-keys', 'voice.example.com']);
-    const read = statements(s.gatewayTemplate).filter((st) => actionsOf(st).includes('secretsmanager:GetSecretValue'));
+    const read = secretReads(s);
     assert.deepEqual(resourcesOf(read[0]), [`arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:earshot/token-keys-??????`]);
     assert.equal(envOf(synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', tokenMaxLifetimeSeconds: '900' })).EARSHOT_TOKEN_MAX_LIFETIME_SECONDS, '900');
     assert.throws(() => synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com', tokenMaxLifetimeSeconds: '31536000' }), /tokenMaxLifetimeSeconds/);
