@@ -229,6 +229,53 @@ async fn one_caller_holds_at_most_its_share_of_live_conversations() {
 }
 
 #[tokio::test]
+async fn a_token_narrows_its_owners_limits_and_never_widens_them() {
+    let earshot = EarshotProcess::start(&[
+        "--backends",
+        "synthetic",
+        "--auth",
+        "token",
+        "--token-keys",
+        KEYS,
+        "--max-conversations-per-owner",
+        "2",
+        "--max-chars-per-owner-hour",
+        "4000",
+    ])
+    .await;
+    let url = earshot.url.as_str();
+    let too_many = |r: Result<earshot_client::Received, ClientError>| refused(r) == (429, "too_many_conversations".to_string());
+    let hello = |id: &str| SpeakBody { conversation_id: Some(id.into()), ..text("Hello there.") };
+
+    // One live conversation under a token that allows one: a second is refused though the gateway allows two.
+    let carol = token(&["--sub", "carol", "--conversation", "c:*", "--max-conversations", "1"]);
+    let first = speaking_long(url, "c:1", &carol).await;
+    assert!(too_many(speak(url, &hello("c:2"), &with(&carol)).await), "the token's one place is taken");
+    interrupt_as(url, "c:1", Some(&carol)).await.unwrap();
+    assert_eq!(first.await.unwrap().unwrap().error.map(|e| e.code).as_deref(), Some("interrupted"));
+
+    // A token that claims ten cannot widen the gateway's two.
+    let dave = token(&["--sub", "dave", "--conversation", "d:*", "--max-conversations", "10"]);
+    let (one, two) = (speaking_long(url, "d:1", &dave).await, speaking_long(url, "d:2", &dave).await);
+    assert!(too_many(speak(url, &hello("d:3"), &with(&dave)).await), "the gateway's limit holds over the token's claim");
+    for (id, speaking) in [("d:1", one), ("d:2", two)] {
+        interrupt_as(url, id, Some(&dave)).await.unwrap();
+        assert_eq!(speaking.await.unwrap().unwrap().error.map(|e| e.code).as_deref(), Some("interrupted"));
+    }
+
+    // Characters: a token allowing 400 an hour is cut within its answer of 600 and then refused; the same
+    // owner under a token without the claim still has the gateway's budget, less what was spoken.
+    let erin = token(&["--sub", "erin", "--max-chars-per-hour", "400"]);
+    let long = "This sentence is here to use the budget of one caller up. ".repeat(10);
+    let cut = speak(url, &text(long.trim()), &with(&erin)).await.unwrap();
+    assert_eq!(cut.error.as_ref().map(|e| e.code.as_str()), Some("character_budget_spent"), "{:?}", cut.error);
+    assert_eq!(refused(speak(url, &text("Hello there."), &with(&erin)).await), (429, "character_budget_spent".into()));
+    let erin_wide = token(&["--sub", "erin"]);
+    let served = speak(url, &text("Hello there."), &with(&erin_wide)).await.unwrap();
+    assert!(served.error.is_none(), "the gateway's own budget is not spent: {:?}", served.error);
+}
+
+#[tokio::test]
 async fn a_key_removed_from_secrets_manager_stops_verifying_without_a_restart() {
     // The keys in Secrets Manager (moto), read at start and again on a request a second after the last
     // reading: rotation as docs/access.md says (add k2, then remove k1), on a server that keeps running.

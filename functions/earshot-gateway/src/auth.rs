@@ -12,6 +12,7 @@
 //! | `backends`, `voices`, `releases` | the backends, voices and release modes the bearer may use |
 //! | `max_chars` | the most characters a request may send (prompt, earlier turns, or text) |
 //! | `conversations` | the conversation ids the bearer may speak under and interrupt (an id, `*`, or whole segments then `:*`: `conversation_scope.rs`) |
+//! | `max_conversations`, `max_chars_per_hour` | the owner's live conversations and characters spoken per rolling hour, narrowed below the gateway's own limits (a token narrows them, never widens: the lower of the two holds) |
 //!
 //! A claim left out allows anything, except `conversations`: without it the bearer may interrupt nothing.
 //! Each failure has its own code (401, with `WWW-Authenticate: Bearer`: `token_missing`,
@@ -123,6 +124,14 @@ pub struct Claims {
     pub max_chars: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversations: Option<Vec<String>>,
+    /// The most live conversations of the owner while this token speaks: below the gateway's
+    /// `max_conversations_per_owner` it narrows it; above, the gateway's holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_conversations: Option<usize>,
+    /// The most characters the owner may have spoken in a rolling hour when this token speaks: below
+    /// the gateway's `max_chars_per_owner_hour` it narrows it; above, the gateway's holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars_per_hour: Option<u64>,
 }
 
 impl TokenAuth {
@@ -252,6 +261,9 @@ impl TokenAuth {
             ErrorKind::MissingRequiredClaim(claim) => ApiError::unauthorized("token_malformed", format!("the token has no `{claim}` claim")),
             _ => ApiError::unauthorized("token_malformed", format!("the token cannot be read: {e}")),
         })?;
+        if data.claims.max_conversations == Some(0) || data.claims.max_chars_per_hour == Some(0) {
+            return Err(ApiError::unauthorized("token_malformed", "the token's `max_conversations` and `max_chars_per_hour` must be at least 1 where given"));
+        }
         for pattern in data.claims.conversations.iter().flatten() {
             check_pattern(pattern).map_err(|why| ApiError::unauthorized("token_malformed", format!("the token's `conversations` claim: {why}")))?;
         }
@@ -263,6 +275,14 @@ impl TokenAuth {
             ));
         }
         Ok(data.claims)
+    }
+}
+
+/// The lower of a gateway's limit and a token's (either may be absent: no limit).
+fn narrowed<T: Ord>(gateway: Option<T>, token: Option<T>) -> Option<T> {
+    match (gateway, token) {
+        (Some(g), Some(t)) => Some(g.min(t)),
+        (g, t) => g.or(t),
     }
 }
 
@@ -326,6 +346,18 @@ impl Claims {
             }
         }
         Ok(())
+    }
+
+    /// The owner's limit of live conversations under this token: the gateway's, narrowed by the
+    /// token's `max_conversations` (`None`: no limit).
+    pub fn conversations_limit(&self, gateway: Option<usize>) -> Option<usize> {
+        narrowed(gateway, self.max_conversations)
+    }
+
+    /// The owner's characters per rolling hour under this token: the gateway's, narrowed by the
+    /// token's `max_chars_per_hour` (`None`: no budget).
+    pub fn chars_per_hour_limit(&self, gateway: Option<u64>) -> Option<u64> {
+        narrowed(gateway, self.max_chars_per_hour)
     }
 
     pub fn allows_backend(&self, name: &str) -> bool {
@@ -429,6 +461,18 @@ mod tests {
             assert!(request(&a, "k2", KEY).is_ok(), "{broken:?}: the keys read before stay");
             refreshed(&a).await;
         }
+    }
+
+    #[test]
+    fn a_token_narrows_the_owners_limits_and_never_widens_them() {
+        let narrow = Claims { max_conversations: Some(1), max_chars_per_hour: Some(2_000), ..claims() };
+        assert_eq!((narrow.conversations_limit(Some(4)), narrow.chars_per_hour_limit(Some(30_000))), (Some(1), Some(2_000)));
+        let wide = Claims { max_conversations: Some(40), max_chars_per_hour: Some(1_000_000), ..claims() };
+        assert_eq!((wide.conversations_limit(Some(4)), wide.chars_per_hour_limit(Some(30_000))), (Some(4), Some(30_000)), "never wider");
+        assert_eq!((narrow.conversations_limit(None), narrow.chars_per_hour_limit(None)), (Some(1), Some(2_000)), "a gateway without limits");
+        assert_eq!((claims().conversations_limit(Some(4)), claims().chars_per_hour_limit(None)), (Some(4), None), "no claim: the gateway's");
+        let zero = Claims { max_conversations: Some(0), ..claims() };
+        assert_eq!(code(auth().verify(&mint("k2", KEY, &zero).unwrap())), (401, "token_malformed".into()));
     }
 
     #[test]

@@ -236,16 +236,34 @@ impl Gateway {
     }
 
     /// One of `owner`'s places for the conversation `request_id`, or `429 too_many_conversations`.
-    pub async fn owner_place(&self, owner: &crate::owner::Owner, request_id: &str) -> Result<OwnerPlace, crate::api_error::ApiError> {
+    /// `scope`: the bearer's token, which may narrow the owner's limit.
+    pub async fn owner_place(
+        &self,
+        owner: &crate::owner::Owner,
+        request_id: &str,
+        scope: Option<&crate::auth::Claims>,
+    ) -> Result<OwnerPlace, crate::api_error::ApiError> {
         let ttl = self.record_ttl();
-        crate::owner_places::take(owner, request_id, self.settings.max_conversations_per_owner, &self.settings.interrupts, &self.owner_places, &self.tasks, ttl)
-            .await
+        let limit = match scope {
+            Some(claims) => claims.conversations_limit(self.settings.max_conversations_per_owner),
+            None => self.settings.max_conversations_per_owner,
+        };
+        crate::owner_places::take(owner, request_id, limit, &self.settings.interrupts, &self.owner_places, &self.tasks, ttl).await
     }
 
     /// The first block of `owner`'s character budget for a conversation, or `429 character_budget_spent`
     /// (`None`: no budget).
-    pub async fn character_budget(&self, owner: &crate::owner::Owner) -> Result<Option<Budget>, crate::api_error::ApiError> {
-        Budget::open(&self.budgets, owner, self.settings.max_chars_per_owner_hour, &self.tasks).await
+    /// `scope`: the bearer's token, which may narrow the owner's budget.
+    pub async fn character_budget(
+        &self,
+        owner: &crate::owner::Owner,
+        scope: Option<&crate::auth::Claims>,
+    ) -> Result<Option<Budget>, crate::api_error::ApiError> {
+        let limit = match scope {
+            Some(claims) => claims.chars_per_hour_limit(self.settings.max_chars_per_owner_hour),
+            None => self.settings.max_chars_per_owner_hour,
+        };
+        Budget::open(&self.budgets, owner, limit, &self.tasks).await
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.

@@ -71,7 +71,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // Before anything upstream: the caller's own share of the server and of the voices' bill, asked
     // together (one store round trip's wait on Lambda; a refused one gives the other back when dropped;
     // a store that fails is upstream).
-    let (owner_place, budget) = tokio::join!(gw.owner_place(&owner, &request_id), gw.character_budget(&owner));
+    let (owner_place, budget) = tokio::join!(gw.owner_place(&owner, &request_id, scope.as_ref()), gw.character_budget(&owner, scope.as_ref()));
     let owner_place = owner_place.map_err(for_client)?;
     let budget = budget.map_err(for_client)?;
     let stopper = Stopper::child_of(gw.shutdown());

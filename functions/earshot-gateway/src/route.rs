@@ -301,6 +301,8 @@ mod tests {
             releases: None,
             max_chars: None,
             conversations: None,
+            max_conversations: None,
+            max_chars_per_hour: None,
         }
     }
 

@@ -39,6 +39,13 @@ pub struct TokenArgs {
     /// interrupt (repeat for more).
     #[arg(long = "conversation")]
     conversations: Vec<String>,
+    /// The most live conversations of the bearer's owner (narrows the gateway's limit, never widens it).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_conversations: Option<u64>,
+    /// The most characters the bearer's owner may have spoken in a rolling hour (narrows the gateway's
+    /// budget, never widens it).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_chars_per_hour: Option<u64>,
 }
 
 pub fn run(args: TokenArgs) -> Result<(), String> {
@@ -63,6 +70,8 @@ pub fn run(args: TokenArgs) -> Result<(), String> {
         releases: some(args.releases),
         max_chars: args.max_chars,
         conversations: some(args.conversations),
+        max_conversations: args.max_conversations.map(|n| n as usize),
+        max_chars_per_hour: args.max_chars_per_hour,
     };
     println!("{}", mint(kid, secret, &claims)?);
     Ok(())
