@@ -204,7 +204,7 @@ doctor: build
 	auth=$$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(next(v["AuthType"] for v in o.values() if "AuthType" in v))' $$outputs); \
 	echo "==> earshot doctor --url $$url (auth $$auth)"; \
 	if [ "$$auth" = "AWS_IAM" ]; then $(EARSHOT) doctor --url "$$url" --sigv4; \
-	elif [ "$$auth" = "TOKEN" ]; then $(EARSHOT) doctor --url "$$url" --token "$${TOKEN:?token mode: give TOKEN=\$$(earshot token --keys …)}"; \
+	elif [ "$$auth" = "TOKEN" ]; then $(EARSHOT) doctor --url "$$url" --token "$${TOKEN:?token mode: give TOKEN=\$$(earshot token --keys … --backend kokoro --backend polly)}"; \
 	else $(EARSHOT) doctor --url "$$url"; fi
 
 # The package make deploy uploads, built by the same target (arm64, or x86_64 where arm64 cannot be built),

@@ -233,6 +233,12 @@ def denied_and_throttled(r):
     check("not checked: Polly generative voices (aws polly describe-voices failed: An error occurred (AccessDeniedException)" in out, "a denied question is said, not taken for a missing voice", out)
     check('not checked: the SageMaker quota "ml.g5.xlarge for endpoint usage" (aws service-quotas failed: An error occurred (TooManyRequestsException)' in out, "a throttled question is said", out)
     check(calls_of(calls, "npx", "deploy"), "the deploy goes on when a check could not be made", out)
+    # A new account (10 concurrent executions in all) cannot reserve the default twenty: stopped, with the way out.
+    out, calls = r.make("deploy", expect_ok=False, REHEARSAL_LAMBDA_CONCURRENCY="10")
+    check("reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10" in out and "-c reservedConcurrency=0" in out, "a reservation the account cannot hold stops the deploy with the flag", out)
+    check(not calls_of(calls, "npx", "deploy"), "nothing is deployed then", out)
+    out, calls = r.make("deploy", "CDK_ARGS=-c reservedConcurrency=0", REHEARSAL_LAMBDA_CONCURRENCY="10")
+    check(not calls_of(calls, "aws", "lambda") and context(calls_of(calls, "npx", "deploy")[0]).get("reservedConcurrency") == "0", "no reservation: nothing asked, the figure reaches cdk", out)
     check("the spend alarms reach email:ops@example.com" in out, "make deploy names who receives the alarms", out)
     check(context(calls_of(calls, "npx", "deploy")[0]).get("authType") is None, "no CDK_ARGS: the config's own auth", out)
 

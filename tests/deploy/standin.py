@@ -12,6 +12,7 @@ destroy and a later deploy see it. Environment variables choose the unhappy answ
 
   REHEARSAL_POLLY   ok | denied | novoice   (polly describe-voices --engine generative)
   REHEARSAL_QUOTAS  ok | throttled          (service-quotas list-service-quotas)
+  REHEARSAL_LAMBDA_CONCURRENCY  1000 | N    (lambda get-account-settings: the account's concurrency; new accounts have 10)
   REHEARSAL_SUBSCRIBED  0 | 1 | pending     (sns list-subscriptions-by-topic)
   REHEARSAL_FUNCTION_URL                    (the FunctionUrl output a deploy writes)
 
@@ -94,6 +95,11 @@ def aws():
         out({"inferenceProfileId": option("--inference-profile-identifier"), "status": "ACTIVE", "type": "SYSTEM_DEFINED"})
     if words == ["bedrock", "get-foundation-model"]:
         out({"modelDetails": {"modelId": option("--model-identifier"), "responseStreamingSupported": True, "inferenceTypesSupported": ["ON_DEMAND"], "modelLifecycle": {"status": "ACTIVE"}}})
+    if words == ["lambda", "get-account-settings"]:
+        # The shape of GetAccountSettings (Lambda API reference): AccountLimit and AccountUsage.
+        limit = int(os.environ.get("REHEARSAL_LAMBDA_CONCURRENCY", "1000"))
+        out({"AccountLimit": {"TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800, "ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": limit},
+             "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": 0}})
     if words[0] == "service-quotas" and words[1] in ("list-service-quotas", "list-aws-default-service-quotas"):
         if os.environ.get("REHEARSAL_QUOTAS", "ok") == "throttled":
             service_error("TooManyRequestsException", "ListServiceQuotas (reached max retries: 2)", "Rate exceeded")

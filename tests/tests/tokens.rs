@@ -276,6 +276,36 @@ async fn a_token_narrows_its_owners_limits_and_never_widens_them() {
 }
 
 #[tokio::test]
+async fn where_requests_may_not_name_a_backend_a_token_listing_backends_still_may() {
+    let earshot = EarshotProcess::start(&[
+        "--backends",
+        "synthetic,kokoro",
+        "--kokoro-url",
+        "http://127.0.0.1:9",
+        "--auth",
+        "token",
+        "--token-keys",
+        KEYS,
+        "--ab-allow-override",
+        "false",
+    ])
+    .await;
+    let named = SpeakBody { backend: Some("synthetic".into()), ..text("Hello there.") };
+    let plain = token(&["--sub", "frank"]);
+    match speak(&earshot.url, &named, &with(&plain)).await {
+        Err(ClientError::Refused { status, code, message, .. }) => {
+            assert_eq!((status, code.as_str()), (400, "backend_choice_forbidden"));
+            assert!(message.contains("`backends` claim"), "the refusal names the way: {message}");
+        }
+        other => panic!("a plain token named the backend: {:?}", other.map(|r| r.status)),
+    }
+    let listing = token(&["--sub", "frank", "--backend", "synthetic", "--backend", "kokoro"]);
+    let spoken = speak(&earshot.url, &named, &with(&listing)).await.unwrap();
+    assert!(spoken.error.is_none(), "{:?}", spoken.error);
+    assert_eq!(spoken.session.as_ref().map(|s| s.backend.as_str()), Some("synthetic"));
+}
+
+#[tokio::test]
 async fn a_key_removed_from_secrets_manager_stops_verifying_without_a_restart() {
     // The keys in Secrets Manager (moto), read at start and again on a request a second after the last
     // reading: rotation as docs/access.md says (add k2, then remove k1), on a server that keeps running.

@@ -56,6 +56,11 @@ impl Owner {
         Owner(format!("iam:{principal}"))
     }
 
+    /// Whether the owner is an IAM principal (a caller that signed with the deployment's AWS credentials).
+    pub fn is_iam(&self) -> bool {
+        self.0.starts_with("iam:")
+    }
+
     /// The owner of a request that carries no token: its IAM caller, else `local`.
     pub fn of_request(extensions: &axum::http::Extensions) -> Self {
         match extensions.get::<IamCaller>() {

@@ -67,7 +67,11 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
         }
     }
     let unit = owner.assignment_unit(&request.conversation_id);
-    let mut choice = routing.choose(request.backend.as_deref(), unit, &names)?;
+    // Where requests may not name their backend, a caller the operator vouches for still may: an IAM
+    // principal (the operator's own signed services, `earshot doctor --sigv4`), or a token whose `backends`
+    // claim lists what its bearer may use (the app's backend chose them when it minted it).
+    let trusted = owner.is_iam() || scope.is_some_and(|s| s.backends.is_some());
+    let mut choice = routing.choose_for(request.backend.as_deref(), unit, &names, trusted)?;
     let mut language_from = None;
     if let Some((l, _)) = language.as_ref().filter(|_| !capable.contains(&choice.backend)) {
         if choice.reason == BackendReason::Request {
@@ -342,6 +346,18 @@ mod tests {
         let loading = gateway(false, true);
         let route = route(&loading, &request(r#"{"text":"Hi","voice":"nobody"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&route), vec![("kokoro".into(), "nobody".into()), ("polly".into(), "Joanna".into())]);
+    }
+
+    #[test]
+    fn where_requests_may_not_name_a_backend_an_iam_caller_and_a_token_listing_backends_still_may() {
+        let closed = gateway_with(true, Routing { allow_override: false, ..Default::default() });
+        let named = request(r#"{"text":"Hi","backend":"polly"}"#);
+        assert_eq!(route(&closed, &named, None, &Owner::local()).err().unwrap().error.code, "backend_choice_forbidden");
+        assert_eq!(route(&closed, &named, Some(&scope(&["Joanna"])), &Owner::subject("u")).err().unwrap().error.code, "backend_choice_forbidden");
+        let iam = route(&closed, &named, None, &Owner::iam("arn:aws:iam::123456789012:role/doctor")).unwrap();
+        assert_eq!((iam.choice.backend.as_str(), iam.choice.reason), ("polly", BackendReason::Request));
+        let listing = Claims { backends: Some(vec!["kokoro".into(), "polly".into()]), ..scope(&["Joanna"]) };
+        assert_eq!(route(&closed, &named, Some(&listing), &Owner::subject("u")).unwrap().choice.backend, "polly");
     }
 
     #[test]

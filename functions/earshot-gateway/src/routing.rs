@@ -61,9 +61,15 @@ impl Routing {
     /// Chooses for one conversation; `unit` is what the split assigns by (see the module docs:
     /// [`crate::Owner::assignment_unit`]).
     pub fn choose(&self, requested: Option<&str>, unit: &str, available: &[String]) -> Result<Choice, ApiError> {
+        self.choose_for(requested, unit, available, false)
+    }
+
+    /// As [`Routing::choose`], for a caller trusted to name its backend even where requests may not
+    /// (`trusted`: see `route.rs`).
+    pub fn choose_for(&self, requested: Option<&str>, unit: &str, available: &[String], trusted: bool) -> Result<Choice, ApiError> {
         if let Some(name) = requested {
-            if !self.allow_override {
-                return Err(ApiError::bad_request("backend_choice_forbidden", "this gateway chooses the backend itself; leave `backend` out or use auto"));
+            if !self.allow_override && !trusted {
+                return Err(ApiError::bad_request("backend_choice_forbidden", "this gateway chooses the backend itself (EARSHOT_AB_ALLOW_OVERRIDE off): leave `backend` out or use auto; IAM callers, and tokens whose `backends` claim lists it, may name one"));
             }
             if !available.iter().any(|b| b == name) {
                 return Err(ApiError::bad_request(

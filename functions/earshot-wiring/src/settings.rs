@@ -85,7 +85,8 @@ pub struct Settings {
     /// the assignment anew and the same name reproduces it; in every metric line and `session`.
     #[arg(long, env = "EARSHOT_AB_EXPERIMENT", default_value = earshot_gateway::routing::DEFAULT_EXPERIMENT, value_parser = experiment_name)]
     pub ab_experiment: String,
-    /// Whether a request may name its backend.
+    /// Whether any request may name its backend (off: only IAM callers, and tokens whose `backends`
+    /// claim lists the backends, may).
     #[arg(long, env = "EARSHOT_AB_ALLOW_OVERRIDE", default_value_t = true, action = ArgAction::Set, value_name = "true|false")]
     pub ab_allow_override: bool,
     /// Hand a conversation to the next backend when its own fails before any audio, or is full.

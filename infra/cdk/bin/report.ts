@@ -17,7 +17,7 @@ if (what === 'templates') {
 } else if (what === 'outputs') {
   const outputs = JSON.parse(fs.readFileSync(where, 'utf8')) as Record<string, Record<string, string>>;
   for (const [stack, values] of Object.entries(outputs)) {
-    for (const key of ['FunctionUrl', 'AuthType', 'EndpointName', 'LogGroup']) {
+    for (const key of ['FunctionUrl', 'AuthType', 'EndpointName', 'LogGroup', 'SpendGuards']) {
       if (values[key] !== undefined) console.log(`    ${stack} ${key}: ${values[key]}`);
     }
   }

@@ -15,7 +15,7 @@ import { Construct } from 'constructs';
 import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './arns';
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig, deployedBackends } from './config';
-import { EarshotDashboard } from './dashboard';
+import { EarshotDashboard, publishedPrices } from './dashboard';
 import { CACHE_PREFIX, lambdaEnvironment } from './lambda-env';
 
 /** The response headers a browser page may read (they name the backend and why it was chosen). */
@@ -294,6 +294,10 @@ export class EarshotGatewayStack extends Stack {
     }
     if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (docs/access.md)' });
 
+    // What bounds the bill, said in one line beside the alarms (make deploy prints it): the caps that stop
+    // spending, then the alarms that only tell.
+    new CfnOutput(this, 'SpendGuards', { value: spendGuards(c), description: 'What bounds the spend: caps that refuse, then alarms that notify' });
+
     // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
     // An alarm that tells nobody guards nothing: each publishes to a topic of the stack's, which an
     // e-mail address from the config subscribes to (or anything else the operator adds: output AlarmTopicArn).
@@ -362,3 +366,26 @@ export class EarshotGatewayStack extends Stack {
     if (props.kokoro) new CfnOutput(this, 'EndpointName', { value: props.kokoro.endpointName, description: 'The Kokoro SageMaker endpoint' });
   }
 }
+
+/**
+ * The deployment's spend guards in words, with Polly's cost of the per-caller budget at the dated list price
+ * (docs/prices.json): the caps the gateway enforces (refusing or cutting), then the alarms that only notify.
+ */
+export function spendGuards(c: EarshotConfig): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const polly = deployedBackends(c).includes('polly');
+  const prices = publishedPrices();
+  const caps = [
+    c.reservedConcurrency > 0 ? `${n(c.reservedConcurrency)} conversations at once (reservedConcurrency)` : 'conversations at once: no cap (reservedConcurrency 0)',
+    c.maxConversationsPerOwner > 0 ? `${n(c.maxConversationsPerOwner)} live per caller` : 'live per caller: no cap',
+    c.maxCharsPerOwnerHour > 0
+      ? `${n(c.maxCharsPerOwnerHour)} characters per caller per rolling hour${polly ? ` (about $${((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly at ${prices.asOf} list prices)` : ''}`
+      : 'characters per caller: no budget',
+  ];
+  const alarms = [
+    c.alarmInvocationsPerHour > 0 ? `${n(c.alarmInvocationsPerHour)} conversations an hour` : undefined,
+    c.alarmPollyCharactersPerHour > 0 && polly ? `${n(c.alarmPollyCharactersPerHour)} Polly characters an hour` : undefined,
+  ].filter((a): a is string => a !== undefined);
+  return `caps: ${caps.join('; ')}. alarms (notify only): ${alarms.length > 0 ? alarms.join('; ') : 'none'}`;
+}
+

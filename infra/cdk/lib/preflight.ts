@@ -19,6 +19,11 @@
 //   only once one is set, so where it is absent the AWS default (ListAWSDefaultServiceQuotas) is the answer. No API reports bidirectional streaming by Region (the SDK's endpoint
 //   rules resolve every Region of the partition to runtime.sagemaker.<region>.amazonaws.com:8443), so that one
 //   is named as a thing to confirm in the SageMaker documentation, not checked.
+// - Lambda (when `reservedConcurrency` is set): a function may reserve up to the account's concurrency less the
+//   100 Lambda keeps for functions without a reservation ("Configuring reserved concurrency", Lambda developer
+//   guide), so `lambda get-account-settings` must report a `ConcurrentExecutions` of at least 100 more than
+//   the figure; new accounts start with 10, where no function can reserve any. The account's limit, not its
+//   unreserved figure: on a redeploy this function's own reservation is already subtracted from the latter.
 // Each check that cannot be made (no permission to ask) is reported as unchecked, never as missing.
 import { EarshotConfig, deployedBackends } from './config';
 import { inferenceProfile, regionalProfilePrefix } from './arns';
@@ -56,6 +61,9 @@ export const POLLY_STREAMING_REGIONS: Readonly<Record<string, string>> = {
   'ca-central-1': 'Polly document history, 2026-04-20',
 };
 export const POLLY_STREAMING_REGIONS_AS_OF = '2026-12-04';
+
+/** The concurrency Lambda keeps unreserved in every account ("Configuring reserved concurrency"). */
+export const LAMBDA_UNRESERVED_MINIMUM = 100;
 
 const NOT_FOUND = /ResourceNotFoundException|ValidationException|could not be found|not found|does not exist|Could not connect to the endpoint URL/i;
 
@@ -99,6 +107,22 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
   }
 
   if (c.agent === 'bedrock') checkBedrock(c, region, run, missing, unchecked);
+
+  if (c.reservedConcurrency > 0) {
+    const a = run(['lambda', 'get-account-settings']);
+    if (!a.ok) {
+      unchecked.push(`the account's Lambda concurrency, for reservedConcurrency ${c.reservedConcurrency} (aws lambda get-account-settings failed: ${firstLine(a.stderr)})`);
+    } else {
+      const limit = JSON.parse(a.stdout).AccountLimit?.ConcurrentExecutions;
+      if (typeof limit === 'number' && limit - LAMBDA_UNRESERVED_MINIMUM < c.reservedConcurrency) {
+        missing.push(
+          `reservedConcurrency ${c.reservedConcurrency}: the account's Lambda concurrency in ${region} is ${limit}, and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} of it unreserved, ` +
+            `so ${limit > LAMBDA_UNRESERVED_MINIMUM ? `at most ${limit - LAMBDA_UNRESERVED_MINIMUM} can be reserved` : 'no function can reserve any'}: deploy with -c reservedConcurrency=0 ` +
+            `(no cap on conversations at once; the per-caller limits and the spend alarms remain) or request a higher "Concurrent executions" quota (Service Quotas, AWS Lambda)`,
+        );
+      }
+    }
+  }
 
   if (!c.pollyOnly) {
     const name = `${c.instanceType} for endpoint usage`;

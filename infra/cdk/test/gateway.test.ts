@@ -162,7 +162,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'kokoro,polly',
       EARSHOT_AB_WEIGHTS: 'kokoro=50,polly=50',
-      EARSHOT_AB_ALLOW_OVERRIDE: 'true',
+      EARSHOT_AB_ALLOW_OVERRIDE: 'false',
       EARSHOT_AB_EXPERIMENT: 'default',
       EARSHOT_FAILOVER: 'true',
       EARSHOT_SAGEMAKER_ENDPOINT: 'earshot-kokoro',
@@ -204,7 +204,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
     const env = only(synth({
       backends: 'polly,kokoro',
       abWeights: 'kokoro=20,polly=80',
-      abAllowOverride: 'false',
+      abAllowOverride: 'true',
       abExperiment: 'voices-2026-12',
       failover: 'false',
       kokoroVoice: 'af_bella',
@@ -228,7 +228,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
     assert.deepEqual(env, {
       EARSHOT_BACKENDS: 'polly,kokoro',
       EARSHOT_AB_WEIGHTS: 'polly=80,kokoro=20',
-      EARSHOT_AB_ALLOW_OVERRIDE: 'false',
+      EARSHOT_AB_ALLOW_OVERRIDE: 'true',
       EARSHOT_AB_EXPERIMENT: 'voices-2026-12',
       EARSHOT_FAILOVER: 'false',
       EARSHOT_SAGEMAKER_ENDPOINT: 'kokoro-staging',
@@ -369,6 +369,13 @@ describe('the conversation secret', () => {
 });
 
 describe('token mode and spend guards', () => {
+  it('says what bounds the spend beside the alarms: the caps, with the budget priced, then the alarms', () => {
+    const said = synth().gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
+    assert.match(said, /^caps: 20 conversations at once \(reservedConcurrency\); 4 live per caller; 30,000 characters per caller per rolling hour \(about \$\d+\.\d\d of Polly at \d{4}-\d\d-\d\d list prices\)\. alarms \(notify only\): 5,000 conversations an hour; 500,000 Polly characters an hour$/);
+    const open = synth({ reservedConcurrency: '0', maxCharsPerOwnerHour: '0', alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
+    assert.equal(open, 'caps: conversations at once: no cap (reservedConcurrency 0); 4 live per caller; characters per caller: no budget. alarms (notify only): none');
+  });
+
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
   const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
 
@@ -435,7 +442,8 @@ describe('token mode and spend guards', () => {
 
   it('caps simultaneous conversations when asked, and alarms on an hour of invocations and of Polly characters to a topic', () => {
     const fn = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties;
-    assert.equal(fn(synth()).ReservedConcurrentExecutions, undefined, 'unreserved by default: new accounts have 10 in all');
+    assert.equal(fn(synth()).ReservedConcurrentExecutions, 20, 'twenty conversations at once by default: a cap on the spend rate (README, reservedConcurrency)');
+    assert.equal(fn(synth({ reservedConcurrency: '0' })).ReservedConcurrentExecutions, undefined, '0: unreserved, for accounts that cannot reserve');
     assert.equal(fn(synth({ reservedConcurrency: '25' })).ReservedConcurrentExecutions, 25);
     const alarms = Object.values(synth().gatewayTemplate.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
     const invocations = alarms.find((a) => a.MetricName === 'Invocations');

@@ -15,7 +15,9 @@ const MODEL = ok({ modelDetails: { modelId: 'amazon.nova-lite-v1:0', responseStr
 const QUOTAS = ok({ Quotas: [{ QuotaName: 'ml.g5.xlarge for endpoint usage', Value: 2 }, { QuotaName: 'ml.g5.2xlarge for endpoint usage', Value: 0 }] });
 
 /** An aws CLI that answers each service with the given answer and records what it was asked. */
-function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer }) {
+const ACCOUNT = ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 980 }, AccountUsage: { FunctionCount: 3 } });
+
+function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer; lambda?: Answer }) {
   const asked: string[][] = [];
   const ask = (args: string[]): Answer => {
     asked.push(args);
@@ -24,6 +26,7 @@ function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quot
     if (args[0] === 'bedrock') return answers.bedrock ?? MODEL;
     if (args[1] === 'list-aws-default-service-quotas') return answers.defaults ?? ok({ Quotas: [] });
     if (args[0] === 'service-quotas') return answers.quotas ?? QUOTAS;
+    if (args[0] === 'lambda') return answers.lambda ?? ACCOUNT;
     throw new Error(`unexpected ${args.join(' ')}`);
   };
   return { ask, asked };
@@ -35,7 +38,7 @@ describe('deploy preflight', () => {
     const r = preflight(defaultConfig({ instanceType: 'ml.g5.xlarge', minInstances: 1 }), 'eu-west-2', ask);
     assert.deepEqual(r.missing, []);
     for (const args of asked) assert.deepEqual(args.slice(-4), ['--region', 'eu-west-2', '--output', 'json']);
-    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'bedrock get-foundation-model', 'service-quotas list-service-quotas']);
+    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'bedrock get-foundation-model', 'lambda get-account-settings', 'service-quotas list-service-quotas']);
     assert.ok(r.unchecked.some((u) => u.includes('bidirectional streaming')), 'SageMaker streaming is named as unchecked');
   });
 
@@ -156,5 +159,20 @@ describe('deploy preflight', () => {
     }
     assert.equal(judgeProbe(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })).kind, 'unknown');
     assert.equal(judgeProbe(new Error('connect ECONNREFUSED')).kind, 'unknown');
+  });
+
+  it("holds reservedConcurrency to what the account's Lambda concurrency lets a function reserve", () => {
+    const newAccount = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 10, UnreservedConcurrentExecutions: 10 } }) }).ask);
+    assert.equal(newAccount.missing.length, 1);
+    assert.match(newAccount.missing[0], /reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10, .*no function can reserve any: deploy with -c reservedConcurrency=0/);
+    const small = preflight(defaultConfig({ reservedConcurrency: 50 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 120 } }) }).ask);
+    assert.match(small.missing[0], /at most 20 can be reserved/);
+    assert.deepEqual(preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 120 } }) }).ask).missing, []);
+    const denied = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: fail('An error occurred (AccessDeniedException) when calling the GetAccountSettings operation') }).ask);
+    assert.deepEqual(denied.missing, []);
+    assert.ok(denied.unchecked.some((u) => u.startsWith("the account's Lambda concurrency, for reservedConcurrency 20")), denied.unchecked.join('; '));
+    const { ask, asked } = cli({});
+    preflight(defaultConfig({ reservedConcurrency: 0 }), 'eu-west-2', ask);
+    assert.ok(!asked.some((a) => a[0] === 'lambda'), 'no reservation, nothing to ask');
   });
 });
