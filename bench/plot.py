@@ -22,11 +22,13 @@ def values(trials, shape, config, release, key):
 
 
 def pct(sorted_values, p):
-    """Nearest-rank percentile, as the report's figures are."""
+    """The p-th percentile, interpolated between the nearest ranks as the report's figures are (numpy's
+    default; earshot_core::stats)."""
     if not sorted_values:
         return float("nan")
-    rank = max(1, -(-p * len(sorted_values) // 100))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
+    rank = min(max(p, 0.0), 100.0) / 100.0 * (len(sorted_values) - 1)
+    low, high = int(rank // 1), min(int(-(-rank // 1)), len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (rank - low)
 
 
 def median(sorted_values):

@@ -54,7 +54,7 @@ pub fn markdown(r: &Results) -> String {
             m.cpu, m.cores, m.memory_gib, m.kernel, m.rustc, m.commit
         );
     }
-    let _ = writeln!(o, "Figures are `median / p90 / p99 (trials)` in milliseconds unless named otherwise. Percentiles are nearest-rank: with 20 trials, p99 is the slowest trial. Absolute times move between runs on a shared machine; compare modes within this run.\n");
+    let _ = writeln!(o, "Figures are `median / p90 / p99 (trials)` in milliseconds unless named otherwise. Percentiles interpolate between the nearest ranks, as `earshot ab` and numpy compute them: with 20 trials, p99 lies between the two slowest. Absolute times move between runs on a shared machine; compare modes within this run.\n");
     if let Some(rel) = &r.release {
         release(o, rel);
     }

@@ -1,9 +1,10 @@
 //! Summaries of trials: count, median, p90, p99, minimum and maximum.
 //!
-//! Percentiles are nearest-rank (the smallest value with at least p% of the trials at or below it),
-//! so every figure reported is a value some trial produced; with 20 trials p99 is the maximum, and
-//! the report says so by printing n beside it.
+//! Percentiles interpolate between the nearest ranks, as `earshot ab` and numpy compute them
+//! (`earshot_core::stats`: one definition wherever earshot reports a percentile); the report prints n
+//! beside them, since with 20 trials p99 lies between the two slowest.
 
+use earshot_core::stats::percentile_sorted;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -24,22 +25,9 @@ impl Summary {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        Some(Summary { n: v.len(), median: median_sorted(&v), p90: nearest_rank(&v, 90.0), p99: nearest_rank(&v, 99.0), min: v[0], max: v[v.len() - 1] })
+        let at = |p: f64| percentile_sorted(&v, p);
+        Some(Summary { n: v.len(), median: at(50.0), p90: at(90.0), p99: at(99.0), min: v[0], max: v[v.len() - 1] })
     }
-}
-
-fn median_sorted(v: &[f64]) -> f64 {
-    let mid = v.len() / 2;
-    if v.len().is_multiple_of(2) {
-        (v[mid - 1] + v[mid]) / 2.0
-    } else {
-        v[mid]
-    }
-}
-
-fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
 }
 
 /// The median of some values, `NaN` when there are none.
@@ -52,14 +40,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank_percentiles_and_median() {
+    fn percentiles_are_the_ones_earshot_ab_computes() {
         let values: Vec<f64> = (1..=20).rev().map(f64::from).collect();
         let s = Summary::of(&values).unwrap();
-        assert_eq!((s.n, s.median, s.p90, s.p99, s.min, s.max), (20, 10.5, 18.0, 20.0, 1.0, 20.0));
+        assert_eq!((s.n, s.median, s.min, s.max), (20, 10.5, 1.0, 20.0));
+        assert_eq!((s.p90, s.p99), (earshot_core::stats::percentile(&values, 90.0).unwrap(), earshot_core::stats::percentile(&values, 99.0).unwrap()));
+        assert!((s.p90 - 18.1).abs() < 1e-9 && (s.p99 - 19.81).abs() < 1e-9, "numpy's figures: {s:?}");
         let s = Summary::of(&[3.0, 1.0, 2.0]).unwrap();
-        assert_eq!((s.median, s.p90), (2.0, 3.0));
-        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(Summary::of(&hundred).unwrap().p99, 99.0);
+        assert_eq!(s.median, 2.0);
     }
 
     #[test]

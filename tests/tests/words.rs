@@ -151,8 +151,9 @@ async fn model_words(backend: &Arc<dyn SpeechBackend>, text: &str, language: &st
     (pcm, words)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+/// The `fraction` percentile (0 to 1), as every earshot report computes it.
+fn percentile(values: &[f64], fraction: f64) -> f64 {
+    earshot_core::stats::percentile(values, fraction * 100.0).unwrap_or(f64::NAN)
 }
 
 /// The fixed set the estimator is measured on: sentences of the kinds answers hold, in each language

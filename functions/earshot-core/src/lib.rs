@@ -34,6 +34,7 @@ pub mod protocol;
 pub mod redact;
 pub mod scheduler;
 pub mod speech;
+pub mod stats;
 pub mod store;
 pub mod text;
 pub mod timeline;

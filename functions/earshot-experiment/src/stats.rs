@@ -7,22 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-/// The `p`-th percentile (0 to 100) of `values`, interpolated between the nearest ranks (as numpy's
-/// default, "linear"); None for no values.
-pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    Some(percentile_sorted(&sorted, p))
-}
-
-fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
-    let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let (low, high) = (rank.floor() as usize, rank.ceil() as usize);
-    sorted[low] + (sorted[high] - sorted[low]) * (rank - low as f64)
-}
+pub use earshot_core::stats::{percentile, percentile_sorted};
 
 /// The mean; None for no values.
 pub fn mean(values: &[f64]) -> Option<f64> {
@@ -91,17 +76,6 @@ fn resample(from: &[f64], into: &mut [f64], rng: &mut ChaCha8Rng) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_interpolate_between_ranks_as_numpy_does() {
-        let v = [15.0, 20.0, 35.0, 40.0, 50.0];
-        assert_eq!(percentile(&v, 50.0), Some(35.0));
-        assert_eq!(percentile(&v, 40.0), Some(29.0)); // numpy.percentile([15,20,35,40,50], 40) == 29.0
-        assert_eq!(percentile(&v, 100.0), Some(50.0));
-        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
-        assert_eq!(percentile(&[], 50.0), None);
-        assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
-    }
 
     #[test]
     fn the_bootstrap_is_reproducible_and_its_interval_holds_the_estimate() {
