@@ -140,6 +140,9 @@ function start(overrides = {}) {
       captions.add(sentence);
     },
     onWords: (sentence) => captions.words(sentence),
+    onSentenceEnd: (sentence) => {
+      if (sentence.skipped) captions.skipped(sentence);
+    },
     onSentencePlaying: (sentence) => {
       heard++;
       captions.playing(sentence.index, sentence);

@@ -87,11 +87,22 @@ export class Captions {
     this.list.append(item);
   }
 
+  /** A sentence the voice passed over (`skipped`: why): shown as not spoken, with the reason. */
+  skipped(sentence) {
+    const item = this.items.get(sentence.index);
+    if (!item) return;
+    item.className = 'skipped';
+    const note = document.createElement('span');
+    note.className = 'skip-note';
+    note.textContent = sentence.skipped === 'unsupported_script' ? ' (not spoken: the voice does not read this script)' : ` (not spoken: ${sentence.skipped})`;
+    item.append(note);
+  }
+
   /** The sentence now heard: highlighted; the ones before it are spoken. With `sentence` (its record), its
    * words are highlighted as they are heard. */
   playing(index, sentence = null) {
     for (const [i, item] of this.items) {
-      if (i < index || item.classList.contains('speaking')) item.className = 'spoken';
+      if ((i < index || item.classList.contains('speaking')) && !item.classList.contains('skipped')) item.className = 'spoken';
     }
     const item = this.items.get(index);
     if (!item) return;

@@ -465,7 +465,7 @@ export class Conversation {
     this.options.onWords?.(sentence);
   }
 
-  onSentenceEnd({ index, audio_ms }) {
+  onSentenceEnd({ index, audio_ms, skipped }) {
     const sentence = this.sentence(index);
     if (!sentence || index !== this.audioIndex) {
       throw new ProtocolError('out_of_order', `the end of sentence ${index} where sentence ${this.audioIndex} was due`);
@@ -476,6 +476,8 @@ export class Conversation {
       throw new ProtocolError('malformed_message', `sentence ${index}: ${e.message}`);
     }
     sentence.audioMs = audio_ms;
+    // The voice passed over it (a script it does not read): no audio, and the answer goes on.
+    sentence.skipped = typeof skipped === 'string' ? skipped : null;
     sentence.complete = true;
     this.audioIndex++;
     this.audioSeq = 0;

@@ -215,13 +215,20 @@ pub fn check_conversation(r: &Received) -> Vec<String> {
         panic!("the stream breaks the protocol's ordering: {broken}");
     }
     assert!(matches!(r.events.last(), Some(ServerEvent::Done(_))), "done last");
-    // Beyond the protocol: the real model voices every sentence before it ends.
+    // Beyond the protocol: the real model voices every sentence before it ends, but one it passed over
+    // (`skipped`), which has neither audio nor words.
     let mut sentences = Vec::new();
+    let mut skipped = std::collections::HashSet::new();
     let mut voiced = None;
     for event in &r.events {
         match event {
             ServerEvent::Sentence(s) => sentences.push(s.text.clone()),
             ServerEvent::Audio(a) => voiced = Some(a.index),
+            ServerEvent::SentenceEnd(e) if e.skipped.is_some() => {
+                assert_ne!(voiced, Some(e.index), "a skipped sentence {} has no audio", e.index);
+                assert_eq!(e.audio_ms, 0.0, "a skipped sentence {} has no audio", e.index);
+                skipped.insert(e.index);
+            }
             ServerEvent::SentenceEnd(e) => assert_eq!(voiced, Some(e.index), "sentence {} is voiced before it ends", e.index),
             _ => {}
         }
@@ -232,6 +239,10 @@ pub fn check_conversation(r: &Received) -> Vec<String> {
     // Every sentence is timed word by word: its written words, in order, within its audio.
     for (index, sentence) in sentences.iter().enumerate() {
         let (timing, words) = r.words(index as u32);
+        if skipped.contains(&(index as u32)) {
+            assert!(words.is_empty(), "a skipped sentence {index} has no words: {words:?}");
+            continue;
+        }
         let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
         assert_eq!(texts, earshot_core::words::written_words(sentence), "sentence {index}'s words ({timing:?})");
         let audio_ms = timeline.sentences.iter().find(|s| s.index == index as u32).map_or(0.0, |s| s.audio_ms);

@@ -7,7 +7,7 @@
 use earshot_client::{speak, CallOptions, ClientError, Received, SpeakBody};
 use earshot_core::protocol::{BackendReason, ServerEvent};
 use earshot_e2e::run_aws::RunAws;
-use earshot_e2e::{EarshotProcess, Kokoro};
+use earshot_e2e::{check_conversation, EarshotProcess, Kokoro};
 
 const FRENCH: &str = "Votre commande est partie ce matin de notre entrepôt. La livraison coûte 12,50 € et arrivera avant 18 h 30.";
 const MANDARIN: &str = "您的订单今天早上已经发出。运费是¥12.5，预计下午3:30之前送达。";
@@ -177,4 +177,28 @@ async fn a_first_sentence_another_voice_must_speak_moves_the_conversation_to_it_
     let sent = standins.stats.sagemaker_synthesize.lock().unwrap().clone();
     assert!(sent.iter().any(|m| m["language"] == "zh" && m["text"].as_str().unwrap_or("").contains("十二点五元")), "{sent:?}");
     assert!(!r.audio.is_empty());
+}
+
+#[tokio::test]
+async fn a_sentence_in_a_script_no_voice_reads_is_passed_over_and_the_answer_goes_on() {
+    // Hangul between two English sentences: the container reads none of it. The listener hears the first
+    // sentence and the last; the middle one ends `skipped`, with no audio and no words.
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    earshot.healthy().await;
+    let text = "Hello there, this is the first sentence. 안녕하세요 여러분 반갑습니다. And this is the last one.";
+    let r = speak(&earshot.url, &SpeakBody { text: Some(text.into()), ..Default::default() }, &CallOptions::default()).await.unwrap();
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences.len(), 3, "{sentences:?}");
+    let ends: Vec<(u32, f64, Option<String>)> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::SentenceEnd(end) => Some((end.index, end.audio_ms, end.skipped.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.iter().map(|e| (e.0, e.2.as_deref())).collect::<Vec<_>>(), vec![(0, None), (1, Some("unsupported_script")), (2, None)]);
+    assert!(ends[0].1 > 500.0 && ends[2].1 > 500.0, "the first and the last are spoken: {ends:?}");
 }

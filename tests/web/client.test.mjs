@@ -86,6 +86,32 @@ for (const format of ['sse', 'binary']) {
   });
 }
 
+for (const format of ['sse', 'binary']) {
+  test(`a sentence the voice passed over (${format}) is told skipped, and the answer goes on to the next`, async () => {
+    const ended = [];
+    serve(format, encodeAll(format, [
+      session(),
+      S(0),
+      A(0, 0, tone(200)),
+      E(0, 200),
+      S(1, '안녕하세요 여러분.'),
+      { type: 'sentence_end', index: 1, audio_ms: 0, skipped: 'unsupported_script' },
+      S(2),
+      A(2, 0, tone(200)),
+      E(2, 200),
+      DONE,
+    ]));
+    const record = await speak({ text: 'Hi.', format, player: newPlayer(), onSentenceEnd: (s) => ended.push([s.index, s.skipped]) }).finished;
+    assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+    assert.deepStrictEqual(ended, [[0, null], [1, 'unsupported_script'], [2, null]]);
+    assert.deepStrictEqual(record.sentences.map((s) => [s.index, s.complete, s.chunks, s.skipped]), [
+      [0, true, 1, null],
+      [1, true, 0, 'unsupported_script'],
+      [2, true, 1, null],
+    ]);
+  });
+}
+
 test('first audio bytes is when an audio message began to arrive, before it could be decoded', async () => {
   const audio = encoderFor('binary')(A(0, 0, tone(200)));
   serve('binary', [

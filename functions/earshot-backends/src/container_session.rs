@@ -3,15 +3,20 @@
 //! request named after its index; audio frames name their request, so audio of a cancelled sentence
 //! can never be taken for the next one's. When the conversation ends early, every live request is
 //! cancelled at the container.
+//!
+//! A sentence the container refuses as unspeakable (`unsupported_script`: no letter its voice's front
+//! end reads) is passed over, not the end of the answer: it is told as finished and skipped
+//! ([`Skipped`]) once every sentence before it has ended (the refusal comes at once, while earlier
+//! sentences still speak), and the sentences after it are spoken.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
-use earshot_core::speech::{FinishReport, SessionOptions, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use earshot_core::speech::{FinishReport, SessionOptions, Skipped, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +62,7 @@ pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed
         language: options.language.clone(),
         speed,
         live: HashMap::new(),
+        skipped: BTreeSet::new(),
     };
     tokio::spawn(session.drive(commands_rx));
     SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
@@ -74,6 +80,9 @@ struct Session<T> {
     /// Request id → sentence index, for requests sent and not yet ended, with the map from the words the
     /// container times (those of the spoken form it was sent) to the sentence's written words.
     live: HashMap<String, (u32, SpokenMap)>,
+    /// Sentences the container refused as unspeakable, not yet told: each waits for the sentences
+    /// before it to end, so that the scheduler hears of the sentences in order.
+    skipped: BTreeSet<u32>,
 }
 
 /// What the driver does next.
@@ -139,6 +148,22 @@ impl<T: ContainerTransport> Session<T> {
         }
     }
 
+    /// Tells the scheduler of each skipped sentence that no live one comes before.
+    async fn tell_skipped(&mut self) -> Next {
+        let first_live = self.live.values().map(|(index, _)| *index).min();
+        while let Some(&index) = self.skipped.first() {
+            if first_live.is_some_and(|live| live < index) {
+                break;
+            }
+            self.skipped.pop_first();
+            let report = FinishReport { skipped: Some(Skipped::UnsupportedScript), ..Default::default() };
+            if let Next::Abandon = self.emit(SpeechEvent::Finished { index, report }).await {
+                return Next::Abandon;
+            }
+        }
+        Next::Go
+    }
+
     /// Hands an event to the scheduler, unless the conversation ends first.
     async fn emit(&self, event: SpeechEvent) -> Next {
         tokio::select! {
@@ -179,14 +204,25 @@ impl<T: ContainerTransport> Session<T> {
                             }
                         }
                         let own_first_audio_ms = first_audio_seconds.map(|first| (first + queued_seconds.unwrap_or(0.0)) * 1000.0);
-                        let report = FinishReport { held_ms: held_seconds.map(|s| s * 1000.0), own_first_audio_ms, cached: false };
-                        self.emit(SpeechEvent::Finished { index, report }).await
+                        let report = FinishReport { held_ms: held_seconds.map(|s| s * 1000.0), own_first_audio_ms, cached: false, skipped: None };
+                        match self.emit(SpeechEvent::Finished { index, report }).await {
+                            Next::Go => self.tell_skipped().await,
+                            other => other,
+                        }
                     }
                     None => Next::Go,
                 },
                 Ok(ControlMessage::Cancelled { request_id }) => {
                     self.live.remove(&request_id);
-                    Next::Go
+                    self.tell_skipped().await
+                }
+                Ok(ControlMessage::Error { code, message, request_id })
+                    if code == "unsupported_script" && request_id.as_ref().is_some_and(|id| self.live.contains_key(id)) =>
+                {
+                    let (index, _) = self.live.remove(request_id.as_deref().unwrap_or_default()).expect("a live request");
+                    tracing::info!("the Kokoro container cannot speak sentence {index} ({message}): passed over");
+                    self.skipped.insert(index);
+                    self.tell_skipped().await
                 }
                 Ok(ControlMessage::Error { code, message, request_id }) => {
                     if let Some(id) = &request_id {
@@ -197,6 +233,9 @@ impl<T: ContainerTransport> Session<T> {
                     Next::Abandon
                 }
                 Ok(ControlMessage::Closed {}) => {
+                    if let Next::Abandon = self.tell_skipped().await {
+                        return Next::Abandon;
+                    }
                     let _ = self.emit(SpeechEvent::Closed { billed_characters: None }).await;
                     Next::Stop
                 }

@@ -606,6 +606,8 @@ impl Scheduler<'_> {
                     }
                 }
                 let words = match self.speaking.remove(&index) {
+                    // Passed over by the voice: nothing was heard, so no word has a time.
+                    Some(_) if report.skipped.is_some() => None,
                     Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
                     // Model words for a sentence that got no audio would end after it: none are sent.
                     Some(Spoken { held, sent, .. }) if sent > 0 => Some((TimingSource::Model, held)),
@@ -628,7 +630,8 @@ impl Scheduler<'_> {
                     }
                     None => 0.0,
                 };
-                self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms, cached: report.cached })).await
+                let skipped = report.skipped.map(|s| s.code().to_string());
+                self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms, cached: report.cached, skipped })).await
             }
             Some(SpeechEvent::Switched(switch)) => {
                 // The sentences in flight stay in flight: the new session speaks them again, and its words

@@ -63,6 +63,23 @@ pub enum SpeechEvent {
     Switched(Switch),
 }
 
+/// Why a backend passed over a sentence without speaking it; the rest of the answer goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skipped {
+    /// Its letters are in a script the voice does not read (the Kokoro container's `unsupported_script`:
+    /// Hangul, Cyrillic or Arabic for voices of English, French, Chinese and Japanese).
+    UnsupportedScript,
+}
+
+impl Skipped {
+    /// The code the client sees in the sentence's `sentence_end`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Skipped::UnsupportedScript => "unsupported_script",
+        }
+    }
+}
+
 /// What a backend says of a sentence it finished, measured on its side.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct FinishReport {
@@ -77,6 +94,8 @@ pub struct FinishReport {
     /// The sentence was said before and its audio came from the sentence cache
     /// ([`crate::cached_session`]), not from the model.
     pub cached: bool,
+    /// The backend passed over the sentence without speaking it (it has no audio).
+    pub skipped: Option<Skipped>,
 }
 
 /// Codes a backend gives when it cannot take a conversation now; the gateway answers each before any

@@ -28,7 +28,7 @@ fn conversation() -> Vec<ServerEvent> {
         ServerEvent::Sentence(SentenceText { index: 0, text: "Sure.".into() }),
         ServerEvent::Audio(AudioChunk { index: 0, seq: 0, pcm: Bytes::from(vec![1, 0, 255, 255, 0, 128]) }),
         ServerEvent::Audio(AudioChunk { index: 0, seq: 1, pcm: Bytes::from_static(b"{not json") }),
-        ServerEvent::SentenceEnd(SentenceEnd { index: 0, audio_ms: 0.125, cached: false }),
+        ServerEvent::SentenceEnd(SentenceEnd { index: 0, audio_ms: 0.125, cached: false, skipped: None }),
         ServerEvent::Done(Done { timeline: Timeline { backend: "kokoro".into(), first_audio_sent_ms: Some(12.5), ..Default::default() } }),
         ServerEvent::Error(ErrorInfo::new("x", "line\nbreak", true)),
     ]

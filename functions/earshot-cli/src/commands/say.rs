@@ -92,7 +92,15 @@ fn print_summary(received: &earshot_client::Received, out: &std::path::Path) {
     }
     for event in &received.events {
         if let ServerEvent::Sentence(s) = event {
-            println!("  [{}] {}", s.index, s.text);
+            // A sentence the voice passed over says so at its end.
+            let skipped = received.events.iter().find_map(|e| match e {
+                ServerEvent::SentenceEnd(end) if end.index == s.index => end.skipped.as_deref(),
+                _ => None,
+            });
+            match skipped {
+                Some(why) => println!("  [{}] {}   (not spoken: {why})", s.index, s.text),
+                None => println!("  [{}] {}", s.index, s.text),
+            }
         }
     }
     if let Some(t) = &received.timeline {

@@ -155,6 +155,10 @@ pub struct SentenceEnd {
     /// The sentence was said before: its audio came from the sentence cache (absent: synthesized now).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The voice could not speak the sentence and passed over it (`unsupported_script`: its letters
+    /// are in a script the voice does not read); the answer goes on with the next. Absent: spoken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// How a sentence's word timings were made.

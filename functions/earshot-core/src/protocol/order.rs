@@ -113,7 +113,7 @@ mod tests {
         ServerEvent::Audio(AudioChunk { index, seq, pcm: Bytes::from_static(&[0, 0]) })
     }
     fn end(index: u32) -> ServerEvent {
-        ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms: 1.0, cached: false })
+        ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms: 1.0, cached: false, skipped: None })
     }
     fn done() -> ServerEvent {
         ServerEvent::Done(Done { timeline: Default::default() })
