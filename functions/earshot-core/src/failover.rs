@@ -19,6 +19,11 @@
 //! Opening an arm is bounded in time ([`Failover::open_timeout`], 5 s by default): a handshake that stalls
 //! fails with `backend_open_timeout` and hands over like any other failure to open.
 //!
+//! With [`Failover::arm_health`], what failed is remembered across conversations
+//! ([`crate::arm_health`]): an arm that failed to open, or whose session failed before its first audio,
+//! is passed over at once by the next conversations (but never when it is the last arm left) until a
+//! background probe finds it healthy again.
+//!
 //! With one arm there is nothing to fail over to, and [`Failover::open_arms`] hands back that arm's
 //! own session: no relay, no extra hop.
 //!
@@ -34,6 +39,7 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::arm_health::ArmHealth;
 use crate::cached_session::{self, CacheUse};
 use crate::error::codes as error_codes;
 use crate::language::Language;
@@ -89,13 +95,21 @@ pub struct Failover {
     language: Option<Language>,
     sample_rate: Option<u32>,
     cache: Option<CacheUse>,
+    health: Option<Arc<ArmHealth>>,
 }
 
 impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, sample_rate: None, cache: None }
+        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, sample_rate: None, cache: None, health: None }
+    }
+
+    /// The arms' remembered health, shared with other conversations ([`crate::arm_health`]); `None`:
+    /// each conversation tries every arm afresh.
+    pub fn arm_health(mut self, health: Option<Arc<ArmHealth>>) -> Self {
+        self.health = health;
+        self
     }
 
     /// The longest an arm may take to open its session before the next is tried.
@@ -135,16 +149,27 @@ impl Failover {
             cancel: cancel.clone(),
             limit: self.open_timeout,
             cache: self.cache.clone(),
+            health: self.health.clone(),
         };
         while let Some(arm) = rest.pop_front() {
             let name = arm.backend.name().to_string();
-            match open_arm(&arm, &with).await {
+            // Remembered as sick: straight on to the next arm (the last one left is always tried).
+            if let Some(cause) = with.health.as_ref().filter(|_| !rest.is_empty()).and_then(|h| h.passed_over(&name)) {
+                handovers.push(Handover { from: name, cause });
+                continue;
+            }
+            let opened = open_arm(&arm, &with).await;
+            match &opened {
+                Ok(_) => with.remember_opened(&name),
+                Err(cause) => with.remember_failed(&arm, cause),
+            }
+            match opened {
                 Ok(session) if rest.is_empty() => return Ok(Opened { session, backend: name, handovers }),
                 Ok(session) => {
                     let (commands, from_scheduler) = mpsc::channel(RELAY_CHANNEL);
                     let (to_scheduler, events) = mpsc::channel(RELAY_CHANNEL);
                     let (format, voice) = (session.format.clone(), session.voice.clone());
-                    let relay = Relay { current: session, rest, with, unfinished: VecDeque::new(), finishing: false, heard: false };
+                    let relay = Relay { current: session, current_arm: arm, rest, with, unfinished: VecDeque::new(), finishing: false, heard: false };
                     tokio::spawn(relay.run(from_scheduler, to_scheduler));
                     return Ok(Opened { session: SpeechSession { commands, events, format, voice }, backend: name, handovers });
                 }
@@ -173,6 +198,21 @@ struct OpenWith {
     /// How long an arm may take to open.
     limit: Duration,
     cache: Option<CacheUse>,
+    health: Option<Arc<ArmHealth>>,
+}
+
+impl OpenWith {
+    fn remember_opened(&self, name: &str) {
+        if let Some(health) = &self.health {
+            health.opened(name);
+        }
+    }
+
+    fn remember_failed(&self, arm: &Arm, cause: &SpeechError) {
+        if let Some(health) = &self.health {
+            health.failed(&arm.backend, cause);
+        }
+    }
 }
 
 /// Opens one arm, if it is ready, within its time (past it, what the open started is cancelled).
@@ -231,11 +271,18 @@ impl SpeechBackend for Failover {
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let mut arms = self.arms.clone();
         arms[0].voice = options.voice;
-        Failover { arms, open_timeout: self.open_timeout, language: options.language, sample_rate: options.sample_rate, cache: self.cache.clone() }
-            .open_arms(&options.conversation_id, &options.cancel)
-            .await
-            .map(|o| o.session)
-            .map_err(|(_, e)| e)
+        Failover {
+            arms,
+            open_timeout: self.open_timeout,
+            language: options.language,
+            sample_rate: options.sample_rate,
+            cache: self.cache.clone(),
+            health: self.health.clone(),
+        }
+        .open_arms(&options.conversation_id, &options.cancel)
+        .await
+        .map(|o| o.session)
+        .map_err(|(_, e)| e)
     }
 
     /// Healthy while any arm answers.
@@ -266,6 +313,8 @@ impl SpeechBackend for Failover {
 /// Sits between the scheduler and the live session until the first audio; see the module docs.
 struct Relay {
     current: SpeechSession,
+    /// The arm whose session `current` is.
+    current_arm: Arm,
     /// Arms not yet tried.
     rest: VecDeque<Arm>,
     with: OpenWith,
@@ -335,6 +384,7 @@ impl Relay {
             }
             // Outside the select: its branches borrow the relay.
             if let Some(cause) = failure.take() {
+                self.with.remember_failed(&self.current_arm, &cause);
                 let Some(switch) = self.hand_over(&cause).await else {
                     // Cancelled while opening, or no arm left that opens: the first failure is the answer.
                     if !self.with.cancel.is_cancelled() {
@@ -354,11 +404,18 @@ impl Relay {
     /// Opens the next arm that takes the conversation, in place of the current session.
     async fn hand_over(&mut self, cause: &SpeechError) -> Option<Switch> {
         while let Some(arm) = self.rest.pop_front() {
+            if !self.rest.is_empty() && self.with.health.as_ref().is_some_and(|h| h.passed_over(arm.backend.name()).is_some()) {
+                continue;
+            }
             let opened = tokio::select! {
                 biased;
                 _ = self.with.cancel.cancelled() => return None,
                 opened = open_arm(&arm, &self.with) => opened,
             };
+            match &opened {
+                Ok(_) => self.with.remember_opened(arm.backend.name()),
+                Err(e) => self.with.remember_failed(&arm, e),
+            }
             match opened {
                 Ok(session) => {
                     tracing::warn!("{}: {}; continuing on {}", cause.code, crate::redact::redact(&cause.message), arm.backend.name());
@@ -372,6 +429,7 @@ impl Relay {
                     };
                     // The old session is dropped here, which cancels it.
                     self.current = session;
+                    self.current_arm = arm;
                     return Some(switch);
                 }
                 Err(e) => tracing::warn!("{} cannot take over ({}: {})", arm.backend.name(), e.code, crate::redact::redact(&e.message)),

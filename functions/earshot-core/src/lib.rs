@@ -22,6 +22,7 @@
 
 pub mod agent;
 pub mod agent_deadlines;
+pub mod arm_health;
 pub mod budget;
 pub mod cache;
 pub mod cached_session;

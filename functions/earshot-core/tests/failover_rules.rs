@@ -246,3 +246,103 @@ async fn failover_is_a_backend_like_any_other() {
     };
     assert!(composite.open(options).await.is_ok(), "opens on the arm that is ready");
 }
+
+// --- Arm health remembered -------------------------------------------------------------------------
+
+/// A backend whose opens stall and whose health check fails while it is sick; healthy, it opens one of
+/// its sessions at once.
+struct Flaky {
+    name: &'static str,
+    sick: Arc<std::sync::atomic::AtomicBool>,
+    asked: Arc<std::sync::atomic::AtomicU32>,
+    sessions: std::sync::Mutex<Vec<earshot_core::speech::SpeechSession>>,
+}
+
+impl Flaky {
+    fn new(name: &'static str, sick: bool, sessions: usize, origin: Instant) -> Arc<Flaky> {
+        let sessions = (0..sessions).map(|_| backend(|_| speak_ms(10, 1, 0), origin).0).collect();
+        Arc::new(Flaky { name, sick: Arc::new(sick.into()), asked: Arc::default(), sessions: std::sync::Mutex::new(sessions) })
+    }
+    fn asked(&self) -> u32 {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl SpeechBackend for Flaky {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn voices(&self) -> Vec<earshot_core::speech::Voice> {
+        vec![earshot_core::speech::Voice { id: "test".into(), language: "en".into(), description: "a test voice".into() }]
+    }
+    fn default_voice(&self) -> String {
+        "test".into()
+    }
+    async fn open(&self, _: earshot_core::speech::SessionOptions) -> Result<earshot_core::speech::SpeechSession, earshot_core::speech::SpeechError> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.sick.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        Ok(self.sessions.lock().unwrap().pop().expect("a session left"))
+    }
+    async fn health(&self) -> Result<(), earshot_core::speech::SpeechError> {
+        if self.sick.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(earshot_core::speech::SpeechError::new("backend_unreachable", "sick", true))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sick_arm_is_passed_over_by_the_next_conversations_until_its_probe_answers() {
+    use earshot_core::arm_health::{ArmHealth, FIRST_BACKOFF, PASSED_OVER, SICK};
+    assert!(SICK.contains(&earshot_core::failover::OPEN_TIMEOUT), "an open that stalls makes an arm sick");
+    let origin = Instant::now();
+    let health = ArmHealth::new();
+    let (primary, secondary) = (Flaky::new("primary", true, 2, origin), Flaky::new("secondary", false, 4, origin));
+    let arms =
+        || vec![Arm { backend: primary.clone() as Arc<dyn SpeechBackend>, voice: "test".into() }, Arm { backend: secondary.clone(), voice: "test".into() }];
+    let open = |arms: Vec<Arm>| {
+        let failover = Failover::new(arms).open_timeout(Duration::from_millis(1500)).arm_health(Some(health.clone()));
+        async move { failover.open_arms("c", &CancellationToken::new()).await.unwrap_or_else(|(_, e)| panic!("{e}")) }
+    };
+
+    // The first conversation pays the open limit once; the arm is remembered.
+    let first = open(arms()).await;
+    assert_eq!((first.backend.as_str(), first.handovers[0].cause.code.as_str()), ("secondary", earshot_core::failover::OPEN_TIMEOUT));
+    assert_eq!(origin.elapsed(), Duration::from_millis(1500));
+    assert_eq!(health.report()["primary"].code, earshot_core::failover::OPEN_TIMEOUT);
+
+    // The next goes straight on, without asking the sick arm.
+    let started = Instant::now();
+    let second = open(arms()).await;
+    assert_eq!((second.backend.as_str(), second.handovers[0].cause.code.as_str()), ("secondary", PASSED_OVER));
+    assert_eq!(started.elapsed(), Duration::ZERO, "no wait on the sick arm");
+    assert_eq!(primary.asked(), 1);
+
+    // Its probe fails after the first backoff: still passed over, probed again later.
+    tokio::time::sleep(FIRST_BACKOFF + Duration::from_secs(1)).await;
+    assert_eq!(open(arms()).await.handovers[0].cause.code, PASSED_OVER);
+    assert!(health.report()["primary"].probe_in > FIRST_BACKOFF, "the backoff doubles: {:?}", health.report());
+
+    // Recovered: the next probe finds it, and the next conversation is its again.
+    primary.sick.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(FIRST_BACKOFF * 2 + Duration::from_secs(1)).await;
+    assert!(health.report().is_empty(), "{:?}", health.report());
+    let back = open(arms()).await;
+    assert!(back.handovers.is_empty());
+    assert_eq!((back.backend.as_str(), primary.asked()), ("primary", 2));
+
+    // The last arm left is tried, remembered or not.
+    primary.sick.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = open(arms()).await;
+    assert!(health.report().contains_key("primary"));
+    let alone = Failover::new(vec![Arm { backend: primary.clone() as Arc<dyn SpeechBackend>, voice: "test".into() }])
+        .open_timeout(Duration::from_millis(1500))
+        .arm_health(Some(health.clone()));
+    let (_, error) = alone.open_arms("c", &CancellationToken::new()).await.err().expect("the sick arm stalls");
+    assert_eq!(error.code, earshot_core::failover::OPEN_TIMEOUT, "asked, not refused from memory");
+    assert_eq!(primary.asked(), 4);
+}

@@ -131,6 +131,9 @@ pub struct Gateway {
     /// Conversations started and not ended in this process: what the cache's warm-up waits on, so
     /// that it never takes the backends from a caller.
     live: tokio::sync::watch::Sender<usize>,
+    /// The arms that failed lately, passed over by the next conversations until a probe finds them
+    /// healthy ([`earshot_core::arm_health`]).
+    arm_health: Arc<earshot_core::arm_health::ArmHealth>,
 }
 
 /// A conversation counted as live until this is dropped ([`Gateway::conversation_began`]).
@@ -166,7 +169,13 @@ impl Gateway {
             budgets,
             cache,
             live: tokio::sync::watch::Sender::new(0),
+            arm_health: earshot_core::arm_health::ArmHealth::new(),
         }
+    }
+
+    /// The arms' remembered health.
+    pub fn arm_health(&self) -> &Arc<earshot_core::arm_health::ArmHealth> {
+        &self.arm_health
     }
 
     /// Counts a conversation as live from its request until the guard is dropped.

@@ -152,7 +152,8 @@ pub(crate) async fn open(gw: &Gateway, route: &Route, owner: &Owner, conversatio
         .open_timeout(gw.settings().backend_open_timeout)
         .language(language)
         .sample_rate(route.output.map(|o| o.sample_rate()))
-        .cache(gw.cache_use(owner));
+        .cache(gw.cache_use(owner))
+        .arm_health(Some(gw.arm_health().clone()));
     match failover.open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {
@@ -358,6 +359,18 @@ mod tests {
         assert_eq!((iam.choice.backend.as_str(), iam.choice.reason), ("polly", BackendReason::Request));
         let listing = Claims { backends: Some(vec!["kokoro".into(), "polly".into()]), ..scope(&["Joanna"]) };
         assert_eq!(route(&closed, &named, Some(&listing), &Owner::subject("u")).unwrap().choice.backend, "polly");
+    }
+
+    #[tokio::test]
+    async fn an_arm_that_failed_to_open_is_remembered() {
+        // Both arms fail to open (`Named` opens nothing): each is remembered as sick.
+        let gw = gateway(true, true);
+        let chosen = route(&gw, &request(r#"{"text":"Hi"}"#), None, &Owner::local()).unwrap();
+        assert_eq!(arms(&chosen).len(), 2);
+        let failed = open(&gw, &chosen, &Owner::local(), "c-1", &CancellationToken::new()).await.err().unwrap();
+        assert_eq!(failed.error.code, "backend_unreachable");
+        let sick = gw.arm_health().report();
+        assert_eq!((sick["kokoro"].code.as_str(), sick["polly"].code.as_str()), ("backend_unreachable", "backend_unreachable"));
     }
 
     #[test]

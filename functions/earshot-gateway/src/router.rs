@@ -246,6 +246,7 @@ async fn voices(State(gw): State<Arc<Gateway>>) -> Json<serde_json::Value> {
 async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
     let mut all_ok = true;
     let mut report = serde_json::Map::new();
+    let sick = gw.arm_health().report();
     for b in gw.backends() {
         // Healthy means a conversation would be taken now: a backend that still learns its voices
         // is not ready, whatever its own health check says.
@@ -271,6 +272,12 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
                 serde_json::json!({"ok": false, "code": "backend_unhealthy", "error": "no answer within 2 s"})
             }
         };
+        let mut status = status;
+        // Remembered as sick: conversations pass it over until its probe answers (its code only: no
+        // upstream text here).
+        if let Some(s) = sick.get(b.name()) {
+            status["passed_over"] = serde_json::json!({"code": s.code, "for_s": s.since.as_secs(), "probe_in_s": s.probe_in.as_secs()});
+        }
         report.insert(b.name().to_string(), status);
     }
     let status = if all_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
