@@ -40,7 +40,20 @@ pub async fn run(paths: &Paths, trials: usize, moto_server: &Path) -> Result<Vec
 
     let (_moto, moto_url) = moto_with_table(paths, moto_server).await?;
     let shared_args: Vec<String> =
-        ["--kokoro-url", &kokoro.url, "--interrupt-table", "interrupts", "--interrupt-endpoint", &moto_url, "--interrupt-poll-ms", &POLL_MS.to_string()]
+        // One deployment: the instances share its conversation secret, or an interrupt through the other would
+        // name another key.
+        [
+            "--kokoro-url",
+            &kokoro.url,
+            "--interrupt-table",
+            "interrupts",
+            "--interrupt-endpoint",
+            &moto_url,
+            "--interrupt-poll-ms",
+            &POLL_MS.to_string(),
+            "--conversation-secret",
+            "the bench's one deployment, 32 bytes and more",
+        ]
             .iter()
             .map(|s| s.to_string())
             .collect();

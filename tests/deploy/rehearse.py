@@ -52,7 +52,6 @@ class Rehearsal:
         self.earshot = earshot
         self.server = None
         self.standins = None
-        self.polly = self.start_standins(standins)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BUILDX_", "CDK_", "MAKE", "REHEARSAL_", "NODE_")) and k not in ("MFLAGS", "CARGO_TARGET_DIR")}
         self.env = {
             **env,
@@ -62,9 +61,11 @@ class Rehearsal:
             # The deploying credentials, as the SDK finds them, and where its Polly calls go.
             "AWS_ACCESS_KEY_ID": "AKIAREHEARSAL",
             "AWS_SECRET_ACCESS_KEY": "rehearsal",
-            "AWS_ENDPOINT_URL_POLLY": self.polly,
             "NODE_EXTRA_CA_CERTS": os.path.join(self.work, "standins.pem"),
         }
+        # Last: nothing after it can fail and leave the process running without a Rehearsal to close it.
+        self.polly = self.start_standins(standins)
+        self.env["AWS_ENDPOINT_URL_POLLY"] = self.polly
 
     def start_standins(self, binary):
         """The AWS stand-ins (Polly's StartSpeechSynthesisStream among them) on a free port; their URL."""

@@ -117,6 +117,12 @@ async fn an_owners_places_are_held_across_instances_and_lapse_by_themselves() {
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 
 /// A call as the caller `sub` (a token of [`KEY`] for its own conversations).
+/// The conversation secret the instances of one deployment share (the CDK stack's, on Lambda): without
+/// it each would key conversations its own way, and an interrupt through another would find nothing.
+fn one_deployment() -> earshot_gateway::ConversationSecret {
+    earshot_gateway::ConversationSecret::new(b"one deployment's conversation secret").unwrap()
+}
+
 fn as_caller(sub: &str) -> CallOptions {
     let claims = Claims { aud: "earshot".into(), exp: now() + 300, sub: Some(sub.into()), conversations: Some(vec![format!("{sub}:*")]), ..Default::default() };
     CallOptions { bearer: Some(mint("k1", KEY, &claims).unwrap()), ..Default::default() }
@@ -132,6 +138,7 @@ async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
     let instance = || {
         let settings = GatewaySettings {
             interrupts: Interrupts::Shared { store: Arc::new(DynamoStore::new(&config, "interrupts")), poll: Duration::from_millis(250) },
+            conversation_secret: one_deployment(),
             auth: Some(Arc::new(TokenAuth::new(vec![("k1".into(), KEY.to_vec())], "earshot").unwrap())),
             max_conversations_per_owner: Some(1),
             metrics_namespace: None,
@@ -179,6 +186,7 @@ async fn a_caller_at_its_limit_on_one_instance_is_refused_on_another() {
 fn budgeted(interrupts: Interrupts) -> Gateway {
     let settings = GatewaySettings {
         interrupts,
+        conversation_secret: one_deployment(),
         auth: Some(Arc::new(TokenAuth::new(vec![("k1".into(), KEY.to_vec())], "earshot").unwrap())),
         max_chars_per_owner_hour: Some(100),
         metrics_namespace: None,
@@ -291,13 +299,13 @@ async fn an_interrupt_taken_by_another_instance_stops_the_speaking_one() {
     let speaking = Gateway::new(
         vec![kokoro_backend(kokoro).await],
         Arc::new(agent(200.0)),
-        GatewaySettings { interrupts: shared(), metrics_namespace: None, ..Default::default() },
+        GatewaySettings { interrupts: shared(), metrics_namespace: None, conversation_secret: one_deployment(), ..Default::default() },
     );
     let speaking = serve(speaking).await.url;
     let other = Gateway::new(
         vec![kokoro_backend(kokoro).await],
         Arc::new(agent(200.0)),
-        GatewaySettings { interrupts: shared(), metrics_namespace: None, ..Default::default() },
+        GatewaySettings { interrupts: shared(), metrics_namespace: None, conversation_secret: one_deployment(), ..Default::default() },
     );
     let other = serve(other).await.url;
 

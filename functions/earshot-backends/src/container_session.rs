@@ -220,7 +220,7 @@ impl<T: ContainerTransport> Session<T> {
                     if code == "unsupported_script" && request_id.as_ref().is_some_and(|id| self.live.contains_key(id)) =>
                 {
                     let (index, _) = self.live.remove(request_id.as_deref().unwrap_or_default()).expect("a live request");
-                    tracing::info!("the Kokoro container cannot speak sentence {index} ({message}): passed over");
+                    tracing::info!("the Kokoro container cannot speak sentence {index} ({}): passed over", earshot_core::redact::redact(&message));
                     self.skipped.insert(index);
                     self.tell_skipped().await
                 }

@@ -11,7 +11,7 @@
 //! (`backend_busy`) or still starting is known at once and costs nothing to ask, and a refusal of one
 //! text (a validation error, a throttle) says nothing of the next conversation's. The last arm left is
 //! always tried, remembered or not: memory never turns a conversation away that the arm might have
-//! taken.
+//! taken, and an arm passed over is still tried, last, when every arm after it has failed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -53,6 +53,9 @@ struct Sick {
     /// When the next probe runs.
     probe_at: Instant,
     backoff: Duration,
+    /// Which sickness this is: the probe started for it stops when the arm is taken back and falls
+    /// sick again (the next sickness has a probe of its own).
+    generation: u64,
 }
 
 /// A sick arm as `/healthz` shows it.
@@ -70,6 +73,8 @@ pub struct SickArm {
 #[derive(Debug, Default)]
 pub struct ArmHealth {
     sick: Mutex<HashMap<String, Sick>>,
+    /// The last sickness's number, across arms.
+    generations: std::sync::atomic::AtomicU64,
 }
 
 impl ArmHealth {
@@ -92,16 +97,23 @@ impl ArmHealth {
         }
         let name = backend.name().to_string();
         let now = Instant::now();
-        let first = {
+        let started = {
             let mut sick = self.sick.lock().expect("arm health");
-            let first = !sick.contains_key(&name);
-            let entry = sick.entry(name.clone()).or_insert(Sick { cause: cause.clone(), since: now, probe_at: now + FIRST_BACKOFF, backoff: FIRST_BACKOFF });
-            entry.cause = cause.clone();
-            first
+            match sick.get_mut(&name) {
+                Some(entry) => {
+                    entry.cause = cause.clone();
+                    None
+                }
+                None => {
+                    let generation = self.generations.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    sick.insert(name.clone(), Sick { cause: cause.clone(), since: now, probe_at: now + FIRST_BACKOFF, backoff: FIRST_BACKOFF, generation });
+                    Some(generation)
+                }
+            }
         };
-        if first {
+        if let Some(generation) = started {
             tracing::warn!("{name} is passed over until it answers its health check ({}: {})", cause.code, crate::redact::redact(&cause.message));
-            tokio::spawn(self.clone().probe(backend.clone()));
+            tokio::spawn(self.clone().probe(backend.clone(), generation));
         }
     }
 
@@ -125,14 +137,15 @@ impl ArmHealth {
 
     /// Probes a sick arm after each backoff until its health check answers (or something else forgets
     /// it: a conversation that opened it as the last arm).
-    async fn probe(self: Arc<Self>, backend: Arc<dyn SpeechBackend>) {
+    async fn probe(self: Arc<Self>, backend: Arc<dyn SpeechBackend>, generation: u64) {
         let name = backend.name().to_string();
+        let this = |s: &Sick| s.generation == generation;
         loop {
-            let Some(at) = self.sick.lock().expect("arm health").get(&name).map(|s| s.probe_at) else { return };
+            let Some(at) = self.sick.lock().expect("arm health").get(&name).filter(|s| this(s)).map(|s| s.probe_at) else { return };
             tokio::time::sleep_until(at).await;
             let answered = matches!(tokio::time::timeout(PROBE_LIMIT, backend.health()).await, Ok(Ok(())));
             let mut sick = self.sick.lock().expect("arm health");
-            let Some(entry) = sick.get_mut(&name) else { return };
+            let Some(entry) = sick.get_mut(&name).filter(|s| this(s)) else { return };
             if answered {
                 sick.remove(&name);
                 tracing::info!("{name} answers its health check again: no longer passed over");

@@ -151,11 +151,15 @@ impl Failover {
             cache: self.cache.clone(),
             health: self.health.clone(),
         };
+        // Arms passed over as remembered sick, tried last if every other arm fails.
+        let mut deferred: VecDeque<Arm> = VecDeque::new();
+        let mut passing_over = true;
         while let Some(arm) = rest.pop_front() {
             let name = arm.backend.name().to_string();
             // Remembered as sick: straight on to the next arm (the last one left is always tried).
-            if let Some(cause) = with.health.as_ref().filter(|_| !rest.is_empty()).and_then(|h| h.passed_over(&name)) {
+            if let Some(cause) = with.health.as_ref().filter(|_| passing_over && !rest.is_empty()).and_then(|h| h.passed_over(&name)) {
                 handovers.push(Handover { from: name, cause });
+                deferred.push_back(arm);
                 continue;
             }
             let opened = open_arm(&arm, &with).await;
@@ -172,6 +176,12 @@ impl Failover {
                     let relay = Relay { current: session, current_arm: arm, rest, with, unfinished: VecDeque::new(), finishing: false, heard: false };
                     tokio::spawn(relay.run(from_scheduler, to_scheduler));
                     return Ok(Opened { session: SpeechSession { commands, events, format, voice }, backend: name, handovers });
+                }
+                Err(cause) if rest.is_empty() && !deferred.is_empty() => {
+                    // Every arm that was not passed over failed: the ones that were get their chance.
+                    handovers.push(Handover { from: name, cause });
+                    rest = std::mem::take(&mut deferred);
+                    passing_over = false;
                 }
                 Err(cause) if rest.is_empty() => return Err((name, cause)),
                 Err(cause) => {

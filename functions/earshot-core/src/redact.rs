@@ -16,8 +16,8 @@ pub fn redact(text: &str) -> String {
             let lower = word.to_ascii_lowercase();
             let bare = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric());
             let secret_follows = matches!(bare, "bearer" | "basic" | "authorization" | "x-api-key" | "api-key");
-            let redacted = if let Some(at) = word.find("://").and_then(|scheme| word[scheme..].find('?').map(|q| scheme + q)) {
-                format!("{}?[redacted]", &word[..at])
+            let redacted = if word.contains("://") {
+                redact_url(word)
             } else if (after_scheme && !word.is_empty() && !matches!(bare, "bearer" | "basic")) || looks_like_a_secret(word, &lower) {
                 "[redacted]".to_string()
             } else {
@@ -30,6 +30,21 @@ pub fn redact(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A URL with what may hold a secret replaced: the user and password before `@`, and the query.
+fn redact_url(word: &str) -> String {
+    let scheme_end = word.find("://").map_or(0, |at| at + 3);
+    let (head, rest) = word.split_at(scheme_end);
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => format!("[redacted]@{}", &rest[at + 1..]),
+        None => rest.to_string(),
+    };
+    match rest.find('?') {
+        Some(q) => format!("{head}{}?[redacted]", &rest[..q]),
+        None => format!("{head}{rest}"),
+    }
 }
 
 fn looks_like_a_secret(word: &str, lower: &str) -> bool {
@@ -58,6 +73,13 @@ mod tests {
         }
         assert!(logged.starts_with("sent Authorization: Bearer [redacted] and Basic [redacted]"), "{logged}");
         assert_eq!(redact("a plain message, nothing to hide"), "a plain message, nothing to hide");
+    }
+
+    #[test]
+    fn a_urls_user_and_password_are_redacted_with_its_query() {
+        assert_eq!(redact("ws://user:hunter2@kokoro:8080/ws?key=x failed"), "ws://[redacted]@kokoro:8080/ws?[redacted] failed");
+        assert_eq!(redact("https://agent.example.com/a@b"), "https://agent.example.com/a@b", "an @ in the path is not a password");
+        assert_eq!(redact("http://127.0.0.1:8080/ping"), "http://127.0.0.1:8080/ping");
     }
 
     #[test]

@@ -346,3 +346,24 @@ async fn a_sick_arm_is_passed_over_by_the_next_conversations_until_its_probe_ans
     assert_eq!(error.code, earshot_core::failover::OPEN_TIMEOUT, "asked, not refused from memory");
     assert_eq!(primary.asked(), 4);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_arm_passed_over_is_still_tried_when_every_arm_after_it_fails() {
+    use earshot_core::arm_health::{ArmHealth, PASSED_OVER};
+    let origin = Instant::now();
+    let health = ArmHealth::new();
+    let remembered = Flaky::new("remembered", true, 1, origin);
+    let failover = |arms: Vec<Arm>| Failover::new(arms).open_timeout(Duration::from_millis(1500)).arm_health(Some(health.clone()));
+    let arm_of = |b: &Arc<Flaky>| Arm { backend: b.clone() as Arc<dyn SpeechBackend>, voice: "test".into() };
+    // Fallen sick in an earlier conversation.
+    let _ = failover(vec![arm_of(&remembered)]).open_arms("c", &CancellationToken::new()).await;
+    assert!(health.report().contains_key("remembered"));
+    // Recovered before its probe; the arm after it refuses: it is asked after all, and speaks.
+    remembered.sick.store(false, std::sync::atomic::Ordering::SeqCst);
+    let arms = vec![arm_of(&remembered), arm(ScriptedBackend::refusing("after", "backend_unavailable"))];
+    let opened = failover(arms).open_arms("c", &CancellationToken::new()).await.unwrap_or_else(|(_, e)| panic!("{e}"));
+    assert_eq!(opened.backend, "remembered");
+    let causes: Vec<&str> = opened.handovers.iter().map(|h| h.cause.code.as_str()).collect();
+    assert_eq!(causes, vec![PASSED_OVER, "backend_unavailable"]);
+    assert!(health.report().is_empty(), "taken back when it opened");
+}

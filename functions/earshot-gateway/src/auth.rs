@@ -163,11 +163,25 @@ impl TokenAuth {
         }
         let (read, keys, running) = (refresh.read.clone(), self.keys.clone(), refresh.running.clone());
         runtime.spawn(async move {
-            match read().await.and_then(|raw| TokenAuth::parse_keys(&raw)).and_then(decoding_keys) {
-                Ok(fresh) => {
+            // A secret that cannot be read or parsed changes nothing; one that can is the keys from now
+            // on, whatever it lost: a key removed there (even the last one) stops verifying here, and a
+            // key added unusable is left out, loudly, rather than keeping the old set alive.
+            match read().await.and_then(|raw| TokenAuth::parse_keys(&raw)) {
+                Ok(listed) => {
+                    let (fresh, unusable) = usable_keys(listed);
+                    for (kid, why) in &unusable {
+                        tracing::error!("token key `{kid}` in the secret is left out: {why}");
+                    }
                     let mut ids: Vec<&String> = fresh.keys().collect();
                     ids.sort();
-                    tracing::info!("token keys read again: {}", ids.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "));
+                    tracing::info!(
+                        "token keys read again: {}",
+                        if ids.is_empty() {
+                            "none (every token is refused)".to_string()
+                        } else {
+                            ids.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                        }
+                    );
                     *keys.write().expect("the token keys") = fresh;
                 }
                 Err(e) => tracing::warn!("cannot read the token keys again (the ones read before stay): {}", earshot_core::redact::redact(&e)),
@@ -291,15 +305,29 @@ fn decoding_keys(keys: Vec<(String, Vec<u8>)>) -> Result<HashMap<String, Decodin
     if keys.is_empty() {
         return Err("token mode needs at least one key".into());
     }
-    let mut map = HashMap::new();
+    match usable_keys(keys) {
+        (map, unusable) if unusable.is_empty() => Ok(map),
+        (_, unusable) => Err(unusable.into_iter().map(|(_, why)| why).collect::<Vec<_>>().join("; ")),
+    }
+}
+
+/// The keys that can verify, and each one that cannot with why.
+fn usable_keys(keys: Vec<(String, Vec<u8>)>) -> (HashMap<String, DecodingKey>, Vec<(String, String)>) {
+    let (mut map, mut unusable) = (HashMap::new(), Vec::new());
     for (kid, secret) in keys {
         if secret.len() < 32 {
-            return Err(format!("key `{kid}` is {} bytes; HS256 keys must have at least 32", secret.len()));
+            let why = format!("key `{kid}` is {} bytes; HS256 keys must have at least 32", secret.len());
+            unusable.push((kid, why));
+            continue;
         }
-        let key = DecodingKey::from_secret(&secret).map_err(|e| format!("key `{kid}`: {e}"))?;
-        map.insert(kid, key);
+        match DecodingKey::from_secret(&secret) {
+            Ok(key) => {
+                map.insert(kid, key);
+            }
+            Err(e) => unusable.push((kid.clone(), format!("key `{kid}`: {e}"))),
+        }
     }
-    Ok(map)
+    (map, unusable)
 }
 
 fn query_token(uri: &Uri) -> Option<String> {
@@ -453,14 +481,25 @@ mod tests {
         refreshed(&a).await;
         assert!(request(&a, "k2", KEY).is_ok());
         refreshed(&a).await;
-        // A reading that fails, or finds no usable key, keeps the keys read before.
-        for broken in [Err("AccessDeniedException: not allowed".to_string()), Ok("{}".to_string()), Ok(r#"{"k3": "short"}"#.to_string())] {
+        // A reading that fails, or a secret that is not keys, keeps the keys read before.
+        for broken in [Err("AccessDeniedException: not allowed".to_string()), Ok("not json, not kid=secret".to_string())] {
             *secret.lock().unwrap() = broken.clone();
             assert!(request(&a, "k2", KEY).is_ok());
             refreshed(&a).await;
             assert!(request(&a, "k2", KEY).is_ok(), "{broken:?}: the keys read before stay");
             refreshed(&a).await;
         }
+        // A readable secret is the keys from now on: a key added unusable is left out (the others kept),
+        // and an emptied secret refuses every token.
+        *secret.lock().unwrap() = Ok(format!("{{\"k2\": \"{}\", \"k3\": \"short\"}}", std::str::from_utf8(KEY).unwrap()));
+        let _ = request(&a, "k2", KEY);
+        refreshed(&a).await;
+        assert!(request(&a, "k2", KEY).is_ok(), "k2 stays beside the unusable k3");
+        refreshed(&a).await;
+        *secret.lock().unwrap() = Ok("{}".to_string());
+        let _ = request(&a, "k2", KEY);
+        refreshed(&a).await;
+        assert_eq!(code(request(&a, "k2", KEY)), (401, "token_bad_signature".into()), "an emptied secret revokes every key");
     }
 
     #[test]

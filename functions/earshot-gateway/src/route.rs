@@ -8,7 +8,7 @@ use std::sync::Arc;
 use earshot_core::failover::{Arm, Failover, Opened};
 use earshot_core::language::{Language, LanguageSource};
 use earshot_core::protocol::BackendReason;
-use earshot_core::speech::{codes, SpeechBackend};
+use earshot_core::speech::{codes, SpeechBackend, SpeechError};
 use tokio_util::sync::CancellationToken;
 
 use crate::api_error::ApiError;
@@ -89,22 +89,36 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
         (false, Some(v)) => v.clone(),
         (false, None) => chosen.default_voice(),
     };
-    // The voice's name is known whether or not its backend has finished starting (the requested one, or
-    // the configured default): a token that does not allow it is refused either way, so that a backend
-    // ready by the time the session opens never speaks a voice the token forbids.
-    if scope.is_some_and(|s| !s.allows_voice(&voice)) {
+    // The arm's voice is fixed here, whether or not its backend has finished starting (then the requested
+    // one, or its default): a token that does not allow it never hears it, even from a backend that is
+    // ready by the time the session opens. Ready, that is a 403; still starting (its voice for the language
+    // is not known yet), the arm is left out, and with no other arm the caller is told to come back.
+    let forbidden = scope.is_some_and(|s| !s.allows_voice(&voice));
+    if forbidden && ready {
         return Err(ApiError::forbidden(
             "token_out_of_scope",
             format!("this token may not use the voice `{voice}` of {}: name an allowed voice", chosen.name()),
         ));
     }
-    let mut arms = vec![Arm { backend: chosen, voice }];
+    let starting = chosen.readiness().err();
+    let mut arms = if forbidden { Vec::new() } else { vec![Arm { backend: chosen, voice }] };
     for name in routing.fallbacks(&choice, &capable) {
         let Some(backend) = gw.backend(&name).cloned() else { continue };
         let voice = spoken.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice());
         if scope.is_none_or(|s| s.allows_voice(&voice)) {
             arms.push(Arm { backend, voice });
         }
+    }
+    match arms.first() {
+        None => {
+            let starting = starting.unwrap_or_else(|| SpeechError::new(codes::NOT_READY, "the backend is starting", true));
+            return Err(ApiError::from_backend(starting));
+        }
+        // The chosen arm was left out: the next speaks, as a failover (the A/B arm stays the assigned one).
+        Some(first) if forbidden => {
+            choice = Choice { backend: first.backend.name().to_string(), reason: BackendReason::Failover, arm: choice.arm };
+        }
+        Some(_) => {}
     }
     let output = request.output.or(gw.settings().output_format);
     Ok(Route { choice, arms, language, language_from, output })
@@ -375,13 +389,17 @@ mod tests {
 
     #[test]
     fn a_token_that_forbids_the_voice_is_refused_while_its_backend_is_still_starting() {
-        // Kokoro still loading, the request naming no voice: Kokoro's default, af_heart, which this token
-        // does not allow, is refused as it is once Kokoro is ready.
-        for kokoro_ready in [false, true] {
-            let gw = gateway(kokoro_ready, true);
-            let refused = route(&gw, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["Joanna"])), &Owner::local()).err().unwrap();
-            assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (403, "token_out_of_scope"), "ready: {kokoro_ready}");
-        }
+        // Kokoro's default, af_heart, which this token does not allow: refused once Kokoro is ready; while it
+        // loads (its voice for the language not known yet), its arm is left out: the fallback speaks, or,
+        // with none, the caller is told to come back (503, retryable).
+        let ready = gateway(true, true);
+        let refused = route(&ready, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["Joanna"])), &Owner::local()).err().unwrap();
+        assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (403, "token_out_of_scope"));
+        let loading = gateway(false, true);
+        let later = route(&loading, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["Joanna"])), &Owner::local()).err().unwrap();
+        assert_eq!((later.status.as_u16(), later.error.code.as_str()), (503, codes::NOT_READY));
+        let fallback = route(&loading, &request(r#"{"text":"Hi"}"#), Some(&scope(&["Joanna"])), &Owner::local()).unwrap();
+        assert_eq!(arms(&fallback), vec![("polly".into(), "Joanna".into())], "the starting arm whose default is forbidden is left out");
         let loading = gateway(false, true);
         let allowed = route(&loading, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["af_heart"])), &Owner::local()).unwrap();
         assert_eq!(arms(&allowed), vec![("kokoro".into(), "af_heart".into())]);

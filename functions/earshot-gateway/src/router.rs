@@ -276,7 +276,11 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
         // Remembered as sick: conversations pass it over until its probe answers (its code only: no
         // upstream text here).
         if let Some(s) = sick.get(b.name()) {
-            status["passed_over"] = serde_json::json!({"code": s.code, "for_s": s.since.as_secs(), "probe_in_s": s.probe_in.as_secs()});
+            // In token mode a stranger may learn that, not why.
+            status["passed_over"] = match gw.settings().auth {
+                Some(_) => serde_json::json!(true),
+                None => serde_json::json!({"code": s.code, "for_s": s.since.as_secs(), "probe_in_s": s.probe_in.as_secs()}),
+            };
         }
         report.insert(b.name().to_string(), status);
     }

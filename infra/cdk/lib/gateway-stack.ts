@@ -376,7 +376,7 @@ export function spendGuards(c: EarshotConfig): string {
   const polly = deployedBackends(c).includes('polly');
   const prices = publishedPrices();
   const caps = [
-    c.reservedConcurrency > 0 ? `${n(c.reservedConcurrency)} conversations at once (reservedConcurrency)` : 'conversations at once: no cap (reservedConcurrency 0)',
+    c.reservedConcurrency > 0 ? `${n(c.reservedConcurrency)} requests at once, conversations and interrupts together (reservedConcurrency)` : 'requests at once: no cap (reservedConcurrency 0)',
     c.maxConversationsPerOwner > 0 ? `${n(c.maxConversationsPerOwner)} live per caller` : 'live per caller: no cap',
     c.maxCharsPerOwnerHour > 0
       ? `${n(c.maxCharsPerOwnerHour)} characters per caller per rolling hour${polly ? ` (about $${((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly at ${prices.asOf} list prices)` : ''}`

@@ -15,11 +15,18 @@ export type PollyProbe =
   /** No verdict: no credentials, no permission, no connection, no answer in time. */
   | { readonly kind: 'unknown'; readonly detail: string };
 
+/**
+ * The exceptions StartSpeechSynthesisStream itself models (Polly API reference): inside the stream the SDK
+ * builds them without an HTTP status, so they are known by name.
+ */
+const OPERATION_ERRORS = ['ValidationException', 'ThrottlingException', 'ServiceQuotaExceededException', 'ServiceFailureException'];
+
 /** What an error from the SDK says of the operation (its name, HTTP status and message, as the SDK sets them). */
 export function judgeProbe(error: { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }): PollyProbe {
   const name = error.name ?? 'Error';
   const status = error.$metadata?.httpStatusCode;
   const said = `${name}${status ? ` (HTTP ${status})` : ''}: ${(error.message ?? '').split('\n')[0]}`;
+  if (status === undefined && OPERATION_ERRORS.includes(name)) return { kind: 'offered', detail: `Polly answered the stream with ${said}` };
   if (name === 'UnknownOperationException' || status === 404) return { kind: 'absent', detail: said };
   // The caller may not ask, or its credentials are not taken: the operation may well be there.
   if (status === 401 || status === 403 || /AccessDenied|UnrecognizedClient|InvalidSignature|ExpiredToken|Credentials/i.test(name)) {

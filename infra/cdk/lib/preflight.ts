@@ -22,8 +22,10 @@
 // - Lambda (when `reservedConcurrency` is set): a function may reserve up to the account's concurrency less the
 //   100 Lambda keeps for functions without a reservation ("Configuring reserved concurrency", Lambda developer
 //   guide), so `lambda get-account-settings` must report a `ConcurrentExecutions` of at least 100 more than
-//   the figure; new accounts start with 10, where no function can reserve any. The account's limit, not its
-//   unreserved figure: on a redeploy this function's own reservation is already subtracted from the latter.
+//   the figure; new accounts start with 10, where no function can reserve any. On a first deploy (no
+//   EarshotGateway stack yet) the unreserved figure must also leave it, less what other functions reserve;
+//   on a redeploy this function's own reservation is already subtracted from that figure, so only the
+//   account's limit is held to it.
 // Each check that cannot be made (no permission to ask) is reported as unchecked, never as missing.
 import { EarshotConfig, deployedBackends } from './config';
 import { inferenceProfile, regionalProfilePrefix } from './arns';
@@ -113,7 +115,22 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
     if (!a.ok) {
       unchecked.push(`the account's Lambda concurrency, for reservedConcurrency ${c.reservedConcurrency} (aws lambda get-account-settings failed: ${firstLine(a.stderr)})`);
     } else {
-      const limit = JSON.parse(a.stdout).AccountLimit?.ConcurrentExecutions;
+      const account = JSON.parse(a.stdout).AccountLimit ?? {};
+      const limit = account.ConcurrentExecutions;
+      const unreserved = account.UnreservedConcurrentExecutions;
+      const fix = `deploy with -c reservedConcurrency=0 (no cap on conversations at once; the per-caller limits and the spend alarms remain), a smaller figure, or request a higher "Concurrent executions" quota (Service Quotas, AWS Lambda)`;
+      if (
+        typeof limit === 'number' &&
+        limit - LAMBDA_UNRESERVED_MINIMUM >= c.reservedConcurrency &&
+        typeof unreserved === 'number' &&
+        unreserved - LAMBDA_UNRESERVED_MINIMUM < c.reservedConcurrency &&
+        !run(['cloudformation', 'describe-stacks', '--stack-name', 'EarshotGateway']).ok
+      ) {
+        missing.push(
+          `reservedConcurrency ${c.reservedConcurrency}: other functions already reserve ${limit - unreserved} of the account's ${limit} in ${region}, ` +
+            `and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} unreserved, so at most ${Math.max(0, unreserved - LAMBDA_UNRESERVED_MINIMUM)} can be reserved: ${fix}`,
+        );
+      }
       if (typeof limit === 'number' && limit - LAMBDA_UNRESERVED_MINIMUM < c.reservedConcurrency) {
         missing.push(
           `reservedConcurrency ${c.reservedConcurrency}: the account's Lambda concurrency in ${region} is ${limit}, and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} of it unreserved, ` +

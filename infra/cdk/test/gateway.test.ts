@@ -371,9 +371,9 @@ describe('the conversation secret', () => {
 describe('token mode and spend guards', () => {
   it('says what bounds the spend beside the alarms: the caps, with the budget priced, then the alarms', () => {
     const said = synth().gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
-    assert.match(said, /^caps: 20 conversations at once \(reservedConcurrency\); 4 live per caller; 30,000 characters per caller per rolling hour \(about \$\d+\.\d\d of Polly at \d{4}-\d\d-\d\d list prices\)\. alarms \(notify only\): 5,000 conversations an hour; 500,000 Polly characters an hour$/);
+    assert.match(said, /^caps: 20 requests at once, conversations and interrupts together \(reservedConcurrency\); 4 live per caller; 30,000 characters per caller per rolling hour \(about \$\d+\.\d\d of Polly at \d{4}-\d\d-\d\d list prices\)\. alarms \(notify only\): 5,000 conversations an hour; 500,000 Polly characters an hour$/);
     const open = synth({ reservedConcurrency: '0', maxCharsPerOwnerHour: '0', alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
-    assert.equal(open, 'caps: conversations at once: no cap (reservedConcurrency 0); 4 live per caller; characters per caller: no budget. alarms (notify only): none');
+    assert.equal(open, 'caps: requests at once: no cap (reservedConcurrency 0); 4 live per caller; characters per caller: no budget. alarms (notify only): none');
   });
 
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;

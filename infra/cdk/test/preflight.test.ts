@@ -17,7 +17,7 @@ const QUOTAS = ok({ Quotas: [{ QuotaName: 'ml.g5.xlarge for endpoint usage', Val
 /** An aws CLI that answers each service with the given answer and records what it was asked. */
 const ACCOUNT = ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 980 }, AccountUsage: { FunctionCount: 3 } });
 
-function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer; lambda?: Answer }) {
+function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer; lambda?: Answer; stack?: Answer }) {
   const asked: string[][] = [];
   const ask = (args: string[]): Answer => {
     asked.push(args);
@@ -27,6 +27,7 @@ function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quot
     if (args[1] === 'list-aws-default-service-quotas') return answers.defaults ?? ok({ Quotas: [] });
     if (args[0] === 'service-quotas') return answers.quotas ?? QUOTAS;
     if (args[0] === 'lambda') return answers.lambda ?? ACCOUNT;
+    if (args[0] === 'cloudformation') return answers.stack ?? fail('An error occurred (ValidationError) when calling the DescribeStacks operation: Stack with id EarshotGateway does not exist');
     throw new Error(`unexpected ${args.join(' ')}`);
   };
   return { ask, asked };
@@ -158,6 +159,9 @@ describe('deploy preflight', () => {
       assert.match(v.detail, new RegExp(`${name} \\(HTTP ${status}\\)`));
     }
     assert.equal(judgeProbe(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })).kind, 'unknown');
+    // Inside the stream the SDK builds the operation's own exceptions without an HTTP status.
+    assert.equal(judgeProbe(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' })).kind, 'offered');
+    assert.equal(judgeProbe(Object.assign(new Error('bad'), { name: 'ValidationException', $metadata: {} })).kind, 'offered');
     assert.equal(judgeProbe(new Error('connect ECONNREFUSED')).kind, 'unknown');
   });
 
@@ -171,6 +175,12 @@ describe('deploy preflight', () => {
     const denied = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: fail('An error occurred (AccessDeniedException) when calling the GetAccountSettings operation') }).ask);
     assert.deepEqual(denied.missing, []);
     assert.ok(denied.unchecked.some((u) => u.startsWith("the account's Lambda concurrency, for reservedConcurrency 20")), denied.unchecked.join('; '));
+    // Other functions' reservations: a first deploy must fit beside them; a redeploy already holds its own.
+    const crowded = cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 110 } }) });
+    const first = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', crowded.ask);
+    assert.match(first.missing[0] ?? '', /other functions already reserve 890 of the account's 1000 in eu-west-2, .*at most 10 can be reserved/);
+    const again = cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 110 } }), stack: ok({ Stacks: [{ StackName: 'EarshotGateway' }] }) });
+    assert.deepEqual(preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', again.ask).missing, [], 'a redeploy counts its own reservation');
     const { ask, asked } = cli({});
     preflight(defaultConfig({ reservedConcurrency: 0 }), 'eu-west-2', ask);
     assert.ok(!asked.some((a) => a[0] === 'lambda'), 'no reservation, nothing to ask');
