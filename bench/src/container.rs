@@ -84,7 +84,7 @@ pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, 
                 chunks += 1;
             }
             SpeechEvent::Finished { .. } => whole = Some(ms()),
-            SpeechEvent::Words { .. } => {}
+            SpeechEvent::Words { .. } | SpeechEvent::Billed { .. } => {}
             SpeechEvent::Failed(e) => return Err(e.to_string()),
             SpeechEvent::Closed { .. } => break,
             // One backend, opened directly: no failover to switch to.

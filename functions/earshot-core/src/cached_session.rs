@@ -341,7 +341,7 @@ impl Relay {
                 self.outbox.push_back(event);
             }
             // A hit's words are estimated from its audio by the scheduler: the store keeps audio only.
-            SpeechEvent::Words { .. } | SpeechEvent::Closed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),
+            SpeechEvent::Words { .. } | SpeechEvent::Closed { .. } | SpeechEvent::Billed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),
         }
     }
 

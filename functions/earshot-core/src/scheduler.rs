@@ -671,6 +671,10 @@ impl Scheduler<'_> {
                 self.send(ServerEvent::Session(self.info.clone())).await
             }
             Some(SpeechEvent::Failed(e)) => Flow::End(self.fail(e).await),
+            Some(SpeechEvent::Billed { characters }) => {
+                self.timeline.billed_characters = Some(characters);
+                Flow::Continue
+            }
             Some(SpeechEvent::Closed { billed_characters }) => {
                 self.timeline.billed_characters = billed_characters;
                 if self.agent_done && self.finish_sent && self.in_flight == 0 {

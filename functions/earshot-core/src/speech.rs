@@ -58,6 +58,12 @@ pub enum SpeechEvent {
     Closed {
         billed_characters: Option<u64>,
     },
+    /// What the backend billed for the session, told before a failure that ends it (a session that
+    /// closes normally says it in [`SpeechEvent::Closed`]): the character budget's cut turns the close
+    /// into a failure, and the characters Polly billed still belong in the conversation's metric line.
+    Billed {
+        characters: u64,
+    },
     /// Another backend now speaks the conversation (a [`crate::failover::Failover`] before any audio):
     /// the sentences not yet finished will be spoken again by it, and its audio follows.
     Switched(Switch),

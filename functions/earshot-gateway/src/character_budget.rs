@@ -212,11 +212,20 @@ pub fn wrap(session: SpeechSession, budget: Budget) -> SpeechSession {
     tokio::spawn(async move {
         while let Some(event) = inner_events.recv().await {
             let event = match event {
-                SpeechEvent::Closed { .. } => {
+                SpeechEvent::Closed { billed_characters } => {
                     // Given back before the scheduler sends `done`: the caller's next request sees it.
                     budget.lock().await.settle().await;
-                    match refused.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                        Some(e) => SpeechEvent::Failed(e),
+                    let refusal = refused.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    match refusal {
+                        Some(e) => {
+                            // The cut ends the answer, but what the voice billed for it is still counted.
+                            if let Some(characters) = billed_characters {
+                                if to_scheduler.send(SpeechEvent::Billed { characters }).await.is_err() {
+                                    return;
+                                }
+                            }
+                            SpeechEvent::Failed(e)
+                        }
                         None => event,
                     }
                 }
@@ -276,5 +285,33 @@ mod tests {
         assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (429, CHARACTER_BUDGET_SPENT));
         assert!(refused.retry_after.is_some_and(|s| s > 3_000), "{:?}", refused.retry_after);
         assert!(Budget::open(&ledger, &owner("c"), Some(100), &tasks).await.unwrap().is_some(), "another caller has its own");
+    }
+
+    #[tokio::test]
+    async fn an_answer_the_budget_cuts_still_counts_what_the_voice_billed() {
+        use earshot_core::protocol::AudioFormat;
+        use earshot_core::speech::{SpeechCommand, SpeechRequest};
+        let ledger = Ledger::Local(Arc::default());
+        let tasks = TaskTracker::new();
+        let budget = Budget::open(&ledger, &owner("d"), Some(100), &tasks).await.unwrap().unwrap();
+        // A voice that closes, having billed 42 characters, once it is told to finish.
+        let (commands, mut voice_commands) = tokio::sync::mpsc::channel(8);
+        let (voice_events, events) = tokio::sync::mpsc::channel(8);
+        tokio::spawn(async move {
+            while let Some(command) = voice_commands.recv().await {
+                if matches!(command, SpeechCommand::Finish) {
+                    let _ = voice_events.send(SpeechEvent::Closed { billed_characters: Some(42) }).await;
+                }
+            }
+        });
+        let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
+        let mut session = wrap(inner, budget);
+        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None });
+        session.commands.send(sentence(0, 20)).await.unwrap();
+        session.commands.send(sentence(1, 200)).await.unwrap();
+        let billed = session.events.recv().await;
+        assert!(matches!(billed, Some(SpeechEvent::Billed { characters: 42 })), "{billed:?}");
+        let failed = session.events.recv().await;
+        assert!(matches!(&failed, Some(SpeechEvent::Failed(e)) if e.code == CHARACTER_BUDGET_SPENT), "{failed:?}");
     }
 }
