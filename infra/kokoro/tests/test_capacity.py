@@ -1,0 +1,59 @@
+"""The capacity measurement's arithmetic: a listener's silences, the percentile, and where the knee is.
+
+The measurement itself runs the real server (``make measure-capacity``); these hold the judgements it makes
+from what it receives, with arrival times chosen so that the answer is known.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kokoro_server.localrun import Outcome
+from kokoro_server.protocol import AudioFrame
+from measure_capacity import SAMPLE_RATE, Level, knee, percentile, playback_gaps
+
+
+def outcome(sent_at: float, frames: list[tuple[float, float]]) -> Outcome:
+    """A request sent at ``sent_at`` whose frames (arrival after sending, seconds of audio) came as given."""
+    o = Outcome("r", sent_at)
+    for i, (at, seconds) in enumerate(frames):
+        o.frames.append(AudioFrame("r", i, b"\0\0" * round(seconds * SAMPLE_RATE)))
+        o.frame_times.append(at)
+    return o
+
+
+def test_audio_arriving_before_the_last_frame_played_out_is_no_silence() -> None:
+    # 1 s frames, each arriving 0.9 s after the one before: playback never runs dry.
+    assert playback_gaps([outcome(10.0, [(0.2, 1.0), (1.1, 1.0), (2.0, 1.0)])], started=10.0) == []
+
+
+def test_a_frame_late_for_its_turn_is_a_silence_of_its_lateness() -> None:
+    gaps = playback_gaps([outcome(0.0, [(0.2, 1.0), (1.5, 1.0)])], started=0.0)  # played until 1.2, came at 1.5
+    assert gaps == pytest.approx([0.3])
+
+
+def test_sentences_of_one_conversation_share_one_clock() -> None:
+    # The second sentence was sent 0.5 s after the first; its first frame (0.9 s after its sending, 1.4 s on the
+    # conversation's clock) comes 0.2 s after the first sentence (from 0.2 s to 1.2 s) played out.
+    first = outcome(100.0, [(0.2, 1.0)])
+    second = outcome(100.5, [(0.9, 0.5)])
+    assert playback_gaps([first, second], started=100.0) == pytest.approx([0.2])
+
+
+def test_the_percentile_interpolates_as_numpy_does() -> None:
+    values = [431.0, 12.5, 88.0, 240.0, 97.0, 3.0, 150.0]
+    for q in (50, 90, 95, 99):
+        assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
+    assert percentile([7.0], 95) == 7.0
+
+
+def level(k: int, holds: bool) -> Level:
+    return Level(k, 100.0, 150.0, 0, 0.0, float(k), 10.0, holds)
+
+
+def test_the_knee_is_the_last_level_of_the_unbroken_run_that_holds() -> None:
+    assert knee([level(1, True), level(2, True), level(4, True), level(8, False), level(16, False)]) == 4
+    # A level holding again past a failing one is noise, not capacity.
+    assert knee([level(1, True), level(2, False), level(4, True)]) == 1
+    assert knee([level(1, False), level(2, True)]) == 0
