@@ -49,7 +49,7 @@ cp "$stage/voices.npz" "$model/voices.npz"
 python3 -c "from pathlib import Path; from kokoro_server import model_files; model_files.write_export_manifest(Path('$model'), source='dequantized from the PyPI int8 model (gpu_check/dequantize.py)')"
 nvidia-smi | tee "$out/nvidia-smi.txt"
 if [ -n "${PROFILE:-}" ]; then
-  python3 gpu_check/profile.py "$model/kokoro-v1.0.onnx" "$stage" "${KOKORO_DEVICE:-cuda}" 2>&1 | tee "$out/profile.md"
+  KOKORO_DEVICE=${KOKORO_DEVICE:-cuda} KOKORO_MODEL_DIR=$model python3 gpu_check/profile_engine.py "$model/kokoro-v1.0.onnx" "$stage" "${KOKORO_DEVICE:-cuda}" 2>&1 | tee "$out/profile.md"
 fi
 KOKORO_DEVICE=${KOKORO_DEVICE:-cuda} KOKORO_MODEL_DIR=$model timeout "${MEASURE_SECONDS:-420}" \
   python3 measure_capacity.py --workers "${WORKERS:-1,4}" --plans "${PLANS:-paced}" --levels "${LEVELS:-1,2,4,8,16,32,64,128}" \

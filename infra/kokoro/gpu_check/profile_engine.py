@@ -2,9 +2,12 @@
 
 Times the model alone (no server) for pieces of 20 to 300 phonemes under cuDNN's three ways of choosing a
 convolution algorithm, then profiles one 60-phoneme piece: time by operator and provider, and the operators
-ONNX Runtime left on the CPU (each one costs copies between the devices).
+ONNX Runtime left on the CPU (each one costs copies between the devices). Last, through the engine itself
+(``KOKORO_MODEL_DIR``), the measurement's sentences and their first clauses: on an H200 the sentences whose
+first piece ends at a comma reached first audio 200 ms later than longer sentences, and these rows say whether
+the model's run on those phonemes is where the time goes.
 
-    python gpu_check/profile.py MODEL.onnx OUT_DIR [cuda|cpu]
+    python gpu_check/profile_engine.py MODEL.onnx OUT_DIR [cuda|cpu]
 """
 
 from __future__ import annotations
@@ -94,6 +97,34 @@ def main() -> None:
     for (op, provider), ms in sorted(by_op.items(), key=lambda kv: -kv[1])[:15]:
         print(f"  {op:28s} {provider:24s} {ms:8.2f}")
     print(f"operators run on the CPU (kernel runs over {len(runs)} runs): {dict(on_cpu)}")
+    if device == "cuda":
+        engine_rows()
+
+
+def engine_rows() -> None:
+    """The engine's render of each measured sentence and of its first clause: first run, then the median of 5."""
+    from kokoro_server.config import Settings
+    from kokoro_server.engines import create_engine
+    from measure_capacity import SENTENCES
+
+    engine = create_engine(Settings.from_env())
+    engine.load()
+    voice = engine.default_voice("en")
+    print("\n| sentence | part | phonemes | first run ms | median of 5 ms | audio s |")
+    print("|---|---|---|---|---|---|")
+    for label, text in SENTENCES.items():
+        phonemes = engine.phonemize(text, "en")
+        parts = {"whole": phonemes}
+        if "," in phonemes:
+            parts["to the first comma"] = phonemes[: phonemes.index(",") + 1]
+        for part, ph in parts.items():
+            times = []
+            for _ in range(6):
+                t = time.perf_counter()
+                rendered = engine.infer(ph, voice, 1.0)
+                times.append((time.perf_counter() - t) * 1000)
+            seconds = rendered.audio.size / 24000
+            print(f"| {label} | {part} | {len(ph)} | {times[0]:.1f} | {statistics.median(times[1:]):.1f} | {seconds:.2f} |")
 
 
 if __name__ == "__main__":
