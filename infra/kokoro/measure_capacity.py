@@ -1,6 +1,9 @@
 """How many conversations one Kokoro container holds: first audio per sentence, then a rising load to its knee.
 
-The container is judged as a listener hears it. Two parts, both against the real server over its WebSocket:
+Why: the container's admission limit (``KOKORO_MAX_SESSIONS``), its inference workers and the endpoint's
+autoscaling target, and the volume at which self-hosted Kokoro is cheaper than Polly, all turn on this one
+figure, and a guess at it either turns conversations away or lets first audio grow. The container is judged as
+a listener hears it. Two parts, both against the real server over its WebSocket:
 
 1. **First audio per sentence, alone**: each test sentence on its own connection, repeated; the time from
    sending it to its first audio frame, and the render's real-time factor.
@@ -8,15 +11,18 @@ The container is judged as a listener hears it. Two parts, both against the real
    are; each sends a four-sentence answer as the gateway does (every sentence at once, the server queueing
    them) and plays it from its first frame at real time. A conversation *stalls* when a frame arrives after
    everything before it has been played (a gap longer than 50 ms, inside a sentence or between two). A level
-   holds when its p95 first audio is within twice the first level's median and no conversation stalled; the
-   knee is the last level that holds, reported as conversations at once and answers an hour.
+   holds when its p95 first audio is within the budget and no conversation stalled. The budget is twice the
+   median first audio of one conversation alone (several, one after another), measured by the first setting of
+   the run and applied to every setting, or ``--budget-ms``. The knee is the last level of the unbroken run of
+   holding levels ("at least k" when no level failed), with the answers an hour it stands for if answers kept
+   arriving k at a time (an upper bound: a steady arrival rate is not measured).
 
 Which engine, device and model the server runs is the environment's (``KOKORO_DEVICE``, ``KOKORO_MODEL_DIR``,
 ...), so the same script measures this machine's CPU and a GPU. It prints Markdown and writes the figures as
 JSON (``--json``).
 
     make -C infra/kokoro measure-capacity                  # this machine, the CPU image's settings
-    KOKORO_DEVICE=cuda KOKORO_MODEL_DIR=... python measure_capacity.py --workers 1,4 --levels 1,2,4,...,128
+    KOKORO_DEVICE=cuda KOKORO_MODEL_DIR=... python measure_capacity.py --workers 1,4 --levels 1,2,4,8,16,32
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ class Alone:
     audio_s: float
     first_audio_ms_median: float
     first_audio_ms_p95: float
+    first_audio_ms_runs: list[float]  # every run, in order (the first of a new length is the slow one)
     rtf_median: float
     frames: int  # audio frames the server sent
     held_ms_median: float  # audio the server held back so the sentence plays through (the paced plan)
@@ -152,7 +159,24 @@ async def conversation(url: str, delay: float, tag: str) -> tuple[float, list[fl
     return ordered[0].frame_times[0], playback_gaps(ordered, started), audio
 
 
-async def level(url: str, k: int, spread: float, budget_ms: float | None) -> Level:
+def holds(stalled: int, p95_ms: float, budget_ms: float) -> bool:
+    """A level holds when no listener heard a gap and its p95 first audio is within the budget."""
+    return stalled == 0 and p95_ms <= budget_ms
+
+
+def answers_an_hour(conversations: int, answer_s: float) -> int:
+    """Answers an hour if ``conversations`` answers of ``answer_s`` seconds kept arriving together, each group as
+    the last finished playing: the knee's load repeated back to back (an upper bound of a steady rate)."""
+    return round(conversations * 3600 / answer_s) if conversations else 0
+
+
+async def idle_first_audio(url: str, runs: int) -> float:
+    """Median first audio (ms) of one conversation alone, ``runs`` one after another."""
+    firsts = [(await conversation(url, 0.0, f"idle-{i}"))[0] * 1000 for i in range(runs)]
+    return statistics.median(firsts)
+
+
+async def level(url: str, k: int, spread: float, budget_ms: float) -> Level:
     rng = random.Random(k)
     began = time.perf_counter()
     results = await asyncio.gather(*(conversation(url, rng.uniform(0, spread), f"c{k}-{i}") for i in range(k)))
@@ -161,7 +185,6 @@ async def level(url: str, k: int, spread: float, budget_ms: float | None) -> Lev
     gaps = [g for r in results for g in r[1]]
     stalled = sum(1 for r in results if any(g > STALL_SECONDS for g in r[1]))
     p95 = percentile(firsts, 95)
-    holds = stalled == 0 and (budget_ms is None or p95 <= budget_ms)
     return Level(
         conversations=k,
         first_audio_ms_median=statistics.median(firsts),
@@ -170,19 +193,15 @@ async def level(url: str, k: int, spread: float, budget_ms: float | None) -> Lev
         worst_gap_ms=max(gaps, default=0.0) * 1000,
         audio_s_per_wall_s=sum(r[2] for r in results) / wall,
         answer_audio_s=statistics.median(r[2] for r in results),
-        holds=holds,
+        holds=holds(stalled, p95, budget_ms),
     )
 
 
-async def ramp(url: str, levels: list[int], spread: float, stop_after: int) -> list[Level]:
+async def ramp(url: str, levels: list[int], spread: float, stop_after: int, budget_ms: float) -> list[Level]:
     measured: list[Level] = []
-    budget_ms: float | None = None
     failing = 0
     for k in levels:
         result = await level(url, k, spread, budget_ms)
-        if budget_ms is None:
-            budget_ms = 2 * result.first_audio_ms_median
-            result.holds = result.stalled == 0
         measured.append(result)
         print(
             f"  {k:4d} at once: first audio median {result.first_audio_ms_median:7.1f} ms, "
@@ -196,15 +215,16 @@ async def ramp(url: str, levels: list[int], spread: float, stop_after: int) -> l
     return measured
 
 
-def knee(levels: list[Level]) -> int:
+def knee(levels: list[Level]) -> tuple[int, bool]:
     """Conversations at once of the last level in the unbroken run of holding levels from the first (0: none
-    held). A level that holds again after one that did not is noise past the knee, not capacity."""
+    held), and whether a failing level bounds it (if none failed, the knee is at least that). A level that holds
+    again after one that did not is noise past the knee, not capacity."""
     k = 0
     for lv in levels:
         if not lv.holds:
-            break
+            return k, True
         k = lv.conversations
-    return k
+    return k, False
 
 
 def gpu_line() -> str | None:
@@ -215,6 +235,8 @@ def gpu_line() -> str | None:
 
 
 def run_setting(workers: int, plan: str, args: argparse.Namespace, log_dir: Path) -> dict[str, object]:
+    """One server with these settings: sentences alone, one conversation alone, then the ramp. The first setting
+    of a run sets ``args.budget_ms`` (twice its idle median) when none was given."""
     env = {
         "KOKORO_WORKERS": str(workers),
         "KOKORO_PIECE_PLAN": plan,
@@ -245,19 +267,22 @@ def run_setting(workers: int, plan: str, args: argparse.Namespace, log_dir: Path
                     audio_s=statistics.median(r[2] for r in runs),
                     first_audio_ms_median=statistics.median(firsts),
                     first_audio_ms_p95=percentile(firsts, 95),
+                    first_audio_ms_runs=[round(f, 1) for f in firsts],
                     rtf_median=statistics.median(r[1] / r[2] for r in runs),
                     frames=int(statistics.median(r[3] for r in runs)),
                     held_ms_median=statistics.median(r[4] for r in runs) * 1000,
                 )
             )
             print(f"  {label}: first audio {sentences[-1].first_audio_ms_median:.1f} ms", file=sys.stderr)
-        levels = asyncio.run(ramp(server.ws_url, args.levels, args.spread, args.stop_after))
+        idle_ms = asyncio.run(idle_first_audio(server.ws_url, args.repeat))
+        if args.budget_ms is None:
+            args.budget_ms = 2 * idle_ms
+        print(f"  one conversation alone: first audio {idle_ms:.1f} ms; budget {args.budget_ms:.0f} ms", file=sys.stderr)
+        levels = asyncio.run(ramp(server.ws_url, args.levels, args.spread, args.stop_after, args.budget_ms))
         gpu = gpu_line()
     finally:
         server.stop()
-    knee_k = knee(levels)
-    # A conversation holds its place while its answer plays, so k at once serve k answers per answer length.
-    answers_an_hour = round(knee_k * 3600 / levels[0].answer_audio_s) if knee_k else 0
+    knee_k, bounded = knee(levels)
     return {
         "workers": workers,
         "plan": plan,
@@ -265,9 +290,12 @@ def run_setting(workers: int, plan: str, args: argparse.Namespace, log_dir: Path
         "load_s": load_seconds,
         "gpu": gpu,
         "sentences": [asdict(s) for s in sentences],
+        "idle_conversation_first_audio_ms": round(idle_ms, 1),
+        "budget_ms": round(args.budget_ms, 1),
         "levels": [asdict(lv) for lv in levels],
         "knee_conversations": knee_k,
-        "knee_answers_an_hour": answers_an_hour,
+        "knee_bounded": bounded,
+        "knee_answers_an_hour": answers_an_hour(knee_k, levels[0].answer_audio_s),
     }
 
 
@@ -312,8 +340,12 @@ def report(settings: list[dict[str, object]], args: argparse.Namespace) -> str:
             ],
         )
         lines += [
-            f"knee: {s['knee_conversations']} conversations at once, about {s['knee_answers_an_hour']} answers "
-            f"an hour (answers of {s['levels'][0]['answer_audio_s']:.1f} s, back to back)",  # type: ignore[index]
+            f"one conversation alone: first audio {s['idle_conversation_first_audio_ms']} ms, median of "
+            f"{args.repeat}; budget for p95 first audio: {s['budget_ms']:.0f} ms",
+            f"knee: {'' if s['knee_bounded'] else 'at least '}{s['knee_conversations']} conversations at once; "
+            f"{s['knee_answers_an_hour']} answers an hour if answers of "
+            f"{s['levels'][0]['answer_audio_s']:.1f} s kept arriving that many at a time "  # type: ignore[index]
+            "(an upper bound: a steady rate is not measured)",
             "",
         ]
     return "\n".join(lines)
@@ -327,18 +359,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--spread", type=float, default=1.0, help="seconds over which a level's starts spread")
     parser.add_argument("--stop-after", type=int, default=2, help="levels past the knee before stopping")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--budget-ms", type=float, help="p95 first-audio budget (default: twice the idle median)")
+    parser.add_argument("--json", type=Path, help="write the figures here (after each setting)")
+    parser.add_argument("--markdown", type=Path, help="write the report here (after each setting)")
     parser.add_argument("--logs", type=Path, default=Path("/tmp"), help="folder for the server's log")
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]
     args.logs.mkdir(parents=True, exist_ok=True)
-    settings = [
-        run_setting(int(w), plan, args, args.logs) for w in args.workers.split(",") for plan in args.plans.split(",")
-    ]
-    text = report(settings, args)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps({"device": os.environ.get("KOKORO_DEVICE") or "cpu", "settings": settings}))
+    settings: list[dict[str, object]] = []
+    for w in args.workers.split(","):
+        for plan in args.plans.split(","):
+            settings.append(run_setting(int(w), plan, args, args.logs))
+            # Written after each setting, so that a run stopped by its time limit keeps what it measured.
+            if args.json:
+                device = os.environ.get("KOKORO_DEVICE") or "cpu"
+                args.json.write_text(json.dumps({"device": device, "settings": settings}, indent=1))
+            if args.markdown:
+                args.markdown.write_text(report(settings, args) + "\n")
+    print(report(settings, args))
 
 
 if __name__ == "__main__":

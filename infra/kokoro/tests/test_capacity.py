@@ -11,7 +11,7 @@ import pytest
 
 from kokoro_server.localrun import Outcome
 from kokoro_server.protocol import AudioFrame
-from measure_capacity import SAMPLE_RATE, Level, knee, percentile, playback_gaps
+from measure_capacity import SAMPLE_RATE, Level, answers_an_hour, holds, knee, percentile, playback_gaps
 
 
 def outcome(sent_at: float, frames: list[tuple[float, float]]) -> Outcome:
@@ -52,8 +52,21 @@ def level(k: int, holds: bool) -> Level:
     return Level(k, 100.0, 150.0, 0, 0.0, float(k), 10.0, holds)
 
 
+def test_a_level_holds_within_its_budget_and_without_a_gap() -> None:
+    assert holds(stalled=0, p95_ms=400.0, budget_ms=400.0)
+    assert not holds(stalled=0, p95_ms=400.5, budget_ms=400.0)
+    assert not holds(stalled=1, p95_ms=100.0, budget_ms=400.0)  # one listener hearing a gap is enough
+
+
 def test_the_knee_is_the_last_level_of_the_unbroken_run_that_holds() -> None:
-    assert knee([level(1, True), level(2, True), level(4, True), level(8, False), level(16, False)]) == 4
+    assert knee([level(1, True), level(2, True), level(4, True), level(8, False), level(16, False)]) == (4, True)
     # A level holding again past a failing one is noise, not capacity.
-    assert knee([level(1, True), level(2, False), level(4, True)]) == 1
-    assert knee([level(1, False), level(2, True)]) == 0
+    assert knee([level(1, True), level(2, False), level(4, True)]) == (1, True)
+    assert knee([level(1, False), level(2, True)]) == (0, True)
+    # Every level held: the knee is at least the last one tried, not bounded by a failure.
+    assert knee([level(1, True), level(2, True)]) == (2, False)
+
+
+def test_answers_an_hour_repeat_the_knee_back_to_back() -> None:
+    assert answers_an_hour(4, 10.8) == 1333  # 4 answers every 10.8 s
+    assert answers_an_hour(0, 10.8) == 0
