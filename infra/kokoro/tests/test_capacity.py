@@ -1,17 +1,33 @@
 """The capacity measurement's arithmetic: a listener's silences, the percentile, and where the knee is.
 
 The measurement itself runs the real server (``make measure-capacity``); these hold the judgements it makes
-from what it receives, with arrival times chosen so that the answer is known.
+from what it receives, with arrival times chosen so that the answer is known, and run its ramp over real
+sockets against a stand-in container whose capacity is known.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import numpy as np
 import pytest
+import websockets
 
+from kokoro_server import protocol
 from kokoro_server.localrun import Outcome
 from kokoro_server.protocol import AudioFrame
-from measure_capacity import SAMPLE_RATE, Level, answers_an_hour, holds, knee, percentile, playback_gaps
+from measure_capacity import (
+    SAMPLE_RATE,
+    Level,
+    answers_an_hour,
+    holds,
+    idle_first_audio,
+    knee,
+    percentile,
+    playback_gaps,
+    ramp,
+)
 
 
 def outcome(sent_at: float, frames: list[tuple[float, float]]) -> Outcome:
@@ -70,3 +86,46 @@ def test_the_knee_is_the_last_level_of_the_unbroken_run_that_holds() -> None:
 def test_answers_an_hour_repeat_the_knee_back_to_back() -> None:
     assert answers_an_hour(4, 10.8) == 1333  # 4 answers every 10.8 s
     assert answers_an_hour(0, 10.8) == 0
+
+
+class SlotsContainer:
+    """A stand-in container that holds exactly ``slots`` conversations: a connection takes a slot when it opens
+    and frees it when it closes, the ones beyond wait for a slot, and each sentence renders in ``render_s`` as one
+    second of silence in the real protocol's frames. Its knee is known: ``slots`` conversations at once."""
+
+    def __init__(self, slots: int, render_s: float = 0.1) -> None:
+        self.slots = asyncio.Semaphore(slots)
+        self.render_s = render_s
+
+    async def handle(self, ws) -> None:
+        async with self.slots:
+            async for raw in ws:
+                message = json.loads(raw)
+                if message["type"] != "synthesize":
+                    continue
+                rid = message["request_id"]
+                await asyncio.sleep(self.render_s)
+                await ws.send(protocol.start_message(rid, sample_rate=SAMPLE_RATE, voice="test"))
+                await ws.send(protocol.encode_audio_frame(rid, 0, b"\0\0" * SAMPLE_RATE))
+                await ws.send(
+                    protocol.end_message(
+                        rid, samples=SAMPLE_RATE, sample_rate=SAMPLE_RATE, synthesis_seconds=self.render_s,
+                        first_audio_seconds=self.render_s, chunks=1,
+                    )
+                )
+
+
+@pytest.mark.parametrize("slots", [2, 3])
+def test_the_ramp_finds_the_knee_of_a_container_that_holds_a_known_number_of_conversations(slots: int) -> None:
+    async def scenario() -> tuple[float, list[Level]]:
+        container = SlotsContainer(slots)
+        async with websockets.serve(container.handle, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"ws://127.0.0.1:{port}"
+            idle = await idle_first_audio(url, runs=3)
+            return idle, await ramp(url, [1, 2, 3, 4, 5], spread=0.0, stop_after=2, budget_ms=2 * idle)
+
+    idle, levels = asyncio.run(scenario())
+    assert 100 <= idle < 300, idle  # one sentence's render and the trip over a local socket
+    assert knee(levels) == (slots, True), [(lv.conversations, lv.first_audio_ms_p95, lv.holds) for lv in levels]
+    assert all(lv.stalled == 0 for lv in levels)  # a second of audio per 0.1 s render never runs dry
