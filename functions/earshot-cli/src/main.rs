@@ -5,6 +5,7 @@
 //!   timeline.
 //! - `earshot token`: mint a gateway token for token mode.
 //! - `earshot ab`: which arm of the A/B split answers faster, steadier and cheaper, with intervals.
+//! - `earshot plan`: at what volume self-hosted Kokoro is cheaper than Polly, from a measured capacity.
 //! - `earshot split`: cut text on standard input into sentences, as the gateway does while an agent
 //!   streams, one JSON string a line.
 
@@ -35,6 +36,9 @@ enum Command {
     /// Report on the A/B experiment from the gateway's metric lines: per arm, first audio, stalls, failures
     /// and cost per 1,000 answers; the differences with bootstrap intervals; a verdict.
     Ab(Box<commands::ab::AbArgs>),
+    /// Dollars per 1,000 answers for Polly and self-hosted Kokoro by volume, from a measured capacity; where
+    /// each is cheapest, and the minimum and maximum instances to configure.
+    Plan(Box<commands::plan::PlanArgs>),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         Command::Token(args) => commands::token::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
         Command::Ab(args) => commands::ab::run(*args),
+        Command::Plan(args) => commands::plan::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

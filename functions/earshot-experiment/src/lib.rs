@@ -13,9 +13,11 @@
 //! - [`cost`]: what an answer cost, from prices and what the line says it used.
 //! - [`report`]: the per-arm figures, the comparisons and the verdict, as text or JSON.
 //! - [`plot`]: the time-to-first-audio distributions per arm, as SVG.
+//! - [`plan`]: when self-hosted Kokoro pays: dollars per 1,000 answers by volume, from measured capacity.
 
 pub mod cost;
 pub mod lines;
+pub mod plan;
 pub mod plot;
 pub mod report;
 pub mod stats;

@@ -1,0 +1,226 @@
+//! `earshot plan`: at what volume self-hosted Kokoro is cheaper than Polly, from a measured capacity.
+//!
+//! The arithmetic is `earshot_experiment::plan`; this module reads the capacity (given, or the JSON that
+//! `infra/kokoro/measure_capacity.py` writes), the prices (`docs/prices.json`, each overridable) and prints.
+//! No capacity is assumed: the endpoint's own instance must be measured, and the plan says which figure it
+//! used. A CPU voice is planned only with a price given, since the project lists no checked CPU-instance price.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use earshot_experiment::plan::{self, Plan, SelfHosted, Workload};
+use earshot_experiment::Prices;
+use serde_json::Value;
+
+/// The answer `measure_capacity.py` speaks: four sentences, 203 characters, about 10.8 s of audio.
+const MEASURED_ANSWER_CHARACTERS: f64 = 203.0;
+const MEASURED_ANSWER_SECONDS: f64 = 10.8;
+
+#[derive(Args)]
+pub struct PlanArgs {
+    /// Conversations at once one GPU instance holds (the knee measured on the endpoint's instance type).
+    #[arg(long, required_unless_present = "capacity_file", conflicts_with = "capacity_file")]
+    capacity: Option<u32>,
+    /// The JSON `infra/kokoro/measure_capacity.py --json` wrote on the endpoint's instance type: its first
+    /// setting's knee, and its answers' length unless --answer-seconds is given.
+    #[arg(long)]
+    capacity_file: Option<PathBuf>,
+    /// Characters sent to speech per answer, on average (default: the measured answer's 203).
+    #[arg(long)]
+    answer_characters: Option<f64>,
+    /// Seconds an answer holds its conversation, about its audio (default: the capacity file's, else 10.8).
+    #[arg(long)]
+    answer_seconds: Option<f64>,
+    /// Answers an hour to plan for, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [100.0, 1000.0, 10_000.0])]
+    volumes: Vec<f64>,
+    /// The endpoint's minimum instances (the CDK app's minInstances).
+    #[arg(long, default_value_t = 1)]
+    min_instances: u32,
+    /// The GPU instance's price per hour (default: docs/prices.json's).
+    #[arg(long)]
+    instance_price: Option<f64>,
+    /// The GPU instance type the price and capacity are for (default: docs/prices.json's).
+    #[arg(long)]
+    instance_type: Option<String>,
+    /// Polly's price per million characters (default: docs/prices.json).
+    #[arg(long)]
+    polly_price: Option<f64>,
+    /// Conversations at once one CPU instance holds; plans a CPU voice too (needs --cpu-price).
+    #[arg(long, requires = "cpu_price", requires = "cpu_instance_type")]
+    cpu_capacity: Option<u32>,
+    /// The CPU instance's price per hour (no default: check your Region's SageMaker price page).
+    #[arg(long, requires = "cpu_capacity")]
+    cpu_price: Option<f64>,
+    /// The CPU instance type.
+    #[arg(long, requires = "cpu_capacity")]
+    cpu_instance_type: Option<String>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A capacity measurement's knee and answer length.
+#[derive(Debug, PartialEq)]
+struct Measured {
+    knee: u32,
+    /// Whether a failing level bounds the knee (files of older scripts do not say: taken as bounded).
+    bounded: bool,
+    answer_seconds: Option<f64>,
+    setting: String,
+}
+
+fn measured(text: &str) -> Result<Measured, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let first = v["settings"].get(0).ok_or("no settings: is this a measure_capacity.py --json file?")?;
+    let knee = first["knee_conversations"].as_u64().ok_or("no knee_conversations in its first setting")?;
+    if knee == 0 {
+        return Err("its first setting held no level: the instance cannot hold one conversation within the budget".into());
+    }
+    Ok(Measured {
+        knee: u32::try_from(knee).map_err(|_| "knee_conversations is out of range")?,
+        bounded: first["knee_bounded"].as_bool().unwrap_or(true),
+        answer_seconds: first["levels"].get(0).and_then(|l| l["answer_audio_s"].as_f64()),
+        setting: format!(
+            "KOKORO_WORKERS={}, {} plan, on {}",
+            first["workers"],
+            first["plan"].as_str().unwrap_or("paced"),
+            first["gpu"].as_str().and_then(|g| g.split(',').next()).or(v["device"].as_str()).unwrap_or("an unnamed device")
+        ),
+    })
+}
+
+fn positive(name: &str, value: f64) -> Result<f64, String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("{name} must be a number above zero, got {value}"))
+    }
+}
+
+pub fn run(args: PlanArgs) -> Result<(), String> {
+    let prices = Prices::published();
+    let (capacity, from) = match (&args.capacity_file, args.capacity) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let m = measured(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let at_least = if m.bounded { "" } else { "at least " };
+            let from = format!("{at_least}{} conversations at once ({}; {})", m.knee, m.setting, path.display());
+            (m, from)
+        }
+        (None, Some(knee)) if knee > 0 => {
+            (Measured { knee, bounded: true, answer_seconds: None, setting: String::new() }, format!("{knee} conversations at once (--capacity)"))
+        }
+        _ => return Err("--capacity must be at least 1 (or give --capacity-file)".into()),
+    };
+    let workload = Workload {
+        characters: positive("--answer-characters", args.answer_characters.unwrap_or(MEASURED_ANSWER_CHARACTERS))?,
+        seconds: positive("--answer-seconds", args.answer_seconds.or(capacity.answer_seconds).unwrap_or(MEASURED_ANSWER_SECONDS))?,
+    };
+    for &v in &args.volumes {
+        positive("each of --volumes", v)?;
+    }
+    let min_instances = args.min_instances.max(1);
+    let mut voices = vec![SelfHosted {
+        name: "kokoro-gpu".into(),
+        instance_type: args.instance_type.clone().unwrap_or_else(|| prices.instance_type.clone()),
+        usd_per_instance_hour: positive("--instance-price", args.instance_price.unwrap_or(prices.instance_per_hour))?,
+        conversations_per_instance: capacity.knee,
+        min_instances,
+    }];
+    if let (Some(knee), Some(price), Some(instance_type)) = (args.cpu_capacity, args.cpu_price, args.cpu_instance_type.clone()) {
+        if knee == 0 {
+            return Err("--cpu-capacity must be at least 1".into());
+        }
+        voices.push(SelfHosted {
+            name: "kokoro-cpu".into(),
+            instance_type,
+            usd_per_instance_hour: positive("--cpu-price", price)?,
+            conversations_per_instance: knee,
+            min_instances,
+        });
+    }
+    let polly = positive("--polly-price", args.polly_price.unwrap_or(prices.polly_per_million_characters))?;
+    let p = plan::plan(workload, polly, &voices, &args.volumes);
+    if args.json {
+        let json = serde_json::json!({ "capacity": from, "prices_as_of": prices.as_of, "region": prices.region, "voices": voices, "plan": p });
+        println!("{}", serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?);
+    } else {
+        print!("{}", render(&p, &voices, &prices, &from, args.cpu_capacity.is_none()));
+    }
+    Ok(())
+}
+
+fn render(p: &Plan, voices: &[SelfHosted], prices: &Prices, from: &str, no_cpu: bool) -> String {
+    let mut out = format!(
+        "earshot plan: Polly against self-hosted Kokoro, answers of {:.0} characters holding their conversation {:.1} s\n\
+         prices: Polly ${:.2} a million characters; {}; list prices of {} ({}) unless overridden\n\
+         capacity: {from}, taken as one {}'s (measured on another machine, it plans that machine)\n\
+         The Lambda costs the same whichever voice speaks and is left out. Instances are for the average number of\n\
+         conversations open (Little's law); a peak needs the headroom of the maximum below.\n\n",
+        p.workload.characters,
+        p.workload.seconds,
+        p.polly_usd_per_million_characters,
+        voices.iter().map(|v| format!("{} ${:.3} an hour", v.instance_type, v.usd_per_instance_hour)).collect::<Vec<_>>().join(", "),
+        prices.region,
+        prices.as_of,
+        voices[0].instance_type,
+    );
+    out += "| answers an hour | conversations open | Polly $ per 1,000 answers |";
+    for v in voices {
+        out += &format!(" {} $ per 1,000 (instances) |", v.name);
+    }
+    out += " cheapest |\n|---|---|---|";
+    out += &"---|".repeat(voices.len() + 1);
+    out += "\n";
+    for row in &p.rows {
+        out += &format!("| {:.0} | {:.1} | {:.2} |", row.answers_per_hour, row.conversations_open, row.polly_usd_per_1000_answers);
+        for a in &row.self_hosted {
+            out += &format!(" {:.2} ({}) |", a.usd_per_1000_answers, a.instances);
+        }
+        out += &format!(" {} |\n", row.cheapest);
+    }
+    out += "\n";
+    for b in &p.break_even {
+        let instance_type = voices.iter().find(|v| v.name == b.name).map_or("", |v| v.instance_type.as_str());
+        match b.answers_per_hour {
+            Some(v) => out += &format!(
+                "{}: cheaper than Polly from about {v:.0} answers an hour (an instance-hour costs {:.0} Polly answers; one full {instance_type} serves {:.0} an hour; just past each added instance Polly is cheaper again for a while)\n",
+                b.name, b.instance_hour_in_polly_answers, b.answers_per_instance_hour
+            ),
+            None => out += &format!(
+                "{}: never cheaper than Polly for these answers: an instance-hour costs {:.0} Polly answers, and one full {instance_type} serves only {:.0} an hour\n",
+                b.name, b.instance_hour_in_polly_answers, b.answers_per_instance_hour
+            ),
+        }
+        out += &format!("  for these volumes: minInstances {}, maxInstances {}\n", b.min_instances, b.max_instances);
+    }
+    if no_cpu {
+        out += "A CPU voice is planned with --cpu-capacity, --cpu-price and --cpu-instance-type (no CPU price is listed: check your Region's).\n";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capacity_file_gives_its_first_setting_s_knee_and_answer_length() {
+        let text = r#"{"device": "cuda", "settings": [{"workers": 4, "plan": "paced", "knee_conversations": 8,
+            "knee_bounded": false, "levels": [{"answer_audio_s": 10.75}]}, {"workers": 1, "knee_conversations": 2}]}"#;
+        let m = measured(text).expect("reads");
+        assert_eq!((m.knee, m.bounded, m.answer_seconds), (8, false, Some(10.75)));
+        assert_eq!(m.setting, "KOKORO_WORKERS=4, paced plan, on cuda");
+        let named = r#"{"device": "cuda", "settings": [{"workers": 1, "plan": "paced", "knee_conversations": 2,
+            "gpu": "NVIDIA H200, 580.159.04, 1779 MiB, 143771 MiB"}]}"#;
+        assert_eq!(measured(named).expect("reads").setting, "KOKORO_WORKERS=1, paced plan, on NVIDIA H200");
+    }
+
+    #[test]
+    fn a_capacity_file_without_a_knee_is_refused_with_the_reason() {
+        assert!(measured("[]").unwrap_err().contains("no settings"));
+        let none_held = r#"{"settings": [{"workers": 1, "knee_conversations": 0}]}"#;
+        assert!(measured(none_held).unwrap_err().contains("cannot hold one conversation"));
+    }
+}
