@@ -488,10 +488,11 @@ export class Conversation {
     const { marks } = this.record;
     marks.done = performance.now();
     this.record.server = timeline;
-    this.record.outcome = 'done';
-    // Audio still decoding (Ogg Opus) is placed before the answer is reported done.
+    // Audio still decoding (Ogg Opus) is placed before the answer is reported done: until then the record
+    // stays running, so nobody reads its audible end (or an idle player) while pieces are yet to be scheduled.
     if (this.player.owner === this) this.player.flush();
     this.decoding.then(() => {
+      if (this.record.outcome === 'running') this.record.outcome = 'done';
       this.options.onDone?.(this.record);
       this.at(marks.audibleEnd ?? marks.done, () => this.options.onPlaybackEnd?.(this.record));
     });

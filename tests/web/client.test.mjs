@@ -417,3 +417,21 @@ test('speaking again stops the conversation before', async () => {
   two.interrupt();
   assert.equal(player.ctx.sources[1].stopped, true, 'a finished conversation still silences its own tail');
 });
+
+test('an answer whose audio is still decoding when `done` arrives stays running until that audio is placed', async () => {
+  // Ogg Opus decodes asynchronously: here every piece's placement waits until the test lets it go, as a slow
+  // decode would. Until then nobody may read the answer as done (its audible end is not known yet).
+  const player = newPlayer();
+  const enqueue = player.enqueue.bind(player);
+  const pending = [];
+  player.enqueue = (samples) => new Promise((resolve) => pending.push(() => resolve(enqueue(samples))));
+  serve('binary', encodeAll('binary', [session(), S(0), A(0, 0, tone(200)), E(0, 200), DONE]));
+  const conversation = speak({ text: 'Hi.', format: 'binary', player });
+  await until(() => pending.length === 1 && conversation.record.marks.done != null);
+  assert.equal(conversation.record.outcome, 'running', 'done arrived, its audio is not placed yet');
+  assert.equal(conversation.record.marks.audibleEnd, null);
+  pending[0]();
+  const record = await conversation.finished;
+  assert.equal(record.outcome, 'done', JSON.stringify(record.error));
+  assert.ok(record.marks.audibleEnd > record.marks.audibleStart, JSON.stringify(record.marks));
+});
