@@ -42,7 +42,7 @@ use crate::address_slots::AddressSlots;
 use crate::idle::{BusyBody, IdleWatch};
 
 /// Limits of the socket server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerLimits {
     /// The longest a client may take to send a request's headers (a slow client holds a connection
     /// for no longer).

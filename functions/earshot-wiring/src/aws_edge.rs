@@ -14,33 +14,34 @@ use earshot_core::speech::SpeechBackend;
 use earshot_core::store::ConversationStore;
 
 use crate::settings::Settings;
+use crate::settings_error::SettingsError;
 
 #[cfg(feature = "aws")]
 pub use with_aws::{connect, Aws};
 #[cfg(not(feature = "aws"))]
 pub use without_aws::{connect, Aws};
 
-/// Where AWS is named in a setting: the flag and variable a refusal names.
-pub(crate) fn needs_aws(settings: &Settings) -> Option<&'static str> {
+/// Where AWS is named in a setting: the flag a refusal names, and what in it asks for AWS.
+pub(crate) fn needs_aws(settings: &Settings) -> Option<(&'static str, &'static str)> {
     use crate::settings::{AgentKind, BackendKind};
     if settings.sagemaker_endpoint.is_some() {
-        Some("EARSHOT_SAGEMAKER_ENDPOINT (--sagemaker-endpoint)")
+        Some(("sagemaker-endpoint", "a SageMaker endpoint"))
     } else if settings.backends.contains(&BackendKind::Polly) {
-        Some("EARSHOT_BACKENDS (--backends) names polly")
+        Some(("backends", "polly"))
     } else if settings.agent == AgentKind::Bedrock {
-        Some("EARSHOT_AGENT (--agent) bedrock")
+        Some(("agent", "bedrock"))
     } else if settings.agent == AgentKind::Agentcore {
-        Some("EARSHOT_AGENT (--agent) agentcore")
+        Some(("agent", "agentcore"))
     } else if settings.agent_key_secret.is_some() {
-        Some("EARSHOT_AGENT_KEY_SECRET (--agent-key-secret)")
+        Some(("agent-key-secret", "a secret in Secrets Manager"))
     } else if settings.token_keys_secret.is_some() {
-        Some("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret)")
+        Some(("token-keys-secret", "a secret in Secrets Manager"))
     } else if settings.conversation_secret_id.is_some() {
-        Some("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id)")
+        Some(("conversation-secret-id", "a secret in Secrets Manager"))
     } else if settings.interrupt_table.is_some() {
-        Some("EARSHOT_INTERRUPT_TABLE (--interrupt-table)")
+        Some(("interrupt-table", "a DynamoDB table"))
     } else if settings.cache_bucket.is_some() {
-        Some("EARSHOT_CACHE_BUCKET (--cache-bucket)")
+        Some(("cache-bucket", "an S3 bucket"))
     } else {
         None
     }
@@ -62,13 +63,13 @@ mod with_aws {
     }
 
     /// Loads the AWS configuration (credentials, Region, endpoint) once for every part that needs it.
-    pub async fn connect(settings: &Settings) -> Result<Aws, String> {
+    pub async fn connect(settings: &Settings) -> Result<Aws, SettingsError> {
         let trust_pem = match &settings.aws_trust_pem {
-            Some(path) => Some(std::fs::read(path).map_err(|e| format!("EARSHOT_AWS_TRUST_PEM: cannot read {}: {e}", path.display()))?),
+            Some(path) => Some(std::fs::read(path).map_err(|e| SettingsError::of("aws-trust-pem", format!("cannot read {}: {e}", path.display())))?),
             None => None,
         };
         let aws = earshot_aws::AwsSettings { endpoint_url: settings.aws_endpoint.clone(), trust_pem, ..Default::default() };
-        Ok(Aws { sdk: aws.sdk_config().await, control: aws.control_client()? })
+        Ok(Aws { sdk: aws.sdk_config().await, control: aws.control_client().map_err(SettingsError::wrap("aws-trust-pem"))? })
     }
 
     impl Aws {
@@ -176,11 +177,14 @@ mod without_aws {
     pub enum Aws {}
 
     /// Refuses, naming the setting that asked for AWS and how to get a build that has it.
-    pub async fn connect(settings: &Settings) -> Result<Aws, String> {
-        let setting = needs_aws(settings).unwrap_or("an AWS setting");
-        Err(format!(
-            "{setting} needs AWS, and this earshot was built without it (cargo feature `aws`, left out of `make run`'s \
-             build to make it quicker): use `make run-aws`, `make build` or `cargo build --release -p earshot`"
+    pub async fn connect(settings: &Settings) -> Result<Aws, SettingsError> {
+        let (flag, what) = needs_aws(settings).unwrap_or(("backends", "an AWS part"));
+        Err(SettingsError::of(
+            flag,
+            format!(
+                "{what} needs AWS, and this earshot was built without it (cargo feature `aws`, left out of `make run`'s \
+                 build to make it quicker): use `make run-aws`, `make build` or `cargo build --release -p earshot`"
+            ),
         ))
     }
 

@@ -2,13 +2,19 @@
 //! from one [`Settings`] type with one set of defaults, so that what a local run exercises is what a
 //! deployment runs.
 //!
-//! - [`settings`]: the configuration, from flags or `EARSHOT_*` variables, and the rules across it.
-//! - [`build`]: the backends, the agent and the gateway that the settings describe.
+//! - [`settings`]: the configuration, from flags or `EARSHOT_*` variables, the rules across it, and
+//!   its pure conversion into the gateway's settings ([`Settings::gateway_settings`]).
+//! - [`serve_settings`]: what only `earshot serve` has (address, page, connection limits), converted
+//!   the same way.
+//! - [`settings_error`]: the one error every refused setting is, `SETTING: why`.
+//! - [`build`]: the backends, the agent and the gateway that the settings describe, connected.
 //! - `aws_edge`: the AWS parts among them, behind the cargo feature `aws` (on by default; `make run`
 //!   builds without it and refuses AWS settings with a message saying so).
 
 mod aws_edge;
+pub mod serve_settings;
 pub mod settings;
+pub mod settings_error;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,10 +24,12 @@ use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticC
 use earshot_core::agent::AgentSource;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
-use earshot_gateway::{ConversationSecret, Gateway, GatewaySettings, Interrupts, Routing};
+use earshot_gateway::{ConversationSecret, Gateway, GatewaySettings, Interrupts};
 use tokio::task::JoinSet;
 
+pub use serve_settings::{ServeSettings, Served};
 pub use settings::{AgentKind, AuthMode, BackendKind, Place, Settings, DEFAULT_BEDROCK_MODEL};
+pub use settings_error::SettingsError;
 
 /// The Kokoro voice through SageMaker when none is configured (the container's own default is not
 /// known without asking it).
@@ -45,9 +53,12 @@ impl Built {
     }
 }
 
-/// Builds the gateway the settings describe. Must run inside a tokio runtime.
-pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
-    settings.check(place)?;
+/// Builds the gateway the settings describe: the pure conversion first
+/// ([`Settings::gateway_settings`], every rule checked), then what needs a connection: the AWS
+/// configuration where a setting names an AWS part, the backends, the agent, and the secrets and
+/// stores kept outside the process. Must run inside a tokio runtime.
+pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsError> {
+    let mut gateway = settings.gateway_settings(place)?;
     let aws = match aws_edge::needs_aws(settings) {
         Some(_) => Some(aws_edge::connect(settings).await?),
         None => None,
@@ -74,13 +85,17 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
                     language_voices: settings.kokoro_language_voices.0.clone(),
                     ..Default::default()
                 };
-                let backend = Arc::new(KokoroBackend::new(cfg).map_err(|e| e.to_string())?);
+                let backend = Arc::new(KokoroBackend::new(cfg).map_err(SettingsError::wrap("kokoro-url"))?);
                 tracing::info!("waiting in the background for the Kokoro container at {}", earshot_core::redact::redact(&settings.kokoro_url));
                 let watched = backend.clone();
                 watches.spawn(async move { watched.poll_ready_forever().await });
                 backends.push(backend);
             }
-            BackendKind::Polly => backends.push(aws().polly(&settings.polly_voice, &settings.polly_language_voices.0, settings.backend_silence())?),
+            BackendKind::Polly => backends.push(
+                aws()
+                    .polly(&settings.polly_voice, &settings.polly_language_voices.0, settings.backend_silence())
+                    .map_err(SettingsError::wrap("polly-voice"))?,
+            ),
             BackendKind::Synthetic => {
                 let cfg = SyntheticConfig { first_audio: Duration::from_millis(settings.synthetic_latency_ms), ..Default::default() };
                 backends.push(Arc::new(SyntheticBackend::new(cfg)));
@@ -94,111 +109,77 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, String> {
             first_token_delay: Duration::from_millis(settings.first_token_ms),
         })),
         AgentKind::Bedrock => aws().bedrock(&settings.bedrock_model, settings.system_prompt.as_deref()),
-        AgentKind::Agentcore => aws().agentcore(
-            settings.agentcore_runtime_arn.clone().unwrap_or_default(),
-            settings.agentcore_qualifier.clone(),
-            settings.agentcore_text_pointer.clone(),
-        )?,
+        AgentKind::Agentcore => aws()
+            .agentcore(
+                settings.agentcore_runtime_arn.clone().unwrap_or_default(),
+                settings.agentcore_qualifier.clone(),
+                settings.agentcore_text_pointer.clone(),
+            )
+            .map_err(SettingsError::wrap("agentcore-runtime-arn"))?,
         AgentKind::Openai | AgentKind::Http => {
             // The key, when the operator keeps it in Secrets Manager: read once, here, never per request.
             let secret = match &settings.agent_key_secret {
-                Some(id) => Some(aws().secret(id, false).await.map_err(|e| format!("EARSHOT_AGENT_KEY_SECRET (--agent-key-secret): {e}"))?),
+                Some(id) => Some(aws().secret(id, false).await.map_err(SettingsError::wrap("agent-key-secret"))?),
                 None => None,
             };
             agent_source(settings, place, secret)?
         }
     };
 
-    let mut gateway = GatewaySettings::default();
-    if settings.auth == AuthMode::Token {
-        let keys = match (&settings.token_keys_secret, &settings.token_keys) {
-            (Some(id), _) => {
-                let raw = aws().secret(id, true).await.map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): {e}"))?;
-                TokenAuth::parse_keys(&raw).map_err(|e| format!("EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret): {e}"))?
-            }
-            (None, Some(spec)) => TokenAuth::parse_keys(spec).map_err(|e| format!("EARSHOT_TOKEN_KEYS (--token-keys): {e}"))?,
-            (None, None) => unreachable!("checked by Settings::check"),
-        };
-        let mut auth = TokenAuth::new(keys, settings.token_audience.clone())
-            .map_err(|e| format!("token keys: {e}"))?
-            .with_max_lifetime(settings.token_max_lifetime_seconds);
-        // Keys kept in Secrets Manager are read again, so that one removed there stops verifying here.
-        if let (Some(id), true) = (&settings.token_keys_secret, settings.token_keys_refresh_seconds > 0) {
+    // Token keys kept in Secrets Manager: read now, and again every so often, so that one removed
+    // there stops verifying here. Keys given inline are already in `gateway.auth`.
+    if let (AuthMode::Token, Some(id)) = (settings.auth, &settings.token_keys_secret) {
+        let raw = aws().secret(id, true).await.map_err(SettingsError::wrap("token-keys-secret"))?;
+        let keys = TokenAuth::parse_keys(&raw).map_err(SettingsError::wrap("token-keys-secret"))?;
+        let mut auth = settings.token_auth(keys, "token-keys-secret")?;
+        if settings.token_keys_refresh_seconds > 0 {
             auth = auth.with_refresh(Duration::from_secs(settings.token_keys_refresh_seconds), aws().secret_reader(id));
         }
-        tracing::info!("token mode: speak and interrupt need a token for audience `{}`", settings.token_audience);
         gateway.auth = Some(Arc::new(auth));
     }
-    gateway.conversation_secret = conversation_secret(settings, aws_ref).await?;
-    gateway.routing = Routing {
-        weights: settings.weights()?,
-        allow_override: settings.ab_allow_override,
-        failover: settings.failover,
-        experiment: settings.ab_experiment.clone(),
-    };
-    gateway.limits.max_prompt_chars = settings.max_prompt_chars;
-    gateway.limits.max_text_chars = settings.max_text_chars;
-    gateway.scheduler.max_answer_chars = settings.max_answer_chars;
-    gateway.scheduler.idle_release = (settings.idle_release_ms > 0).then(|| Duration::from_millis(settings.idle_release_ms));
-    gateway.scheduler.segmenter.fast_first_min_words = settings.fast_first;
-    gateway.scheduler.max_in_flight = settings.max_in_flight;
-    gateway.scheduler.backend_silence = settings.backend_silence();
-    gateway.scheduler.client_read_timeout = settings.client_read_timeout();
-    gateway.keep_alive = Duration::from_millis(settings.keep_alive_ms);
-    gateway.metrics_namespace = Some(settings.metrics_namespace.clone());
-    gateway.agent_deadlines = settings.agent_deadlines();
-    gateway.backend_open_timeout = Duration::from_millis(settings.backend_open_timeout_ms);
-    gateway.max_conversation = (settings.max_conversation_seconds > 0).then(|| Duration::from_secs(settings.max_conversation_seconds));
-    gateway.max_conversations_per_owner = (settings.max_conversations_per_owner > 0).then_some(settings.max_conversations_per_owner);
-    gateway.max_chars_per_owner_hour = (settings.max_chars_per_owner_hour > 0).then_some(settings.max_chars_per_owner_hour);
-    gateway.cache = settings.cache()?;
-    gateway.output_format = settings.output_format;
+    if settings.auth == AuthMode::Token {
+        tracing::info!("token mode: speak and interrupt need a token for audience `{}`", settings.token_audience);
+    }
+    if let Some(secret) = conversation_secret(settings, aws_ref).await? {
+        gateway.conversation_secret = secret;
+    } else if settings.conversation_secret.is_none() && settings.interrupt_table.is_some() {
+        tracing::warn!(
+            "no conversation secret given: this process keys conversations with its own, so an interrupt sent through another process sharing the interrupt table finds nothing; give every process the same EARSHOT_CONVERSATION_SECRET"
+        );
+    }
     if let Some(bucket) = &settings.cache_bucket {
         let tier = aws().sentence_tier(bucket, &settings.cache_prefix, settings.cache_endpoint.as_deref());
         let backends: Vec<String> = settings.cache_shared_backends.iter().map(|b| b.name()).collect();
         tracing::info!("the sentence cache's shared tier: s3://{bucket}/{} for {}", settings.cache_prefix, backends.join(", "));
         gateway.cache_shared = Some(earshot_core::cached_session::SharedUse { tier, backends, fetch_limit: Duration::from_millis(settings.cache_fetch_ms) });
     }
-    gateway.interrupts = match (&settings.interrupt_table, place) {
-        (Some(table), _) => {
-            let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));
-            let store = aws().interrupt_store(table, settings.interrupt_endpoint.as_deref());
-            Interrupts::Shared { store, poll }
-        }
-        // Conversations run in other invocations, out of this process's reach.
-        (None, Place::Lambda) => Interrupts::Unavailable,
-        (None, Place::Serve) => Interrupts::Local,
-    };
+    if let Some(table) = &settings.interrupt_table {
+        let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));
+        let store = aws().interrupt_store(table, settings.interrupt_endpoint.as_deref());
+        gateway.interrupts = Interrupts::Shared { store, poll };
+    }
     Ok(Built { backends, agent, settings: gateway, watches })
 }
 
-/// The deployment's conversation secret, from the one place the settings name; none named: one drawn
-/// for this process (the Lambda never gets here without one: `Settings::check`).
-async fn conversation_secret(settings: &Settings, aws: Option<&aws_edge::Aws>) -> Result<ConversationSecret, String> {
-    let (raw, from) = if let Some(value) = &settings.conversation_secret {
-        (value.clone(), "EARSHOT_CONVERSATION_SECRET (--conversation-secret)")
-    } else if let Some(path) = &settings.conversation_secret_file {
-        let read = std::fs::read_to_string(path)
-            .map_err(|e| format!("EARSHOT_CONVERSATION_SECRET_FILE (--conversation-secret-file): cannot read {}: {e}", path.display()))?;
-        (read, "EARSHOT_CONVERSATION_SECRET_FILE (--conversation-secret-file)")
+/// The deployment's conversation secret where it is kept outside the settings (a file, or Secrets
+/// Manager); `None`: given inline (already converted) or not at all (one drawn for this process; the
+/// Lambda never gets here without one: `Settings::check`).
+async fn conversation_secret(settings: &Settings, aws: Option<&aws_edge::Aws>) -> Result<Option<ConversationSecret>, SettingsError> {
+    let (raw, flag) = if let Some(path) = &settings.conversation_secret_file {
+        let read = std::fs::read_to_string(path).map_err(|e| SettingsError::of("conversation-secret-file", format!("cannot read {}: {e}", path.display())))?;
+        (read, "conversation-secret-file")
     } else if let Some(id) = &settings.conversation_secret_id {
         let aws = aws.expect("the AWS configuration is loaded whenever a secret is named");
-        let read = aws.secret(id, true).await.map_err(|e| format!("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id): {e}"))?;
-        (read, "EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id)")
+        (aws.secret(id, true).await.map_err(SettingsError::wrap("conversation-secret-id"))?, "conversation-secret-id")
     } else {
-        if settings.interrupt_table.is_some() {
-            tracing::warn!(
-                "no conversation secret given: this process keys conversations with its own, so an interrupt sent through another process sharing the interrupt table finds nothing; give every process the same EARSHOT_CONVERSATION_SECRET"
-            );
-        }
-        return Ok(ConversationSecret::random());
+        return Ok(None);
     };
-    ConversationSecret::new(raw.as_bytes()).map_err(|e| format!("{from}: {e}"))
+    ConversationSecret::new(raw.as_bytes()).map(Some).map_err(SettingsError::wrap(flag))
 }
 
 /// The OpenAI-compatible or HTTP agent. `earshot serve` honours the ecosystem's `OPENAI_BASE_URL` and
 /// `OPENAI_API_KEY` where no earshot setting is given; the Lambda reads its own variables alone.
-fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Result<Arc<dyn AgentSource>, String> {
+fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Result<Arc<dyn AgentSource>, SettingsError> {
     let ecosystem = |name: &str| if place == Place::Serve { std::env::var(name).ok().filter(|v| !v.trim().is_empty()) } else { None };
     let system_prompt = settings.system_prompt.clone().unwrap_or_else(|| earshot_core::agent::VOICE_SYSTEM_PROMPT.to_string());
     let connect_timeout = Duration::from_secs(10);
@@ -214,7 +195,7 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
             max_event_bytes: settings.agent_max_event_bytes,
         };
         tracing::info!("agent: {} at {}", openai.model, earshot_core::redact::redact(&openai.base_url));
-        return Ok(Arc::new(earshot_agents::OpenAiAgent::new(openai).map_err(|e| format!("EARSHOT_OPENAI_BASE_URL (--openai-base-url): {e}"))?));
+        return Ok(Arc::new(earshot_agents::OpenAiAgent::new(openai).map_err(SettingsError::wrap("openai-base-url"))?));
     }
     let mut headers: Vec<(String, String)> =
         settings.http_agent_headers.iter().filter_map(|h| h.split_once(':')).map(|(n, v)| (n.trim().to_string(), v.trim().to_string())).collect();
@@ -231,5 +212,5 @@ fn agent_source(settings: &Settings, place: Place, secret: Option<String>) -> Re
         max_event_bytes: settings.agent_max_event_bytes,
     };
     tracing::info!("agent: the HTTP agent at {}", earshot_core::redact::redact(&http.url));
-    Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(|e| format!("EARSHOT_HTTP_AGENT_URL (--http-agent-url): {e}"))?))
+    Ok(Arc::new(earshot_agents::HttpAgent::new(http).map_err(SettingsError::wrap("http-agent-url"))?))
 }

@@ -8,8 +8,14 @@
 use clap::{ArgAction, Args, CommandFactory, Parser, ValueEnum};
 use earshot_core::cache::{CacheLimits, CacheScope};
 use earshot_core::language::Language;
+use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::cache_settings::{CacheSettings, Warmup};
+use earshot_gateway::{ConversationSecret, GatewaySettings, Interrupts, Routing};
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::serve_settings::ServeSettings;
+pub use crate::settings_error::SettingsError;
 
 /// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
 /// (the CDK app's default too; `infra/cdk/earshot.config.json`). The AWS adapter's own default, which
@@ -389,7 +395,7 @@ struct FromEnv {
 impl Settings {
     /// Reads the settings from variables alone (the Lambda: `get` is the process environment). An
     /// empty variable counts as unset; a bad value names its variable.
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>, place: Place) -> Result<Settings, String> {
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>, place: Place) -> Result<Settings, SettingsError> {
         // Each variable becomes its flag, so that both go through the same parser and defaults.
         let mut argv = vec!["bootstrap".to_string()];
         for arg in FromEnv::command().get_arguments() {
@@ -428,9 +434,8 @@ impl Settings {
         (self.client_read_timeout_ms > 0).then(|| Duration::from_millis(self.client_read_timeout_ms))
     }
 
-    /// The rules across settings, checked before anything is built.
     /// The sentence cache's settings.
-    pub fn cache(&self) -> Result<CacheSettings, String> {
+    pub fn cache(&self) -> Result<CacheSettings, SettingsError> {
         Ok(CacheSettings {
             scope: self.cache,
             limits: CacheLimits { max_bytes: (self.cache_mib * (1 << 20) as f64) as usize, max_chars: self.cache_max_chars },
@@ -438,135 +443,168 @@ impl Settings {
         })
     }
 
-    fn cache_warmup(&self) -> Result<Warmup, String> {
+    fn cache_warmup(&self) -> Result<Warmup, SettingsError> {
         match &self.cache_warmup {
             None => Ok(Warmup::default_openers()),
-            Some(spec) => Warmup::parse(spec).map_err(|e| format!("EARSHOT_CACHE_WARMUP (--cache-warmup): {e}")),
+            Some(spec) => Warmup::parse(spec).map_err(SettingsError::wrap("cache-warmup")),
         }
     }
 
-    pub fn check(&self, place: Place) -> Result<(), String> {
+    /// The rules on each setting and across them, checked before anything is built.
+    pub fn check(&self, place: Place) -> Result<(), SettingsError> {
+        let refuse = |flag: &str, message: String| Err(SettingsError::of(flag, message));
         if self.backends.is_empty() {
-            return Err("EARSHOT_BACKENDS (--backends): names no backend".into());
+            return refuse("backends", "names no backend".into());
         }
-        self.agent_deadlines().check().map_err(|e| format!("EARSHOT_AGENT_*_TIMEOUT_MS: {e}"))?;
-        if !(1024..=64 << 20).contains(&self.agent_max_event_bytes) {
-            return Err(format!("EARSHOT_AGENT_MAX_EVENT_BYTES (--agent-max-event-bytes): must be 1 KiB to 64 MiB, not {}", self.agent_max_event_bytes));
-        }
-        if self.client_read_timeout_ms > 3_600_000 {
-            return Err(format!(
-                "EARSHOT_CLIENT_READ_TIMEOUT_MS (--client-read-timeout-ms): must be at most 3600000 (0: no limit), not {}",
-                self.client_read_timeout_ms
-            ));
-        }
-        if !(100..=1_000_000).contains(&self.max_answer_chars) {
-            return Err(format!("EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100 to 1000000, not {}", self.max_answer_chars));
-        }
+        self.agent_deadlines().check().map_err(|e| SettingsError::named("EARSHOT_AGENT_*_TIMEOUT_MS", e))?;
+        within(self.agent_max_event_bytes as u64, 1024, 64 << 20, "agent-max-event-bytes", "must be 1 KiB to 64 MiB")?;
+        within(self.client_read_timeout_ms, 0, 3_600_000, "client-read-timeout-ms", "must be at most 3600000 (0: no limit)")?;
+        within(self.max_answer_chars as u64, 100, 1_000_000, "max-answer-chars", "must be 100 to 1000000")?;
         // A text is its own answer: one the input limit takes must not be cut by the answer's.
         if self.max_answer_chars < self.max_text_chars {
-            return Err(format!(
-                "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): {} is below EARSHOT_MAX_TEXT_CHARS ({}), so an accepted text would be cut; raise it",
-                self.max_answer_chars, self.max_text_chars
-            ));
+            return refuse(
+                "max-answer-chars",
+                format!("{} is below EARSHOT_MAX_TEXT_CHARS ({}), so an accepted text would be cut; raise it", self.max_answer_chars, self.max_text_chars),
+            );
         }
-        if self.max_conversations_per_owner > 10_000 {
-            return Err(format!(
-                "EARSHOT_MAX_CONVERSATIONS_PER_OWNER (--max-conversations-per-owner): must be at most 10000 (0: no limit), not {}",
-                self.max_conversations_per_owner
-            ));
-        }
-        if self.max_chars_per_owner_hour > 100_000_000 {
-            return Err(format!(
-                "EARSHOT_MAX_CHARS_PER_OWNER_HOUR (--max-chars-per-owner-hour): must be at most 100000000 (0: no budget), not {}",
-                self.max_chars_per_owner_hour
-            ));
-        }
+        within(self.max_conversations_per_owner as u64, 0, 10_000, "max-conversations-per-owner", "must be at most 10000 (0: no limit)")?;
+        within(self.max_chars_per_owner_hour, 0, 100_000_000, "max-chars-per-owner-hour", "must be at most 100000000 (0: no budget)")?;
         if !(0.01..=4096.0).contains(&self.cache_mib) {
-            return Err(format!("EARSHOT_CACHE_MIB (--cache-mib): must be 0.01 to 4096, not {}", self.cache_mib));
+            return refuse("cache-mib", format!("must be 0.01 to 4096, not {}", self.cache_mib));
         }
-        if !(1..=2000).contains(&self.cache_max_chars) {
-            return Err(format!("EARSHOT_CACHE_MAX_CHARS (--cache-max-chars): must be 1 to 2000, not {}", self.cache_max_chars));
-        }
+        within(self.cache_max_chars as u64, 1, 2000, "cache-max-chars", "must be 1 to 2000")?;
         self.cache_warmup()?;
-        if !(1..=5_000).contains(&self.cache_fetch_ms) {
-            return Err(format!("EARSHOT_CACHE_FETCH_MS (--cache-fetch-ms): must be 1 to 5000, not {}", self.cache_fetch_ms));
-        }
+        within(self.cache_fetch_ms, 1, 5_000, "cache-fetch-ms", "must be 1 to 5000")?;
         if let Some(bucket) = &self.cache_bucket {
             // No dots: a dotted name does not match S3's certificate in a virtual-hosted URL.
             let ok = (3..=63).contains(&bucket.len()) && bucket.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
             if !ok {
-                return Err(format!(
-                    "EARSHOT_CACHE_BUCKET (--cache-bucket): `{bucket}` is not a bucket name the tier can use (3 to 63 lower-case letters, digits and -)"
-                ));
+                return refuse("cache-bucket", format!("`{bucket}` is not a bucket name the tier can use (3 to 63 lower-case letters, digits and -)"));
             }
             let prefix_ok = self.cache_prefix.ends_with('/') && self.cache_prefix.chars().all(|c| c.is_ascii_alphanumeric() || "-_/.".contains(c));
             if !prefix_ok {
-                return Err(format!("EARSHOT_CACHE_PREFIX (--cache-prefix): `{}` must be letters, digits, - _ . and /, ending with /", self.cache_prefix));
+                return refuse("cache-prefix", format!("`{}` must be letters, digits, - _ . and /, ending with /", self.cache_prefix));
             }
             if self.cache == CacheScope::Off {
-                return Err("EARSHOT_CACHE_BUCKET (--cache-bucket): the cache is off (EARSHOT_CACHE=off): a shared tier needs it on".into());
+                return refuse("cache-bucket", "the cache is off (EARSHOT_CACHE=off): a shared tier needs it on".into());
             }
         }
-        if !(100..=600_000).contains(&self.keep_alive_ms) {
-            return Err(format!("EARSHOT_KEEP_ALIVE_MS (--keep-alive-ms): must be 100 to 600000, not {}", self.keep_alive_ms));
-        }
-        if !(1..=60_000).contains(&self.backend_open_timeout_ms) {
-            return Err(format!("EARSHOT_BACKEND_OPEN_TIMEOUT_MS (--backend-open-timeout-ms): must be 1 to 60000, not {}", self.backend_open_timeout_ms));
-        }
+        within(self.keep_alive_ms, 100, 600_000, "keep-alive-ms", "must be 100 to 600000")?;
+        within(self.backend_open_timeout_ms, 1, 60_000, "backend-open-timeout-ms", "must be 1 to 60000")?;
         if place == Place::Lambda && self.backends.contains(&BackendKind::Kokoro) && self.sagemaker_endpoint.is_none() {
-            return Err("EARSHOT_SAGEMAKER_ENDPOINT (--sagemaker-endpoint): is required when EARSHOT_BACKENDS includes kokoro".into());
+            return refuse("sagemaker-endpoint", "is required when EARSHOT_BACKENDS includes kokoro".into());
         }
         match self.agent {
-            AgentKind::Openai if self.openai_model.is_none() => {
-                return Err("EARSHOT_OPENAI_MODEL (--openai-model): is required with EARSHOT_AGENT=openai".into())
-            }
-            AgentKind::Http if self.http_agent_url.is_none() => {
-                return Err("EARSHOT_HTTP_AGENT_URL (--http-agent-url): is required with EARSHOT_AGENT=http".into())
-            }
+            AgentKind::Openai if self.openai_model.is_none() => return refuse("openai-model", "is required with EARSHOT_AGENT=openai".into()),
+            AgentKind::Http if self.http_agent_url.is_none() => return refuse("http-agent-url", "is required with EARSHOT_AGENT=http".into()),
             AgentKind::Agentcore if self.agentcore_runtime_arn.is_none() => {
-                return Err("EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): is required with EARSHOT_AGENT=agentcore".into())
+                return refuse("agentcore-runtime-arn", "is required with EARSHOT_AGENT=agentcore".into())
             }
             _ => {}
         }
         let secrets = [self.conversation_secret.is_some(), self.conversation_secret_file.is_some(), self.conversation_secret_id.is_some()];
         match secrets.iter().filter(|given| **given).count() {
             0 if place == Place::Lambda => {
-                return Err("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id): the Lambda needs the deployment's conversation secret, \
+                return refuse(
+                    "conversation-secret-id",
+                    "the Lambda needs the deployment's conversation secret, \
                     the same in every instance (an interrupt reaches a conversation in another; the agent keeps its session across turns): \
                     the CDK stack makes one in Secrets Manager; elsewhere give EARSHOT_CONVERSATION_SECRET or EARSHOT_CONVERSATION_SECRET_FILE"
-                    .into())
+                        .into(),
+                )
             }
             0 | 1 => {}
             _ => {
-                return Err("EARSHOT_CONVERSATION_SECRET, EARSHOT_CONVERSATION_SECRET_FILE and EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret…): give one, not several".into())
+                return Err(SettingsError::named(
+                    "EARSHOT_CONVERSATION_SECRET, EARSHOT_CONVERSATION_SECRET_FILE and EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret…)",
+                    "give one, not several",
+                ))
             }
         }
-        if self.token_keys_refresh_seconds > 86_400 {
-            return Err(format!(
-                "EARSHOT_TOKEN_KEYS_REFRESH_SECONDS (--token-keys-refresh-seconds): must be at most 86400 (0: only at start), not {}",
-                self.token_keys_refresh_seconds
-            ));
-        }
+        within(self.token_keys_refresh_seconds, 0, 86_400, "token-keys-refresh-seconds", "must be at most 86400 (0: only at start)")?;
         if self.auth == AuthMode::Token && self.token_keys.is_none() && self.token_keys_secret.is_none() {
-            return Err(
-                "EARSHOT_AUTH (--auth): token mode needs keys: EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret) or EARSHOT_TOKEN_KEYS (--token-keys)".into()
-            );
+            return refuse("auth", "token mode needs keys: EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret) or EARSHOT_TOKEN_KEYS (--token-keys)".into());
         }
         if self.http_agent_key_header.is_some() && self.agent_key_secret.is_none() {
-            return Err(
-                "EARSHOT_HTTP_AGENT_KEY_HEADER (--http-agent-key-header): names where the key goes, but EARSHOT_AGENT_KEY_SECRET names no secret".into()
-            );
+            return refuse("http-agent-key-header", "names where the key goes, but EARSHOT_AGENT_KEY_SECRET names no secret".into());
         }
         for h in &self.http_agent_headers {
             if !matches!(h.split_once(':'), Some((name, _)) if !name.trim().is_empty()) {
-                return Err(format!("EARSHOT_HTTP_AGENT_HEADER (--http-agent-header): `{h}` is not `Name: value`"));
+                return refuse("http-agent-header", format!("`{h}` is not `Name: value`"));
             }
         }
         let weights = self.weights()?;
         if let Some((name, _)) = weights.iter().find(|(name, _)| !self.backend_names().contains(name)) {
-            return Err(format!("EARSHOT_AB_WEIGHTS (--ab-weights): weighs `{name}`, which EARSHOT_BACKENDS does not offer"));
+            return refuse("ab-weights", format!("weighs `{name}`, which EARSHOT_BACKENDS does not offer"));
         }
         Ok(())
+    }
+
+    /// The gateway's settings, converted from these alone: every rule checked, nothing connected. What
+    /// needs a secret read or an AWS client (token keys kept in Secrets Manager, the conversation secret
+    /// from a file or a secret, a shared interrupt store, the cache's shared tier) is left at its
+    /// default here and filled by [`crate::build`]; everything else a gateway runs with is decided here,
+    /// where a table test reads it.
+    pub fn gateway_settings(&self, place: Place) -> Result<GatewaySettings, SettingsError> {
+        self.check(place)?;
+        let defaults = GatewaySettings::default();
+        let mut scheduler = defaults.scheduler.clone();
+        scheduler.max_answer_chars = self.max_answer_chars;
+        scheduler.idle_release = (self.idle_release_ms > 0).then(|| Duration::from_millis(self.idle_release_ms));
+        scheduler.segmenter.fast_first_min_words = self.fast_first;
+        scheduler.max_in_flight = self.max_in_flight;
+        scheduler.backend_silence = self.backend_silence();
+        scheduler.client_read_timeout = self.client_read_timeout();
+        let mut limits = defaults.limits.clone();
+        limits.max_prompt_chars = self.max_prompt_chars;
+        limits.max_text_chars = self.max_text_chars;
+        let auth = match (self.auth, &self.token_keys, &self.token_keys_secret) {
+            (AuthMode::Token, Some(spec), None) => {
+                let keys = TokenAuth::parse_keys(spec).map_err(SettingsError::wrap("token-keys"))?;
+                Some(Arc::new(self.token_auth(keys, "token-keys")?))
+            }
+            _ => None,
+        };
+        let conversation_secret = match &self.conversation_secret {
+            Some(value) => ConversationSecret::new(value.as_bytes()).map_err(SettingsError::wrap("conversation-secret"))?,
+            None => defaults.conversation_secret.clone(),
+        };
+        let gateway = GatewaySettings {
+            scheduler,
+            limits,
+            routing: Routing {
+                weights: self.weights()?,
+                allow_override: self.ab_allow_override,
+                failover: self.failover,
+                experiment: self.ab_experiment.clone(),
+            },
+            keep_alive: Duration::from_millis(self.keep_alive_ms),
+            metrics_namespace: Some(self.metrics_namespace.clone()),
+            agent_deadlines: self.agent_deadlines(),
+            backend_open_timeout: Duration::from_millis(self.backend_open_timeout_ms),
+            max_conversation: (self.max_conversation_seconds > 0).then(|| Duration::from_secs(self.max_conversation_seconds)),
+            max_conversations_per_owner: (self.max_conversations_per_owner > 0).then_some(self.max_conversations_per_owner),
+            max_chars_per_owner_hour: (self.max_chars_per_owner_hour > 0).then_some(self.max_chars_per_owner_hour),
+            cache: self.cache()?,
+            output_format: self.output_format,
+            interrupts: match place {
+                // Conversations run in other invocations, out of this process's reach (unless a shared
+                // table is named: `build` connects it).
+                Place::Lambda => Interrupts::Unavailable,
+                Place::Serve => Interrupts::Local,
+            },
+            auth,
+            conversation_secret,
+            ..defaults
+        };
+        Ok(gateway)
+    }
+
+    /// Token mode's verifier over these keys, read from the setting whose flag is `--{from}`, with this
+    /// deployment's audience and longest lifetime.
+    pub(crate) fn token_auth(&self, keys: Vec<(String, Vec<u8>)>, from: &str) -> Result<TokenAuth, SettingsError> {
+        let auth = TokenAuth::new(keys, self.token_audience.clone()).map_err(SettingsError::wrap(from))?;
+        Ok(auth.with_max_lifetime(self.token_max_lifetime_seconds))
     }
 
     pub fn backend_names(&self) -> Vec<String> {
@@ -574,9 +612,9 @@ impl Settings {
     }
 
     /// The A/B weights, parsed.
-    pub fn weights(&self) -> Result<Vec<(String, u32)>, String> {
+    pub fn weights(&self) -> Result<Vec<(String, u32)>, SettingsError> {
         match &self.ab_weights {
-            Some(spec) => earshot_gateway::Routing::parse_weights(spec).map_err(|e| format!("EARSHOT_AB_WEIGHTS (--ab-weights): {e}")),
+            Some(spec) => earshot_gateway::Routing::parse_weights(spec).map_err(SettingsError::wrap("ab-weights")),
             None => Ok(Vec::new()),
         }
     }
@@ -614,23 +652,43 @@ fn experiment_name(name: &str) -> Result<String, String> {
 }
 
 /// A clap error as one line that names the variable (the Lambda has no flags to speak of).
-fn explain(e: &clap::Error) -> String {
+fn explain(e: &clap::Error) -> SettingsError {
     use clap::error::{ContextKind, ContextValue};
     let flag = match e.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg)) => arg.split_whitespace().next().unwrap_or_default().trim_start_matches("--").to_string(),
         _ => String::new(),
     };
-    let variable =
-        FromEnv::command().get_arguments().find(|a| a.get_long() == Some(flag.as_str())).and_then(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned());
     let value = match e.get(ContextKind::InvalidValue) {
         Some(ContextValue::String(v)) => format!("`{v}` "),
         _ => String::new(),
     };
     // The value parser's own words, where it gave any (which values it takes).
     let why = std::error::Error::source(e).map(|source| format!(": {source}")).unwrap_or_default();
-    match variable {
-        Some(variable) => format!("{variable}: {value}is not valid{why} (see --{flag} in `earshot serve --help`)"),
-        None => e.to_string().lines().next().unwrap_or("bad configuration").to_string(),
+    match variable_of(&flag) {
+        Some(_) => SettingsError::of(&flag, format!("{value}is not valid{why} (see --{flag} in `earshot serve --help`)")),
+        None => SettingsError::named("the settings", e.to_string().lines().next().unwrap_or("bad configuration").trim_start_matches("error: ").to_string()),
+    }
+}
+
+/// The variable clap reads for `--{flag}`, among the gateway's settings and `earshot serve`'s own
+/// (`None`: a flag with no variable, or no such flag).
+pub fn variable_of(flag: &str) -> Option<String> {
+    #[derive(Parser)]
+    struct Every {
+        #[command(flatten)]
+        settings: Settings,
+        #[command(flatten)]
+        serve: ServeSettings,
+    }
+    Every::command().get_arguments().find(|a| a.get_long() == Some(flag)).and_then(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// `value` when it lies in `min..=max`; otherwise the setting `--{flag}` is refused with `rule`.
+pub(crate) fn within(value: u64, min: u64, max: u64, flag: &str, rule: &str) -> Result<u64, SettingsError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(SettingsError::of(flag, format!("{rule}, not {value}")))
     }
 }
 
@@ -664,12 +722,18 @@ mod tests {
         if !map.keys().any(|k| k.starts_with("EARSHOT_CONVERSATION_SECRET")) {
             map.insert("EARSHOT_CONVERSATION_SECRET_ID".into(), "earshot/conversation".into());
         }
-        Settings::from_vars(|name| map.get(name).cloned(), Place::Lambda)
+        Settings::from_vars(|name| map.get(name).cloned(), Place::Lambda).map_err(String::from)
+    }
+
+    /// `earshot serve`'s settings from these variables, converted for the gateway.
+    fn served(vars: &[(&str, &str)]) -> Result<GatewaySettings, SettingsError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_vars(|name| map.get(name).cloned(), Place::Serve)?.gateway_settings(Place::Serve)
     }
 
     #[test]
     fn the_lambda_needs_one_conversation_secret_and_serve_may_draw_its_own() {
-        let none = Settings::from_vars(|name| (name == "EARSHOT_BACKENDS").then(|| "polly".to_string()), Place::Lambda).unwrap_err();
+        let none = Settings::from_vars(|name| (name == "EARSHOT_BACKENDS").then(|| "polly".to_string()), Place::Lambda).unwrap_err().to_string();
         assert!(none.starts_with("EARSHOT_CONVERSATION_SECRET_ID (--conversation-secret-id): the Lambda needs"), "{none}");
         let long = "x".repeat(40);
         let two = lambda(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_CONVERSATION_SECRET", &long), ("EARSHOT_CONVERSATION_SECRET_ID", "earshot/conversation")])
@@ -737,20 +801,122 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_value_names_its_variable() {
-        let err = |vars: &[(&str, &str)]| lambda(vars).unwrap_err();
-        assert!(err(&[("EARSHOT_BACKENDS", "kokoro")]).starts_with("EARSHOT_SAGEMAKER_ENDPOINT"));
-        assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_AB_EXPERIMENT", "two words")]).starts_with("EARSHOT_AB_EXPERIMENT"));
-        assert!(err(&[("EARSHOT_BACKENDS", "espeak")]).starts_with("EARSHOT_BACKENDS: `espeak`"), "{}", err(&[("EARSHOT_BACKENDS", "espeak")]));
-        assert!(err(&[("EARSHOT_FAILOVER", "yes")]).starts_with("EARSHOT_FAILOVER"));
-        assert!(err(&[("EARSHOT_MAX_TEXT_CHARS", "lots")]).starts_with("EARSHOT_MAX_TEXT_CHARS"));
-        assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_AB_WEIGHTS", "kokoro=50")]).starts_with("EARSHOT_AB_WEIGHTS"));
-        assert!(err(&[("EARSHOT_AGENT", "gpt")]).starts_with("EARSHOT_AGENT"));
-        assert!(
-            err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_MAX_ANSWER_CHARS", "5")]).starts_with("EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100")
+    fn each_refused_setting_is_named_by_its_variable_and_flag() {
+        // (the Lambda's variables, the start of the one line it refuses them with)
+        let polly = ("EARSHOT_BACKENDS", "polly");
+        let table: &[(&[(&str, &str)], &str)] = &[
+            (&[("EARSHOT_BACKENDS", "kokoro")], "EARSHOT_SAGEMAKER_ENDPOINT (--sagemaker-endpoint): is required when EARSHOT_BACKENDS includes kokoro"),
+            (&[("EARSHOT_BACKENDS", "espeak")], "EARSHOT_BACKENDS (--backends): `espeak` is not valid"),
+            (&[polly, ("EARSHOT_AB_EXPERIMENT", "two words")], "EARSHOT_AB_EXPERIMENT (--ab-experiment): `two words` is not valid: an experiment's name"),
+            (&[("EARSHOT_FAILOVER", "yes")], "EARSHOT_FAILOVER (--failover): `yes` is not valid"),
+            (&[("EARSHOT_MAX_TEXT_CHARS", "lots")], "EARSHOT_MAX_TEXT_CHARS (--max-text-chars): `lots` is not valid"),
+            (&[("EARSHOT_AGENT", "gpt")], "EARSHOT_AGENT (--agent): `gpt` is not valid"),
+            (&[polly, ("EARSHOT_OUTPUT_FORMAT", "mp3")], "EARSHOT_OUTPUT_FORMAT (--output-format): `mp3` is not valid"),
+            (
+                &[polly, ("EARSHOT_KOKORO_LANGUAGE_VOICES", "fr")],
+                "EARSHOT_KOKORO_LANGUAGE_VOICES (--kokoro-language-voices): `fr` is not valid: `fr` is not LANGUAGE=VOICE",
+            ),
+            (&[polly, ("EARSHOT_AB_WEIGHTS", "kokoro=50")], "EARSHOT_AB_WEIGHTS (--ab-weights): weighs `kokoro`, which EARSHOT_BACKENDS does not offer"),
+            (&[polly, ("EARSHOT_AB_WEIGHTS", "polly")], "EARSHOT_AB_WEIGHTS (--ab-weights): "),
+            (&[polly, ("EARSHOT_AGENT_RESPONSE_TIMEOUT_MS", "0")], "EARSHOT_AGENT_*_TIMEOUT_MS: the agent's"),
+            (&[polly, ("EARSHOT_AGENT_MAX_EVENT_BYTES", "10")], "EARSHOT_AGENT_MAX_EVENT_BYTES (--agent-max-event-bytes): must be 1 KiB to 64 MiB, not 10"),
+            (
+                &[polly, ("EARSHOT_CLIENT_READ_TIMEOUT_MS", "3600001")],
+                "EARSHOT_CLIENT_READ_TIMEOUT_MS (--client-read-timeout-ms): must be at most 3600000 (0: no limit), not 3600001",
+            ),
+            (&[polly, ("EARSHOT_MAX_ANSWER_CHARS", "5")], "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): must be 100 to 1000000, not 5"),
+            (&[polly, ("EARSHOT_MAX_ANSWER_CHARS", "1000")], "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): 1000 is below EARSHOT_MAX_TEXT_CHARS (20000)"),
+            (
+                &[polly, ("EARSHOT_MAX_CONVERSATIONS_PER_OWNER", "10001")],
+                "EARSHOT_MAX_CONVERSATIONS_PER_OWNER (--max-conversations-per-owner): must be at most 10000",
+            ),
+            (
+                &[polly, ("EARSHOT_MAX_CHARS_PER_OWNER_HOUR", "100000001")],
+                "EARSHOT_MAX_CHARS_PER_OWNER_HOUR (--max-chars-per-owner-hour): must be at most 100000000",
+            ),
+            (&[polly, ("EARSHOT_CACHE_MIB", "0")], "EARSHOT_CACHE_MIB (--cache-mib): must be 0.01 to 4096, not 0"),
+            (&[polly, ("EARSHOT_CACHE_MAX_CHARS", "0")], "EARSHOT_CACHE_MAX_CHARS (--cache-max-chars): must be 1 to 2000, not 0"),
+            (&[polly, ("EARSHOT_CACHE_WARMUP", "@")], "EARSHOT_CACHE_WARMUP (--cache-warmup): "),
+            (&[polly, ("EARSHOT_CACHE_FETCH_MS", "0")], "EARSHOT_CACHE_FETCH_MS (--cache-fetch-ms): must be 1 to 5000, not 0"),
+            (&[polly, ("EARSHOT_CACHE_BUCKET", "My.Bucket")], "EARSHOT_CACHE_BUCKET (--cache-bucket): `My.Bucket` is not a bucket name"),
+            (&[polly, ("EARSHOT_CACHE_BUCKET", "voices"), ("EARSHOT_CACHE_PREFIX", "cache")], "EARSHOT_CACHE_PREFIX (--cache-prefix): `cache` must be"),
+            (&[polly, ("EARSHOT_CACHE_BUCKET", "voices"), ("EARSHOT_CACHE", "off")], "EARSHOT_CACHE_BUCKET (--cache-bucket): the cache is off"),
+            (&[polly, ("EARSHOT_KEEP_ALIVE_MS", "10")], "EARSHOT_KEEP_ALIVE_MS (--keep-alive-ms): must be 100 to 600000, not 10"),
+            (&[polly, ("EARSHOT_BACKEND_OPEN_TIMEOUT_MS", "0")], "EARSHOT_BACKEND_OPEN_TIMEOUT_MS (--backend-open-timeout-ms): must be 1 to 60000, not 0"),
+            (&[polly, ("EARSHOT_AGENT", "openai")], "EARSHOT_OPENAI_MODEL (--openai-model): is required with EARSHOT_AGENT=openai"),
+            (&[polly, ("EARSHOT_AGENT", "http")], "EARSHOT_HTTP_AGENT_URL (--http-agent-url): is required with EARSHOT_AGENT=http"),
+            (&[polly, ("EARSHOT_AGENT", "agentcore")], "EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): is required"),
+            (
+                &[polly, ("EARSHOT_TOKEN_KEYS_REFRESH_SECONDS", "86401")],
+                "EARSHOT_TOKEN_KEYS_REFRESH_SECONDS (--token-keys-refresh-seconds): must be at most 86400",
+            ),
+            (&[polly, ("EARSHOT_AUTH", "token")], "EARSHOT_AUTH (--auth): token mode needs keys"),
+            (&[polly, ("EARSHOT_HTTP_AGENT_KEY_HEADER", "x-api-key")], "EARSHOT_HTTP_AGENT_KEY_HEADER (--http-agent-key-header): names where the key goes"),
+            (&[polly, ("EARSHOT_HTTP_AGENT_HEADER", "no colon")], "EARSHOT_HTTP_AGENT_HEADER (--http-agent-header): `no colon` is not `Name: value`"),
+        ];
+        for (vars, said) in table {
+            let refused = lambda(vars).unwrap_err();
+            assert!(refused.starts_with(said), "{vars:?}\n  said: {refused}\n  expected: {said}…");
+        }
+    }
+
+    #[test]
+    fn every_flag_with_a_variable_is_named_by_it_and_a_flag_without_one_by_itself() {
+        assert_eq!(SettingsError::of("max-answer-chars", "why").to_string(), "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): why");
+        assert_eq!(SettingsError::of("tokens-per-second", "why").to_string(), "--tokens-per-second: why");
+        assert_eq!(SettingsError::of("idle-timeout", "why").to_string(), "EARSHOT_IDLE_TIMEOUT (--idle-timeout): why", "serve's own flags too");
+        assert_eq!(variable_of("kokoro-url").as_deref(), Some("KOKORO_URL"));
+    }
+
+    #[test]
+    fn the_conversion_decides_what_the_gateway_runs_with() {
+        let s = served(&[]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((s.limits.max_prompt_chars, s.limits.max_text_chars, s.scheduler.max_answer_chars), (4_000, 20_000, 20_000));
+        assert_eq!((s.scheduler.idle_release, s.scheduler.max_in_flight), (Some(Duration::from_millis(150)), 4));
+        assert_eq!((s.scheduler.backend_silence, s.scheduler.client_read_timeout), (Some(Duration::from_secs(15)), Some(Duration::from_secs(30))));
+        assert_eq!(
+            (s.keep_alive, s.backend_open_timeout, s.max_conversation),
+            (Duration::from_secs(15), Duration::from_secs(5), Some(Duration::from_secs(280)))
         );
-        assert!(err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_MAX_ANSWER_CHARS", "1000")]).contains("below EARSHOT_MAX_TEXT_CHARS (20000)"));
-        let output = err(&[("EARSHOT_BACKENDS", "polly"), ("EARSHOT_OUTPUT_FORMAT", "mp3")]);
-        assert!(output.contains("EARSHOT_OUTPUT_FORMAT") && output.contains("ulaw_8000"), "{output}");
+        assert_eq!((s.max_conversations_per_owner, s.max_chars_per_owner_hour), (Some(4), Some(30_000)));
+        assert_eq!(s.metrics_namespace.as_deref(), Some("earshot"));
+        assert!(matches!(s.interrupts, Interrupts::Local) && s.auth.is_none() && s.cache_shared.is_none() && s.output_format.is_none());
+        assert_eq!((s.routing.weights.clone(), s.routing.allow_override, s.routing.failover), (vec![], true, false));
+
+        // (variables, what the gateway runs with because of them)
+        type Reads = fn(&GatewaySettings) -> bool;
+        let table: &[(&[(&str, &str)], Reads)] = &[
+            (&[("EARSHOT_IDLE_RELEASE_MS", "0")], |g| g.scheduler.idle_release.is_none()),
+            (&[("EARSHOT_BACKEND_SILENCE_TIMEOUT_MS", "0")], |g| g.scheduler.backend_silence.is_none()),
+            (&[("EARSHOT_CLIENT_READ_TIMEOUT_MS", "0")], |g| g.scheduler.client_read_timeout.is_none()),
+            (&[("EARSHOT_MAX_CONVERSATION_SECONDS", "0")], |g| g.max_conversation.is_none()),
+            (&[("EARSHOT_MAX_CONVERSATIONS_PER_OWNER", "0")], |g| g.max_conversations_per_owner.is_none()),
+            (&[("EARSHOT_MAX_CHARS_PER_OWNER_HOUR", "0")], |g| g.max_chars_per_owner_hour.is_none()),
+            (&[("EARSHOT_FAST_FIRST", "3")], |g| g.scheduler.segmenter.fast_first_min_words == Some(3)),
+            (&[("EARSHOT_MAX_IN_FLIGHT", "2")], |g| g.scheduler.max_in_flight == 2),
+            (&[("EARSHOT_KEEP_ALIVE_MS", "2500")], |g| g.keep_alive == Duration::from_millis(2500)),
+            (&[("EARSHOT_AGENT_IDLE_TIMEOUT_MS", "700")], |g| g.agent_deadlines.between_events == Duration::from_millis(700)),
+            (&[("EARSHOT_METRICS_NAMESPACE", "voices")], |g| g.metrics_namespace.as_deref() == Some("voices")),
+            (&[("EARSHOT_CACHE", "off")], |g| g.cache.scope == CacheScope::Off),
+            (&[("EARSHOT_CACHE_MIB", "1")], |g| g.cache.limits.max_bytes == 1 << 20),
+            (&[("EARSHOT_OUTPUT_FORMAT", "ulaw_8000")], |g| g.output_format.is_some()),
+            (&[("EARSHOT_BACKENDS", "kokoro,polly"), ("EARSHOT_AB_WEIGHTS", "kokoro=70,polly=30"), ("EARSHOT_FAILOVER", "true")], |g| {
+                g.routing.weights == [("kokoro".to_string(), 70), ("polly".to_string(), 30)] && g.routing.failover
+            }),
+            (&[("EARSHOT_AUTH", "token"), ("EARSHOT_TOKEN_KEYS", "k1=0123456789abcdef0123456789abcdef")], |g| g.auth.is_some()),
+        ];
+        for (vars, reads) in table {
+            let converted = served(vars).unwrap_or_else(|e| panic!("{vars:?}: {e}"));
+            assert!(reads(&converted), "{vars:?}");
+        }
+
+        // Refused in the conversion itself: what only the converted value can tell.
+        let short = served(&[("EARSHOT_CONVERSATION_SECRET", "short")]).err().expect("a short secret is refused");
+        assert_eq!(short.setting, "EARSHOT_CONVERSATION_SECRET (--conversation-secret)");
+        let keys = served(&[("EARSHOT_AUTH", "token"), ("EARSHOT_TOKEN_KEYS", "k1=short")]).err().expect("a short key is refused");
+        assert_eq!(keys.setting, "EARSHOT_TOKEN_KEYS (--token-keys)", "{keys}");
+        // On Lambda no interrupt reaches another invocation's conversation without a shared table.
+        let lambda = lambda(&[("EARSHOT_BACKENDS", "polly")]).unwrap().gateway_settings(Place::Lambda).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(lambda.interrupts, Interrupts::Unavailable));
     }
 }
