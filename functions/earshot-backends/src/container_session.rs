@@ -108,7 +108,7 @@ impl<T: ContainerTransport> Session<T> {
                         // the sentence goes in its spoken form for its language (captions keep the text as written).
                         let language = request.language.as_ref().or(self.language.as_ref());
                         let text = match language {
-                            Some(language) => earshot_core::text::spoken::spoken(&request.text, language.as_str()),
+                            Some(language) => earshot_core::text::spoken::spoken(&request.text, language),
                             None => std::borrow::Cow::Borrowed(request.text.as_str()),
                         };
                         let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, self.speed);

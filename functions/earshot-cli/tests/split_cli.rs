@@ -59,6 +59,10 @@ fn options_fast_first_max_chars_markdown_and_lang() {
     assert_eq!(md, vec!["Plan", "Step one is setup.", "Done."]);
     let ja = lines(&split(&["--lang", "ja"], "はい。そうです！".as_bytes()));
     assert_eq!(ja, vec!["はい。", "そうです！"]);
+    // The language chooses the abbreviation lists: a French `Me.` is a title.
+    let lawyer = "Je vous présente Me. Dupont. Elle arrive.".as_bytes();
+    assert_eq!(lines(&split(&["--lang", "fr-CA"], lawyer)), vec!["Je vous présente Me. Dupont.", "Elle arrive."]);
+    assert_eq!(lines(&split(&["--lang", "auto"], lawyer)), vec!["Je vous présente Me.", "Dupont.", "Elle arrive."]);
 }
 
 #[test]
@@ -71,9 +75,9 @@ fn bad_input_gets_a_clear_message_and_a_failure_code() {
     assert!(!unknown_flag.status.success());
     assert!(String::from_utf8_lossy(&unknown_flag.stderr).contains("--no-such-flag"));
 
-    let bad_lang = split(&["--lang", "xx"], b"Hi.");
+    let bad_lang = split(&["--lang", "french"], b"Hi.");
     assert!(!bad_lang.status.success());
-    assert!(String::from_utf8_lossy(&bad_lang.stderr).contains("unknown language"));
+    assert!(String::from_utf8_lossy(&bad_lang.stderr).contains("is not a BCP 47 language tag"));
 
     let zero = split(&["--max-chars", "0"], b"Hi.");
     assert!(!zero.status.success());

@@ -71,20 +71,6 @@ pub fn read_by_script(text: &str) -> Language {
     })
 }
 
-/// How the Kokoro container reads `text` told `told` (or nothing), for the sentence cache's key: the language
-/// told; untold, the language its script is read in, where that reading is the same as being told it (the
-/// container turns a sentence into its spoken form only when told its language, so an untold `价格是12元`
-/// is another sound than a told one); otherwise `None`, a reading of its own.
-pub fn container_reading(told: Option<&Language>, text: &str) -> Option<Language> {
-    match told {
-        Some(language) => Some(language.clone()),
-        None => {
-            let by_script = read_by_script(text);
-            (crate::text::spoken::spoken(text, by_script.as_str()) == text).then_some(by_script)
-        }
-    }
-}
-
 impl fmt::Display for Language {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -235,17 +221,6 @@ mod tests {
         assert_eq!(detect("Привет, как дела?"), Some(lang("ru")));
         // A Chinese sentence naming a product in Latin letters is still Chinese.
         assert_eq!(detect("我们用 Amazon Polly 合成语音。"), Some(lang("zh")));
-    }
-
-    #[test]
-    fn the_container_reads_untold_text_as_told_its_script_only_where_no_spoken_form_changes_it() {
-        let (en, zh) = (Language::parse("en").unwrap(), Language::parse("zh").unwrap());
-        assert_eq!(container_reading(None, "Sure."), Some(en.clone()), "an English opener untold is the same sound as told");
-        assert_eq!(container_reading(Some(&en), "Sure."), Some(en));
-        assert_eq!(container_reading(None, "好的。"), Some(zh.clone()));
-        // Told Mandarin, the digits go in their spoken form; untold, as written: another sound.
-        assert_eq!(container_reading(None, "价格是12元。"), None);
-        assert_eq!(container_reading(Some(&zh), "价格是12元。"), Some(zh));
     }
 
     #[test]

@@ -263,6 +263,9 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
     }
     timeline.backend = info.backend.clone();
     timeline.release = release.as_str().to_string();
+    // The conversation's language, where the request, its text or its prompt told it, chooses the
+    // segmenter's rules (a French `Me.` is a title, an English one ends a sentence).
+    let segmenting = SegmenterConfig { language: info.language.clone().or_else(|| cfg.segmenter.language.clone()), ..cfg.segmenter.clone() };
     let mut s = Scheduler {
         cfg,
         cell,
@@ -275,7 +278,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         encoder,
         info,
         normaliser: Normaliser::new(),
-        segmenter: Segmenter::new(cfg.segmenter.clone()),
+        segmenter: Segmenter::new(segmenting),
         queue: VecDeque::new(),
         next_index: 0,
         in_flight: 0,

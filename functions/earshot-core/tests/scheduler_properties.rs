@@ -153,6 +153,7 @@ fn check(case: Case) -> Result<(), TestCaseError> {
             release: if case.buffered { Release::Buffered } else { Release::Incremental },
             cancel_at: case.cancel_at.map(Duration::from_millis),
             client: Client { leave_after: case.leave_after, ..Default::default() },
+            language: None,
         };
         let run = tokio::time::timeout(Duration::from_secs(3600), run_cancelled_by(agent, session, setup, cancel, origin))
             .await

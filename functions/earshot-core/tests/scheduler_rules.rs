@@ -57,6 +57,24 @@ async fn incremental_speaks_the_first_sentence_while_the_agent_still_writes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_conversations_language_chooses_the_segmenters_rules() {
+    // `Me.` is the title of a French lawyer (Maître) and an English word that ends a sentence: the
+    // conversation's language, as routing settled it, decides; not known, the title is not assumed.
+    let answer = "Je vous présente Me. Dupont, notre avocate. Elle arrive.";
+    let spoken_as = |language: Option<&str>| {
+        let setup = Setup { language: language.map(|l| earshot_core::language::Language::parse(l).unwrap()), ..Default::default() };
+        async move {
+            let (run, _, _) = converse(vec![say(answer), Step::Done], plain(100), setup).await;
+            assert_eq!(run.outcome, Outcome::Completed);
+            run.sentences()
+        }
+    };
+    assert_eq!(spoken_as(Some("fr-FR")).await, vec!["Je vous présente Me. Dupont, notre avocate.", "Elle arrive."]);
+    assert_eq!(spoken_as(Some("en")).await, vec!["Je vous présente Me.", "Dupont, notre avocate.", "Elle arrive."]);
+    assert_eq!(spoken_as(None).await, vec!["Je vous présente Me.", "Dupont, notre avocate.", "Elle arrive."]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_answer_ended_without_its_marker_is_spoken_whole_and_marked_in_the_timeline() {
     let steps = vec![say("The order shipped today. It arrives on Friday"), Step::DoneUnmarked];
     let (run, _, backend) = converse(steps, |_| speak_ms(50, 1, 0), SchedulerConfig::default()).await;

@@ -4,7 +4,8 @@
 
 mod common;
 
-use earshot_core::text::{Lang, Segmenter, SegmenterConfig};
+use earshot_core::language::Language;
+use earshot_core::text::{Segmenter, SegmenterConfig};
 use proptest::prelude::*;
 
 /// Pieces an agent's answer is made of, including the hard cases.
@@ -59,9 +60,9 @@ fn without_space(s: &str) -> String {
 fn configs() -> Vec<SegmenterConfig> {
     vec![
         SegmenterConfig::default(),
-        SegmenterConfig { lang: Lang::English, fast_first_min_words: Some(3), ..Default::default() },
-        SegmenterConfig { lang: Lang::French, max_chars: Some(40), ..Default::default() },
-        SegmenterConfig { lang: Lang::Japanese, fast_first_min_words: Some(2), max_chars: Some(25) },
+        SegmenterConfig { language: Language::parse("en").ok(), fast_first_min_words: Some(3), ..Default::default() },
+        SegmenterConfig { language: Language::parse("fr").ok(), max_chars: Some(40), ..Default::default() },
+        SegmenterConfig { language: Language::parse("ja").ok(), fast_first_min_words: Some(2), max_chars: Some(25) },
     ]
 }
 

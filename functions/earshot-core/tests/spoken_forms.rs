@@ -3,6 +3,7 @@
 //! it releases, put together, must be the line's expected form. So a rule holds whatever the chunking, and
 //! no abbreviation, decimal or time is cut in two by a sentence boundary.
 
+use earshot_core::language::Language;
 use earshot_core::text::spoken::spoken;
 use earshot_core::text::{Segmenter, SegmenterConfig};
 
@@ -30,9 +31,9 @@ fn streamed(written: &str, language: &str) -> Vec<String> {
     let mut said = Vec::new();
     let mut buffer = [0u8; 4];
     for c in written.chars() {
-        said.extend(segmenter.push(c.encode_utf8(&mut buffer)).map(|s| spoken(&s.text, language).into_owned()));
+        said.extend(segmenter.push(c.encode_utf8(&mut buffer)).map(|s| spoken(&s.text, &Language::parse(language).unwrap()).into_owned()));
     }
-    said.extend(segmenter.flush().map(|s| spoken(&s.text, language).into_owned()));
+    said.extend(segmenter.flush().map(|s| spoken(&s.text, &Language::parse(language).unwrap()).into_owned()));
     said
 }
 

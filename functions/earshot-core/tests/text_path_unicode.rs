@@ -8,7 +8,8 @@
 
 mod common;
 
-use earshot_core::text::{normalise, Lang, Normaliser, Segmenter, SegmenterConfig};
+use earshot_core::language::Language;
+use earshot_core::text::{normalise, Normaliser, Segmenter, SegmenterConfig};
 use proptest::prelude::*;
 
 /// A character from every corner of Unicode the path must survive: any scalar value, and the ones
@@ -55,10 +56,10 @@ fn configs() -> Vec<SegmenterConfig> {
     vec![
         SegmenterConfig::default(),
         SegmenterConfig { max_chars: Some(400), ..Default::default() },
-        SegmenterConfig { lang: Lang::English, fast_first_min_words: Some(3), max_chars: Some(30) },
-        SegmenterConfig { lang: Lang::Japanese, fast_first_min_words: Some(2), max_chars: Some(25) },
-        SegmenterConfig { lang: Lang::Chinese, ..Default::default() },
-        SegmenterConfig { lang: Lang::French, max_chars: Some(40), ..Default::default() },
+        SegmenterConfig { language: Language::parse("en").ok(), fast_first_min_words: Some(3), max_chars: Some(30) },
+        SegmenterConfig { language: Language::parse("ja").ok(), fast_first_min_words: Some(2), max_chars: Some(25) },
+        SegmenterConfig { language: Language::parse("zh").ok(), ..Default::default() },
+        SegmenterConfig { language: Language::parse("fr").ok(), max_chars: Some(40), ..Default::default() },
     ]
 }
 

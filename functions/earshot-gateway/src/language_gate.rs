@@ -70,7 +70,7 @@ pub(crate) enum Decision {
 pub(crate) fn decide(backend: &str, voice: &str, routed: (&str, &str), language: &Language, text: &str) -> Decision {
     if routed != (backend, voice) {
         Decision::Reopen
-    } else if spoken::has_rules(language.as_str()) || language::read_by_script(text) != *language {
+    } else if spoken::has_rules(language) || language::read_by_script(text) != *language {
         Decision::Tell
     } else {
         Decision::Keep

@@ -7,12 +7,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, CommandFactory, Parser};
 use earshot_gateway::host_check::AllowedHosts;
 use earshot_gateway::ServerLimits;
 
-use crate::settings::{within, AuthMode};
-use crate::settings_error::SettingsError;
+use crate::settings::AuthMode;
+use crate::settings_error::{within, SettingsError};
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeSettings {
@@ -86,7 +86,7 @@ impl ServeSettings {
     /// The server these settings describe, for a gateway whose callers are checked by `auth`.
     pub fn served(&self, auth: AuthMode) -> Result<Served, SettingsError> {
         let count = |value: usize, min: u64, max: u64, flag: &str| -> Result<usize, SettingsError> {
-            within(value as u64, min, max, flag, &format!("must be {min} to {max}")).map(|v| v as usize)
+            within(value as u64, min, max, &format!("must be {min} to {max}")).map(|v| v as usize).map_err(|why| refuse(flag, why))
         };
         let limits = ServerLimits {
             header_timeout: time_limit(self.header_timeout, "header-timeout")?,
@@ -101,7 +101,7 @@ impl ServeSettings {
         };
         let addr: SocketAddr = format!("{}:{}", self.host, self.port)
             .parse()
-            .map_err(|e| SettingsError::of("host", format!("`{}` with port {} is not an address to listen on: {e}", self.host, self.port)))?;
+            .map_err(|e| refuse("host", format!("`{}` with port {} is not an address to listen on: {e}", self.host, self.port)))?;
         let allowed_hosts = match auth {
             AuthMode::Token => None,
             AuthMode::None | AuthMode::Public => {
@@ -119,12 +119,24 @@ impl ServeSettings {
     }
 }
 
+/// `earshot serve`'s own flags as a command of their own, for their names.
+#[derive(Parser)]
+struct Serve {
+    #[command(flatten)]
+    serve: ServeSettings,
+}
+
+/// `earshot serve`'s setting `--{flag}`, refused: named with its variable where it has one.
+fn refuse(flag: &str, message: impl Into<String>) -> SettingsError {
+    SettingsError::of_arg(&Serve::command(), flag, message)
+}
+
 /// The names a server with no authentication answers to, or why it may not listen on `addr`: an
 /// address other machines reach needs `--auth token`, or `--allow-unauthenticated` said on purpose.
 fn unauthenticated_hosts(addr: SocketAddr, allow_unauthenticated: bool, extra: &[String]) -> Result<AllowedHosts, SettingsError> {
     let ip = addr.ip();
     if !ip.is_loopback() && !allow_unauthenticated {
-        return Err(SettingsError::of(
+        return Err(refuse(
             "host",
             format!(
                 "{ip} is reachable from other machines, and this server asks callers for no credentials (--auth none): \
@@ -144,14 +156,14 @@ fn unauthenticated_hosts(addr: SocketAddr, allow_unauthenticated: bool, extra: &
 }
 
 fn seconds(value: f64, flag: &str) -> Result<Duration, SettingsError> {
-    Duration::try_from_secs_f64(value).map_err(|_| SettingsError::of(flag, format!("must be a number of seconds, not {value}")))
+    Duration::try_from_secs_f64(value).map_err(|_| refuse(flag, format!("must be a number of seconds, not {value}")))
 }
 
 /// A client's time limit: zero would time out every request, and more than an hour holds a connection
 /// slot for a client that sends nothing; either is refused at start.
 fn time_limit(value: f64, flag: &str) -> Result<Duration, SettingsError> {
     if !(0.1..=3600.0).contains(&value) {
-        return Err(SettingsError::of(flag, format!("must be 0.1 to 3600 seconds, not {value}")));
+        return Err(refuse(flag, format!("must be 0.1 to 3600 seconds, not {value}")));
     }
     seconds(value, flag)
 }
@@ -159,13 +171,6 @@ fn time_limit(value: f64, flag: &str) -> Result<Duration, SettingsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Serve {
-        #[command(flatten)]
-        serve: ServeSettings,
-    }
 
     fn served(args: &[&str], auth: AuthMode) -> Result<Served, String> {
         let argv = std::iter::once("earshot").chain(args.iter().copied());

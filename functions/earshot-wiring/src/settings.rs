@@ -14,7 +14,6 @@ use earshot_gateway::{ConversationSecret, GatewaySettings, Interrupts, Routing};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::serve_settings::ServeSettings;
 pub use crate::settings_error::SettingsError;
 
 /// The Bedrock model when none is configured: Amazon Nova Lite, invoked on demand by its model id
@@ -670,26 +669,27 @@ fn explain(e: &clap::Error) -> SettingsError {
     }
 }
 
-/// The variable clap reads for `--{flag}`, among the gateway's settings and `earshot serve`'s own
-/// (`None`: a flag with no variable, or no such flag).
-pub fn variable_of(flag: &str) -> Option<String> {
-    #[derive(Parser)]
-    struct Every {
-        #[command(flatten)]
-        settings: Settings,
-        #[command(flatten)]
-        serve: ServeSettings,
+impl SettingsError {
+    /// The gateway's setting whose flag is `--{flag}`, named with its variable where it has one.
+    pub fn of(flag: &str, message: impl Into<String>) -> Self {
+        SettingsError::of_arg(&FromEnv::command(), flag, message)
     }
-    Every::command().get_arguments().find(|a| a.get_long() == Some(flag)).and_then(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned())
+
+    /// A check whose own words carry no setting, put under the gateway's setting it checked.
+    pub fn wrap<E: std::fmt::Display>(flag: &str) -> impl FnOnce(E) -> SettingsError {
+        let flag = flag.to_string();
+        move |e| SettingsError::of(&flag, e.to_string())
+    }
+}
+
+/// The variable clap reads for the gateway's setting `--{flag}` (`None`: a flag with no variable).
+pub fn variable_of(flag: &str) -> Option<String> {
+    crate::settings_error::variable_of(&FromEnv::command(), flag)
 }
 
 /// `value` when it lies in `min..=max`; otherwise the setting `--{flag}` is refused with `rule`.
-pub(crate) fn within(value: u64, min: u64, max: u64, flag: &str, rule: &str) -> Result<u64, SettingsError> {
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(SettingsError::of(flag, format!("{rule}, not {value}")))
-    }
+fn within(value: u64, min: u64, max: u64, flag: &str, rule: &str) -> Result<u64, SettingsError> {
+    crate::settings_error::within(value, min, max, rule).map_err(|why| SettingsError::of(flag, why))
 }
 
 /// Reads `EARSHOT_CACHE`.
@@ -864,7 +864,6 @@ mod tests {
     fn every_flag_with_a_variable_is_named_by_it_and_a_flag_without_one_by_itself() {
         assert_eq!(SettingsError::of("max-answer-chars", "why").to_string(), "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): why");
         assert_eq!(SettingsError::of("tokens-per-second", "why").to_string(), "--tokens-per-second: why");
-        assert_eq!(SettingsError::of("idle-timeout", "why").to_string(), "EARSHOT_IDLE_TIMEOUT (--idle-timeout): why", "serve's own flags too");
         assert_eq!(variable_of("kokoro-url").as_deref(), Some("KOKORO_URL"));
     }
 

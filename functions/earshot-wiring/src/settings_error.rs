@@ -6,8 +6,8 @@
 //! find it: the variable with its flag (`EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars)`), the flag
 //! alone where it has no variable (`--body-timeout`), or the settings a rule weighs together. The
 //! Lambda's failed init, `earshot serve`'s exit and the tests all read the same line. The name comes
-//! from clap's own table of flags and variables ([`crate::settings::variable_of`]), so a message cannot
-//! name a variable that the flag does not read.
+//! from clap's own table of flags and variables ([`SettingsError::of_arg`]), so a message cannot name a
+//! variable that the flag does not read.
 
 use std::fmt;
 
@@ -21,9 +21,10 @@ pub struct SettingsError {
 }
 
 impl SettingsError {
-    /// The setting whose flag is `--{flag}`, named with its variable where it has one.
-    pub fn of(flag: &str, message: impl Into<String>) -> Self {
-        let setting = match crate::settings::variable_of(flag) {
+    /// The setting whose flag is `--{flag}` among `command`'s arguments, named with its variable where
+    /// it has one. ([`SettingsError::of`] names the gateway's settings; `earshot serve`'s own name theirs.)
+    pub fn of_arg(command: &clap::Command, flag: &str, message: impl Into<String>) -> Self {
+        let setting = match variable_of(command, flag) {
             Some(variable) => format!("{variable} (--{flag})"),
             None => format!("--{flag}"),
         };
@@ -34,11 +35,20 @@ impl SettingsError {
     pub fn named(setting: impl Into<String>, message: impl Into<String>) -> Self {
         SettingsError { setting: setting.into(), message: message.into() }
     }
+}
 
-    /// A check whose own words carry no setting, put under the setting it checked.
-    pub fn wrap<E: fmt::Display>(flag: &str) -> impl FnOnce(E) -> SettingsError {
-        let flag = flag.to_string();
-        move |e| SettingsError::of(&flag, e.to_string())
+/// The variable clap reads for `--{flag}` among `command`'s arguments (`None`: a flag with no variable,
+/// or no such flag).
+pub fn variable_of(command: &clap::Command, flag: &str) -> Option<String> {
+    command.get_arguments().find(|a| a.get_long() == Some(flag)).and_then(|a| a.get_env()).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// `value` when it lies in `min..=max`; otherwise `rule`, with the value.
+pub fn within(value: u64, min: u64, max: u64, rule: &str) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{rule}, not {value}"))
     }
 }
 

@@ -1,14 +1,16 @@
 //! `earshot split`: the streaming segmenter on standard input.
 
 use clap::Args;
-use earshot_core::text::{Lang, Normaliser, Segmenter, SegmenterConfig};
+use earshot_core::language::Language;
+use earshot_core::text::{Normaliser, Segmenter, SegmenterConfig};
 use std::io::{Read, Write};
 
 #[derive(Args)]
 pub struct SplitArgs {
-    /// Language rules: en, fr, zh, ja or auto (by script).
+    /// The text's language, a BCP 47 tag (en, fr-CA, zh, ja), whose abbreviation lists apply; auto:
+    /// not known (every list a wrong guess cannot hurt; CJK rules follow the script either way).
     #[arg(long, default_value = "auto", value_parser = parse_lang)]
-    lang: Lang,
+    lang: Auto,
     /// Push the input this many characters at a time, as a streaming agent would (0 = all at once).
     #[arg(long, default_value_t = 0)]
     feed_chars: usize,
@@ -26,8 +28,16 @@ pub struct SplitArgs {
     markdown: bool,
 }
 
-fn parse_lang(s: &str) -> Result<Lang, String> {
-    s.parse()
+/// A language, or `auto` (`None`).
+#[derive(Clone)]
+struct Auto(Option<Language>);
+
+fn parse_lang(s: &str) -> Result<Auto, String> {
+    if s == "auto" {
+        Ok(Auto(None))
+    } else {
+        Language::parse(s).map(|l| Auto(Some(l)))
+    }
 }
 
 pub fn run(args: SplitArgs) -> Result<(), String> {
@@ -37,7 +47,7 @@ pub fn run(args: SplitArgs) -> Result<(), String> {
         String::from_utf8(bytes).map_err(|e| format!("standard input is not valid UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to()))?;
 
     let cfg = SegmenterConfig {
-        lang: args.lang,
+        language: args.lang.0,
         fast_first_min_words: args.fast_first.then_some(args.fast_first_words),
         max_chars: args.max_chars.map(|n| n as usize),
     };

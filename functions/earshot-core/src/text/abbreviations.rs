@@ -4,33 +4,7 @@
 //! number while the sentence goes on need listing. Any abbreviation followed by a lower-case word
 //! (`co. at noon`, `etc., and`) already continues its sentence by the general rule.
 
-use std::str::FromStr;
-
-/// The language whose abbreviations and punctuation habits apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Lang {
-    /// Latin-script rules with English and French lists together; CJK rules for CJK text.
-    #[default]
-    Auto,
-    English,
-    French,
-    Chinese,
-    Japanese,
-}
-
-impl FromStr for Lang {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(Lang::Auto),
-            "en" => Ok(Lang::English),
-            "fr" => Ok(Lang::French),
-            "zh" => Ok(Lang::Chinese),
-            "ja" => Ok(Lang::Japanese),
-            other => Err(format!("unknown language `{other}` (expected en, fr, zh, ja or auto)")),
-        }
-    }
-}
+use crate::language::Language;
 
 /// Lower-cases a short ASCII-ish word into a fixed buffer, so look-ups allocate nothing.
 fn lower<'a>(word: &str, buf: &'a mut [u8; 16]) -> Option<&'a str> {
@@ -43,8 +17,9 @@ fn lower<'a>(word: &str, buf: &'a mut [u8; 16]) -> Option<&'a str> {
     std::str::from_utf8(&buf[..word.len()]).ok()
 }
 
-/// Titles and other words whose dot is followed by a name: `Dr. Watson`, `St. Michael's`.
-pub fn is_title(word: &str, lang: Lang) -> bool {
+/// Titles and other words whose dot is followed by a name: `Dr. Watson`, `St. Michael's`, in a text of
+/// `language` (`None`: not known).
+pub fn is_title(word: &str, language: Option<&Language>) -> bool {
     let mut buf = [0u8; 16];
     let Some(w) = lower(word, &mut buf) else { return false };
     let english = matches!(
@@ -91,11 +66,12 @@ pub fn is_title(word: &str, lang: Lang) -> bool {
             | "arq"
     );
     let french = matches!(w, "mme" | "mlle" | "mgr" | "pr" | "ste" | "mm" | "me");
-    match lang {
-        Lang::English | Lang::Chinese | Lang::Japanese => english,
-        Lang::French => english || french,
-        // `Me.` is an English word at the end of a sentence, so auto leaves it out.
-        Lang::Auto => english || (french && w != "me"),
+    match language.map(Language::as_str) {
+        Some("fr") => english || french,
+        Some("en" | "zh" | "ja") => english,
+        // Not known (or another language): both lists, less `Me.`, an English word at the end of a
+        // sentence.
+        _ => english || (french && w != "me"),
     }
 }
 

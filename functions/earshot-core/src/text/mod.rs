@@ -9,6 +9,5 @@ pub mod normaliser;
 pub mod segmenter;
 pub mod spoken;
 
-pub use abbreviations::Lang;
 pub use normaliser::{normalise, Normaliser};
 pub use segmenter::{split, BoundaryKind, Segmenter, SegmenterConfig, Sentence};

@@ -26,14 +26,13 @@
 //! - Options: a fast first fragment (the first clause of an answer, after a minimum number of words)
 //!   and a maximum length (over-long sentences split at clause marks, else at spaces).
 
-use super::abbreviations::{
-    is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number, Lang,
-};
+use super::abbreviations::{is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number};
 use super::chars::{
     is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot, is_lower, is_opener, is_terminator,
     straight_quote_opens,
 };
 use super::list_marker::{self, ListMarker, Parsed};
+use crate::language::Language;
 
 /// How far (bytes) an unclosed bracket or quotation may reach before its contents may end sentences.
 const BRACKET_REACH: usize = 400;
@@ -43,8 +42,9 @@ const TOKEN_LOOKAHEAD: usize = 256;
 /// Options of a [`Segmenter`].
 #[derive(Debug, Clone, Default)]
 pub struct SegmenterConfig {
-    /// Which abbreviation lists and punctuation habits apply.
-    pub lang: Lang,
+    /// The text's language, where it is known (the conversation's): which abbreviation lists apply.
+    /// `None`: every list a wrong guess cannot hurt; CJK rules follow the script either way.
+    pub language: Option<Language>,
     /// Release the first clause of an answer at a clause mark once it has this many words.
     pub fast_first_min_words: Option<usize>,
     /// Split sentences longer than this many characters at clause marks, else at spaces.
@@ -737,7 +737,7 @@ impl Segmenter {
                 return Verdict::Continue;
             }
         }
-        if (is_title(word, self.cfg.lang) && !after_number) || never_ends(word) {
+        if (is_title(word, self.cfg.language.as_ref()) && !after_number) || never_ends(word) {
             return Verdict::Continue;
         }
         let mut letters = word.chars();
@@ -804,7 +804,7 @@ impl Segmenter {
         let piece = self.text(word_start, at);
         let piece = piece.rsplit(|c: char| is_dot(c)).next().unwrap_or(piece);
         let wordlike = piece.chars().count() >= 2 || (!piece.is_empty() && piece.chars().all(is_digit));
-        if capitalised && wordlike && !is_title(piece, self.cfg.lang) {
+        if capitalised && wordlike && !is_title(piece, self.cfg.language.as_ref()) {
             Verdict::EndAt(run.end)
         } else {
             Verdict::Continue
@@ -1004,7 +1004,7 @@ mod tests {
     use super::*;
 
     fn en(text: &str) -> Vec<String> {
-        split(text, SegmenterConfig { lang: Lang::English, ..Default::default() })
+        split(text, SegmenterConfig { language: Some(Language::parse("en").unwrap()), ..Default::default() })
     }
 
     #[test]
@@ -1085,7 +1085,7 @@ mod tests {
 
     #[test]
     fn french_spacing_and_guillemets() {
-        let cfg = SegmenterConfig { lang: Lang::French, ..Default::default() };
+        let cfg = SegmenterConfig { language: Some(Language::parse("fr").unwrap()), ..Default::default() };
         assert_eq!(
             split("Vous venez ? Il a dit : « Oui ! » et il est parti. Mme Dupont aussi.", cfg),
             vec!["Vous venez ?", "Il a dit : « Oui ! » et il est parti.", "Mme Dupont aussi."]

@@ -421,11 +421,13 @@ pub struct Setup {
     /// Cancel the conversation's token at this virtual time.
     pub cancel_at: Option<Duration>,
     pub client: Client,
+    /// The conversation's language, as routing settled it (`None`: not known).
+    pub language: Option<earshot_core::language::Language>,
 }
 
 impl Default for Setup {
     fn default() -> Self {
-        Setup { cfg: SchedulerConfig::default(), release: Release::Incremental, cancel_at: None, client: Client::default() }
+        Setup { cfg: SchedulerConfig::default(), release: Release::Incremental, cancel_at: None, client: Client::default(), language: None }
     }
 }
 
@@ -442,7 +444,7 @@ pub async fn run(agent: AgentStream, session: SpeechSession, setup: impl Into<Se
 
 /// Runs one conversation to its end under `cancel` (shared with the sessions a test opened with it).
 pub async fn run_cancelled_by(agent: AgentStream, session: SpeechSession, setup: impl Into<Setup>, cancel: CancellationToken, origin: Instant) -> Run {
-    let Setup { cfg, release, cancel_at, client } = setup.into();
+    let Setup { cfg, release, cancel_at, client, language } = setup.into();
     if let Some(at) = cancel_at {
         let trigger = cancel.clone();
         tokio::spawn(async move {
@@ -452,7 +454,7 @@ pub async fn run_cancelled_by(agent: AgentStream, session: SpeechSession, setup:
     }
     let (out, mut rx) = mpsc::channel(client.capacity);
     let task = tokio::spawn(async move {
-        let info = SessionInfo { audio: session.format.clone(), ..first_info() };
+        let info = SessionInfo { audio: session.format.clone(), language, ..first_info() };
         let conversation = Conversation { agent, session, info, release, clock: Clock::start(), timeline: Timeline::default(), cancel, encoder: None };
         let (outcome, timeline) = scheduler::run(conversation, &cfg, out).await;
         (outcome, timeline, ms_since(origin))

@@ -23,18 +23,33 @@ mod zh;
 
 use std::borrow::Cow;
 
+use crate::language::Language;
+
 /// Whether `language` has spoken-form rules here (`fr`, `zh`).
-pub fn has_rules(language: &str) -> bool {
-    matches!(language, "fr" | "zh")
+pub fn has_rules(language: &Language) -> bool {
+    matches!(language.as_str(), "fr" | "zh")
 }
 
-/// `sentence` as a voice should say it in `language` (a BCP 47 primary language: `fr`, `zh`); unchanged
-/// for a language with no rules here.
-pub fn spoken<'a>(sentence: &'a str, language: &str) -> Cow<'a, str> {
-    match language {
+/// `sentence` as a voice should say it in `language`; unchanged for a language with no rules here.
+pub fn spoken<'a>(sentence: &'a str, language: &Language) -> Cow<'a, str> {
+    match language.as_str() {
         "fr" => Cow::Owned(fr::spoken(&half_width(sentence))),
         "zh" => Cow::Owned(zh::spoken(&half_width(sentence))),
         _ => Cow::Borrowed(sentence),
+    }
+}
+
+/// How the Kokoro container reads `text` told `told` (or nothing), for the sentence cache's key: the language
+/// told; untold, the language its script is read in, where that reading is the same as being told it (the
+/// container turns a sentence into its spoken form only when told its language, so an untold `价格是12元`
+/// is another sound than a told one); otherwise `None`, a reading of its own.
+pub fn container_reading(told: Option<&Language>, text: &str) -> Option<Language> {
+    match told {
+        Some(language) => Some(language.clone()),
+        None => {
+            let by_script = crate::language::read_by_script(text);
+            (spoken(text, &by_script) == text).then_some(by_script)
+        }
     }
 }
 
@@ -58,11 +73,24 @@ fn half_width(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::language::Language;
+
+    #[test]
+    fn the_container_reads_untold_text_as_told_its_script_only_where_no_spoken_form_changes_it() {
+        let (en, zh) = (Language::parse("en").unwrap(), Language::parse("zh").unwrap());
+        assert_eq!(container_reading(None, "Sure."), Some(en.clone()), "an English opener untold is the same sound as told");
+        assert_eq!(container_reading(Some(&en), "Sure."), Some(en));
+        assert_eq!(container_reading(None, "好的。"), Some(zh.clone()));
+        // Told Mandarin, the digits go in their spoken form; untold, as written: another sound.
+        assert_eq!(container_reading(None, "价格是12元。"), None);
+        assert_eq!(container_reading(Some(&zh), "价格是12元。"), Some(zh));
+    }
+
     use super::*;
 
     #[test]
     fn other_languages_pass_unchanged() {
-        assert!(matches!(spoken("It costs $12.50.", "en"), Cow::Borrowed(_)));
+        assert!(matches!(spoken("It costs $12.50.", &Language::parse("en").unwrap()), Cow::Borrowed(_)));
     }
 
     #[test]
