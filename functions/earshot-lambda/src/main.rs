@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     let requested = std::env::var(earshot_wiring::settings::LOG_VARIABLE).ok();
     let filter = tracing_subscriber::EnvFilter::try_new(earshot_wiring::settings::log_directives(requested.as_deref())).unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).without_time().with_writer(std::io::stderr).init();
-    let settings = Settings::from_vars(|name| std::env::var(name).ok(), Place::Lambda).map_err(|e| format!("bad configuration: {e}"))?;
+    let settings = Settings::from_vars(|name| std::env::var(name).ok(), Place::Lambda)?;
     // Kokoro on Lambda is a SageMaker endpoint: there is no container to watch come up.
     let built = earshot_wiring::build(&settings, Place::Lambda).await?;
     let (gateway, _watches) = built.gateway();

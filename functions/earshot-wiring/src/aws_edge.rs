@@ -69,7 +69,12 @@ mod with_aws {
             None => None,
         };
         let aws = earshot_aws::AwsSettings { endpoint_url: settings.aws_endpoint.clone(), trust_pem, ..Default::default() };
-        Ok(Aws { sdk: aws.sdk_config().await, control: aws.control_client().map_err(SettingsError::wrap("aws-trust-pem"))? })
+        // The one client fails with the certificate it was given, or (no certificate) on its own.
+        let control = aws.control_client().map_err(|e| match settings.aws_trust_pem {
+            Some(_) => SettingsError::of("aws-trust-pem", e),
+            None => SettingsError::named("the AWS client", e),
+        })?;
+        Ok(Aws { sdk: aws.sdk_config().await, control })
     }
 
     impl Aws {
@@ -97,7 +102,7 @@ mod with_aws {
                 first_audio_timeout: silence,
                 ..Default::default()
             };
-            let backend = Arc::new(earshot_aws::PollyBackend::new(&self.sdk, polly).map_err(|e| format!("EARSHOT_POLLY_VOICE (--polly-voice): {e}"))?);
+            let backend = Arc::new(earshot_aws::PollyBackend::new(&self.sdk, polly).map_err(|e| e.to_string())?);
             let described = backend.clone();
             tokio::spawn(async move {
                 if let Err(e) = described.describe_voices().await {
@@ -120,9 +125,7 @@ mod with_aws {
         pub fn agentcore(&self, runtime_arn: String, qualifier: Option<String>, text_pointer: String) -> Result<Arc<dyn AgentSource>, String> {
             let agentcore = earshot_aws::AgentCoreSettings { runtime_arn, qualifier, text_pointer };
             tracing::info!("agent: the AgentCore runtime {}", agentcore.runtime_arn);
-            Ok(Arc::new(
-                earshot_aws::AgentCoreAgent::new(&self.sdk, agentcore).map_err(|e| format!("EARSHOT_AGENTCORE_RUNTIME_ARN (--agentcore-runtime-arn): {e}"))?,
-            ))
+            Ok(Arc::new(earshot_aws::AgentCoreAgent::new(&self.sdk, agentcore).map_err(|e| e.to_string())?))
         }
 
         /// A Secrets Manager secret's string, or (`raw`) its whole value as stored.

@@ -5,7 +5,7 @@
 //! Every message reads `SETTING: why`, where SETTING is what the operator set, written as they can
 //! find it: the variable with its flag (`EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars)`), the flag
 //! alone where it has no variable (`--body-timeout`), or the settings a rule weighs together. The
-//! Lambda's failed init, `earshot serve`'s exit and the tests all read the same line. The name comes
+//! Lambda's failed init, `earshot serve`'s exit and the tests all carry the same line. The name comes
 //! from clap's own table of flags and variables ([`SettingsError::of_arg`]), so a message cannot name a
 //! variable that the flag does not read.
 

@@ -68,9 +68,8 @@ pub fn is_title(word: &str, language: Option<&Language>) -> bool {
     let french = matches!(w, "mme" | "mlle" | "mgr" | "pr" | "ste" | "mm" | "me");
     match language.map(Language::as_str) {
         Some("fr") => english || french,
-        Some("en" | "zh" | "ja") => english,
-        // Not known (or another language): both lists, less `Me.`, an English word at the end of a
-        // sentence.
+        // Any other language, or none known: `Mme. Curie` is a title there too, but `Me.` is an English
+        // word at the end of a sentence.
         _ => english || (french && w != "me"),
     }
 }

@@ -42,8 +42,9 @@ const TOKEN_LOOKAHEAD: usize = 256;
 /// Options of a [`Segmenter`].
 #[derive(Debug, Clone, Default)]
 pub struct SegmenterConfig {
-    /// The text's language, where it is known (the conversation's): which abbreviation lists apply.
-    /// `None`: every list a wrong guess cannot hurt; CJK rules follow the script either way.
+    /// The text's language, where it is known (the conversation's): which abbreviation lists apply
+    /// (French: `Me.` is a title too). `None`: the lists a wrong guess cannot hurt; CJK rules follow
+    /// the script either way.
     pub language: Option<Language>,
     /// Release the first clause of an answer at a clause mark once it has this many words.
     pub fast_first_min_words: Option<usize>,
