@@ -97,7 +97,12 @@ def test_the_float_model_speaks_as_the_int8_model_does(float_folder: Path) -> No
     float32.load()
     a = np.asarray(int8.infer(PHONEMES, "jf_alpha", 1.0).audio, dtype=np.float32).ravel()
     b = np.asarray(float32.infer(PHONEMES, "af_test", 1.0).audio, dtype=np.float32).ravel()
-    assert len(a) == len(b)
+    # The durations are predicted from the weights: int8 against float arithmetic may round one phoneme's
+    # frames differently (one 600-sample frame on an AMD EPYC, none on the machine the test was written
+    # on), so the lengths agree within two frames, and the envelopes are compared over what both have.
+    assert abs(len(a) - len(b)) <= 2 * 600, (len(a), len(b))
+    n = min(len(a), len(b))
+    a, b = a[:n], b[:n]
     assert np.corrcoef(envelope(a), envelope(b))[0, 1] > 0.95
     loudness = np.sqrt((b**2).mean()) / np.sqrt((a**2).mean())
     assert 0.7 < loudness < 1.3, loudness
