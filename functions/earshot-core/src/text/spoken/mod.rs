@@ -73,7 +73,7 @@ fn half_width(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::language::Language;
+    use super::*;
 
     #[test]
     fn the_container_reads_untold_text_as_told_its_script_only_where_no_spoken_form_changes_it() {
@@ -85,8 +85,6 @@ mod tests {
         assert_eq!(container_reading(None, "价格是12元。"), None);
         assert_eq!(container_reading(Some(&zh), "价格是12元。"), Some(zh));
     }
-
-    use super::*;
 
     #[test]
     fn other_languages_pass_unchanged() {
