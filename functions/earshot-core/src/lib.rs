@@ -10,7 +10,9 @@
 //!   time limits every agent runs under); [`error`]: the one
 //!   failure shape they, the transport and the protocol share.
 //! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait.
-//! - [`failover`]: several backends in order as one, the only place a conversation changes backend.
+//! - [`failover`]: several backends in order, the first that opens ([`arm`]: one of them, opened);
+//!   [`switcher`]: the one place a conversation changes session before its first audio (a failure, or
+//!   the language its first sentence settles).
 //! - [`cache`]: the audio of sentences said before, bounded in bytes; [`cached_session`]: a backend
 //!   session that answers them from it.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames); [`output`]: the
@@ -22,6 +24,7 @@
 
 pub mod agent;
 pub mod agent_deadlines;
+pub mod arm;
 pub mod arm_health;
 pub mod budget;
 pub mod cache;
@@ -37,6 +40,7 @@ pub mod scheduler;
 pub mod speech;
 pub mod stats;
 pub mod store;
+pub mod switcher;
 pub mod text;
 pub mod timeline;
 pub mod words;

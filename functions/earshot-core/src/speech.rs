@@ -64,8 +64,9 @@ pub enum SpeechEvent {
     Billed {
         characters: u64,
     },
-    /// Another backend now speaks the conversation (a [`crate::failover::Failover`] before any audio):
-    /// the sentences not yet finished will be spoken again by it, and its audio follows.
+    /// Another session now speaks the conversation ([`crate::switcher`], before any audio: a failover, or
+    /// the language the first sentence settled): the sentences not yet finished will be spoken again by
+    /// it, and its audio follows.
     Switched(Switch),
 }
 

@@ -1,5 +1,6 @@
-//! Failover's rules in virtual time: several backends in order as one session
-//! ([`earshot_core::failover`]), driven by the scheduler as in production. Each test names one rule
+//! The switcher's rules in virtual time: several backends in order as one session
+//! ([`earshot_core::failover`], [`earshot_core::switcher`]: a failure, or the first sentence's language,
+//! before the first audio), driven by the scheduler as in production. Each test names one rule
 //! from the module's docs; every run is also checked against the protocol's ordering rules.
 
 mod scheduler_harness;
@@ -8,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use earshot_core::failover::{Arm, Failover, Handover};
+use earshot_core::language::Language;
 use earshot_core::protocol::{BackendReason, ServerEvent};
 use earshot_core::scheduler::{Outcome, SchedulerConfig};
 use earshot_core::speech::{codes, SpeechBackend};
+use earshot_core::switcher::LanguageRoute;
 use scheduler_harness::*;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -218,33 +221,104 @@ async fn the_relay_lets_go_of_a_live_session_when_the_scheduler_ends() {
     assert!(dropped <= run.ended_ms + 1, "let go at {dropped} ms, the conversation ended at {} ms", run.ended_ms);
 }
 
+// --- The first sentence's language (the switcher's other rule) -------------------------------------
+
+/// An answer whose first sentence is French, for a conversation that opened not knowing its language.
+fn french_answer() -> Vec<Step> {
+    vec![say("Bonjour, je suis votre assistant et je vais vous répondre tout de suite. "), wait_ms(200), say("Voici la réponse complète."), Step::Done]
+}
+
+/// Opens `arms` with a language route that gives `for_french` for French (and nothing for any other
+/// language), then runs `steps` through them.
+async fn converse_settling(arms: Vec<Arm>, for_french: Vec<Arm>, steps: Vec<Step>, origin: Instant) -> Run {
+    let cancel = CancellationToken::new();
+    let (agent, _) = agent(steps, origin);
+    let route: LanguageRoute = Arc::new(move |language: &Language| (language.to_string() == "fr").then(|| for_french.clone()));
+    let opened = Failover::new(arms).language_route(Some(route)).open_arms("c", &cancel).await.unwrap_or_else(|(_, e)| panic!("{e}"));
+    run_cancelled_by(agent, opened.session, Setup::default(), cancel, origin).await
+}
+
+fn session_languages(run: &Run) -> Vec<Option<String>> {
+    run.events.iter().filter_map(|(_, e)| if let ServerEvent::Session(s) = e { Some(s.language.as_ref().map(|l| l.to_string())) } else { None }).collect()
+}
+
 #[tokio::test(start_paused = true)]
-async fn failover_is_a_backend_like_any_other() {
-    // Through the trait alone: opened with a voice, ready while any arm is.
+async fn a_first_sentence_another_voice_speaks_moves_the_conversation_before_any_audio() {
     let origin = Instant::now();
-    let (session, _) = backend(|_| speak_ms(10, 1, 0), origin);
-    let starting = ScriptedBackend { starting: true, ..ScriptedBackend::refusing("starting", "unused") };
-    let composite: Arc<dyn SpeechBackend> = Arc::new(Failover::new(vec![
-        Arm { backend: Arc::new(starting), voice: "first-voice".into() },
-        arm(ScriptedBackend::new("ready", session, Duration::ZERO)),
-    ]));
-    assert_eq!(composite.name(), "starting");
-    assert_eq!(composite.default_voice(), "first-voice", "the first arm's voice");
-    assert_eq!(composite.voices().len(), 1, "the first arm's voices");
-    assert!(composite.readiness().is_ok(), "ready while one arm is");
-    assert!(composite.health().await.is_ok(), "healthy while one arm is");
-    let all_starting = || ScriptedBackend { starting: true, ..ScriptedBackend::refusing("starting", "unused") };
-    let none_ready = Failover::new(vec![arm(all_starting()), arm(all_starting())]);
-    assert_eq!(none_ready.readiness().unwrap_err().code, codes::NOT_READY, "not ready when no arm is");
-    assert!(none_ready.health().await.is_err(), "unhealthy when no arm answers");
-    let options = earshot_core::speech::SessionOptions {
-        voice: "test".into(),
-        language: None,
-        sample_rate: None,
-        conversation_id: "c".into(),
-        cancel: CancellationToken::new(),
-    };
-    assert!(composite.open(options).await.is_ok(), "opens on the arm that is ready");
+    let (english, english_probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let (french, french_probe) = backend(|_| speak_ms(10, 2, 5), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", english, Duration::ZERO))];
+    let for_french = vec![arm(ScriptedBackend::new("french", french, Duration::from_millis(40)))];
+    let run = converse_settling(arms, for_french, french_answer(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab), ("french".into(), BackendReason::Language)]);
+    assert_eq!(session_languages(&run), vec![None, Some("fr".into())]);
+    let kinds = run.kinds();
+    assert!(kinds[..kinds.iter().rposition(|k| *k == "session").unwrap()].iter().all(|k| *k != "audio"), "the switch comes before any audio");
+    assert!(english_probe.log().spoken.is_empty(), "the first session never hears the answer");
+    assert!(english_probe.log().dropped_ms.is_some(), "and is let go");
+    let french_log = french_probe.log();
+    assert_eq!(french_log.spoken.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(french_log.told, vec![Some("fr".to_string()); 2], "every sentence goes with its language");
+    let released = run.timeline.sentences[0].released_ms.expect("released") as u64;
+    assert_eq!(french_log.spoken[0].2, released + 40, "the first sentence goes to the French session as soon as it opens");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_same_voice_is_told_the_language_with_every_sentence_and_the_client_in_a_second_session() {
+    let origin = Instant::now();
+    let (session, probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let primary = Arc::new(ScriptedBackend::new("primary", session, Duration::ZERO));
+    let same = Arm { backend: primary.clone(), voice: "test".into() };
+    let run = converse_settling(vec![same.clone()], vec![same], french_answer(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    // The reason stands (the same session, its language now known).
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab), ("primary".into(), BackendReason::Ab)]);
+    assert_eq!(session_languages(&run), vec![None, Some("fr".into())]);
+    assert_eq!(*primary.asked.lock().unwrap(), 1, "no second session is opened");
+    assert_eq!(probe.log().told, vec![Some("fr".to_string()); 2]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_english_answer_or_a_reopening_that_fails_leaves_the_conversation_where_it_was() {
+    let origin = Instant::now();
+    // English: routed for nothing here, so nothing changes and nothing is told.
+    let (session, probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let refusing = || vec![arm(ScriptedBackend::refusing("french", "backend_unavailable"))];
+    let english = vec![say("Sure, here is the whole answer for you today. "), say("It has two sentences."), Step::Done];
+    let run = converse_settling(vec![arm(ScriptedBackend::new("primary", session, Duration::ZERO))], refusing(), english, origin).await;
+    assert_eq!((&run.outcome, sessions(&run).len()), (&Outcome::Completed, 1));
+    assert_eq!(probe.log().told, vec![None, None]);
+    // French, but its voice does not open: the first voice speaks it, untold, and the client hears no switch.
+    let (session, probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let run = converse_settling(vec![arm(ScriptedBackend::new("primary", session, Duration::ZERO))], refusing(), french_answer(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab)]);
+    assert_eq!(probe.log().spoken.len(), 2);
+    assert_eq!(probe.log().told, vec![None, None]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_reopening_the_languages_other_arms_are_the_failover_order() {
+    let origin = Instant::now();
+    let (english, _) = backend(|_| speak_ms(10, 1, 0), origin);
+    let (failing, _) = backend(|_| Plan::Fail { after: Duration::from_millis(50), code: "backend_unavailable" }, origin);
+    let (second, second_probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    // An English fallback the first route had: not the French one's.
+    let (unused, unused_probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", english, Duration::ZERO)), arm(ScriptedBackend::new("english-fallback", unused, Duration::ZERO))];
+    let for_french = vec![arm(ScriptedBackend::new("french", failing, Duration::ZERO)), arm(ScriptedBackend::new("french-fallback", second, Duration::ZERO))];
+    let run = converse_settling(arms, for_french, french_answer(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    let reasons = vec![("primary".into(), BackendReason::Ab), ("french".into(), BackendReason::Language), ("french-fallback".into(), BackendReason::Failover)];
+    assert_eq!(sessions(&run), reasons);
+    assert_eq!(second_probe.log().told, vec![Some("fr".to_string()); 2], "the fallback is told the language too");
+    assert!(unused_probe.log().spoken.is_empty(), "the first route's fallback is not the French answer's");
+    assert_eq!(run.timeline.failover_from.as_deref(), Some("backend_unavailable"));
 }
 
 // --- Arm health remembered -------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //! (exactly one unless the conversation was cancelled or the client left), speaks every word of a
 //! completed answer in order, holds no more sentences at a backend than its bound, releases nothing
 //! of a buffered answer before the agent is done, and lets go of the agent and every backend session
-//! (through the failover relay, when there is a second backend) when it ends.
+//! (through the switcher, when there is a second backend) when it ends.
 
 mod scheduler_harness;
 
@@ -131,7 +131,7 @@ fn check(case: Case) -> Result<(), TestCaseError> {
         let (agent, agent_probe) = agent(steps, origin);
         let (session, backend_probe) = backend(planner(case.plans.clone()), origin);
         let cancel = CancellationToken::new();
-        // With a second backend the scheduler speaks through the failover relay, as in production.
+        // With a second backend the scheduler speaks through the switcher, as in production.
         let (session, fallback_probe) = match case.fallback.clone() {
             Some(plans) => {
                 let (fallback, probe) = backend(planner(plans), origin);

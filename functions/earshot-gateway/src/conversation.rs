@@ -4,7 +4,7 @@
 //!    the failover order), each with its voice, within what the caller's token allows;
 //! 2. [`open`]: the first arm that takes it opens its session ([`earshot_core::failover`]: overflow and
 //!    failover are decided there, not here); where the language is not known yet, the answer's first
-//!    sentence settles it ([`crate::language_gate`]);
+//!    sentence settles it ([`earshot_core::switcher`], which asks [`crate::route::language_route`]);
 //! 3. the agent starts ([`AgentDeadlines::start`](earshot_core::agent_deadlines::AgentDeadlines::start)). A failure up to here is an HTTP error: no stream has started;
 //! 4. [`track`]: the conversation is findable by an interrupt (this process's registry, and the shared
 //!    store where conversations run in other processes);
@@ -34,12 +34,11 @@ use crate::auth::Claims;
 use crate::client_error;
 use crate::config::Gateway;
 use crate::interrupts::{self, ConversationStore, Interrupts, Registered, Stopper};
-use crate::language_gate::Reroute;
 use crate::metrics::Ended;
 use crate::owner::Owner;
 use crate::owner_places::OwnerPlace;
 use crate::request::SpeakRequest;
-use crate::route::{open, route};
+use crate::route::{language_route, open, route};
 use crate::routing::Choice;
 use earshot_core::error::codes as error_codes;
 
@@ -75,23 +74,11 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let owner_place = owner_place.map_err(for_client)?;
     let budget = budget.map_err(for_client)?;
     let stopper = Stopper::child_of(gw.shutdown());
-    let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token()).await.map_err(for_client)?;
-    let session_open_ms = clock.now_ms();
     // Neither the request nor its text told the language, and no voice was named: the answer's first
-    // sentence will (language_gate.rs).
-    if route.language.is_none() && request.voice.is_none() {
-        let reroute = Reroute {
-            gw: gw.clone(),
-            request: request.clone(),
-            scope: scope.clone(),
-            owner: owner.clone(),
-            backend: opened.backend.clone(),
-            voice: opened.session.voice.clone(),
-            format: opened.session.format.clone(),
-            cancel: stopper.token().clone(),
-        };
-        opened.session = crate::language_gate::wrap(opened.session, reroute);
-    }
+    // sentence will (the core's switcher).
+    let settle = (route.language.is_none() && request.voice.is_none()).then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));
+    let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token(), settle).await.map_err(for_client)?;
+    let session_open_ms = clock.now_ms();
     // Outermost, so that a sentence is charged once whichever voice ends up speaking it.
     if let Some(budget) = budget {
         opened.session = crate::character_budget::wrap(opened.session, budget);

@@ -19,7 +19,6 @@ pub mod conversation_scope;
 pub mod host_check;
 pub mod idle;
 pub mod interrupts;
-pub mod language_gate;
 pub mod metrics;
 pub mod owner;
 pub mod owner_places;

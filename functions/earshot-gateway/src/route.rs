@@ -1,7 +1,7 @@
 //! Steps 1 and 2 of a conversation ([`crate::conversation`]): which backends may answer, in which
-//! order and with which voice ([`route`]), and the first of them that opens a session ([`open`]). Also
-//! what the language gate asks again when the answer's first sentence settles the language
-//! ([`crate::language_gate`]), so both call here rather than into each other.
+//! order and with which voice ([`route`]), and the first of them that opens a session ([`open`]). Where
+//! the language is not known yet, the core's switcher asks here again once the answer's first sentence
+//! settles it ([`language_route`]): routing is the gateway's alone, switching the core's.
 
 use std::sync::Arc;
 
@@ -9,6 +9,7 @@ use earshot_core::failover::{Arm, Failover, Opened};
 use earshot_core::language::{Language, LanguageSource};
 use earshot_core::protocol::BackendReason;
 use earshot_core::speech::{codes, SpeechBackend, SpeechError};
+use earshot_core::switcher::LanguageRoute;
 use tokio_util::sync::CancellationToken;
 
 use crate::api_error::ApiError;
@@ -157,17 +158,39 @@ fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>, langu
     }
 }
 
+/// Routes `request` again for the language its answer's first sentence turns out to be in, as if the
+/// request had named it: the arms in order, or `None` where none here speaks it (or the caller's token
+/// allows none that does). The core's switcher decides what that calls for
+/// ([`earshot_core::switcher::decide`]).
+pub(crate) fn language_route(gw: Arc<Gateway>, request: &SpeakRequest, scope: Option<&Claims>, owner: &Owner) -> LanguageRoute {
+    let (request, scope, owner) = (request.clone(), scope.cloned(), owner.clone());
+    Arc::new(move |language: &Language| {
+        let request = SpeakRequest { language: Some(language.clone()), ..request.clone() };
+        route(&gw, &request, scope.as_ref(), &owner).ok().map(|routed| routed.arms)
+    })
+}
+
 /// Step 2: opens the first arm that takes the conversation, through the sentence cache where it is on
-/// (the owner's part of it under scope `owner`). With none, the client is told before any
-/// stream starts (503 with `Retry-After` for starting or full, 502 for a failure).
-pub(crate) async fn open(gw: &Gateway, route: &Route, owner: &Owner, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, ApiError> {
+/// (the owner's part of it under scope `owner`), with the switcher routing it again by `language_route`
+/// where given. With none, the client is told before any stream starts (503 with `Retry-After` for
+/// starting or full, 502 for a failure).
+pub(crate) async fn open(
+    gw: &Gateway,
+    route: &Route,
+    owner: &Owner,
+    conversation_id: &str,
+    cancel: &CancellationToken,
+    language_route: Option<LanguageRoute>,
+) -> Result<Opened, ApiError> {
     let language = route.language.as_ref().map(|(l, _)| l.clone());
     let failover = Failover::new(route.arms.clone())
         .open_timeout(gw.settings().backend_open_timeout)
         .language(language)
         .sample_rate(route.output.map(|o| o.sample_rate()))
         .cache(gw.cache_use(owner))
-        .arm_health(Some(gw.arm_health().clone()));
+        .arm_health(Some(gw.arm_health().clone()))
+        .language_route(language_route)
+        .tasks(Some(gw.tasks().clone()));
     match failover.open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {
@@ -381,7 +404,7 @@ mod tests {
         let gw = gateway(true, true);
         let chosen = route(&gw, &request(r#"{"text":"Hi"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&chosen).len(), 2);
-        let failed = open(&gw, &chosen, &Owner::local(), "c-1", &CancellationToken::new()).await.err().unwrap();
+        let failed = open(&gw, &chosen, &Owner::local(), "c-1", &CancellationToken::new(), None).await.err().unwrap();
         assert_eq!(failed.error.code, "backend_unreachable");
         let sick = gw.arm_health().report();
         assert_eq!((sick["kokoro"].code.as_str(), sick["polly"].code.as_str()), ("backend_unreachable", "backend_unreachable"));

@@ -146,6 +146,8 @@ pub const CHUNK_BYTES: usize = 480;
 pub struct BackendLog {
     /// `(index, text, virtual ms)` for each `Speak`, in arrival order.
     pub spoken: Vec<(u32, String, u64)>,
+    /// The language each `Speak` was told, in the same order.
+    pub told: Vec<Option<String>>,
     /// The most sentences it held (sent and not finished) at once.
     pub max_outstanding: usize,
     /// Sentences it finished (or gave up on).
@@ -190,6 +192,7 @@ pub fn backend_with_capacity(plan: impl Fn(u32) -> Plan + Send + 'static, origin
             match command {
                 SpeechCommand::Speak(r) => {
                     l.spoken.push((r.index, r.text.clone(), ms_since(origin)));
+                    l.told.push(r.language.as_ref().map(|l| l.to_string()));
                     l.max_outstanding = l.max_outstanding.max(l.spoken.len() - l.finished);
                     let _ = work_tx.send(Some((r.index, r.text)));
                 }
