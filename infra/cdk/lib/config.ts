@@ -4,6 +4,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { defaultBedrockModel } from './arns';
+import { publishedPrices } from './prices';
 
 export const BACKENDS = ['kokoro', 'polly'] as const;
 export type Backend = (typeof BACKENDS)[number];
@@ -22,6 +23,64 @@ export const HTTP_AGENT_FORMATS = ['auto', 'sse', 'ndjson', 'text'] as const;
 /** The gateway's `output_format` names (earshot_core::output::OutputFormat). */
 export const OUTPUT_FORMATS = ['pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000', 'ulaw_8000', 'alaw_8000', 'opus_48000'] as const;
 export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
+
+/**
+ * What an endpoint instance runs the Kokoro image on. `gpu` (ml.g*, ml.p*): the CUDA image (`Dockerfile`) on a
+ * GPU AMI. `cpu` (ml.c*, ml.m*, ml.r*, ml.t*): the ONNX engine's image (`Dockerfile.cpu`, Kokoro-82M int8) on
+ * SageMaker's default host, no GPU AMI. Inferentia and Trainium (ml.inf*, ml.trn*) run neither.
+ */
+export type InstanceKind = 'gpu' | 'cpu';
+
+export function instanceKind(instanceType: string): InstanceKind | undefined {
+  const family = instanceType.split('.')[1] ?? '';
+  if (/^[gp]\d/.test(family)) return 'gpu';
+  if (/^[cmrt]\d/.test(family)) return 'cpu';
+  return undefined;
+}
+
+/** The GPU image's admission limit (KOKORO_MAX_SESSIONS in infra/kokoro/Dockerfile). */
+export const GPU_SESSIONS = 16;
+
+/**
+ * vCPUs of a SageMaker instance size, which follow EC2's: large 2, xlarge 4, Nxlarge 4N (medium 1).
+ */
+export function vcpus(instanceType: string): number | undefined {
+  const size = instanceType.split('.')[2] ?? '';
+  if (size === 'medium') return 1;
+  if (size === 'large') return 2;
+  const m = /^(\d*)xlarge$/.exec(size);
+  return m ? 4 * Number(m[1] || '1') : undefined;
+}
+
+/**
+ * Conversations one instance admits (the container's KOKORO_MAX_SESSIONS): `maxSessionsPerInstance`, else the
+ * GPU image's 16, else on CPU one per two vCPUs (one physical core). That is the knee measured on a two-core
+ * machine, two conversations at once before p95 first audio passed twice the idle median
+ * (bench/results/capacity/cpu.md); a CPU instance's knee should be measured the same way
+ * (`make -C infra/kokoro measure-capacity`) and set here.
+ */
+export function sessionsPerInstance(c: EarshotConfig): number {
+  if (c.maxSessionsPerInstance > 0) return c.maxSessionsPerInstance;
+  if (instanceKind(c.instanceType) !== 'cpu') return GPU_SESSIONS;
+  return Math.max(1, Math.floor((vcpus(c.instanceType) ?? 2) / 2));
+}
+
+/**
+ * What autoscaling holds each instance to (ConcurrentRequestsPerModel): `targetConcurrentStreams`, else three
+ * quarters of what an instance admits (12 of the GPU image's 16), so that instances are added before any
+ * conversation is refused.
+ */
+export function scalingTarget(c: EarshotConfig): number {
+  return c.targetConcurrentStreams > 0 ? c.targetConcurrentStreams : Math.max(1, Math.floor((sessionsPerInstance(c) * 3) / 4));
+}
+
+/**
+ * What one endpoint instance costs an hour: `instanceUsdPerHour`, else the listed price where the instance is the
+ * listed type (docs/prices.json). No other price is assumed: config checking refuses an unlisted type without one.
+ */
+export function instancePricePerHour(c: EarshotConfig): number {
+  return c.instanceUsdPerHour > 0 ? c.instanceUsdPerHour : publishedPrices().instancePerHour;
+}
 
 export interface EarshotConfig {
   /** Deploy only the gateway, speaking with Polly: no SageMaker resources at all. */
@@ -116,16 +175,20 @@ export interface EarshotConfig {
   readonly endpointName: string;
   readonly variantName: string;
   readonly instanceType: string;
-  /** The endpoint host's AMI: its NVIDIA driver and CUDA version (see INFERENCE_AMI_VERSIONS). */
+  /** The GPU endpoint host's AMI: its NVIDIA driver and CUDA version (see INFERENCE_AMI_VERSIONS); unused on CPU. */
   readonly inferenceAmiVersion: string;
+  /** What one instance costs an hour, in US dollars, for the dashboard's cost; 0: the listed price (listed type only). */
+  readonly instanceUsdPerHour: number;
+  /** Conversations one instance admits (KOKORO_MAX_SESSIONS); 0: by the instance (see sessionsPerInstance). */
+  readonly maxSessionsPerInstance: number;
   readonly startupHealthCheckTimeoutSeconds: number;
   readonly minInstances: number;
   readonly maxInstances: number;
-  /** Target of SageMakerVariantConcurrentRequestsPerModelHighResolution: streams a model holds at once. */
+  /** Target of SageMakerVariantConcurrentRequestsPerModelHighResolution: streams a model holds at once; 0: by the instance (see scalingTarget). */
   readonly targetConcurrentStreams: number;
 }
 
-type Kind = 'boolean' | 'integer' | 'string' | 'list' | 'weights' | 'voices';
+type Kind = 'boolean' | 'integer' | 'price' | 'string' | 'list' | 'weights' | 'voices';
 
 const KINDS: Record<keyof EarshotConfig, Kind> = {
   pollyOnly: 'boolean',
@@ -187,6 +250,8 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   variantName: 'string',
   instanceType: 'string',
   inferenceAmiVersion: 'string',
+  instanceUsdPerHour: 'price',
+  maxSessionsPerInstance: 'integer',
   startupHealthCheckTimeoutSeconds: 'integer',
   minInstances: 'integer',
   maxInstances: 'integer',
@@ -219,6 +284,11 @@ function coerce(key: string, kind: Kind, value: unknown): unknown {
     case 'integer': {
       const n = typeof value === 'number' ? value : text !== undefined && /^-?\d+$/.test(text) ? Number(text) : NaN;
       if (!Number.isSafeInteger(n)) fail(key, `must be an integer, got ${JSON.stringify(value)}`);
+      return n;
+    }
+    case 'price': {
+      const n = typeof value === 'number' ? value : text !== undefined && /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+      if (!Number.isFinite(n) || n < 0) fail(key, `must be a price in dollars such as 1.408, got ${JSON.stringify(value)}`);
       return n;
     }
     case 'string':
@@ -361,7 +431,28 @@ function check(c: EarshotConfig): void {
   within('minInstances', 1);
   within('maxInstances', 1);
   if (c.maxInstances < c.minInstances) fail('maxInstances', `(${c.maxInstances}) must not be below minInstances (${c.minInstances})`);
-  within('targetConcurrentStreams', 1);
+  within('maxSessionsPerInstance', 0, 100_000);
+  within('targetConcurrentStreams', 0, 100_000);
+  if (!c.pollyOnly) checkInstance(c);
+}
+
+/** The endpoint's instance: a kind the image runs on, an autoscaling target it admits, a price to chart. */
+function checkInstance(c: EarshotConfig): void {
+  if (instanceKind(c.instanceType) === undefined) {
+    fail('instanceType', `must be a GPU (ml.g*, ml.p*) or CPU (ml.c*, ml.m*, ml.r*, ml.t*) instance type: the image runs on no other, got ${JSON.stringify(c.instanceType)}`);
+  }
+  if (instanceKind(c.instanceType) === 'cpu' && c.maxSessionsPerInstance === 0 && vcpus(c.instanceType) === undefined) {
+    fail('maxSessionsPerInstance', `must be given for ${c.instanceType}, whose vCPUs its size does not tell`);
+  }
+  const sessions = sessionsPerInstance(c);
+  if (scalingTarget(c) > sessions) {
+    fail('targetConcurrentStreams', `(${c.targetConcurrentStreams}) must not exceed the conversations one instance admits (${sessions}): instances would be added only after conversations were refused`);
+  }
+  const listed = publishedPrices().instanceType;
+  if (c.instanceUsdPerHour === 0 && c.instanceType !== listed) {
+    fail('instanceUsdPerHour', `must be given for ${c.instanceType}: docs/prices.json lists only ${listed}, and no other price is assumed`);
+  }
+  if (c.instanceUsdPerHour < 0) fail('instanceUsdPerHour', `must not be negative, got ${c.instanceUsdPerHour}`);
 }
 
 /** The agent's settings: each source needs its own, and the request can never choose a URL (the operator does). */

@@ -1,13 +1,12 @@
 // The CloudWatch dashboard of a deployment, drawn from the Embedded Metric Format line the gateway logs after
 // each conversation (dimensions Backend+Release, Backend+Release+Arm and Arm; docs/metrics.json) and from the
 // Lambda's own metrics.
-import * as fs from 'fs';
-import * as path from 'path';
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { Backend, RELEASE_MODES } from './config';
+import { Backend, InstanceKind, RELEASE_MODES } from './config';
+import { Prices, publishedPrices } from './prices';
 
 export interface EarshotDashboardProps {
   readonly dashboardName: string;
@@ -17,33 +16,12 @@ export interface EarshotDashboardProps {
   readonly arms: string[];
   readonly fn: lambda.IFunction;
   /** The Kokoro endpoint, when the deployment has one. */
-  readonly endpoint?: { readonly name: string; readonly variant: string };
-  /** What the cost widgets price: the function's memory and the endpoint's instances (none: Polly only). */
-  readonly cost: { readonly memoryMb: number; readonly instances: number };
-}
-
-/** The dated list prices `earshot ab` uses too (docs/prices.json), in US dollars. */
-export interface Prices {
-  readonly asOf: string;
-  readonly region: string;
-  readonly pollyPerMillionCharacters: number;
-  readonly lambdaPerGbSecond: number;
-  readonly lambdaPerMillionRequests: number;
-  readonly instancePerHour: number;
-  readonly instanceType: string;
-}
-
-export function publishedPrices(): Prices {
-  const p = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../docs/prices.json'), 'utf8'));
-  return {
-    asOf: p.as_of,
-    region: p.region,
-    pollyPerMillionCharacters: p.polly_generative_usd_per_million_characters.value,
-    lambdaPerGbSecond: p.lambda_usd_per_gb_second.value,
-    lambdaPerMillionRequests: p.lambda_usd_per_million_requests.value,
-    instancePerHour: p.sagemaker_usd_per_instance_hour.value,
-    instanceType: p.sagemaker_usd_per_instance_hour.instance_type,
-  };
+  readonly endpoint?: { readonly name: string; readonly variant: string; readonly kind: InstanceKind };
+  /**
+   * What the cost widgets price: the function's memory, the endpoint's instances (none: Polly only) and what
+   * one of them costs an hour (the listed price for the listed type, else the deployment's `instanceUsdPerHour`).
+   */
+  readonly cost: EndpointCost;
 }
 
 /**
@@ -51,7 +29,21 @@ export function publishedPrices(): Prices {
  * arm, the gateway's time (GB-seconds) and requests, and the endpoint's instance-hours shared by the answers
  * Kokoro spoke, in proportion (the same sums `earshot ab` makes per answer).
  */
-export function costPerThousand(namespace: string, arm: string, prices: Prices, cost: { memoryMb: number; instances: number }, withEndpoint: boolean): cw.MathExpression {
+export interface EndpointCost {
+  readonly memoryMb: number;
+  readonly instances: number;
+  readonly instancePerHour: number;
+}
+
+/**
+ * A price as metric math reads it: plain decimals. JavaScript writes $0.20 per million requests as `2e-7`, which
+ * CloudWatch's metric math would read as the number 2 less an unknown metric `e`.
+ */
+export function decimal(x: number): string {
+  return x.toFixed(12).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+export function costPerThousand(namespace: string, arm: string, prices: Prices, cost: EndpointCost, withEndpoint: boolean): cw.MathExpression {
   const sum = (metricName: string, dimensionsMap: Record<string, string>) => new cw.Metric({ namespace, metricName, dimensionsMap, statistic: 'Sum', period: PERIOD });
   // Ids are unique within a graph, which holds every arm's expression: each carries its arm's name.
   const id = (name: string) => `${arm.replace(/[^a-z0-9]/gi, '').toLowerCase()}_${name}`;
@@ -61,11 +53,11 @@ export function costPerThousand(namespace: string, arm: string, prices: Prices, 
     [id('computems')]: sum('ComputeTime', { Arm: arm }),
   };
   const gb = cost.memoryMb / 1024;
-  let spend = `FILL(${id('chars')}, 0) * ${prices.pollyPerMillionCharacters / 1e6} + FILL(${id('computems')}, 0) / 1000 * ${gb} * ${prices.lambdaPerGbSecond} + ${id('answers')} * ${prices.lambdaPerMillionRequests / 1e6}`;
+  let spend = `FILL(${id('chars')}, 0) * ${decimal(prices.pollyPerMillionCharacters / 1e6)} + FILL(${id('computems')}, 0) / 1000 * ${decimal(gb)} * ${decimal(prices.lambdaPerGbSecond)} + ${id('answers')} * ${decimal(prices.lambdaPerMillionRequests / 1e6)}`;
   if (withEndpoint) {
     usingMetrics[id('spokenbyendpoint')] = sum('Answers', { Backend: 'kokoro', Arm: arm });
     usingMetrics[id('endpointanswers')] = sum('Answers', { Backend: 'kokoro' });
-    const perPeriod = `${cost.instances} * ${prices.instancePerHour} * PERIOD(${id('answers')}) / 3600`;
+    const perPeriod = `${cost.instances} * ${decimal(cost.instancePerHour)} * PERIOD(${id('answers')}) / 3600`;
     spend += ` + ${perPeriod} * FILL(${id('spokenbyendpoint')}, 0) / FILL(${id('endpointanswers')}, 1)`;
   }
   return new cw.MathExpression({ expression: `1000 * (${spend}) / ${id('answers')}`, usingMetrics, period: PERIOD, label: `arm ${arm} $ per 1,000 answers` });
@@ -203,7 +195,11 @@ export class EarshotDashboard extends Construct {
       lastRow.push(graph('Kokoro endpoint', [
         new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'Invocations', dimensionsMap: dims, statistic: 'Sum', period: PERIOD, label: 'invocations' }),
         new cw.Metric({ namespace: 'AWS/SageMaker', metricName: 'ConcurrentRequestsPerModel', dimensionsMap: dims, statistic: 'Maximum', period: PERIOD, label: 'concurrent streams (what autoscaling tracks)' }),
-        new cw.Metric({ namespace: '/aws/sagemaker/Endpoints', metricName: 'GPUUtilization', dimensionsMap: dims, statistic: 'Average', period: PERIOD, label: 'GPU utilization (%)' }),
+        // The engine's own processor: the GPU's on a GPU instance; on a CPU one, the cores (SageMaker sums them:
+        // up to 100% per vCPU).
+        props.endpoint.kind === 'gpu'
+          ? new cw.Metric({ namespace: '/aws/sagemaker/Endpoints', metricName: 'GPUUtilization', dimensionsMap: dims, statistic: 'Average', period: PERIOD, label: 'GPU utilization (%)' })
+          : new cw.Metric({ namespace: '/aws/sagemaker/Endpoints', metricName: 'CPUUtilization', dimensionsMap: dims, statistic: 'Average', period: PERIOD, label: 'CPU utilization (%, 100 per vCPU)' }),
       ]));
       // The container holds a sentence back when it renders slower than real time: more of this is the
       // endpoint running out of speed before it runs out of sessions.

@@ -14,8 +14,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './arns';
 import { BootstrapCode } from './bootstrap-code';
-import { EarshotConfig, deployedBackends } from './config';
-import { EarshotDashboard, publishedPrices } from './dashboard';
+import { EarshotConfig, deployedBackends, instanceKind, instancePricePerHour } from './config';
+import { EarshotDashboard } from './dashboard';
+import { publishedPrices } from './prices';
 import { CACHE_PREFIX, lambdaEnvironment } from './lambda-env';
 
 /** The response headers a browser page may read (they name the backend and why it was chosen). */
@@ -355,8 +356,8 @@ export class EarshotGatewayStack extends Stack {
       backends: deployedBackends(c),
       arms: c.pollyOnly ? ['polly'] : deployedBackends(c).filter((b) => (c.abWeights[b] ?? 0) > 0),
       fn: this.fn,
-      endpoint: props.kokoro ? { name: props.kokoro.endpointName, variant: props.kokoro.variantName } : undefined,
-      cost: { memoryMb: c.lambdaMemoryMb, instances: props.kokoro ? c.minInstances : 0 },
+      endpoint: props.kokoro ? { name: props.kokoro.endpointName, variant: props.kokoro.variantName, kind: instanceKind(c.instanceType) ?? 'gpu' } : undefined,
+      cost: { memoryMb: c.lambdaMemoryMb, instances: props.kokoro ? c.minInstances : 0, instancePerHour: props.kokoro ? instancePricePerHour(c) : 0 },
     });
 
     new CfnOutput(this, 'FunctionUrl', { value: this.url.url, description: `The gateway's URL (auth ${c.authType}); POST /v1/speak` });

@@ -1,5 +1,5 @@
-// The Kokoro voice on a SageMaker real-time endpoint: the GPU image built from infra/kokoro, the model, the
-// endpoint and its autoscaling. The gateway stack talks to it by name over bidirectional streaming.
+// The Kokoro voice on a SageMaker real-time endpoint: the image built from infra/kokoro (the CUDA image on a GPU
+// instance, the ONNX engine's CPU image on a CPU one), the model, the endpoint and its autoscaling. The gateway stack talks to it by name over bidirectional streaming.
 import * as path from 'path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Token, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
@@ -9,18 +9,24 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
 import { Construct } from 'constructs';
 import { endpointArn, endpointLogArns } from './arns';
-import { CDK_ROOT, EarshotConfig } from './config';
+import { CDK_ROOT, EarshotConfig, InstanceKind, instanceKind, scalingTarget, sessionsPerInstance } from './config';
 
 /** The image's build output: Docker media types (not OCI), which SageMaker accepts. */
 export const DOCKER_MEDIA_TYPES = 'type=image,oci-mediatypes=false';
 
 export const KOKORO_DIR = path.resolve(CDK_ROOT, '..', 'kokoro');
 
+/** Each instance kind's Dockerfile in infra/kokoro. */
+export const DOCKERFILES: Record<InstanceKind, string> = { gpu: 'Dockerfile', cpu: 'Dockerfile.cpu' };
+
 // The build context is what the Dockerfile copies and nothing else (the folder's .dockerignore still applies
 // on top), so that docs, tests and local caches neither enter the image nor change its hash: a new hash
-// means a new model and a new GPU endpoint deployment. A test checks this list against the Dockerfile.
-export const IMAGE_CONTEXT = ['Dockerfile', 'requirements.txt', 'requirements-cpu.txt', 'requirements-gpu.txt', 'requirements-torch.txt', 'kokoro_server'];
-const IMAGE_EXCLUDES = ['*', ...IMAGE_CONTEXT.flatMap((p) => [`!${p}`, `!${p}/**`]), '**/__pycache__', '**/*.pyc'];
+// means a new model and a new endpoint deployment. A test checks each list against its Dockerfile.
+export const IMAGE_CONTEXTS: Record<InstanceKind, string[]> = {
+  gpu: ['Dockerfile', 'requirements.txt', 'requirements-cpu.txt', 'requirements-gpu.txt', 'requirements-torch.txt', 'kokoro_server'],
+  cpu: ['Dockerfile.cpu', 'requirements.txt', 'requirements-cpu.txt', 'kokoro_server'],
+};
+const imageExcludes = (context: string[]) => ['*', ...context.flatMap((p) => [`!${p}`, `!${p}/**`]), '**/__pycache__', '**/*.pyc'];
 
 /** How cdk-nag writes a value in a finding's id: itself when known at synth, `<AWS::Region>` when a token. */
 const nagName = (value: string, pseudo: string): string => (Token.isUnresolved(value) ? `<${pseudo}>` : value);
@@ -42,6 +48,7 @@ export class KokoroModelStack extends Stack {
   constructor(scope: Construct, id: string, props: KokoroModelStackProps) {
     super(scope, id, props);
     const c = props.config;
+    const kind = instanceKind(c.instanceType) ?? 'gpu';
     this.endpointName = c.endpointName;
     this.endpointArn = endpointArn(this, c.endpointName);
     this.variantName = c.variantName;
@@ -53,8 +60,9 @@ export class KokoroModelStack extends Stack {
     // provenance attestation (BUILDX_NO_DEFAULT_ATTESTATIONS), which would wrap the image in an OCI index.
     const image = new DockerImageAsset(this, 'KokoroImage', {
       directory: props.kokoroDir ?? KOKORO_DIR,
+      file: DOCKERFILES[kind],
       platform: Platform.LINUX_AMD64,
-      exclude: IMAGE_EXCLUDES,
+      exclude: imageExcludes(IMAGE_CONTEXTS[kind]),
       outputs: [DOCKER_MEDIA_TYPES],
     });
 
@@ -99,7 +107,13 @@ export class KokoroModelStack extends Stack {
 
     const model = new sagemaker.CfnModel(this, 'Model', {
       executionRoleArn: role.roleArn,
-      primaryContainer: { image: image.imageUri, mode: 'SingleModel' },
+      primaryContainer: {
+        image: image.imageUri,
+        mode: 'SingleModel',
+        // The admission limit, written out so that autoscaling's target and the container's cap are read from
+        // one place (config.ts's sessionsPerInstance): a session past it is refused 503 and the gateway spills over.
+        environment: { KOKORO_MAX_SESSIONS: String(sessionsPerInstance(c)) },
+      },
     });
     // The role's policy (a separate resource) must exist before SageMaker checks the image.
     model.node.addDependency(role);
@@ -109,11 +123,12 @@ export class KokoroModelStack extends Stack {
         variantName: c.variantName,
         modelName: model.attrModelName,
         instanceType: c.instanceType,
-        // A host whose driver runs the image's CUDA 12 runtime (the default AMI's CUDA 11.4 does not).
-        inferenceAmiVersion: c.inferenceAmiVersion,
+        // A GPU host whose driver runs the image's CUDA 12 runtime (the default AMI's CUDA 11.4 does not). A CPU
+        // instance takes no GPU AMI: SageMaker's default host runs the ONNX engine.
+        inferenceAmiVersion: kind === 'gpu' ? c.inferenceAmiVersion : undefined,
         initialInstanceCount: 1,
         initialVariantWeight: 1,
-        // Loading the image and the model onto the GPU takes minutes, not the default seconds.
+        // Loading the image and the model takes minutes, not the default seconds.
         containerStartupHealthCheckTimeoutInSeconds: c.startupHealthCheckTimeoutSeconds,
         // A conversation holds its stream for seconds to minutes: a new one goes to the instance with the
         // fewest in flight, not a random one that may already be full (RANDOM is the default; AWS's own
@@ -150,12 +165,11 @@ export class KokoroModelStack extends Stack {
     // many start, not how many the GPU is serving. ConcurrentRequestsPerModel counts the requests the
     // container holds (a streaming response until its last byte), every 10 s ("Define a scaling policy" in
     // SageMaker's autoscaling guide): the load itself, seen six times sooner. The target sits under the
-    // container's admission cap (KOKORO_MAX_SESSIONS, 16 in the GPU image), so instances are added before
-    // sessions are refused.
+    // container's admission cap (KOKORO_MAX_SESSIONS, above), so instances are added before sessions are refused.
     target.scaleToTrackMetric('ConcurrentStreams', {
       predefinedMetric: appscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
-      targetValue: c.targetConcurrentStreams,
-      // GPU instances take minutes to come up: scale out promptly, scale in only after a quiet spell.
+      targetValue: scalingTarget(c),
+      // Instances take minutes to come up: scale out promptly, scale in only after a quiet spell.
       scaleOutCooldown: Duration.minutes(2),
       scaleInCooldown: Duration.minutes(10),
     });

@@ -4,7 +4,7 @@
 import { App, Environment, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { BootstrapCode } from './bootstrap-code';
-import { EarshotConfig } from './config';
+import { EarshotConfig, instanceKind } from './config';
 import { EarshotGatewayStack } from './gateway-stack';
 import { KokoroModelStack } from './model-stack';
 
@@ -26,7 +26,7 @@ export function addDeployment(app: App, config: EarshotConfig, code: BootstrapCo
         env,
         config,
         kokoroDir,
-        description: 'earshot: the Kokoro TTS model on a SageMaker GPU endpoint, with autoscaling',
+        description: `earshot: the Kokoro TTS model on a SageMaker ${instanceKind(config.instanceType) === 'cpu' ? 'CPU' : 'GPU'} endpoint, with autoscaling`,
       });
   const gateway = new EarshotGatewayStack(app, GATEWAY_STACK_ID, {
     env,

@@ -123,6 +123,9 @@ describe('dashboard', () => {
       assert.ok(e.includes(`* ${prices.polly_generative_usd_per_million_characters.value / 1e6}`), `Polly's price per character: ${e}`);
       assert.ok(e.includes(`* 1 * ${prices.lambda_usd_per_gb_second.value}`), `1024 MB at the GB-second price: ${e}`);
       assert.ok(e.includes(`1 * ${prices.sagemaker_usd_per_instance_hour.value} * PERIOD(${arm}_answers) / 3600`), `one instance-hour's share: ${e}`);
+      // Metric math reads `2e-7` as 2 less a metric named `e`: every price is written as a plain decimal.
+      assert.ok(!/\d[eE][-+]?\d/.test(e), `no exponent notation: ${e}`);
+      assert.ok(e.includes(`${arm}_answers * ${(prices.lambda_usd_per_million_requests.value / 1e6).toFixed(12).replace(/0+$/, '')}`), `the request price: ${e}`);
     }
     assert.deepEqual(lines(cost).sort(), [
       'earshot Answers Arm=kokoro Backend=kokoro Sum', 'earshot Answers Arm=kokoro Sum', 'earshot Answers Arm=polly Backend=kokoro Sum', 'earshot Answers Arm=polly Sum',

@@ -1,11 +1,11 @@
-// The Kokoro image's Dockerfile, read as text: what SageMaker's bidirectional streaming needs from it (the
+// The Kokoro images' Dockerfiles (GPU and CPU), read as text: what SageMaker's bidirectional streaming needs from it (the
 // capability label, port 8080, the `serve` argument), and that the image asset's build context has
 // everything it copies.
 import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
 import { describe, it } from 'node:test';
-import { IMAGE_CONTEXT, KOKORO_DIR } from '../lib/model-stack';
+import { DOCKERFILES, IMAGE_CONTEXTS, KOKORO_DIR } from '../lib/model-stack';
 
 /** The Dockerfile's instructions, continuation lines joined and comments dropped. */
 function instructions(text: string): { op: string; args: string }[] {
@@ -20,8 +20,8 @@ function instructions(text: string): { op: string; args: string }[] {
     });
 }
 
-describe('infra/kokoro/Dockerfile', () => {
-  const ins = instructions(fs.readFileSync(path.join(KOKORO_DIR, 'Dockerfile'), 'utf8'));
+for (const [kind, dockerfile] of Object.entries(DOCKERFILES) as [keyof typeof DOCKERFILES, string][]) describe(`infra/kokoro/${dockerfile} (${kind} instances)`, () => {
+  const ins = instructions(fs.readFileSync(path.join(KOKORO_DIR, dockerfile), 'utf8'));
   const args = (op: string) => ins.filter((i) => i.op === op).map((i) => i.args);
 
   it('carries the bidirectional-streaming capability label', () => {
@@ -47,7 +47,7 @@ describe('infra/kokoro/Dockerfile', () => {
       .flatMap((a) => a.split(/\s+/).filter((w) => !w.startsWith('--')).slice(0, -1));
     assert.ok(sources.length > 0);
     for (const source of sources) {
-      assert.ok(IMAGE_CONTEXT.includes(source.replace(/\/$/, '')), `${source} is copied by the Dockerfile but not in IMAGE_CONTEXT`);
+      assert.ok(IMAGE_CONTEXTS[kind].includes(source.replace(/\/$/, '')), `${source} is copied by ${dockerfile} but not in its IMAGE_CONTEXTS`);
       assert.ok(fs.existsSync(path.join(KOKORO_DIR, source)), `${source} exists`);
     }
   });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'fs';
 import * as path from 'path';
 import { describe, it } from 'node:test';
-import { IMAGE_CONTEXT } from '../lib/model-stack';
+import { IMAGE_CONTEXTS } from '../lib/model-stack';
 import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statements, synth } from './fixture';
 
 describe('Kokoro image', () => {
@@ -27,7 +27,7 @@ describe('Kokoro image', () => {
 
   it('has a build context of the Dockerfile and what it copies, no tests, docs or caches', () => {
     const staged = fs.readdirSync(path.join(s.app.outdir, images[0].source.directory)).filter((f) => f !== '.dockerignore').sort();
-    assert.deepEqual(staged, [...IMAGE_CONTEXT].sort());
+    assert.deepEqual(staged, [...IMAGE_CONTEXTS.gpu].sort());
   });
 });
 
@@ -57,7 +57,7 @@ describe('model and endpoint', () => {
   });
 
   it('takes the instance type and timeouts from the config', () => {
-    const variants = only(synth({ instanceType: 'ml.g6.xlarge', startupHealthCheckTimeoutSeconds: '900', variantName: 'Blue' }).modelTemplate!,
+    const variants = only(synth({ instanceType: 'ml.g6.xlarge', instanceUsdPerHour: '1.5', startupHealthCheckTimeoutSeconds: '900', variantName: 'Blue' }).modelTemplate!,
       'AWS::SageMaker::EndpointConfig').Properties.ProductionVariants;
     assert.equal(variants[0].InstanceType, 'ml.g6.xlarge');
     assert.equal(variants[0].ContainerStartupHealthCheckTimeoutInSeconds, 900);
@@ -162,5 +162,60 @@ describe('wiring', () => {
     const actions = statements(t!).flatMap(actionsOf);
     assert.ok(!actions.includes('logs:CreateLogGroup'), actions.join(' '));
     assert.ok(actions.includes('logs:PutLogEvents'));
+  });
+});
+
+describe('a CPU endpoint', () => {
+  // An ml.c7i.xlarge: four vCPUs, two physical cores; the price is the deployment's to give (none is listed).
+  const s = synth({ instanceType: 'ml.c7i.xlarge', instanceUsdPerHour: '0.25' });
+  const manifest = JSON.parse(fs.readFileSync(path.join(s.app.outdir, `${s.model!.artifactId}.assets.json`), 'utf8'));
+  const images = Object.values(manifest.dockerImages) as { source: { directory: string; dockerFile?: string } }[];
+
+  it('builds the ONNX engine image from Dockerfile.cpu, with only what it copies', () => {
+    assert.equal(images.length, 1);
+    assert.equal(images[0].source.dockerFile, 'Dockerfile.cpu');
+    const staged = fs.readdirSync(path.join(s.app.outdir, images[0].source.directory)).filter((f) => f !== '.dockerignore').sort();
+    assert.deepEqual(staged, [...IMAGE_CONTEXTS.cpu].sort());
+  });
+
+  it('runs on SageMaker\'s default host, with no GPU AMI', () => {
+    const variants = only(s.modelTemplate!, 'AWS::SageMaker::EndpointConfig').Properties.ProductionVariants;
+    assert.equal(variants[0].InstanceType, 'ml.c7i.xlarge');
+    assert.equal(variants[0].InferenceAmiVersion, undefined);
+    assert.match(s.model!.templateOptions.description ?? '', /CPU endpoint/);
+  });
+
+  it('admits one conversation per physical core and scales out before the instance is full', () => {
+    const model = only(s.modelTemplate!, 'AWS::SageMaker::Model').Properties;
+    assert.deepEqual(model.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '2' });
+    const tracking = only(s.modelTemplate!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration;
+    assert.equal(tracking.TargetValue, 1);
+    // Given: the measured figure wins over the estimate.
+    const measured = synth({ instanceType: 'ml.c7i.4xlarge', instanceUsdPerHour: '1', maxSessionsPerInstance: '6' }).modelTemplate!;
+    assert.deepEqual(only(measured, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '6' });
+    assert.equal(only(measured, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 4);
+  });
+
+  it('charts the CPU, not a GPU, and prices the instance at the price given', () => {
+    const body = render(only(s.gatewayTemplate, 'AWS::CloudWatch::Dashboard').Properties.DashboardBody);
+    assert.ok(body.includes('CPUUtilization') && !body.includes('GPUUtilization'));
+    assert.ok(body.includes('1 * 0.25 * PERIOD('), 'one instance at $0.25 an hour in the cost per 1,000 answers');
+  });
+});
+
+describe('the instance, checked', () => {
+  it('keeps the GPU image\'s admission limit and three quarters of it as the target', () => {
+    const { modelTemplate: t } = synth();
+    assert.deepEqual(only(t!, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '16' });
+    assert.equal(only(t!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 12);
+  });
+
+  it('refuses an instance the image cannot run on, an unlisted one without a price, a target over what an instance admits', () => {
+    assert.throws(() => synth({ instanceType: 'ml.inf2.xlarge', instanceUsdPerHour: '1' }), /`instanceType` must be a GPU \(ml.g\*, ml.p\*\) or CPU/);
+    assert.throws(() => synth({ instanceType: 'ml.c7i.xlarge' }), /`instanceUsdPerHour` must be given for ml.c7i.xlarge: docs\/prices.json lists only ml.g5.xlarge/);
+    assert.throws(() => synth({ instanceType: 'ml.c7i.xlarge', instanceUsdPerHour: '0.25', targetConcurrentStreams: '3' }), /`targetConcurrentStreams` \(3\) must not exceed the conversations one instance admits \(2\)/);
+    assert.throws(() => synth({ instanceUsdPerHour: 'cheap' }), /`instanceUsdPerHour` must be a price in dollars/);
+    // Polly only: no endpoint, nothing to check.
+    assert.doesNotThrow(() => synth({ pollyOnly: 'true', backends: 'polly', instanceType: 'ml.inf2.xlarge' }));
   });
 });

@@ -73,9 +73,9 @@ describe('deploy preflight', () => {
   });
 
   it('stops on an instance type the Region has no quota for, or a quota below the maximum autoscaling may reach', () => {
-    const absent = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge' }), 'us-east-1', cli({}).ask);
+    const absent = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge', instanceUsdPerHour: 2 }), 'us-east-1', cli({}).ask);
     assert.match(absent.missing[0], /no ml\.g6e\.xlarge endpoints/);
-    const low = preflight(defaultConfig({ instanceType: 'ml.g5.2xlarge', minInstances: 1, maxInstances: 1 }), 'us-east-1', cli({}).ask);
+    const low = preflight(defaultConfig({ instanceType: 'ml.g5.2xlarge', instanceUsdPerHour: 2, minInstances: 1, maxInstances: 1 }), 'us-east-1', cli({}).ask);
     assert.match(low.missing[0], /quota "ml\.g5\.2xlarge for endpoint usage" is 0.*below maxInstances 1/);
     const underMax = preflight(defaultConfig({ instanceType: 'ml.g5.xlarge', minInstances: 1, maxInstances: 3 }), 'us-east-1', cli({}).ask);
     assert.match(underMax.missing[0], /is 2 .*below maxInstances 3/);
@@ -84,7 +84,7 @@ describe('deploy preflight', () => {
   it("takes AWS's default where no applied quota value is listed, and only then calls an instance type not offered", () => {
     const defaults = ok({ Quotas: [{ QuotaName: 'ml.g6e.xlarge for endpoint usage', Value: 4 }] });
     const { ask, asked } = cli({ defaults });
-    const r = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge', maxInstances: 2 }), 'us-east-1', ask);
+    const r = preflight(defaultConfig({ instanceType: 'ml.g6e.xlarge', instanceUsdPerHour: 2, maxInstances: 2 }), 'us-east-1', ask);
     assert.deepEqual(r.missing, []);
     assert.ok(asked.some((a) => a[1] === 'list-aws-default-service-quotas'));
   });
