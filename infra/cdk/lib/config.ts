@@ -42,6 +42,13 @@ export function instanceKind(instanceType: string): InstanceKind | undefined {
 export const GPU_SESSIONS = 16;
 
 /**
+ * Conversations at once one GPU instance holds with p95 first audio within twice a lone conversation's median
+ * and no gap inside a sentence: 4, the knee measured on an H200 with the image's one worker (infra/kokoro/README.md,
+ * "Measured on a GPU"). An ml.g5's A10G is slower, so this is an upper bound for it until it is measured.
+ */
+export const GPU_KNEE = 4;
+
+/**
  * vCPUs of a SageMaker instance size, which follow EC2's: large 2, xlarge 4, Nxlarge 4N (medium 1).
  */
 export function vcpus(instanceType: string): number | undefined {
@@ -54,24 +61,29 @@ export function vcpus(instanceType: string): number | undefined {
 
 /**
  * Conversations one instance admits (the container's KOKORO_MAX_SESSIONS): `maxSessionsPerInstance`, else the
- * GPU image's 16, else on CPU one per two vCPUs (one physical core). That is the knee measured on a two-core
- * machine, two conversations at once before p95 first audio passed twice the idle median
- * (bench/results/capacity/cpu.md); a CPU instance's knee should be measured the same way
- * (`make -C infra/kokoro measure-capacity`) and set here.
+ * GPU image's 16, else on CPU one per vCPU. That is the knee measured on a two-vCPU virtual machine: two
+ * conversations at once before a sentence stalled and p95 first audio passed twice the idle median
+ * (bench/results/capacity/cpu.md). Past the knee a CPU cannot render fast enough and sentences stall, so the CPU
+ * instance admits no more than its knee and the rest spill over to the other voice. A CPU instance's own knee
+ * should be measured the same way (`make -C infra/kokoro measure-capacity`) and set here.
  */
 export function sessionsPerInstance(c: EarshotConfig): number {
   if (c.maxSessionsPerInstance > 0) return c.maxSessionsPerInstance;
   if (instanceKind(c.instanceType) !== 'cpu') return GPU_SESSIONS;
-  return Math.max(1, Math.floor((vcpus(c.instanceType) ?? 2) / 2));
+  return Math.max(1, vcpus(c.instanceType) ?? 1);
 }
 
 /**
- * What autoscaling holds each instance to (ConcurrentRequestsPerModel): `targetConcurrentStreams`, else three
- * quarters of what an instance admits (12 of the GPU image's 16), so that instances are added before any
- * conversation is refused.
+ * What autoscaling holds each instance to (ConcurrentRequestsPerModel): `targetConcurrentStreams`, else the
+ * knee, where first audio is still within its budget: on a GPU the measured GPU_KNEE (the image admits more, so
+ * that a burst is served slower rather than refused while a new instance starts); on CPU, where the instance
+ * admits only its knee, three quarters of it, so that instances are added before conversations spill over.
  */
 export function scalingTarget(c: EarshotConfig): number {
-  return c.targetConcurrentStreams > 0 ? c.targetConcurrentStreams : Math.max(1, Math.floor((sessionsPerInstance(c) * 3) / 4));
+  if (c.targetConcurrentStreams > 0) return c.targetConcurrentStreams;
+  const sessions = sessionsPerInstance(c);
+  if (instanceKind(c.instanceType) !== 'cpu') return Math.min(GPU_KNEE, sessions);
+  return Math.max(1, Math.floor((sessions * 3) / 4));
 }
 
 /**

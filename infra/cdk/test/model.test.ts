@@ -166,7 +166,7 @@ describe('wiring', () => {
 });
 
 describe('a CPU endpoint', () => {
-  // An ml.c7i.xlarge: four vCPUs, two physical cores; the price is the deployment's to give (none is listed).
+  // An ml.c7i.xlarge: four vCPUs; the price is the deployment's to give (none is listed).
   const s = synth({ instanceType: 'ml.c7i.xlarge', instanceUsdPerHour: '0.25' });
   const manifest = JSON.parse(fs.readFileSync(path.join(s.app.outdir, `${s.model!.artifactId}.assets.json`), 'utf8'));
   const images = Object.values(manifest.dockerImages) as { source: { directory: string; dockerFile?: string } }[];
@@ -185,11 +185,11 @@ describe('a CPU endpoint', () => {
     assert.match(s.model!.templateOptions.description ?? '', /CPU endpoint/);
   });
 
-  it('admits one conversation per physical core and scales out before the instance is full', () => {
+  it('admits one conversation per vCPU and scales out before the instance is full', () => {
     const model = only(s.modelTemplate!, 'AWS::SageMaker::Model').Properties;
-    assert.deepEqual(model.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '2' });
+    assert.deepEqual(model.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '4' });
     const tracking = only(s.modelTemplate!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration;
-    assert.equal(tracking.TargetValue, 1);
+    assert.equal(tracking.TargetValue, 3);
     // Given: the measured figure wins over the estimate.
     const measured = synth({ instanceType: 'ml.c7i.4xlarge', instanceUsdPerHour: '1', maxSessionsPerInstance: '6' }).modelTemplate!;
     assert.deepEqual(only(measured, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '6' });
@@ -204,16 +204,16 @@ describe('a CPU endpoint', () => {
 });
 
 describe('the instance, checked', () => {
-  it('keeps the GPU image\'s admission limit and three quarters of it as the target', () => {
+  it('keeps the GPU image\'s admission limit and scales out at the measured knee', () => {
     const { modelTemplate: t } = synth();
     assert.deepEqual(only(t!, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '16' });
-    assert.equal(only(t!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 12);
+    assert.equal(only(t!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 4);
   });
 
   it('refuses an instance the image cannot run on, an unlisted one without a price, a target over what an instance admits', () => {
     assert.throws(() => synth({ instanceType: 'ml.inf2.xlarge', instanceUsdPerHour: '1' }), /`instanceType` must be a GPU \(ml.g\*, ml.p\*\) or CPU/);
     assert.throws(() => synth({ instanceType: 'ml.c7i.xlarge' }), /`instanceUsdPerHour` must be given for ml.c7i.xlarge: docs\/prices.json lists only ml.g5.xlarge/);
-    assert.throws(() => synth({ instanceType: 'ml.c7i.xlarge', instanceUsdPerHour: '0.25', targetConcurrentStreams: '3' }), /`targetConcurrentStreams` \(3\) must not exceed the conversations one instance admits \(2\)/);
+    assert.throws(() => synth({ instanceType: 'ml.c7i.xlarge', instanceUsdPerHour: '0.25', targetConcurrentStreams: '5' }), /`targetConcurrentStreams` \(5\) must not exceed the conversations one instance admits \(4\)/);
     assert.throws(() => synth({ instanceUsdPerHour: 'cheap' }), /`instanceUsdPerHour` must be a price in dollars/);
     // Polly only: no endpoint, nothing to check.
     assert.doesNotThrow(() => synth({ pollyOnly: 'true', backends: 'polly', instanceType: 'ml.inf2.xlarge' }));

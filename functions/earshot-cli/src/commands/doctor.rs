@@ -82,7 +82,7 @@ pub fn fix(code: &str) -> &'static str {
             "the service refused the request: for SageMaker the endpoint may not exist or not be InService \
              (aws sagemaker describe-endpoint --endpoint-name earshot-kokoro)"
         }
-        "backend_not_ready" | "backend_open_timeout" => "the voice is still starting: a new endpoint takes 10 to 15 minutes (GPU or CPU); run the doctor again then",
+        "backend_not_ready" | "backend_open_timeout" => "the voice is still starting: a new endpoint takes 10 to 15 minutes; run the doctor again then",
         "backend_busy" => "the arm is at capacity: raise maxInstances (SageMaker) or KOKORO_MAX_SESSIONS, or lower the traffic",
         // SageMaker's model errors (ModelError, ModelStreamError, ModelNotReadyException, in snake case).
         c if c.starts_with("model_") => "the container failed: its log group is /aws/sagemaker/Endpoints/<endpoint> (CloudWatch Logs)",
