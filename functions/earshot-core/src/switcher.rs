@@ -13,8 +13,8 @@
 //!   prompt told ([`LanguageRoute`], given by whoever routes conversations). The relay holds the first
 //!   sentence, detects its language and routes the conversation again for it; what that calls for is
 //!   [`decide`]d: nothing; the same session told the language with every sentence (its front end and the
-//!   spoken forms); or another backend or voice, opened for the language, whose remaining arms become the
-//!   failover order. A reopening that fails leaves the conversation where it was. Either way it costs
+//!   spoken forms); or another backend or voice, opened for the language. Either way the language's other
+//!   arms become the failover order, so that a failure before the first audio is spoken in it too. A reopening that fails leaves the conversation where it was. Either way it costs
 //!   nothing where the first sentence is in the language the voice was chosen for, and one session's
 //!   opening before the first audio where another voice must speak it.
 //!
@@ -230,6 +230,10 @@ impl Relay {
             Decision::Keep => None,
             Decision::Tell => {
                 self.told = Some(language.clone());
+                // The same voice goes on; should it fail before the first audio, the language's other arms
+                // speak it, opened in it.
+                self.s.rest = arms.into_iter().skip(1).collect();
+                self.s.with.language = Some(language.clone());
                 let (voice, format) = (self.s.current.voice.clone(), self.s.current.format.clone());
                 tracing::info!(%conversation, "{LANGUAGE_DETECTED}: the answer is in {language}; {speaking} is told so");
                 Some(Switch { backend: speaking, voice, format, cause, reason: None, language: Some(language) })
@@ -244,7 +248,9 @@ impl Relay {
                         Some(Switch { language: Some(language), ..switch })
                     }
                     None => {
-                        tracing::warn!(%conversation, "the answer is in {language}, but no voice for it opened; it stays with {speaking}");
+                        if !self.s.with.cancel.is_cancelled() {
+                            tracing::warn!(%conversation, "the answer is in {language}, but no voice for it opened (each arm's cause above); it stays with {speaking}");
+                        }
                         self.s.rest = rest;
                         self.s.with.language = spoken;
                         None
@@ -254,10 +260,24 @@ impl Relay {
         }
     }
 
-    /// Opens the next arm that takes the conversation, in place of the current session.
+    /// Opens the next arm that takes the conversation, in place of the current session. An arm remembered
+    /// as sick is tried last, when every arm after it has failed ([`crate::arm_health`]); those not reached
+    /// stay in the failover order, at its end.
     async fn hand_over(&mut self, cause: &SpeechError, reason: BackendReason) -> Option<Switch> {
-        while let Some(arm) = self.s.rest.pop_front() {
-            if self.s.with.passed_over(&arm, self.s.rest.is_empty()).is_some() {
+        let mut deferred: VecDeque<Arm> = VecDeque::new();
+        let mut must_try = false;
+        loop {
+            let arm = match self.s.rest.pop_front() {
+                Some(arm) => arm,
+                None if !deferred.is_empty() => {
+                    self.s.rest = std::mem::take(&mut deferred);
+                    must_try = true;
+                    continue;
+                }
+                None => return None,
+            };
+            if self.s.with.passed_over(&arm, must_try || (self.s.rest.is_empty() && deferred.is_empty())).is_some() {
+                deferred.push_back(arm);
                 continue;
             }
             let opened = tokio::select! {
@@ -281,12 +301,12 @@ impl Relay {
                     // The old session is dropped here, which cancels it.
                     self.s.current = session;
                     self.s.current_arm = arm;
+                    self.s.rest.extend(deferred);
                     return Some(switch);
                 }
                 Err(e) => tracing::warn!("{} cannot take over ({}: {})", arm.backend.name(), e.code, crate::redact::redact(&e.message)),
             }
         }
-        None
     }
 }
 

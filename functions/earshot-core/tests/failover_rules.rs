@@ -441,3 +441,56 @@ async fn an_arm_passed_over_is_still_tried_when_every_arm_after_it_fails() {
     assert_eq!(causes, vec![PASSED_OVER, "backend_unavailable"]);
     assert!(health.report().is_empty(), "taken back when it opened");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reopening_for_the_language_tries_an_arm_remembered_as_sick_last() {
+    use earshot_core::arm_health::ArmHealth;
+    let origin = Instant::now();
+    let health = ArmHealth::new();
+    let remembered = Flaky::new("remembered", true, 1, origin);
+    let arm_of = |b: &Arc<Flaky>| Arm { backend: b.clone() as Arc<dyn SpeechBackend>, voice: "test".into() };
+    // Fallen sick in an earlier conversation, recovered before its probe.
+    let _ = Failover::new(vec![arm_of(&remembered)])
+        .open_timeout(Duration::from_millis(1500))
+        .arm_health(Some(health.clone()))
+        .open_arms("c", &CancellationToken::new())
+        .await;
+    assert!(health.report().contains_key("remembered"));
+    remembered.sick.store(false, std::sync::atomic::Ordering::SeqCst);
+    // French routes to it first and to an arm that refuses: the refusing one is asked first, then the sick one.
+    let (english, _) = backend(|_| speak_ms(10, 1, 0), origin);
+    let for_french = vec![arm_of(&remembered), arm(ScriptedBackend::refusing("after", "backend_unavailable"))];
+    let route: LanguageRoute = Arc::new(move |language: &Language| (language.to_string() == "fr").then(|| for_french.clone()));
+    let cancel = CancellationToken::new();
+    let opened = Failover::new(vec![arm(ScriptedBackend::new("primary", english, Duration::ZERO))])
+        .arm_health(Some(health.clone()))
+        .language_route(Some(route))
+        .open_arms("c", &cancel)
+        .await
+        .unwrap_or_else(|(_, e)| panic!("{e}"));
+    let (agent, _) = agent(french_answer(), origin);
+    let run = run_cancelled_by(agent, opened.session, Setup::default(), cancel, origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab), ("remembered".into(), BackendReason::Language)]);
+    assert_eq!(remembered.asked(), 2, "asked once in the earlier conversation, once here, last");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_voice_told_the_language_fails_over_to_the_languages_other_arm() {
+    let origin = Instant::now();
+    let (failing, _) = backend(|_| Plan::Fail { after: Duration::from_millis(50), code: "backend_unavailable" }, origin);
+    let primary = Arc::new(ScriptedBackend::new("primary", failing, Duration::ZERO));
+    let (french, french_probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let (english, english_probe) = backend(|_| speak_ms(10, 1, 0), origin);
+    let same = Arm { backend: primary.clone(), voice: "test".into() };
+    // Opened not knowing the language: an English fallback. French: the same voice first, then a French one.
+    let arms = vec![same.clone(), arm(ScriptedBackend::new("english-fallback", english, Duration::ZERO))];
+    let for_french = vec![same, arm(ScriptedBackend::new("french-fallback", french, Duration::ZERO))];
+    let run = converse_settling(arms, for_french, french_answer(), origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    let reasons = vec![("primary".into(), BackendReason::Ab), ("primary".into(), BackendReason::Ab), ("french-fallback".into(), BackendReason::Failover)];
+    assert_eq!(sessions(&run), reasons);
+    assert_eq!(french_probe.log().told, vec![Some("fr".to_string()); 2]);
+    assert!(english_probe.log().spoken.is_empty(), "the English fallback never reads the French answer");
+}

@@ -118,8 +118,8 @@ pub struct Gateway {
     registry: Arc<Registry>,
     /// A permit per conversation that may speak at once (`max_conversations`).
     conversation_slots: Option<Arc<Semaphore>>,
-    /// Every task a conversation spawns (its scheduler, its supervisor, its watchers, the relay of
-    /// its language gate): a server that stops waits for them, so that nothing a conversation does
+    /// Every task a conversation spawns (its scheduler, its supervisor, its watchers, the core's
+    /// switcher): a server that stops waits for them, so that nothing a conversation does
     /// after its stream ends (its metric line, clearing the interrupt store) is cut off.
     tasks: TaskTracker,
     /// Each owner's live conversations in this process.
