@@ -150,7 +150,7 @@ test-bench: deps-rust kokoro-venv bench-venv moto-venv
 	$(CARGO_TARGET_DIR)/debug/earshot-bench --quick --out $$out --kokoro-dir $(ROOT)/infra/kokoro --moto-server $(EARSHOT_MOTO_SERVER) --command "make test-bench" && \
 	$(ROOT)/bench/.venv/bin/python $(ROOT)/bench/plot.py $$out && \
 	for f in report.md results.json release.png floor.png gaps.png load.png; do test -s $$out/$$f || { echo "test-bench: $$f is missing"; exit 1; }; done && \
-	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter" "## 9. Overload" "## 10. Polly" "## 11. Interrupts" "## 12. Agent sources" "## 13. Piece plan" "## 14. First audio" "## 15. Sentence cache" "## 16. Audio formats" "## 17. Owner checks"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
+	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter" "## 9. Overload" "## 10. Polly" "## 11. Interrupts" "## 12. Agent sources" "## 13. Piece plan" "## 14. First audio" "## 15. Sentence cache" "## 16. Audio formats" "## 17. Owner checks" "## 18. Capacity"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
 	rm -rf $$out && echo "==> the benchmark harness works"
 
 test-cdk:

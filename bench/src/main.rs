@@ -17,7 +17,8 @@
 //! model alone), `transport` (SSE vs binary), `coldstart` (start-up and size), `segmenter`, `cache` (a
 //! sentence said again against the model's first time; Polly characters spared over a scripted day),
 //! `formats` (what converting to the client's audio format adds to first audio, and each format's bytes),
-//! `owner` (what a caller's places and character budget add to first audio, in the process and in DynamoDB).
+//! `owner` (what a caller's places and character budget add to first audio, in the process and in DynamoDB),
+//! `capacity` (how many conversations one Kokoro container holds at once before a listener notices: the knee).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 mod agents;
 mod cache;
+mod capacity;
 mod coldstart;
 mod container;
 mod firstaudio;
@@ -57,7 +59,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner"
+        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -75,6 +77,9 @@ struct Args {
     /// The earshot binary (default: beside this one).
     #[arg(long)]
     earshot: Option<PathBuf>,
+    /// Conversations at once the `capacity` suite tries, rising (it stops at the first level that fails).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6")]
+    capacity_levels: Vec<usize>,
     /// Trials per cell of the `firstaudio` suite (a distribution needs more than the others).
     #[arg(long, default_value_t = 50)]
     first_audio_trials: usize,
@@ -133,6 +138,8 @@ pub struct Results {
     pub formats: Option<Vec<formats::Row>>,
     #[serde(default)]
     pub owner: Option<Vec<owner::Row>>,
+    #[serde(default)]
+    pub capacity: Option<capacity::Results>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -213,6 +220,7 @@ async fn run(args: Args) -> Result<(), String> {
             "cache",
             "formats",
             "owner",
+            "capacity",
         ]
         .contains(&s.as_str())
     }) {
@@ -279,6 +287,17 @@ async fn run(args: Args) -> Result<(), String> {
     if wants("owner") {
         eprintln!("bench: owner checks: first audio with a caller's places and budget off, in the process, in DynamoDB (moto)");
         results.owner = Some(owner::run(&paths, if args.quick { 1 } else { trials.max(30) }, &args.moto_server).await?);
+        results.seconds = started.elapsed().as_secs_f64();
+        save(&args.out, &results)?;
+    }
+    if wants("capacity") {
+        let settings = if args.quick {
+            capacity::Settings { levels: vec![1, 2], lone: 1, rounds: 1 }
+        } else {
+            capacity::Settings { levels: args.capacity_levels.clone(), lone: 5, rounds: 3 }
+        };
+        eprintln!("bench: capacity: conversations at once on one Kokoro container, levels {:?}", settings.levels);
+        results.capacity = Some(capacity::run(&paths, &settings).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;
     }

@@ -106,6 +106,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(rows) = &r.owner {
         owner(o, rows);
     }
+    if let Some(c) = &r.capacity {
+        capacity(o, c);
+    }
     out
 }
 
@@ -758,4 +761,32 @@ fn owner(o: &mut String, rows: &[crate::owner::Row]) {
         let _ = writeln!(o, "| {} | {} | {} |", row.cell, spread(&row.client_ttfa_ms), ms(median(&row.client_ttfa_ms) - base));
     }
     let _ = writeln!(o);
+}
+
+fn capacity(o: &mut String, c: &crate::capacity::Results) {
+    let _ = writeln!(o, "## 18. Capacity: conversations one Kokoro container holds at once\n");
+    let _ = writeln!(
+        o,
+        "The real model on this machine's CPU, admitting everyone, behind `earshot serve`. Each level is k conversations (the `brief` answer, held to its end) whose starts are spread over a second, in bursts; it holds when the p95 of their first audio at the client is within the budget, twice the median of conversations alone ({}; budget {} ms), and none stalls inside a sentence for more than {} ms. The knee is the last level of the unbroken holding run; the suite stops at the first level that fails. It judges as `infra/kokoro/measure_capacity.py` judges the container alone (`bench/results/capacity/`), here through the gateway as a caller hears it.\n",
+        spread(&c.lone_ms),
+        ms(c.budget_ms),
+        crate::capacity::STALL_MS
+    );
+    let _ = writeln!(o, "| conversations at once | first audio | stalled | failed | holds |");
+    let _ = writeln!(o, "|---|---|---|---|---|");
+    for l in &c.levels {
+        let stalled = l.worst_stall_ms.iter().filter(|&&s| s > crate::capacity::STALL_MS).count();
+        let _ =
+            writeln!(o, "| {} | {} | {} | {} | {} |", l.conversations, spread(&l.first_audio_ms), stalled, l.errors.len(), if l.holds { "yes" } else { "no" });
+    }
+    let _ = match c.knee {
+        Some(k) => writeln!(
+            o,
+            "\nKnee: {}{k} conversations at once; about {:.0} answers an hour if answers of {:.1} s of audio kept arriving that many at a time (an upper bound: a steady rate is not measured).\n",
+            if c.bounded { "" } else { "at least " },
+            crate::capacity::answers_an_hour(k, c.answer_audio_s),
+            c.answer_audio_s
+        ),
+        None => writeln!(o, "\nNo knee: one conversation at a time did not hold its own budget.\n"),
+    };
 }

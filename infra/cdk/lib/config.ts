@@ -43,8 +43,9 @@ export const GPU_SESSIONS = 16;
 
 /**
  * Conversations at once one GPU instance holds with p95 first audio within twice a lone conversation's median
- * and no gap inside a sentence: 4, the knee measured on an H200 with the image's one worker (infra/kokoro/README.md,
- * "Measured on a GPU"). An ml.g5's A10G is slower, so this is an upper bound for it until it is measured.
+ * and no gap inside a sentence: 4, the upper end of the 2 to 4 measured on an H200 with the image's one worker
+ * (BENCHMARKS.md, "Capacity"; infra/kokoro/README.md, "Measured on a GPU"). An ml.g5's A10G is slower, so this
+ * is an upper bound for it until it is measured.
  */
 export const GPU_KNEE = 4;
 
