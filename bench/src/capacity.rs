@@ -16,6 +16,7 @@
 
 use std::time::{Duration, Instant};
 
+use earshot_agents::Sample;
 use earshot_core::stats::percentile_sorted;
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +59,10 @@ pub struct Results {
     pub bounded: bool,
     /// Seconds of audio in an answer, the median of the conversations alone.
     pub answer_audio_s: f64,
+    /// Characters in the answer's text, as sent to speech (`earshot plan` prices Polly by them). Absent
+    /// from results written before it was recorded.
+    #[serde(default)]
+    pub answer_characters: Option<usize>,
 }
 
 /// Whether a level holds: p95 first audio within `budget_ms`, no stall past [`STALL_MS`], no error.
@@ -87,18 +92,29 @@ pub fn answers_an_hour(knee: usize, answer_s: f64) -> f64 {
     }
 }
 
+/// The knee of one Kokoro container (CPU, ONNX) through `earshot serve`.
 pub async fn run(paths: &Paths, settings: &Settings) -> Result<Results, String> {
     let kokoro = stack::kokoro_with(paths, &[("KOKORO_MAX_SESSIONS", "10000".to_string())]).await?;
     let args: Vec<String> = ["--backends", "kokoro", "--kokoro-url", kokoro.url.as_str()].map(String::from).to_vec();
     let gateway = stack::gateway(paths, "gateway-capacity", &args, &[]).await?;
+    measure(&gateway.url, settings, || stack::kokoro_idle(&kokoro.url)).await
+}
+
+/// The knee of whatever voice the gateway at `url` speaks with; `idle` waits until that voice has
+/// finished the work of the conversations before (so that a level starts from rest).
+pub async fn measure<F, Fut>(url: &str, settings: &Settings, idle: F) -> Result<Results, String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
     let body = trial::body(Some("brief"), None, "incremental", None);
     // Warm-up, not recorded.
-    trial::run(&gateway.url, &body, false).await?;
+    trial::run(url, &body, false).await?;
     let mut lone_ms = Vec::new();
     let mut audio_ms = Vec::new();
     for _ in 0..settings.lone.max(1) {
-        stack::kokoro_idle(&kokoro.url).await?;
-        let m = trial::run(&gateway.url, &body, false).await.map_err(|e| format!("capacity, alone: {e}"))?;
+        idle().await?;
+        let m = trial::run(url, &body, false).await.map_err(|e| format!("capacity, alone: {e}"))?;
         lone_ms.push(m.client_ttfa_ms.ok_or("capacity, alone: no audio")?);
         audio_ms.push(m.audio_ms);
     }
@@ -108,11 +124,11 @@ pub async fn run(paths: &Paths, settings: &Settings) -> Result<Results, String> 
     for &k in &settings.levels {
         let mut level = Level { conversations: k, first_audio_ms: Vec::new(), worst_stall_ms: Vec::new(), errors: Vec::new(), holds: false };
         for _ in 0..settings.rounds.max(1) {
-            stack::kokoro_idle(&kokoro.url).await?;
+            idle().await?;
             let started = Instant::now();
             let tasks: Vec<_> = (0..k)
                 .map(|i| {
-                    let (url, body) = (gateway.url.clone(), body.clone());
+                    let (url, body) = (url.to_string(), body.clone());
                     let at = started + Duration::from_millis(1000 * i as u64 / k as u64);
                     tokio::spawn(async move {
                         tokio::time::sleep_until(at.into()).await;
@@ -146,7 +162,8 @@ pub async fn run(paths: &Paths, settings: &Settings) -> Result<Results, String> 
         }
     }
     let (knee, bounded) = knee(&levels);
-    Ok(Results { lone_ms, budget_ms, levels, knee, bounded, answer_audio_s: median(&audio_ms) / 1000.0 })
+    let answer_characters = Some(Sample::Brief.source().chars().count());
+    Ok(Results { lone_ms, budget_ms, levels, knee, bounded, answer_audio_s: median(&audio_ms) / 1000.0, answer_characters })
 }
 
 #[cfg(test)]
@@ -179,5 +196,59 @@ mod tests {
         assert_eq!(knee(&[level(1, true), level(2, true)]), (Some(2), false), "at least 2: none failed");
         assert_eq!(knee(&[level(1, false)]), (None, true));
         assert!((answers_an_hour(2, 10.0) - 720.0).abs() < 1e-9);
+    }
+
+    /// The whole measurement, against a voice whose capacity is known: the synthetic one serving two
+    /// sessions at once behind a real gateway, on a socket, with the benchmark's own client. The third
+    /// conversation waits for a whole answer, far past the budget, so the knee must come out at two and
+    /// bounded. The voice is quick (a short answer, a long latency) so that the margins are wide on a
+    /// loaded machine: a holding level's first audio is the latency plus milliseconds, the budget twice
+    /// that, a waiting conversation's a whole answer later.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_knee_is_found_at_a_voice_s_known_number_of_sessions() {
+        use std::sync::Arc;
+
+        use earshot_agents::{ScriptedAgent, ScriptedConfig};
+        use earshot_backends::{SyntheticBackend, SyntheticConfig};
+        use earshot_core::cache::CacheScope;
+        use earshot_gateway::cache_settings::CacheSettings;
+        use earshot_gateway::{Gateway, GatewaySettings, ServerLimits};
+        use tokio_util::sync::CancellationToken;
+
+        const SESSIONS: usize = 2;
+        let voice = SyntheticBackend::new(SyntheticConfig {
+            first_audio: Duration::from_millis(400),
+            chars_per_second: 120.0,
+            sessions: Some(SESSIONS),
+            ..Default::default()
+        });
+        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 400.0, first_token_delay: Duration::ZERO });
+        // No sentence cache: as the suite runs `earshot serve`, every sentence is the voice's work.
+        let cache = CacheSettings { scope: CacheScope::Off, ..Default::default() };
+        let gateway = Gateway::new(vec![Arc::new(voice.clone())], Arc::new(agent), GatewaySettings { metrics_namespace: None, cache, ..Default::default() });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let router = earshot_gateway::router(Arc::new(gateway));
+        tokio::spawn(earshot_gateway::serve(listener, router, ServerLimits::default(), std::future::pending(), CancellationToken::new()));
+        // At rest when the voice has no session left.
+        let idle = || {
+            let voice = voice.clone();
+            async move {
+                for _ in 0..500 {
+                    if voice.live_sessions() == 0 {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err("the synthetic voice still has sessions after 5 s".to_string())
+            }
+        };
+        let settings = Settings { levels: vec![1, 2, 3, 4], lone: 2, rounds: 1 };
+        let results = measure(&url, &settings, idle).await.expect("the measurement runs");
+        let held: Vec<(usize, bool)> = results.levels.iter().map(|l| (l.conversations, l.holds)).collect();
+        assert_eq!((results.knee, results.bounded), (Some(SESSIONS), true), "levels {held:?}, budget {:.0} ms", results.budget_ms);
+        assert_eq!(held, [(1, true), (2, true), (3, false)], "it stops at the first level that fails");
+        let waited = &results.levels[2];
+        assert!(waited.errors.is_empty(), "the third conversation waits, it is not refused: {:?}", waited.errors);
     }
 }

@@ -6,6 +6,11 @@
 //! It behaves like a backend faster than real time: a sentence's latency runs from the moment it
 //! was requested, overlapping the audio of the sentences before it, so a sentence requested early
 //! enough follows the previous one with no gap. Any gap a client hears is then the orchestrator's.
+//!
+//! With [`SyntheticConfig::sessions`] it also stands in for a container of known capacity: it serves that
+//! many sessions at once, and a session past them waits, before anything else, for one to end (a pool of
+//! workers with a queue). It is what the capacity benchmark's knee detection is checked against: the knee
+//! must come out at exactly that number.
 
 use std::collections::VecDeque;
 use std::f32::consts::TAU;
@@ -18,7 +23,7 @@ use bytes::Bytes;
 use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Voice};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
 
 /// How the synthetic voice behaves.
@@ -31,11 +36,20 @@ pub struct SyntheticConfig {
     pub chars_per_second: f64,
     /// Audio per chunk; chunks leave at real-time pace.
     pub chunk: Duration,
+    /// Sessions served at once; a session past them waits for one to end before it speaks. `None`: any
+    /// number.
+    pub sessions: Option<usize>,
 }
 
 impl Default for SyntheticConfig {
     fn default() -> Self {
-        SyntheticConfig { sample_rate: 24_000, first_audio: Duration::from_millis(200), chars_per_second: 15.0, chunk: Duration::from_millis(100) }
+        SyntheticConfig {
+            sample_rate: 24_000,
+            first_audio: Duration::from_millis(200),
+            chars_per_second: 15.0,
+            chunk: Duration::from_millis(100),
+            sessions: None,
+        }
     }
 }
 
@@ -43,11 +57,14 @@ impl Default for SyntheticConfig {
 pub struct SyntheticBackend {
     pub config: SyntheticConfig,
     live: Arc<AtomicUsize>,
+    /// One permit a session, when the sessions served at once are limited.
+    workers: Option<Arc<Semaphore>>,
 }
 
 impl SyntheticBackend {
     pub fn new(config: SyntheticConfig) -> Self {
-        SyntheticBackend { config, live: Arc::default() }
+        let workers = config.sessions.map(|n| Arc::new(Semaphore::new(n)));
+        SyntheticBackend { config, live: Arc::default(), workers }
     }
 
     /// Sessions whose task is still running: after a conversation ends, none of its own.
@@ -108,8 +125,19 @@ impl SpeechBackend for SyntheticBackend {
         let (events_tx, events_rx) = mpsc::channel(32);
         let guard = LiveGuard::new(&self.live);
         let config = self.config.clone();
+        let workers = self.workers.clone();
         tokio::spawn(async move {
             let _guard = guard;
+            // Held until the session ends, however it ends. Commands queue in the channel meanwhile, and a
+            // sentence's latency runs from when a worker takes it.
+            let _worker = match workers {
+                Some(workers) => tokio::select! {
+                    _ = options.cancel.cancelled() => return,
+                    _ = events_tx.closed() => return,
+                    permit = workers.acquire_owned() => Some(permit.expect("the semaphore is never closed")),
+                },
+                None => None,
+            };
             drive(config, commands_rx, events_tx, options).await
         });
         Ok(SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(self.config.sample_rate), voice: "tone".into() })
@@ -244,5 +272,45 @@ mod tests {
         assert_eq!(samples, 2 * 24_000 / 5);
         assert_eq!(first_audio[0], Duration::from_millis(400));
         assert_eq!(first_audio[1] - first_audio[0], Duration::from_millis(200), "the second sentence follows the first's audio at once");
+    }
+
+    /// With one session served at once, a second session speaks only once the first has ended, and
+    /// its latency runs from then. In virtual time.
+    #[tokio::test(start_paused = true)]
+    async fn a_session_past_the_limit_waits_for_one_to_end() {
+        let backend =
+            SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(100), chars_per_second: 50.0, sessions: Some(1), ..Default::default() });
+        let started = Instant::now();
+        let mut ends = Vec::new();
+        let mut sessions = Vec::new();
+        for id in ["first", "second"] {
+            let options =
+                SessionOptions { voice: "tone".into(), language: None, sample_rate: None, conversation_id: id.into(), cancel: CancellationToken::new() };
+            let session = backend.open(options).await.expect("open: the limit queues, it does not refuse");
+            session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None })).await.unwrap();
+            session.commands.send(SpeechCommand::Finish).await.unwrap();
+            sessions.push(session);
+        }
+        let mut first_audio = Vec::new();
+        for session in &mut sessions {
+            let mut heard = None;
+            while let Some(event) = session.events.recv().await {
+                match event {
+                    SpeechEvent::Audio { .. } => {
+                        heard.get_or_insert(started.elapsed());
+                    }
+                    SpeechEvent::Closed { .. } => break,
+                    _ => {}
+                }
+            }
+            first_audio.push(heard.expect("audio"));
+            ends.push(started.elapsed());
+        }
+        assert_eq!(first_audio[0], Duration::from_millis(100));
+        // The first session's 200 ms of audio are sent at real-time pace: it ends at 300 ms.
+        assert_eq!(first_audio[1], ends[0] + Duration::from_millis(100), "the second waited for the first to end");
+        drop(sessions);
+        tokio::task::yield_now().await;
+        assert_eq!(backend.live_sessions(), 0);
     }
 }

@@ -64,6 +64,29 @@ fn a_cpu_voice_is_planned_only_with_its_price_and_wins_where_it_is_cheapest() {
     assert!(!without_price.status.success());
 }
 
+/// The CPU knee from the bench's committed capacity run on a 2-core machine (`make bench BENCH_ARGS='--suites
+/// capacity'`), read as a new user passes it: the file names its machine, and its answer length is the plan's.
+#[test]
+fn the_bench_s_capacity_run_plans_a_cpu_voice() {
+    let results = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/results/capacity/gateway-cpu/results.json");
+    let mut args = vec!["--capacity", "4", "--cpu-capacity-file", results, "--cpu-price", "0.1", "--cpu-instance-type", "ml.c7i.large", "--volumes", "100"];
+    args.extend(PRICES);
+    let out = text(&plan(&args));
+    assert!(out.contains("capacity of kokoro-cpu: 2 conversations at once (the bench through earshot serve, on 2 cores of AMD EPYC;"), "{out}");
+    assert!(out.contains("results.json), taken as one ml.c7i.large's"), "{out}");
+    assert!(out.contains("holding their conversation 10.8 s"), "the answer's length is the bench's: {out}");
+    // 100 answers of 10.83 s an hour keep 0.3 open: one CPU instance at $0.10 an hour, $1.00 per 1,000.
+    assert!(out.contains("| 100 | 0.3 | 6.09 | 14.08 (1) | 1.00 (1) | kokoro-cpu |"), "{out}");
+    let quick = std::env::temp_dir().join(format!("earshot-plan-quick-{}.json", std::process::id()));
+    std::fs::write(&quick, r#"{"quick": true, "capacity": {"knee": 2, "bounded": true, "answer_audio_s": 1.0}}"#).expect("write");
+    let refused = plan(&["--capacity", "4", "--cpu-capacity-file", quick.to_str().expect("path"), "--cpu-price", "0.1", "--cpu-instance-type", "ml.c7i.large"]);
+    std::fs::remove_file(&quick).ok();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("quick run"), "{}", String::from_utf8_lossy(&refused.stderr));
+    let without_price = plan(&["--capacity", "4", "--cpu-capacity-file", results]);
+    assert!(!without_price.status.success(), "a CPU voice needs its price");
+}
+
 #[test]
 fn no_capacity_is_assumed() {
     let out = plan(&[]);

@@ -97,7 +97,11 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsE
                     .map_err(SettingsError::wrap("polly-voice"))?,
             ),
             BackendKind::Synthetic => {
-                let cfg = SyntheticConfig { first_audio: Duration::from_millis(settings.synthetic_latency_ms), ..Default::default() };
+                let cfg = SyntheticConfig {
+                    first_audio: Duration::from_millis(settings.synthetic_latency_ms),
+                    sessions: (settings.synthetic_sessions > 0).then_some(settings.synthetic_sessions),
+                    ..Default::default()
+                };
                 backends.push(Arc::new(SyntheticBackend::new(cfg)));
             }
         }

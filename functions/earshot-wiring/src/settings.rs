@@ -331,6 +331,10 @@ pub struct Settings {
     /// The synthetic backend's first-audio latency, in milliseconds.
     #[arg(long, default_value_t = 200)]
     pub synthetic_latency_ms: u64,
+    /// Sessions the synthetic backend serves at once, as a container with that many workers; a session past
+    /// them waits for one to end. 0: any number.
+    #[arg(long, default_value_t = 0)]
+    pub synthetic_sessions: usize,
     /// An endpoint for every AWS call (local stand-ins: `https://127.0.0.1:8443`).
     #[arg(long, env = "EARSHOT_AWS_ENDPOINT")]
     pub aws_endpoint: Option<String>,

@@ -1,7 +1,9 @@
 //! `earshot plan`: at what volume self-hosted Kokoro is cheaper than Polly, from a measured capacity.
 //!
-//! The arithmetic is `earshot_experiment::plan`; this module reads the capacity (given, or the JSON that
-//! `infra/kokoro/measure_capacity.py` writes), the prices (`docs/prices.json`, each overridable) and prints.
+//! The arithmetic is `earshot_experiment::plan`; this module reads the capacity (given, or a measurement's
+//! JSON: what `infra/kokoro/measure_capacity.py --json` writes of the container alone, or the `results.json`
+//! of the bench's `capacity` suite through `earshot serve`), the prices (`docs/prices.json`, each
+//! overridable) and prints.
 //! No capacity is assumed: the endpoint's own instance must be measured, and the plan says which figure it
 //! used. A CPU voice is planned only with a price given, since the project lists no checked CPU-instance price.
 
@@ -21,11 +23,13 @@ pub struct PlanArgs {
     /// Conversations at once one GPU instance holds (the knee measured on the endpoint's instance type).
     #[arg(long, required_unless_present = "capacity_file", conflicts_with = "capacity_file")]
     capacity: Option<u32>,
-    /// The JSON `infra/kokoro/measure_capacity.py --json` wrote on the endpoint's instance type: its first
-    /// setting's knee, and its answers' length unless --answer-seconds is given.
+    /// A measurement on the endpoint's instance type: the JSON `infra/kokoro/measure_capacity.py --json`
+    /// wrote (its first setting's knee) or the `results.json` of `make bench BENCH_ARGS='--suites capacity'`;
+    /// its answers' length too, unless --answer-seconds is given.
     #[arg(long)]
     capacity_file: Option<PathBuf>,
-    /// Characters sent to speech per answer, on average (default: the measured answer's 203).
+    /// Characters sent to speech per answer, on average (default: the measured answer's: a capacity file's,
+    /// else measure_capacity.py's 203).
     #[arg(long)]
     answer_characters: Option<f64>,
     /// Seconds an answer holds its conversation, about its audio (default: the capacity file's, else 10.8).
@@ -47,13 +51,16 @@ pub struct PlanArgs {
     #[arg(long)]
     polly_price: Option<f64>,
     /// Conversations at once one CPU instance holds; plans a CPU voice too (needs --cpu-price).
-    #[arg(long, requires = "cpu_price", requires = "cpu_instance_type")]
+    #[arg(long, group = "cpu", requires = "cpu_price", requires = "cpu_instance_type")]
     cpu_capacity: Option<u32>,
+    /// A measurement on the CPU instance type, read as --capacity-file is; plans a CPU voice too.
+    #[arg(long, group = "cpu", requires = "cpu_price", requires = "cpu_instance_type")]
+    cpu_capacity_file: Option<PathBuf>,
     /// The CPU instance's price per hour (no default: check your Region's SageMaker price page).
-    #[arg(long, requires = "cpu_capacity")]
+    #[arg(long, requires = "cpu")]
     cpu_price: Option<f64>,
     /// The CPU instance type.
-    #[arg(long, requires = "cpu_capacity")]
+    #[arg(long, requires = "cpu")]
     cpu_instance_type: Option<String>,
     /// Print the plan as JSON.
     #[arg(long)]
@@ -67,11 +74,17 @@ struct Measured {
     /// Whether a failing level bounds the knee (files of older scripts do not say: taken as bounded).
     bounded: bool,
     answer_seconds: Option<f64>,
+    /// Characters an answer sent to speech, where the measurement recorded them.
+    answer_characters: Option<f64>,
     setting: String,
 }
 
+/// A measurement in either format: the bench's `results.json` (a `capacity` section) or the script's.
 fn measured(text: &str) -> Result<Measured, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if v.get("capacity").is_some() {
+        return benched(&v);
+    }
     let first = v["settings"].get(0).ok_or("no settings: is this a measure_capacity.py --json file?")?;
     let knee = first["knee_conversations"].as_u64().ok_or("no knee_conversations in its first setting")?;
     if knee == 0 {
@@ -81,6 +94,7 @@ fn measured(text: &str) -> Result<Measured, String> {
         knee: u32::try_from(knee).map_err(|_| "knee_conversations is out of range")?,
         bounded: first["knee_bounded"].as_bool().unwrap_or(true),
         answer_seconds: first["levels"].get(0).and_then(|l| l["answer_audio_s"].as_f64()),
+        answer_characters: Some(MEASURED_ANSWER_CHARACTERS),
         setting: format!(
             "KOKORO_WORKERS={}, {} plan, on {}",
             first["workers"],
@@ -88,6 +102,53 @@ fn measured(text: &str) -> Result<Measured, String> {
             first["gpu"].as_str().and_then(|g| g.split(',').next()).or(v["device"].as_str()).unwrap_or("an unnamed device")
         ),
     })
+}
+
+/// The bench's `capacity` section: its knee through `earshot serve`, on the machine the report names. A quick
+/// run (`make test-bench`) measures nothing and is refused.
+fn benched(v: &Value) -> Result<Measured, String> {
+    let capacity = &v["capacity"];
+    if capacity.is_null() {
+        return Err("its capacity suite did not run: run `make bench BENCH_ARGS='--suites capacity'`".into());
+    }
+    if v["quick"].as_bool() == Some(true) {
+        return Err("a quick run (make test-bench): its figures measure nothing; run `make bench BENCH_ARGS='--suites capacity'`".into());
+    }
+    let knee = match &capacity["knee"] {
+        Value::Null => return Err("no level held: the machine cannot hold one conversation within the budget".into()),
+        knee => knee.as_u64().ok_or("its capacity knee is not a count")?,
+    };
+    let machine = &v["machine"];
+    Ok(Measured {
+        knee: u32::try_from(knee).map_err(|_| "its knee is out of range")?,
+        bounded: capacity["bounded"].as_bool().unwrap_or(true),
+        answer_seconds: capacity["answer_audio_s"].as_f64(),
+        answer_characters: capacity["answer_characters"].as_f64(),
+        setting: format!(
+            "the bench through earshot serve, on {} cores of {}",
+            machine["cores"].as_u64().map_or("?".into(), |c| c.to_string()),
+            machine["cpu"].as_str().unwrap_or("an unnamed CPU")
+        ),
+    })
+}
+
+/// A knee given or read from a file, with the words that say where it came from.
+fn capacity(given: Option<u32>, file: Option<&PathBuf>, flag: &str) -> Result<Option<(Measured, String)>, String> {
+    match (file, given) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let m = measured(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let at_least = if m.bounded { "" } else { "at least " };
+            let from = format!("{at_least}{} conversations at once ({}; {})", m.knee, m.setting, path.display());
+            Ok(Some((m, from)))
+        }
+        (None, Some(knee)) if knee > 0 => Ok(Some((
+            Measured { knee, bounded: true, answer_seconds: None, answer_characters: None, setting: String::new() },
+            format!("{knee} conversations at once ({flag})"),
+        ))),
+        (None, Some(_)) => Err(format!("{flag} must be at least 1 (or give its file)")),
+        (None, None) => Ok(None),
+    }
 }
 
 fn positive(name: &str, value: f64) -> Result<f64, String> {
@@ -100,22 +161,16 @@ fn positive(name: &str, value: f64) -> Result<f64, String> {
 
 pub fn run(args: PlanArgs) -> Result<(), String> {
     let prices = Prices::published();
-    let (capacity, from) = match (&args.capacity_file, args.capacity) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let m = measured(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let at_least = if m.bounded { "" } else { "at least " };
-            let from = format!("{at_least}{} conversations at once ({}; {})", m.knee, m.setting, path.display());
-            (m, from)
-        }
-        (None, Some(knee)) if knee > 0 => {
-            (Measured { knee, bounded: true, answer_seconds: None, setting: String::new() }, format!("{knee} conversations at once (--capacity)"))
-        }
-        _ => return Err("--capacity must be at least 1 (or give --capacity-file)".into()),
-    };
+    let (capacity, gpu_from) = self::capacity(args.capacity, args.capacity_file.as_ref(), "--capacity")?.ok_or("--capacity or --capacity-file is required")?;
+    let cpu = self::capacity(args.cpu_capacity, args.cpu_capacity_file.as_ref(), "--cpu-capacity")?;
+    // Where each voice's capacity came from, in the voices' order.
+    let mut from = vec![gpu_from];
+    // The answer measured, where a file says: the GPU's measurement first.
+    let measured_seconds = capacity.answer_seconds.or(cpu.as_ref().and_then(|(m, _)| m.answer_seconds));
+    let measured_characters = capacity.answer_characters.or(cpu.as_ref().and_then(|(m, _)| m.answer_characters));
     let workload = Workload {
-        characters: positive("--answer-characters", args.answer_characters.unwrap_or(MEASURED_ANSWER_CHARACTERS))?,
-        seconds: positive("--answer-seconds", args.answer_seconds.or(capacity.answer_seconds).unwrap_or(MEASURED_ANSWER_SECONDS))?,
+        characters: positive("--answer-characters", args.answer_characters.or(measured_characters).unwrap_or(MEASURED_ANSWER_CHARACTERS))?,
+        seconds: positive("--answer-seconds", args.answer_seconds.or(measured_seconds).unwrap_or(MEASURED_ANSWER_SECONDS))?,
     };
     for &v in &args.volumes {
         positive("each of --volumes", v)?;
@@ -128,44 +183,43 @@ pub fn run(args: PlanArgs) -> Result<(), String> {
         conversations_per_instance: capacity.knee,
         min_instances,
     }];
-    if let (Some(knee), Some(price), Some(instance_type)) = (args.cpu_capacity, args.cpu_price, args.cpu_instance_type.clone()) {
-        if knee == 0 {
-            return Err("--cpu-capacity must be at least 1".into());
-        }
+    if let (Some((cpu, cpu_from)), Some(price), Some(instance_type)) = (&cpu, args.cpu_price, args.cpu_instance_type.clone()) {
+        from.push(cpu_from.clone());
         voices.push(SelfHosted {
             name: "kokoro-cpu".into(),
             instance_type,
             usd_per_instance_hour: positive("--cpu-price", price)?,
-            conversations_per_instance: knee,
+            conversations_per_instance: cpu.knee,
             min_instances,
         });
     }
     let polly = positive("--polly-price", args.polly_price.unwrap_or(prices.polly_per_million_characters))?;
     let p = plan::plan(workload, polly, &voices, &args.volumes);
     if args.json {
-        let json = serde_json::json!({ "capacity": from, "prices_as_of": prices.as_of, "region": prices.region, "voices": voices, "plan": p });
+        let json = serde_json::json!({ "capacity": from[0], "cpu_capacity": from.get(1), "prices_as_of": prices.as_of, "region": prices.region, "voices": voices, "plan": p });
         println!("{}", serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?);
     } else {
-        print!("{}", render(&p, &voices, &prices, &from, args.cpu_capacity.is_none()));
+        print!("{}", render(&p, &voices, &prices, &from, cpu.is_none()));
     }
     Ok(())
 }
 
-fn render(p: &Plan, voices: &[SelfHosted], prices: &Prices, from: &str, no_cpu: bool) -> String {
+fn render(p: &Plan, voices: &[SelfHosted], prices: &Prices, from: &[String], no_cpu: bool) -> String {
     let mut out = format!(
         "earshot plan: Polly against self-hosted Kokoro, answers of {:.0} characters holding their conversation {:.1} s\n\
-         prices: Polly ${:.2} a million characters; {}; list prices of {} ({}) unless overridden\n\
-         capacity: {from}, taken as one {}'s (measured on another machine, it plans that machine)\n\
-         The Lambda costs the same whichever voice speaks and is left out. Instances are for the average number of\n\
-         conversations open (Little's law); a peak needs the headroom of the maximum below.\n\n",
+         prices: Polly ${:.2} a million characters; {}; list prices of {} ({}) unless overridden\n",
         p.workload.characters,
         p.workload.seconds,
         p.polly_usd_per_million_characters,
         voices.iter().map(|v| format!("{} ${:.3} an hour", v.instance_type, v.usd_per_instance_hour)).collect::<Vec<_>>().join(", "),
         prices.region,
         prices.as_of,
-        voices[0].instance_type,
     );
+    for (voice, from) in voices.iter().zip(from) {
+        out += &format!("capacity of {}: {from}, taken as one {}'s (measured on another machine, it plans that machine)\n", voice.name, voice.instance_type);
+    }
+    out += "The Lambda costs the same whichever voice speaks and is left out. Instances are for the average number of\n\
+            conversations open (Little's law); a peak needs the headroom of the maximum below.\n\n";
     out += "| answers an hour | conversations open | Polly $ per 1,000 answers |";
     for v in voices {
         out += &format!(" {} $ per 1,000 (instances) |", v.name);
@@ -215,6 +269,21 @@ mod tests {
         let named = r#"{"device": "cuda", "settings": [{"workers": 1, "plan": "paced", "knee_conversations": 2,
             "gpu": "NVIDIA H200, 580.159.04, 1779 MiB, 143771 MiB"}]}"#;
         assert_eq!(measured(named).expect("reads").setting, "KOKORO_WORKERS=1, paced plan, on NVIDIA H200");
+    }
+
+    #[test]
+    fn a_bench_results_file_gives_its_capacity_suite_s_knee_and_answer_length() {
+        let text = r#"{"quick": false, "machine": {"cpu": "AMD EPYC", "cores": 2},
+            "capacity": {"knee": 2, "bounded": true, "answer_audio_s": 10.83, "budget_ms": 1404.2, "answer_characters": 166}}"#;
+        let m = measured(text).expect("reads");
+        assert_eq!((m.knee, m.bounded, m.answer_seconds, m.answer_characters), (2, true, Some(10.83), Some(166.0)));
+        assert_eq!(m.setting, "the bench through earshot serve, on 2 cores of AMD EPYC");
+        let quick = r#"{"quick": true, "capacity": {"knee": 2, "bounded": true}}"#;
+        assert!(measured(quick).unwrap_err().contains("quick run"));
+        let none_held = r#"{"quick": false, "capacity": {"knee": null, "bounded": true}}"#;
+        assert!(measured(none_held).unwrap_err().contains("no level held"));
+        let not_run = r#"{"quick": false, "capacity": null}"#;
+        assert!(measured(not_run).unwrap_err().contains("did not run"));
     }
 
     #[test]
