@@ -6,9 +6,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use earshot_client::{speak, CallOptions, SpeakBody};
-use earshot_e2e::earshot_bin;
 use earshot_e2e::moto::Moto;
 use earshot_e2e::run_aws::RunAws;
+use earshot_e2e::{earshot_bin, EarshotProcess};
 use serde_json::{json, Value};
 
 const ANSWERS: usize = 36;
@@ -132,4 +132,64 @@ logs.put_log_events(logGroupName='/aws/lambda/earshot-gateway', logStreamName='s
     for f in [plot, lines_file] {
         let _ = std::fs::remove_file(f);
     }
+}
+
+/// `earshot plan --observed` as a new user runs it on a gateway's log: the knee a deployment showed, read
+/// from its answers. The voice is the synthetic one serving two sessions at once, so the knee is known;
+/// the answers come as traffic comes, one, two and three at a time.
+#[tokio::test]
+async fn earshot_plan_reads_a_voice_s_known_capacity_from_the_gateway_s_log() {
+    let gateway = EarshotProcess::start(&["--backends", "synthetic", "--synthetic-sessions", "2", "--synthetic-latency-ms", "300", "--cache", "off"]).await;
+    gateway.healthy().await;
+    // About 1.2 s of audio: the third of three waits that long for a session, far past twice the 300 ms.
+    let body = SpeakBody { text: Some("One moment please.".into()), ..Default::default() };
+    let mut answers = 0;
+    for (at_once, rounds) in [(1, 6), (2, 3), (3, 2)] {
+        for _ in 0..rounds {
+            let calls: Vec<_> = (0..at_once)
+                .map(|_| {
+                    let (url, body) = (gateway.url.clone(), body.clone());
+                    tokio::spawn(async move { speak(&url, &body, &CallOptions::default()).await })
+                })
+                .collect();
+            for call in calls {
+                let r = call.await.unwrap().expect("the answer is spoken");
+                assert!(r.error.is_none(), "{:?}", r.error);
+                answers += 1;
+            }
+        }
+    }
+    for _ in 0..100 {
+        if gateway.metric_lines().len() >= answers {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = gateway.stdout.to_str().unwrap().to_string();
+    let plan = |extra: &[&str]| {
+        Command::new(earshot_bin())
+            .args(["plan", "--observed", "gpu", "--observed-backend", "synthetic", "--log", &log, "--volumes", "100", "--json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = plan(&[]);
+    assert!(out.status.success(), "earshot plan --observed: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let capacity = v["capacity"].as_str().unwrap();
+    assert!(capacity.starts_with("2 conversations at once (observed in 18 answers of `synthetic`"), "{capacity}");
+    assert!(capacity.contains("1 at once: 6 answers, holds; 2 at once: 6 answers, holds; 3 at once: 6 answers, does not hold"), "{capacity}");
+    assert_eq!(v["voices"][0]["conversations_per_instance"], 2);
+    // Said to be two instances, the same answers are shared over them: two at once is one each, three at
+    // once two on one of them, and that is where the waits were seen.
+    let spread = plan(&["--instances", "2"]);
+    assert!(spread.status.success(), "{}", String::from_utf8_lossy(&spread.stderr));
+    let spread: Value = serde_json::from_slice(&spread.stdout).unwrap();
+    let spread = spread["capacity"].as_str().unwrap();
+    assert!(spread.starts_with("1 conversation at once"), "{spread}");
+    assert!(spread.contains("1 at once: 12 answers, holds; 2 at once: 6 answers, does not hold"), "{spread}");
+    // A backend the lines never name shows nothing, and says so.
+    let out = Command::new(earshot_bin()).args(["plan", "--observed", "gpu", "--observed-backend", "kokoro", "--log", &log]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no capacity for `kokoro`: 0 answers"), "{}", String::from_utf8_lossy(&out.stderr));
 }

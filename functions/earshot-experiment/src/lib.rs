@@ -14,9 +14,11 @@
 //! - [`report`]: the per-arm figures, the comparisons and the verdict, as text or JSON.
 //! - [`plot`]: the time-to-first-audio distributions per arm, as SVG.
 //! - [`plan`]: when self-hosted Kokoro pays: dollars per 1,000 answers by volume, from measured capacity.
+//! - [`observed`]: the capacity a deployment showed: a self-hosted voice's knee from its answers' lines.
 
 pub mod cost;
 pub mod lines;
+pub mod observed;
 pub mod plan;
 pub mod plot;
 pub mod report;

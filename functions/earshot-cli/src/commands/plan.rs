@@ -10,9 +10,12 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use earshot_experiment::observed::{self, Observed};
 use earshot_experiment::plan::{self, Plan, SelfHosted, Workload};
 use earshot_experiment::Prices;
 use serde_json::Value;
+
+use super::metric_lines::LineSource;
 
 /// The answer `measure_capacity.py` speaks: four sentences, 203 characters, about 10.8 s of audio.
 const MEASURED_ANSWER_CHARACTERS: f64 = 203.0;
@@ -21,7 +24,7 @@ const MEASURED_ANSWER_SECONDS: f64 = 10.8;
 #[derive(Args)]
 pub struct PlanArgs {
     /// Conversations at once one GPU instance holds (the knee measured on the endpoint's instance type).
-    #[arg(long, required_unless_present = "capacity_file", conflicts_with = "capacity_file")]
+    #[arg(long, required_unless_present_any = ["capacity_file", "observed"], conflicts_with = "capacity_file")]
     capacity: Option<u32>,
     /// A measurement on the endpoint's instance type: the JSON `infra/kokoro/measure_capacity.py --json`
     /// wrote (its first setting's knee) or the `results.json` of `make bench BENCH_ARGS='--suites capacity'`;
@@ -57,18 +60,37 @@ pub struct PlanArgs {
     #[arg(long, group = "cpu", requires = "cpu_price", requires = "cpu_instance_type")]
     cpu_capacity_file: Option<PathBuf>,
     /// The CPU instance's price per hour (no default: check your Region's SageMaker price page).
-    #[arg(long, requires = "cpu")]
+    #[arg(long)]
     cpu_price: Option<f64>,
     /// The CPU instance type.
-    #[arg(long, requires = "cpu")]
+    #[arg(long)]
     cpu_instance_type: Option<String>,
+    /// Take this voice's capacity from what a deployment showed: the knee of its self-hosted backend in the
+    /// gateway's metric lines (read as `earshot ab` reads them: --log, --log-group or --outputs).
+    #[arg(long, value_enum)]
+    observed: Option<ObservedVoice>,
+    /// The backend whose answers show the observed capacity.
+    #[arg(long, default_value = "kokoro", requires = "observed")]
+    observed_backend: String,
+    /// The endpoint's instances through the observed window (its average where autoscaling moved it).
+    #[arg(long, default_value_t = 1.0, requires = "observed")]
+    instances: f64,
+    #[command(flatten)]
+    source: LineSource,
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
 }
 
+/// Which voice a deployment's observed capacity stands for.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ObservedVoice {
+    Gpu,
+    Cpu,
+}
+
 /// A capacity measurement's knee and answer length.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Measured {
     knee: u32,
     /// Whether a failing level bounds the knee (files of older scripts do not say: taken as bounded).
@@ -132,6 +154,49 @@ fn benched(v: &Value) -> Result<Measured, String> {
     })
 }
 
+/// "1 conversation", "2 conversations".
+fn conversations(n: u32) -> String {
+    format!("{n} conversation{}", if n == 1 { "" } else { "s" })
+}
+
+/// The observed knee as the plan takes it, with the words that say where it came from; no knee is an
+/// error that says why.
+fn observed_measure(o: &Observed) -> Result<(Measured, String), String> {
+    let levels: Vec<String> = o
+        .levels
+        .iter()
+        .map(|l| {
+            let verdict = match l.holds {
+                Some(true) => "holds",
+                Some(false) => "does not hold",
+                None => "too few to judge",
+            };
+            format!("{} at once: {} answers, {verdict}", l.conversations, l.answers)
+        })
+        .collect();
+    let Some(knee) = o.knee else {
+        return Err(format!(
+            "the lines show no capacity for `{}`: {} answers with their start known; {} (a level needs {} answers, and the budget {} answers alone)",
+            o.backend,
+            o.answers,
+            if levels.is_empty() { "none".to_string() } else { levels.join("; ") },
+            observed::MIN_ANSWERS,
+            observed::MIN_ANSWERS
+        ));
+    };
+    let at_least = if o.bounded { "" } else { "at least " };
+    let from = format!(
+        "{at_least}{} at once (observed in {} answers of `{}`, budget {:.0} ms: {})",
+        conversations(knee),
+        o.answers,
+        o.backend,
+        o.budget_ms.unwrap_or(f64::NAN),
+        levels.join("; ")
+    );
+    let m = Measured { knee, bounded: o.bounded, answer_seconds: o.answer_seconds, answer_characters: None, setting: String::new() };
+    Ok((m, from))
+}
+
 /// A knee given or read from a file, with the words that say where it came from.
 fn capacity(given: Option<u32>, file: Option<&PathBuf>, flag: &str) -> Result<Option<(Measured, String)>, String> {
     match (file, given) {
@@ -139,12 +204,12 @@ fn capacity(given: Option<u32>, file: Option<&PathBuf>, flag: &str) -> Result<Op
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let m = measured(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             let at_least = if m.bounded { "" } else { "at least " };
-            let from = format!("{at_least}{} conversations at once ({}; {})", m.knee, m.setting, path.display());
+            let from = format!("{at_least}{} at once ({}; {})", conversations(m.knee), m.setting, path.display());
             Ok(Some((m, from)))
         }
         (None, Some(knee)) if knee > 0 => Ok(Some((
             Measured { knee, bounded: true, answer_seconds: None, answer_characters: None, setting: String::new() },
-            format!("{knee} conversations at once ({flag})"),
+            format!("{} at once ({flag})", conversations(knee)),
         ))),
         (None, Some(_)) => Err(format!("{flag} must be at least 1 (or give its file)")),
         (None, None) => Ok(None),
@@ -161,8 +226,32 @@ fn positive(name: &str, value: f64) -> Result<f64, String> {
 
 pub fn run(args: PlanArgs) -> Result<(), String> {
     let prices = Prices::published();
-    let (capacity, gpu_from) = self::capacity(args.capacity, args.capacity_file.as_ref(), "--capacity")?.ok_or("--capacity or --capacity-file is required")?;
-    let cpu = self::capacity(args.cpu_capacity, args.cpu_capacity_file.as_ref(), "--cpu-capacity")?;
+    let observed = match args.observed {
+        Some(voice) => {
+            let given = match voice {
+                ObservedVoice::Gpu => args.capacity.is_some() || args.capacity_file.is_some(),
+                ObservedVoice::Cpu => args.cpu_capacity.is_some() || args.cpu_capacity_file.is_some(),
+            };
+            if given {
+                return Err("--observed takes the place of that voice's --capacity or --capacity-file: give one of them".into());
+            }
+            let (lines, _) = args.source.read("earshot plan")?;
+            Some((voice, observed_measure(&observed::capacity(&lines.answers, &args.observed_backend, args.instances))?))
+        }
+        None => None,
+    };
+    let pick = |voice: ObservedVoice| observed.as_ref().filter(|(v, _)| *v == voice).map(|(_, m)| m.clone());
+    let (capacity, gpu_from) = match pick(ObservedVoice::Gpu) {
+        Some(m) => m,
+        None => self::capacity(args.capacity, args.capacity_file.as_ref(), "--capacity")?.ok_or("--capacity, --capacity-file or --observed gpu is required")?,
+    };
+    let cpu = match pick(ObservedVoice::Cpu) {
+        Some(m) => Some(m),
+        None => self::capacity(args.cpu_capacity, args.cpu_capacity_file.as_ref(), "--cpu-capacity")?,
+    };
+    if cpu.is_some() != (args.cpu_price.is_some() && args.cpu_instance_type.is_some()) {
+        return Err("a CPU voice needs its capacity (--cpu-capacity, --cpu-capacity-file or --observed cpu), --cpu-price and --cpu-instance-type".into());
+    }
     // Where each voice's capacity came from, in the voices' order.
     let mut from = vec![gpu_from];
     // The answer measured, where a file says: the GPU's measurement first.
