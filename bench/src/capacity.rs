@@ -201,9 +201,10 @@ mod tests {
     /// The whole measurement, against a voice whose capacity is known: the synthetic one serving two
     /// sessions at once behind a real gateway, on a socket, with the benchmark's own client. The third
     /// conversation waits for a whole answer, far past the budget, so the knee must come out at two and
-    /// bounded. The voice is quick (a short answer, a long latency) so that the margins are wide on a
-    /// loaded machine: a holding level's first audio is the latency plus milliseconds, the budget twice
-    /// that, a waiting conversation's a whole answer later.
+    /// bounded. The voice is quick (a short answer, a long latency) and sends ahead, so that the margins
+    /// are wide on a loaded machine: a holding level's first audio is the latency plus milliseconds, the
+    /// budget twice that, a waiting conversation's a whole answer later; a chunk may come 300 ms late
+    /// before the listener hears a gap.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_knee_is_found_at_a_voice_s_known_number_of_sessions() {
         use std::sync::Arc;
@@ -220,6 +221,8 @@ mod tests {
             first_audio: Duration::from_millis(400),
             chars_per_second: 120.0,
             sessions: Some(SESSIONS),
+            // Sent ahead, as a real voice sends: a late timer on a loaded machine is not a stall.
+            lead: Duration::from_millis(300),
             ..Default::default()
         });
         let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 400.0, first_token_delay: Duration::ZERO });

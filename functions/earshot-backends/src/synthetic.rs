@@ -39,6 +39,9 @@ pub struct SyntheticConfig {
     /// Sessions served at once; a session past them waits for one to end before it speaks. `None`: any
     /// number.
     pub sessions: Option<usize>,
+    /// How far ahead of its playback audio is sent, as a backend faster than real time sends it. Zero sends
+    /// each chunk when it would start playing, so any delay in scheduling is a gap the listener hears.
+    pub lead: Duration,
 }
 
 impl Default for SyntheticConfig {
@@ -49,6 +52,7 @@ impl Default for SyntheticConfig {
             chars_per_second: 15.0,
             chunk: Duration::from_millis(100),
             sessions: None,
+            lead: Duration::ZERO,
         }
     }
 }
@@ -63,7 +67,7 @@ pub struct SyntheticBackend {
 
 impl SyntheticBackend {
     pub fn new(config: SyntheticConfig) -> Self {
-        let workers = config.sessions.map(|n| Arc::new(Semaphore::new(n)));
+        let workers = config.sessions.map(|n| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))));
         SyntheticBackend { config, live: Arc::default(), workers }
     }
 
@@ -152,7 +156,10 @@ impl SpeechBackend for SyntheticBackend {
 struct Current {
     index: u32,
     samples_left: usize,
+    /// When the next chunk starts playing.
     next_at: Instant,
+    /// Its first audio's moment: nothing of it leaves before, whatever the lead.
+    ready: Instant,
     phase: f32,
 }
 
@@ -173,6 +180,7 @@ async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>
                     index: request.index,
                     samples_left: ((seconds * cfg.sample_rate as f64) as usize).max(1),
                     next_at: audio_ends.map_or(ready, |end| end.max(ready)),
+                    ready,
                     phase: 0.0,
                 });
             } else if finishing {
@@ -180,7 +188,7 @@ async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>
                 return;
             }
         }
-        let wake = current.as_ref().map(|c| c.next_at);
+        let wake = current.as_ref().map(|c| c.next_at.checked_sub(cfg.lead).unwrap_or(c.next_at).max(c.ready));
         tokio::select! {
             biased;
             _ = options.cancel.cancelled() => return,
@@ -274,6 +282,34 @@ mod tests {
         assert_eq!(first_audio[1] - first_audio[0], Duration::from_millis(200), "the second sentence follows the first's audio at once");
     }
 
+    /// With a lead, audio leaves ahead of its playback, but never before the sentence's first audio.
+    #[tokio::test(start_paused = true)]
+    async fn a_lead_sends_audio_ahead_of_playback_but_not_before_first_audio() {
+        let backend = SyntheticBackend::new(SyntheticConfig {
+            first_audio: Duration::from_millis(100),
+            chars_per_second: 25.0,
+            lead: Duration::from_millis(250),
+            ..Default::default()
+        });
+        let options = SessionOptions { voice: "tone".into(), language: None, sample_rate: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
+        let mut session = backend.open(options).await.expect("open");
+        let started = Instant::now();
+        // 400 ms of audio in four 100 ms chunks.
+        session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None })).await.unwrap();
+        session.commands.send(SpeechCommand::Finish).await.unwrap();
+        let mut sent = Vec::new();
+        while let Some(event) = session.events.recv().await {
+            match event {
+                SpeechEvent::Audio { .. } => sent.push(started.elapsed().as_millis()),
+                SpeechEvent::Closed { .. } => break,
+                _ => {}
+            }
+        }
+        // Playback starts at 100 ms: chunks play at 100, 200, 300 and 400 ms, and leave 250 ms before,
+        // but not before 100 ms.
+        assert_eq!(sent, [100, 100, 100, 150]);
+    }
+
     /// With one session served at once, a second session speaks only once the first has ended, and
     /// its latency runs from then. In virtual time.
     #[tokio::test(start_paused = true)]
@@ -307,7 +343,8 @@ mod tests {
             ends.push(started.elapsed());
         }
         assert_eq!(first_audio[0], Duration::from_millis(100));
-        // The first session's 200 ms of audio are sent at real-time pace: it ends at 300 ms.
+        // The first session's 200 ms of audio leave at real-time pace, the last chunk at 200 ms: it closes
+        // then, and the second session's latency runs from there.
         assert_eq!(first_audio[1], ends[0] + Duration::from_millis(100), "the second waited for the first to end");
         drop(sessions);
         tokio::task::yield_now().await;

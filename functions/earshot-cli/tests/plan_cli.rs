@@ -76,7 +76,9 @@ fn the_bench_s_capacity_run_plans_a_cpu_voice() {
     assert!(out.contains("results.json), taken as one ml.c7i.large's"), "{out}");
     assert!(out.contains("holding their conversation 10.8 s"), "the answer's length is the bench's: {out}");
     // 100 answers of 10.83 s an hour keep 0.3 open: one CPU instance at $0.10 an hour, $1.00 per 1,000.
-    assert!(out.contains("| 100 | 0.3 | 6.09 | 14.08 (1) | 1.00 (1) | kokoro-cpu |"), "{out}");
+    // Its answer is the brief sample, 169 characters: $5.07 per 1,000 on Polly at $30 a million.
+    assert!(out.contains("answers of 169 characters holding their conversation 10.8 s"), "{out}");
+    assert!(out.contains("| 100 | 0.3 | 5.07 | 14.08 (1) | 1.00 (1) | kokoro-cpu |"), "{out}");
     let quick = std::env::temp_dir().join(format!("earshot-plan-quick-{}.json", std::process::id()));
     std::fs::write(&quick, r#"{"quick": true, "capacity": {"knee": 2, "bounded": true, "answer_audio_s": 1.0}}"#).expect("write");
     let refused = plan(&["--capacity", "4", "--cpu-capacity-file", quick.to_str().expect("path"), "--cpu-price", "0.1", "--cpu-instance-type", "ml.c7i.large"]);
@@ -85,6 +87,21 @@ fn the_bench_s_capacity_run_plans_a_cpu_voice() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("quick run"), "{}", String::from_utf8_lossy(&refused.stderr));
     let without_price = plan(&["--capacity", "4", "--cpu-capacity-file", results]);
     assert!(!without_price.status.success(), "a CPU voice needs its price");
+}
+
+#[test]
+fn what_would_be_ignored_is_refused() {
+    for args in [
+        &["--capacity", "4", "--cpu-price", "0.1"][..],
+        &["--capacity", "4", "--cpu-instance-type", "ml.c7i.large"],
+        &["--capacity", "4", "--log", "gateway.log"],
+        &["--capacity", "4", "--since", "1h"],
+        &["--observed", "gpu", "--instances", "0.5", "--log", "gateway.log"],
+        &["--observed", "gpu", "--capacity", "4", "--log", "gateway.log"],
+    ] {
+        let out = plan(args);
+        assert!(!out.status.success(), "{args:?} was accepted: {}", String::from_utf8_lossy(&out.stdout));
+    }
 }
 
 #[test]

@@ -40,6 +40,8 @@ const PREFIXES: &[&str] = &[
 const NOT_CODES: &[&str] = &[
     // A level's answer length in the JSON of infra/kokoro/measure_capacity.py, read by `earshot plan`.
     "answer_audio_s",
+    // An answer's characters in the bench's results.json (its `capacity` section), read by `earshot plan`.
+    "answer_characters",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -3,15 +3,17 @@
 //! measured, or to check a measurement against real traffic.
 //!
 //! It judges as the capacity benchmark judges (`bench/src/capacity.rs`), on answers as they came:
-//! - *the load an answer met*: the backend's answers open at some moment while it waited for its first audio
-//!   (itself included; the whole conversation for one that never had audio), over the instances the
-//!   endpoint had. A burst of k that arrive together all meet k, whatever their order. A line says when it
-//!   was written and the conversation's wall time (`ComputeTime`), so its start is the one less the other.
-//!   Lines of gateways before `ComputeTime` are left out.
+//! - *the load an answer met*: the most of the backend's answers open at one moment while it waited for its
+//!   first audio (itself included; the whole conversation for one that never had audio), over the instances
+//!   the endpoint had. A burst of k that arrive together all meet k, whatever their order; answers that came
+//!   and went one after another during a long wait are not counted as if at once. A line says when it was
+//!   written and the conversation's wall time (`ComputeTime`), so its start is the one less the other. Lines
+//!   of gateways before `ComputeTime` are left out.
 //! - *the budget*: twice the median first audio of answers that met no other.
 //! - *a level* (k conversations at once per instance) holds when it has at least [`MIN_ANSWERS`] answers,
 //!   the p95 of their first audio is within the budget, and at most [`MAX_TROUBLED_SHARE`] of them stalled
-//!   inside a sentence or failed. Real traffic is never spotless: one stalled answer in thousands is the
+//!   audibly inside a sentence (longer than [`STALL_MS`] in all, the benchmark's threshold) or failed. A level
+//!   whose every answer failed before its first audio does not hold. Real traffic is never spotless: one stalled answer in thousands is the
 //!   network's, not the instance's; the benchmark's few conversations a level make its "none" the same rule.
 //! - *the knee* is the last level of the unbroken holding run from one. A level with too few answers ends
 //!   the run unjudged, and the knee is then "at least": traffic never went there.
@@ -25,6 +27,9 @@ use crate::stats::percentile;
 pub const MIN_ANSWERS: usize = 5;
 /// The share of a level's answers that may have stalled or failed.
 pub const MAX_TROUBLED_SHARE: f64 = 0.01;
+/// Silence inside sentences, in all, that a listener hears as a stall (the benchmark's threshold; the
+/// gateway counts any underrun past a few milliseconds).
+pub const STALL_MS: f64 = 50.0;
 
 /// One level: answers that met `conversations` at once per instance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,12 +64,22 @@ pub struct Observed {
 /// The capacity `backend` showed in `answers`, with `instances` behind it (the endpoint's average through
 /// the window; 1 for `earshot serve` on one container).
 pub fn capacity(answers: &[Answer], backend: &str, instances: f64) -> Observed {
-    let instances = if instances.is_finite() && instances >= 1.0 { instances } else { 1.0 };
+    debug_assert!(instances >= 1.0, "the caller refuses fewer than one instance");
+    let instances = instances.max(1.0);
     // (start, end, answer) of the backend's answers whose wall time is known.
     let spans: Vec<(f64, f64, &Answer)> =
         answers.iter().filter(|a| a.backend == backend).filter_map(|a| a.compute_ms.map(|wall| (a.epoch_ms as f64 - wall, a.epoch_ms as f64, a))).collect();
-    // The answers open at some moment of [from, to].
-    let load = |from: f64, to: f64| spans.iter().filter(|(s, e, _)| *s <= to && from < *e).count().max(1);
+    // The most answers open at one moment of [from, to]: the count only rises at a start, so it is
+    // highest at `from` or at a start inside the interval. Starts and ends sorted, each count is two searches.
+    let mut starts: Vec<f64> = spans.iter().map(|(s, _, _)| *s).collect();
+    let mut ends: Vec<f64> = spans.iter().map(|(_, e, _)| *e).collect();
+    starts.sort_by(f64::total_cmp);
+    ends.sort_by(f64::total_cmp);
+    let open_at = |t: f64| starts.partition_point(|&s| s <= t) - ends.partition_point(|&e| e <= t);
+    let load = |from: f64, to: f64| {
+        let inside = &starts[starts.partition_point(|&s| s <= from)..starts.partition_point(|&s| s <= to)];
+        inside.iter().map(|&t| open_at(t)).fold(open_at(from), usize::max).max(1)
+    };
     let mut by_level: std::collections::BTreeMap<u32, Vec<&Answer>> = Default::default();
     for (start, end, answer) in &spans {
         let waited_until = answer.ttfa_ms.map_or(*end, |ttfa| start + ttfa);
@@ -78,11 +93,14 @@ pub fn capacity(answers: &[Answer], backend: &str, instances: f64) -> Observed {
     let levels: Vec<Level> = (1..=top)
         .map(|k| {
             let of = by_level.get(&k).map(Vec::as_slice).unwrap_or_default();
-            let troubled = of.iter().filter(|a| a.stalls > 0.0 || a.failure.is_some()).count();
+            let troubled = of.iter().filter(|a| a.stall_ms > STALL_MS || a.failure.is_some()).count();
             let p95 = percentile(&first_audio(of), 95.0);
             let holds = match (budget_ms, p95) {
-                (Some(budget), Some(p95)) if of.len() >= MIN_ANSWERS => Some(p95 <= budget && troubled as f64 <= MAX_TROUBLED_SHARE * of.len() as f64),
-                _ => None,
+                _ if of.len() < MIN_ANSWERS => None,
+                (Some(budget), Some(p95)) => Some(p95 <= budget && troubled as f64 <= MAX_TROUBLED_SHARE * of.len() as f64),
+                // Enough answers and not one first audio: nothing held.
+                (Some(_), None) => Some(false),
+                (None, _) => None,
             };
             Level { conversations: k, answers: of.len(), p95_first_audio_ms: p95, troubled, holds }
         })
@@ -145,13 +163,39 @@ mod tests {
     #[test]
     fn a_stall_or_failure_past_the_share_breaks_a_level_and_a_rare_one_does_not() {
         let mut answers = bursts(1, 200, 0, 300.0);
-        answers[5].stalls = 1.0; // one in 200 alone: the network's
+        answers[5].stall_ms = STALL_MS + 1.0; // one in 200 alone: the network's
+        answers[6].stall_ms = STALL_MS; // not heard as a stall
         answers.extend(bursts(2, 3, 10_000_000, 300.0));
         let failed = answers.len() - 1;
-        answers[failed].failure = Some("backend_failed".into());
+        answers[failed].failure = Some("backend_gone".into());
         let o = capacity(&answers, "kokoro", 1.0);
         assert_eq!((o.levels[0].troubled, o.levels[0].holds), (1, Some(true)));
         assert_eq!((o.levels[1].troubled, o.levels[1].holds), (1, Some(false)));
+        assert_eq!((o.knee, o.bounded), (Some(1), true));
+    }
+
+    #[test]
+    fn answers_that_came_and_went_one_after_another_during_a_long_wait_were_not_at_once() {
+        // A long wait (5 s to first audio) while short answers came and went one at a time: never more than
+        // two open at one moment.
+        let mut answers = bursts(1, 6, 0, 300.0);
+        answers.push(answer("kokoro", 1_000_000, 6_000, 5_000.0));
+        answers.extend((0..4).map(|i| answer("kokoro", 1_000_100 + i * 1_000, 900, 300.0)));
+        let o = capacity(&answers, "kokoro", 1.0);
+        let counts: Vec<(u32, usize)> = o.levels.iter().map(|l| (l.conversations, l.answers)).collect();
+        assert_eq!(counts, [(1, 6), (2, 5)]);
+    }
+
+    #[test]
+    fn a_level_whose_every_answer_failed_does_not_hold() {
+        let mut answers = bursts(1, 6, 0, 300.0);
+        let mut failed = bursts(2, 3, 1_000_000, 300.0);
+        for a in &mut failed {
+            (a.ttfa_ms, a.failure) = (None, Some("backend_gone".into()));
+        }
+        answers.extend(failed);
+        let o = capacity(&answers, "kokoro", 1.0);
+        assert_eq!(o.levels[1].holds, Some(false));
         assert_eq!((o.knee, o.bounded), (Some(1), true));
     }
 

@@ -100,6 +100,7 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsE
                 let cfg = SyntheticConfig {
                     first_audio: Duration::from_millis(settings.synthetic_latency_ms),
                     sessions: (settings.synthetic_sessions > 0).then_some(settings.synthetic_sessions),
+                    lead: Duration::from_millis(settings.synthetic_lead_ms),
                     ..Default::default()
                 };
                 backends.push(Arc::new(SyntheticBackend::new(cfg)));

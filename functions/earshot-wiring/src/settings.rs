@@ -335,6 +335,10 @@ pub struct Settings {
     /// them waits for one to end. 0: any number.
     #[arg(long, default_value_t = 0)]
     pub synthetic_sessions: usize,
+    /// How far ahead of its playback the synthetic backend sends audio, in milliseconds (0: each chunk as it
+    /// would start playing).
+    #[arg(long, default_value_t = 0)]
+    pub synthetic_lead_ms: u64,
     /// An endpoint for every AWS call (local stand-ins: `https://127.0.0.1:8443`).
     #[arg(long, env = "EARSHOT_AWS_ENDPOINT")]
     pub aws_endpoint: Option<String>,

@@ -45,6 +45,12 @@ pub struct LineSource {
 pub type Window = Option<(u64, u64)>;
 
 impl LineSource {
+    /// Whether any of the flags that say where lines are was given (the endpoint, which its environment
+    /// variable may set, says only how to reach a log group).
+    pub fn names_any(&self) -> bool {
+        !self.logs.is_empty() || self.log_group.is_some() || self.outputs.is_some() || self.since.is_some()
+    }
+
     /// The lines, from the named source; with none named, `make run-aws`'s log, else the deployment `make
     /// deploy` left outputs for. `who` names the command in what it prints.
     pub fn read(&self, who: &str) -> Result<(Lines, Window), String> {

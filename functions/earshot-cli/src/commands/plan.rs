@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use earshot_agents::Sample;
 use earshot_experiment::observed::{self, Observed};
 use earshot_experiment::plan::{self, Plan, SelfHosted, Workload};
 use earshot_experiment::Prices;
@@ -145,7 +146,8 @@ fn benched(v: &Value) -> Result<Measured, String> {
         knee: u32::try_from(knee).map_err(|_| "its knee is out of range")?,
         bounded: capacity["bounded"].as_bool().unwrap_or(true),
         answer_seconds: capacity["answer_audio_s"].as_f64(),
-        answer_characters: capacity["answer_characters"].as_f64(),
+        // Files written before the suite recorded it: the suite always speaks the brief sample.
+        answer_characters: capacity["answer_characters"].as_f64().or(Some(Sample::Brief.source().chars().count() as f64)),
         setting: format!(
             "the bench through earshot serve, on {} cores of {}",
             machine["cores"].as_u64().map_or("?".into(), |c| c.to_string()),
@@ -233,10 +235,21 @@ pub fn run(args: PlanArgs) -> Result<(), String> {
                 ObservedVoice::Cpu => args.cpu_capacity.is_some() || args.cpu_capacity_file.is_some(),
             };
             if given {
-                return Err("--observed takes the place of that voice's --capacity or --capacity-file: give one of them".into());
+                return Err(match voice {
+                    ObservedVoice::Gpu => "--observed gpu takes the place of --capacity and --capacity-file: give one of them",
+                    ObservedVoice::Cpu => "--observed cpu takes the place of --cpu-capacity and --cpu-capacity-file: give one of them",
+                }
+                .into());
             }
-            let (lines, _) = args.source.read("earshot plan")?;
-            Some((voice, observed_measure(&observed::capacity(&lines.answers, &args.observed_backend, args.instances))?))
+            if !(args.instances.is_finite() && args.instances >= 1.0) {
+                return Err(format!("--instances must be at least 1 (a real-time endpoint keeps one), got {}", args.instances));
+            }
+            let (lines, window) = args.source.read("earshot plan")?;
+            let answers: Vec<_> = lines.answers.into_iter().filter(|a| window.is_none_or(|(from, to)| (from..=to).contains(&a.epoch_ms))).collect();
+            Some((voice, observed_measure(&observed::capacity(&answers, &args.observed_backend, args.instances))?))
+        }
+        None if args.source.names_any() => {
+            return Err("--log, --log-group, --outputs and --since say where a deployment's lines are: they are read only with --observed".into())
         }
         None => None,
     };
@@ -249,14 +262,16 @@ pub fn run(args: PlanArgs) -> Result<(), String> {
         Some(m) => Some(m),
         None => self::capacity(args.cpu_capacity, args.cpu_capacity_file.as_ref(), "--cpu-capacity")?,
     };
-    if cpu.is_some() != (args.cpu_price.is_some() && args.cpu_instance_type.is_some()) {
+    let cpu_named = args.cpu_price.is_some() || args.cpu_instance_type.is_some();
+    if cpu.is_some() != cpu_named || cpu_named != (args.cpu_price.is_some() && args.cpu_instance_type.is_some()) {
         return Err("a CPU voice needs its capacity (--cpu-capacity, --cpu-capacity-file or --observed cpu), --cpu-price and --cpu-instance-type".into());
     }
-    // Where each voice's capacity came from, in the voices' order.
-    let mut from = vec![gpu_from];
-    // The answer measured, where a file says: the GPU's measurement first.
-    let measured_seconds = capacity.answer_seconds.or(cpu.as_ref().and_then(|(m, _)| m.answer_seconds));
-    let measured_characters = capacity.answer_characters.or(cpu.as_ref().and_then(|(m, _)| m.answer_characters));
+    // Where each voice's capacity came from, in the voices' order, and whether a deployment showed it.
+    let mut from = vec![(gpu_from, pick(ObservedVoice::Gpu).is_some())];
+    // The answer measured, where a measurement says: the GPU's first, its length and characters together.
+    let answer_from = if capacity.answer_seconds.is_some() { Some(&capacity) } else { cpu.as_ref().map(|(m, _)| m) };
+    let measured_seconds = answer_from.and_then(|m| m.answer_seconds);
+    let measured_characters = answer_from.and_then(|m| m.answer_characters);
     let workload = Workload {
         characters: positive("--answer-characters", args.answer_characters.or(measured_characters).unwrap_or(MEASURED_ANSWER_CHARACTERS))?,
         seconds: positive("--answer-seconds", args.answer_seconds.or(measured_seconds).unwrap_or(MEASURED_ANSWER_SECONDS))?,
@@ -273,7 +288,7 @@ pub fn run(args: PlanArgs) -> Result<(), String> {
         min_instances,
     }];
     if let (Some((cpu, cpu_from)), Some(price), Some(instance_type)) = (&cpu, args.cpu_price, args.cpu_instance_type.clone()) {
-        from.push(cpu_from.clone());
+        from.push((cpu_from.clone(), pick(ObservedVoice::Cpu).is_some()));
         voices.push(SelfHosted {
             name: "kokoro-cpu".into(),
             instance_type,
@@ -285,7 +300,7 @@ pub fn run(args: PlanArgs) -> Result<(), String> {
     let polly = positive("--polly-price", args.polly_price.unwrap_or(prices.polly_per_million_characters))?;
     let p = plan::plan(workload, polly, &voices, &args.volumes);
     if args.json {
-        let json = serde_json::json!({ "capacity": from[0], "cpu_capacity": from.get(1), "prices_as_of": prices.as_of, "region": prices.region, "voices": voices, "plan": p });
+        let json = serde_json::json!({ "capacity": from[0].0, "cpu_capacity": from.get(1).map(|f| &f.0), "prices_as_of": prices.as_of, "region": prices.region, "voices": voices, "plan": p });
         println!("{}", serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?);
     } else {
         print!("{}", render(&p, &voices, &prices, &from, cpu.is_none()));
@@ -293,7 +308,7 @@ pub fn run(args: PlanArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn render(p: &Plan, voices: &[SelfHosted], prices: &Prices, from: &[String], no_cpu: bool) -> String {
+fn render(p: &Plan, voices: &[SelfHosted], prices: &Prices, from: &[(String, bool)], no_cpu: bool) -> String {
     let mut out = format!(
         "earshot plan: Polly against self-hosted Kokoro, answers of {:.0} characters holding their conversation {:.1} s\n\
          prices: Polly ${:.2} a million characters; {}; list prices of {} ({}) unless overridden\n",
@@ -304,8 +319,12 @@ fn render(p: &Plan, voices: &[SelfHosted], prices: &Prices, from: &[String], no_
         prices.region,
         prices.as_of,
     );
-    for (voice, from) in voices.iter().zip(from) {
-        out += &format!("capacity of {}: {from}, taken as one {}'s (measured on another machine, it plans that machine)\n", voice.name, voice.instance_type);
+    for (voice, (from, observed)) in voices.iter().zip(from) {
+        out += &if *observed {
+            format!("capacity of {}: {from}, shown by the deployment's instances, taken as {}\n", voice.name, voice.instance_type)
+        } else {
+            format!("capacity of {}: {from}, taken as one {}'s (measured on another machine, it plans that machine)\n", voice.name, voice.instance_type)
+        };
     }
     out += "The Lambda costs the same whichever voice speaks and is left out. Instances are for the average number of\n\
             conversations open (Little's law); a peak needs the headroom of the maximum below.\n\n";
@@ -367,6 +386,8 @@ mod tests {
         let m = measured(text).expect("reads");
         assert_eq!((m.knee, m.bounded, m.answer_seconds, m.answer_characters), (2, true, Some(10.83), Some(166.0)));
         assert_eq!(m.setting, "the bench through earshot serve, on 2 cores of AMD EPYC");
+        let older = r#"{"quick": false, "capacity": {"knee": 2, "bounded": true, "answer_audio_s": 10.83}}"#;
+        assert_eq!(measured(older).expect("reads").answer_characters, Some(169.0), "the brief sample the suite speaks");
         let quick = r#"{"quick": true, "capacity": {"knee": 2, "bounded": true}}"#;
         assert!(measured(quick).unwrap_err().contains("quick run"));
         let none_held = r#"{"quick": false, "capacity": {"knee": null, "bounded": true}}"#;
