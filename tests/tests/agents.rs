@@ -187,10 +187,16 @@ fn secret() -> earshot_gateway::ConversationSecret {
     earshot_gateway::ConversationSecret::new(b"the agents suite's conversation secret").unwrap()
 }
 
-/// A gateway with the synthetic voice (speech-paced tone) and `agent`.
+/// The synthetic voice (a tone) sending each answer's audio as soon as it has the text, as a voice far faster
+/// than real time does: this suite is about agents, and nothing in it waits on playback's pace.
+fn fast_voice() -> Arc<SyntheticBackend> {
+    Arc::new(SyntheticBackend::new(SyntheticConfig { lead: Duration::from_secs(600), ..Default::default() }))
+}
+
+/// A gateway with the fast synthetic voice and `agent`.
 async fn gateway(agent: Arc<dyn AgentSource>) -> String {
     let gw = Gateway::new(
-        vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))],
+        vec![fast_voice()],
         agent,
         GatewaySettings { metrics_namespace: None, conversation_secret: secret(), ..Default::default() },
     );
@@ -422,7 +428,7 @@ async fn two_bearers_under_one_conversation_id_reach_two_agent_sessions() {
     let deployment = |agent: Arc<dyn AgentSource>, conversation_secret: earshot_gateway::ConversationSecret| async move {
         let auth = TokenAuth::new(vec![("k1".into(), key.to_vec())], "earshot").unwrap();
         let settings = GatewaySettings { metrics_namespace: None, auth: Some(Arc::new(auth)), conversation_secret, ..Default::default() };
-        serve(Gateway::new(vec![Arc::new(SyntheticBackend::new(SyntheticConfig::default()))], agent, settings)).await.url
+        serve(Gateway::new(vec![fast_voice()], agent, settings)).await.url
     };
     let token_gateway = |agent: Arc<dyn AgentSource>| deployment(agent, secret());
     let bearer = |sub: &str| {
