@@ -195,11 +195,7 @@ fn fast_voice() -> Arc<SyntheticBackend> {
 
 /// A gateway with the fast synthetic voice and `agent`.
 async fn gateway(agent: Arc<dyn AgentSource>) -> String {
-    let gw = Gateway::new(
-        vec![fast_voice()],
-        agent,
-        GatewaySettings { metrics_namespace: None, conversation_secret: secret(), ..Default::default() },
-    );
+    let gw = Gateway::new(vec![fast_voice()], agent, GatewaySettings { metrics_namespace: None, conversation_secret: secret(), ..Default::default() });
     serve(gw).await.url
 }
 
