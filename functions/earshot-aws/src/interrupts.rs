@@ -10,11 +10,11 @@
 //!
 //! The same table keeps each owner's places (live conversations per owner, `earshot_gateway::owner_places`):
 //! one item per owner under `owner-` and a digest of the owner, holding `places`, a string set of
-//! `expires:token` entries (one per live conversation, lapsing at `expires`, epoch seconds), and
-//! `version`. A place is taken or given back by reading the item and writing it back on condition that
+//! `expires:token` entries (one per live conversation, lapsing at `expires`, epoch milliseconds: a place
+//! of one second lasts one second, not anything up to it as whole seconds would make it), and `version`. A place is taken or given back by reading the item and writing it back on condition that
 //! `version` is unchanged, retried on a conflict (optimistic concurrency, as DynamoDB's documentation
 //! describes with a version attribute): lapsed entries are dropped on the way, and `expires_at` (the
-//! item's TTL) is the latest entry's expiry.
+//! item's TTL, epoch seconds) is the latest entry's expiry rounded up.
 //!
 //! Each owner's character budget (`earshot_gateway::character_budget`) is one more item per owner under
 //! `budget-` and the same digest: `spent`, a string set of `minute:characters` entries (what was reserved in
@@ -56,7 +56,22 @@ impl DynamoStore {
 }
 
 fn now_s() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    now_ms() / 1_000
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// A place's expiry as written, in epoch milliseconds. Entries written before places were kept to the
+/// millisecond hold epoch seconds (below 10^11, which as milliseconds is 1973): read as seconds, a place
+/// taken just before a deployment still counts until it lapses.
+fn place_expiry_ms(written: u64) -> u64 {
+    if written < 100_000_000_000 {
+        written * 1_000
+    } else {
+        written
+    }
 }
 
 fn unreachable<E: std::error::Error + 'static, R: std::fmt::Debug>(what: &str, e: SdkError<E, R>) -> Error {
@@ -76,7 +91,7 @@ struct Places {
     version: u64,
 }
 
-fn places_of(item: Option<&HashMap<String, AttributeValue>>, now: u64) -> Places {
+fn places_of(item: Option<&HashMap<String, AttributeValue>>, now_ms: u64) -> Places {
     let Some(item) = item else { return Places { live: Vec::new(), version: 0 } };
     let version = item.get("version").and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()).unwrap_or(0);
     let live = item
@@ -84,8 +99,8 @@ fn places_of(item: Option<&HashMap<String, AttributeValue>>, now: u64) -> Places
         .and_then(|p| p.as_ss().ok())
         .into_iter()
         .flatten()
-        .filter_map(|entry| entry.split_once(':').and_then(|(at, token)| Some((at.parse::<u64>().ok()?, token.to_string()))))
-        .filter(|(at, _)| *at > now)
+        .filter_map(|entry| entry.split_once(':').and_then(|(at, token)| Some((place_expiry_ms(at.parse::<u64>().ok()?), token.to_string()))))
+        .filter(|(at, _)| *at > now_ms)
         .collect();
     Places { live, version }
 }
@@ -106,7 +121,7 @@ impl DynamoStore {
     }
 
     async fn read_places(&self, key_: &str) -> Result<Places, Error> {
-        Ok(places_of(self.read_item(key_).await?.as_ref(), now_s()))
+        Ok(places_of(self.read_item(key_).await?.as_ref(), now_ms()))
     }
 
     /// Reads the places under `key_` and lets `change` alter them: `Some(answer)` answers without a write,
@@ -128,7 +143,7 @@ impl DynamoStore {
     /// Writes `live` as the places under `key_` if nobody wrote since `version`: `Ok(false)` on a conflict.
     async fn write_places(&self, key_: &str, live: &[(u64, String)], version: u64) -> Result<bool, Error> {
         let entries: Vec<String> = live.iter().map(|(at, token)| format!("{at}:{token}")).collect();
-        let expires = live.iter().map(|(at, _)| *at).max().unwrap_or_else(now_s);
+        let expires = live.iter().map(|(at, _)| at.div_ceil(1_000)).max().unwrap_or_else(now_s);
         self.write_versioned(key_, (!live.is_empty()).then_some(("places", entries, expires)), version).await
     }
 
@@ -269,7 +284,7 @@ impl ConversationStore for DynamoStore {
     }
 
     async fn claim(&self, key_: &str, token: &str, max: usize, ttl: Duration) -> Result<bool, Error> {
-        let expires = now_s() + ttl.as_secs().max(1);
+        let expires = now_ms() + (ttl.as_millis() as u64).max(1_000);
         self.change_places(key_, |live| {
             if live.iter().any(|(_, t)| t == token) {
                 return Some(true);
@@ -300,5 +315,32 @@ impl ConversationStore for DynamoStore {
     async fn refund_chars(&self, key_: &str, chars: u64) -> Result<(), Error> {
         let now = now_s();
         self.change_window(key_, |window| window.refund(now, chars)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(entries: &[&str]) -> HashMap<String, AttributeValue> {
+        HashMap::from([
+            ("version".to_string(), AttributeValue::N("3".into())),
+            ("places".to_string(), AttributeValue::Ss(entries.iter().map(|e| e.to_string()).collect())),
+        ])
+    }
+
+    #[test]
+    fn a_place_lapses_at_its_millisecond() {
+        let now = 1_800_000_000_500;
+        let places = places_of(Some(&item(&["1800000000501:a", "1800000000500:b"])), now);
+        assert_eq!(places.live, vec![(1_800_000_000_501, "a".to_string())], "one millisecond left is live, none is lapsed");
+        assert_eq!(places.version, 3);
+    }
+
+    #[test]
+    fn a_place_written_in_seconds_before_the_change_still_counts_until_it_lapses() {
+        let now = 1_800_000_000_500;
+        let places = places_of(Some(&item(&["1800000001:old", "1800000000:gone"])), now);
+        assert_eq!(places.live, vec![(1_800_000_001_000, "old".to_string())]);
     }
 }
