@@ -9,7 +9,8 @@
 #   EARSHOT_BIN        the earshot binary (default: the one `make build` writes, else target/release)
 #   CHROMIUM_BIN       the browser (default: /usr/bin/chromium, installed with apt-get if absent)
 #   EARSHOT_URL        an earshot already running (it must serve web/); then nothing is started,
-#                      and KOKORO_URL may name its Kokoro container
+#                      and KOKORO_URL may name its Kokoro container; it must answer the named scripts
+#                      `short` and `thursday` as the one started here does (see `scripts=` below)
 #   UPDATE_SCREENSHOT  set to 1 to rewrite web/screenshot.png
 set -euo pipefail
 
@@ -113,10 +114,13 @@ else
   wait_for "http://127.0.0.1:$kokoro_port/ping" "Kokoro" 180 "${groups[-1]}"
   say "Kokoro is ready"
 
+  # Two short named answers for the tests about turns, whose length does not matter (earshot serve --script).
+  scripts=(--script "short=Sure. Your order shipped this morning." --script "thursday=It should arrive on Thursday.")
+
   earshot_port=$(free_port)
   # The page's tests measure the model: no sentence from the sentence cache (tests/tests/cache.rs is about it).
   say "starting earshot serve --web-dir web --cache off on port $earshot_port (log: $logs/earshot.log)"
-  setsid "$earshot" serve --port "$earshot_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --cache off >"$logs/earshot.log" 2>&1 &
+  setsid "$earshot" serve --port "$earshot_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --cache off "${scripts[@]}" >"$logs/earshot.log" 2>&1 &
   groups+=($!)
   wait_for "http://127.0.0.1:$earshot_port/healthz" "earshot" 60 "${groups[-1]}"
   say "earshot is ready"
@@ -129,7 +133,7 @@ else
   token_port=$(free_port)
   export EARSHOT_TOKEN_KEYS="web=test-key-for-the-browser-tests-0123456789"
   say "starting earshot serve in token mode on port $token_port (log: $logs/earshot-token.log)"
-  setsid "$earshot" serve --port "$token_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --cache off --auth token >"$logs/earshot-token.log" 2>&1 &
+  setsid "$earshot" serve --port "$token_port" --kokoro-url "http://127.0.0.1:$kokoro_port" --web-dir web --cache off --auth token "${scripts[@]}" >"$logs/earshot-token.log" 2>&1 &
   groups+=($!)
   wait_for "http://127.0.0.1:$token_port/healthz" "earshot (token mode)" 60 "${groups[-1]}"
   export EARSHOT_TOKEN_URL="http://127.0.0.1:$token_port"

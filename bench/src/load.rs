@@ -41,6 +41,9 @@ pub struct Settings {
     /// Conversations measured at N = 1 (one after another) and at least that many at small N.
     pub min_samples: usize,
     pub latency_ms: u64,
+    /// How far ahead of playback the synthetic voice sends (0: as it would play, as a measurement needs;
+    /// quick runs send the whole answer at once, since their figures mean nothing).
+    pub lead_ms: u64,
     pub prompt: String,
 }
 
@@ -49,7 +52,18 @@ pub async fn run(paths: &Paths, settings: &Settings) -> Result<Vec<Level>, Strin
     let mut levels = Vec::new();
     for &n in &settings.levels {
         let args: Vec<String> =
-            ["--backends", "synthetic", "--synthetic-latency-ms", &settings.latency_ms.to_string(), "--tokens-per-second", "30", "--first-token-ms", "200"]
+            [
+                "--backends",
+                "synthetic",
+                "--synthetic-latency-ms",
+                &settings.latency_ms.to_string(),
+                "--synthetic-lead-ms",
+                &settings.lead_ms.to_string(),
+                "--tokens-per-second",
+                "30",
+                "--first-token-ms",
+                "200",
+            ]
                 .iter()
                 .map(|s| s.to_string())
                 .collect();

@@ -198,6 +198,7 @@ async fn run(args: Args) -> Result<(), String> {
         // Absolute, since the container runs with its folder as working directory.
         kokoro_dir: std::fs::canonicalize(&args.kokoro_dir).map_err(|e| format!("{}: {e}", args.kokoro_dir.display()))?,
         logs,
+        shared_kokoro: args.quick.then(Default::default),
     };
     let (trials, shapes, levels) =
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
@@ -255,7 +256,13 @@ async fn run(args: Args) -> Result<(), String> {
     }
     if wants("load") {
         eprintln!("bench: load with the synthetic voice, N = {levels:?}");
-        let settings = load::Settings { levels, min_samples: if args.quick { 1 } else { trials }, latency_ms: 200, prompt: "brief".into() };
+        let settings = load::Settings {
+            levels,
+            min_samples: if args.quick { 1 } else { trials },
+            latency_ms: 200,
+            lead_ms: if args.quick { 600_000 } else { 0 },
+            prompt: "brief".into(),
+        };
         results.load = Some(load::run(&paths, &settings).await?);
         results.seconds = started.elapsed().as_secs_f64();
         save(&args.out, &results)?;

@@ -2,8 +2,10 @@
 //! with a given configuration, the AWS stand-ins. Every process is a [`Service`], stopped when the
 //! suite drops it.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::services::{free_port, Service};
@@ -15,20 +17,50 @@ pub struct Paths {
     pub standins: PathBuf,
     pub kokoro_dir: PathBuf,
     pub logs: PathBuf,
+    /// Containers kept for the whole run, one per environment, when suites may share them (`--quick`:
+    /// its figures mean nothing, and each start costs seconds of loading the model). `None`: each suite
+    /// starts its own, as measurements need (a container another suite warmed is not the one measured).
+    pub shared_kokoro: Option<SharedKokoro>,
 }
+
+/// The containers a quick run's suites share, by the environment they were started with.
+pub type SharedKokoro = Arc<tokio::sync::Mutex<HashMap<Vec<(String, String)>, Arc<Running>>>>;
 
 pub struct Running {
     pub service: Service,
     pub url: String,
 }
 
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+/// A Kokoro container for one suite: its own, or one shared with the run's other suites (quick runs).
+pub type Kokoro = Arc<Running>;
+
 /// The Kokoro container's server from its venv, ready to synthesize.
-pub async fn kokoro(paths: &Paths) -> Result<Running, String> {
+pub async fn kokoro(paths: &Paths) -> Result<Kokoro, String> {
     kokoro_with(paths, &[]).await
 }
 
-/// The Kokoro container's server with extra environment variables (`KOKORO_MAX_SESSIONS`, …).
-pub async fn kokoro_with(paths: &Paths, env: &[(&str, String)]) -> Result<Running, String> {
+/// The Kokoro container's server with extra environment variables (`KOKORO_MAX_SESSIONS`, …): the run's
+/// container for them where suites share containers, else a new one.
+pub async fn kokoro_with(paths: &Paths, env: &[(&str, String)]) -> Result<Kokoro, String> {
+    let Some(shared) = &paths.shared_kokoro else { return Ok(Arc::new(start_kokoro(paths, env).await?)) };
+    let mut key: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    key.sort();
+    let mut containers = shared.lock().await;
+    if let Some(running) = containers.get(&key) {
+        return Ok(running.clone());
+    }
+    let running = Arc::new(start_kokoro(paths, env).await?);
+    containers.insert(key, running.clone());
+    Ok(running)
+}
+
+async fn start_kokoro(paths: &Paths, env: &[(&str, String)]) -> Result<Running, String> {
     let python = paths.kokoro_dir.join(".venv/bin/python");
     if !python.exists() {
         return Err(format!("{} is missing: run `make -C infra/kokoro venv` (make bench does)", python.display()));

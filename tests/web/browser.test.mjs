@@ -349,7 +349,8 @@ test('an input the gateway refuses is reported in words', { skip }, async () => 
 
 test('the page keeps a spoken conversation: each question goes with the turns before it', { skip, timeout: 120_000 }, async () => {
   await page.click('#new-conversation').catch(() => {}); // hidden while there are no turns
-  await speakOnPage({ input: 'prompt', value: 'brief' });
+  // Short named answers (earshot serve --script, in scripts/test-web.sh): the turns matter here, not their length.
+  await speakOnPage({ input: 'prompt', value: 'short' });
   const first = await untilHeardToTheEnd();
   assert.equal(first.outcome, 'done', JSON.stringify(first.error));
   const firstBody = speakBodies.at(-1);
@@ -357,16 +358,17 @@ test('the page keeps a spoken conversation: each question goes with the turns be
   const answer = first.sentences.map((s) => s.text).join(' ');
   await page.waitForFunction(() => document.querySelectorAll('#turns li').length === 2);
 
-  await speakOnPage({ input: 'prompt', value: 'pause' });
+  assert.equal(answer, 'Sure. Your order shipped this morning.', 'the named answer, sentence by sentence');
+  await speakOnPage({ input: 'prompt', value: 'thursday' });
   const second = await untilHeardToTheEnd();
   assert.equal(second.outcome, 'done', JSON.stringify(second.error));
   const body = speakBodies.at(-1);
-  assert.deepEqual(body.messages, [{ role: 'user', content: 'brief' }, { role: 'assistant', content: answer }]);
+  assert.deepEqual(body.messages, [{ role: 'user', content: 'short' }, { role: 'assistant', content: answer }]);
   assert.equal(body.conversation_id, firstBody.conversation_id, 'one conversation id for the whole conversation');
   assert.equal(second.conversationId, firstBody.conversation_id);
   const shown = await page.$$eval('#turns li', (items) => items.map((li) => [li.dataset.role, li.textContent]));
   assert.deepEqual(shown.map(([role]) => role), ['user', 'assistant', 'user', 'assistant']);
-  assert.equal(shown[2][1], 'pause');
+  assert.equal(shown[2][1], 'thursday');
 
   // A new conversation starts without history, under a new id.
   await page.click('#new-conversation');
@@ -397,7 +399,7 @@ test('after Stop, the next question carries only what was heard, marked as inter
   await page.waitForFunction(() => document.querySelectorAll('#turns li').length === 2);
   assert.equal(await page.$eval('#turns li[data-role=assistant]', (li) => li.dataset.interrupted), 'true', 'the turn is marked as interrupted');
 
-  await speakOnPage({ input: 'prompt', value: 'brief' });
+  await speakOnPage({ input: 'prompt', value: 'thursday' });
   const body = speakBodies.at(-1);
   assert.deepEqual(body.messages.map((m) => Object.keys(m).sort()), [['content', 'role'], ['content', 'role']], 'turns on the wire are role and content alone');
   const said = body.messages[1].content;

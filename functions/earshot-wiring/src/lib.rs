@@ -109,10 +109,13 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsE
     }
 
     let agent: Arc<dyn AgentSource> = match settings.agent {
-        AgentKind::Scripted => Arc::new(ScriptedAgent::new(ScriptedConfig {
-            tokens_per_second: settings.tokens_per_second,
-            first_token_delay: Duration::from_millis(settings.first_token_ms),
-        })),
+        AgentKind::Scripted => {
+            let agent = ScriptedAgent::new(ScriptedConfig {
+                tokens_per_second: settings.tokens_per_second,
+                first_token_delay: Duration::from_millis(settings.first_token_ms),
+            });
+            Arc::new(settings.named_scripts()?.iter().fold(agent, |agent, (name, text)| agent.with_script(name, text)))
+        }
         AgentKind::Bedrock => aws().bedrock(&settings.bedrock_model, settings.system_prompt.as_deref()),
         AgentKind::Agentcore => aws()
             .agentcore(

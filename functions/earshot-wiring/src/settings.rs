@@ -325,6 +325,11 @@ pub struct Settings {
     /// The scripted agent's pace, in tokens per second.
     #[arg(long, default_value_t = 30.0)]
     pub tokens_per_second: f64,
+    /// A named answer for the scripted agent, `NAME=TEXT` (repeatable): a prompt that is exactly NAME is
+    /// answered with TEXT, which may hold `{pause:MS}` marks (a tool call's silence). For demos and tests
+    /// that want an answer of their own rather than the samples.
+    #[arg(long = "script", value_name = "NAME=TEXT")]
+    pub scripts: Vec<String>,
     /// The scripted agent's delay before its first token, in milliseconds.
     #[arg(long, default_value_t = 200)]
     pub first_token_ms: u64,
@@ -457,6 +462,20 @@ impl Settings {
         }
     }
 
+    /// The scripted agent's named answers from `--script NAME=TEXT`.
+    pub fn named_scripts(&self) -> Result<Vec<(String, String)>, SettingsError> {
+        if !self.scripts.is_empty() && self.agent != AgentKind::Scripted {
+            return Err(SettingsError::of("script", "names an answer of the scripted agent, but the agent is not scripted (--agent)".into()));
+        }
+        self.scripts
+            .iter()
+            .map(|spec| match spec.split_once('=') {
+                Some((name, text)) if !name.trim().is_empty() && !text.trim().is_empty() => Ok((name.trim().to_string(), text.to_string())),
+                _ => Err(SettingsError::of("script", format!("`{spec}` is not `NAME=TEXT` with a name and a text"))),
+            })
+            .collect()
+    }
+
     /// The rules on each setting and across them, checked before anything is built.
     pub fn check(&self, place: Place) -> Result<(), SettingsError> {
         let refuse = |flag: &str, message: String| Err(SettingsError::of(flag, message));
@@ -535,6 +554,7 @@ impl Settings {
         if self.http_agent_key_header.is_some() && self.agent_key_secret.is_none() {
             return refuse("http-agent-key-header", "names where the key goes, but EARSHOT_AGENT_KEY_SECRET names no secret".into());
         }
+        self.named_scripts()?;
         for h in &self.http_agent_headers {
             if !matches!(h.split_once(':'), Some((name, _)) if !name.trim().is_empty()) {
                 return refuse("http-agent-header", format!("`{h}` is not `Name: value`"));
@@ -798,6 +818,28 @@ mod tests {
         assert_eq!((from_flags.max_prompt_chars, from_flags.max_text_chars, from_flags.idle_release_ms), (4_000, 20_000, 150));
         // `--failover` alone still switches it on.
         assert!(Serve::try_parse_from(["earshot", "--failover"]).unwrap().settings.failover);
+    }
+
+    #[test]
+    fn named_scripts_are_name_and_text_for_the_scripted_agent_only() {
+        #[derive(Parser)]
+        struct Serve {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let parse = |args: &[&str]| Serve::try_parse_from(["earshot"].iter().chain(args)).unwrap().settings;
+        let two = parse(&["--script", "short=Sure. It shipped.", "--script", "tool=One moment.{pause:500} Done = 3."]);
+        assert_eq!(
+            two.named_scripts().unwrap(),
+            vec![("short".to_string(), "Sure. It shipped.".to_string()), ("tool".to_string(), "One moment.{pause:500} Done = 3.".to_string())],
+            "the text is everything after the first ="
+        );
+        for bad in ["short", "=Sure.", "short= "] {
+            let e = parse(&["--script", bad]).check(Place::Serve).unwrap_err().to_string();
+            assert!(e.starts_with("--script: `") && e.contains("NAME=TEXT"), "{bad}: {e}");
+        }
+        let other = parse(&["--agent", "http", "--http-agent-url", "http://127.0.0.1:1/", "--script", "a=b"]).check(Place::Serve).unwrap_err().to_string();
+        assert!(other.contains("the agent is not scripted"), "{other}");
     }
 
     #[test]
