@@ -116,7 +116,9 @@ test-e2e: deps-rust kokoro-venv moto-venv
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (one test at a time)"
 	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools  # the outside judge of Ogg Opus answers
 	$(CARGO) build --quiet --locked -p earshot
-	$(CARGO) test --locked -p earshot-e2e -- --test-threads=1
+	$(CARGO) test --quiet --locked -p earshot-e2e --no-run
+	@# One Kokoro container for every binary's shared one (the binaries that stop or slow a container start their own).
+	$(ROOT)/scripts/with-kokoro.sh $(CARGO) test --locked -p earshot-e2e -- --test-threads=1
 
 moto-venv:
 	@test -x $(EARSHOT_MOTO_SERVER) -a $(MOTO_VENV)/.installed -nt $(ROOT)/tests/moto/requirements.txt || { \

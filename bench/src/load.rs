@@ -51,22 +51,21 @@ pub async fn run(paths: &Paths, settings: &Settings) -> Result<Vec<Level>, Strin
     raise_open_files_limit();
     let mut levels = Vec::new();
     for &n in &settings.levels {
-        let args: Vec<String> =
-            [
-                "--backends",
-                "synthetic",
-                "--synthetic-latency-ms",
-                &settings.latency_ms.to_string(),
-                "--synthetic-lead-ms",
-                &settings.lead_ms.to_string(),
-                "--tokens-per-second",
-                "30",
-                "--first-token-ms",
-                "200",
-            ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+        let args: Vec<String> = [
+            "--backends",
+            "synthetic",
+            "--synthetic-latency-ms",
+            &settings.latency_ms.to_string(),
+            "--synthetic-lead-ms",
+            &settings.lead_ms.to_string(),
+            "--tokens-per-second",
+            "30",
+            "--first-token-ms",
+            "200",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let server = stack::gateway(paths, &format!("gateway-load-{n}"), &args, &[]).await?;
         let body = trial::body(Some(&settings.prompt), None, "incremental", None);
         trial::run(&server.url, &body, false).await?;

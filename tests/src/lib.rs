@@ -4,6 +4,11 @@
 //! The container runs from `infra/kokoro/.venv` (`make -C infra/kokoro venv` installs it; `make test`
 //! does so first). It is started through a shell that kills it when its standard input closes, so
 //! that it never outlives the test process, whichever way that process ends.
+//!
+//! The container the tests of a binary share ([`Kokoro::shared`]) may be one for every binary: where
+//! `EARSHOT_E2E_KOKORO_URL` names a running container (`make test-e2e` starts one through
+//! `scripts/with-kokoro.sh`), the binaries use it rather than each load the model anew. The tests read its
+//! counters as differences and wait for it to be idle, so one binary's work does not show in the next.
 
 pub mod moto;
 pub mod run_aws;
@@ -78,9 +83,18 @@ impl Kokoro {
         Kokoro { url: format!("http://127.0.0.1:{port}"), child: Mutex::new(Some((child, stdin))), speed: tokio::sync::OnceCell::new() }
     }
 
-    /// The container shared by the tests of one test binary.
+    /// The container shared by the tests of one test binary: the one `EARSHOT_E2E_KOKORO_URL` names, for
+    /// every binary, else one of this binary's own.
     pub fn shared() -> &'static Kokoro {
-        SHARED_KOKORO.get_or_init(Kokoro::start)
+        SHARED_KOKORO.get_or_init(|| match std::env::var("EARSHOT_E2E_KOKORO_URL") {
+            Ok(url) if !url.is_empty() => Kokoro::at(url.trim_end_matches('/')),
+            _ => Kokoro::start(),
+        })
+    }
+
+    /// A container already running at `url`, not this process's to stop.
+    pub fn at(url: &str) -> Kokoro {
+        Kokoro { url: url.to_string(), child: Mutex::new(None), speed: tokio::sync::OnceCell::new() }
     }
 
     /// Waits until `/ping` answers 200.

@@ -348,7 +348,8 @@ test('an input the gateway refuses is reported in words', { skip }, async () => 
 });
 
 test('the page keeps a spoken conversation: each question goes with the turns before it', { skip, timeout: 120_000 }, async () => {
-  await page.click('#new-conversation').catch(() => {}); // hidden while there are no turns
+  // Hidden while there are no turns (a click would wait for it to show, for the whole default timeout).
+  if (await page.isVisible('#new-conversation')) await page.click('#new-conversation');
   // Short named answers (earshot serve --script, in scripts/test-web.sh): the turns matter here, not their length.
   await speakOnPage({ input: 'prompt', value: 'short' });
   const first = await untilHeardToTheEnd();
@@ -379,7 +380,8 @@ test('the page keeps a spoken conversation: each question goes with the turns be
 });
 
 test('after Stop, the next question carries only what was heard, marked as interrupted', { skip, timeout: 120_000 }, async () => {
-  await page.click('#new-conversation').catch(() => {}); // hidden while there are no turns
+  // Hidden while there are no turns (a click would wait for it to show, for the whole default timeout).
+  if (await page.isVisible('#new-conversation')) await page.click('#new-conversation');
   await speakOnPage({ input: 'prompt', value: 'long', release: 'incremental', format: 'binary' });
   // Stop while a sentence plays and a later one is already scheduled behind it, not yet heard.
   await page.waitForFunction(

@@ -465,7 +465,7 @@ impl Settings {
     /// The scripted agent's named answers from `--script NAME=TEXT`.
     pub fn named_scripts(&self) -> Result<Vec<(String, String)>, SettingsError> {
         if !self.scripts.is_empty() && self.agent != AgentKind::Scripted {
-            return Err(SettingsError::of("script", "names an answer of the scripted agent, but the agent is not scripted (--agent)".into()));
+            return Err(SettingsError::of("script", "names an answer of the scripted agent, but the agent is not scripted (--agent)"));
         }
         self.scripts
             .iter()
