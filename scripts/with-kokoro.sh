@@ -21,7 +21,7 @@ stop() {
   kill -KILL -- "-$group" 2>/dev/null || true
 }
 trap stop EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM  # until the command starts
 
 for _ in $(seq 1 900); do
   if curl -fsS -o /dev/null "http://127.0.0.1:$port/ping" 2>/dev/null; then break; fi
@@ -31,4 +31,14 @@ done
 curl -fsS -o /dev/null "http://127.0.0.1:$port/ping" || { echo "with-kokoro: the container did not answer within 180 s"; exit 1; }
 echo "with-kokoro: the container is ready"
 
-EARSHOT_E2E_KOKORO_URL="http://127.0.0.1:$port" "$@"
+# The command runs in the background so that a signal to this script reaches it at once (bash runs a trap
+# only after a foreground command ends). A background command ignores SIGINT, so both are sent on as TERM.
+EARSHOT_E2E_KOKORO_URL="http://127.0.0.1:$port" "$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
+status=0
+while :; do
+  if wait "$child"; then status=0; else status=$?; fi
+  kill -0 "$child" 2>/dev/null || break  # a trapped signal ends `wait` early: wait again for the command
+done
+exit "$status"

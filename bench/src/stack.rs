@@ -2,7 +2,6 @@
 //! with a given configuration, the AWS stand-ins. Every process is a [`Service`], stopped when the
 //! suite drops it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -17,14 +16,16 @@ pub struct Paths {
     pub standins: PathBuf,
     pub kokoro_dir: PathBuf,
     pub logs: PathBuf,
-    /// Containers kept for the whole run, one per environment, when suites may share them (`--quick`:
-    /// its figures mean nothing, and each start costs seconds of loading the model). `None`: each suite
-    /// starts its own, as measurements need (a container another suite warmed is not the one measured).
+    /// The plain container (no extra environment), kept for the whole run when suites may share it
+    /// (`--quick`: its figures mean nothing, and each start costs seconds of loading the model; eight
+    /// suites ask for it). `None`: each suite starts its own, as measurements need (a container another
+    /// suite warmed is not the one measured). Containers with settings of their own are never shared, so
+    /// that no more than one model stays loaded beside the one a suite is using.
     pub shared_kokoro: Option<SharedKokoro>,
 }
 
-/// The containers a quick run's suites share, by the environment they were started with.
-pub type SharedKokoro = Arc<tokio::sync::Mutex<HashMap<Vec<(String, String)>, Arc<Running>>>>;
+/// The plain container a quick run's suites share, started by the first that asks.
+pub type SharedKokoro = Arc<tokio::sync::OnceCell<Arc<Running>>>;
 
 pub struct Running {
     pub service: Service,
@@ -45,19 +46,13 @@ pub async fn kokoro(paths: &Paths) -> Result<Kokoro, String> {
     kokoro_with(paths, &[]).await
 }
 
-/// The Kokoro container's server with extra environment variables (`KOKORO_MAX_SESSIONS`, …): the run's
-/// container for them where suites share containers, else a new one.
+/// The Kokoro container's server with extra environment variables (`KOKORO_MAX_SESSIONS`, …), a new one;
+/// with none, the run's shared one where suites share it.
 pub async fn kokoro_with(paths: &Paths, env: &[(&str, String)]) -> Result<Kokoro, String> {
-    let Some(shared) = &paths.shared_kokoro else { return Ok(Arc::new(start_kokoro(paths, env).await?)) };
-    let mut key: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    key.sort();
-    let mut containers = shared.lock().await;
-    if let Some(running) = containers.get(&key) {
-        return Ok(running.clone());
+    match &paths.shared_kokoro {
+        Some(shared) if env.is_empty() => shared.get_or_try_init(|| async { Ok(Arc::new(start_kokoro(paths, env).await?)) }).await.cloned(),
+        _ => Ok(Arc::new(start_kokoro(paths, env).await?)),
     }
-    let running = Arc::new(start_kokoro(paths, env).await?);
-    containers.insert(key, running.clone());
-    Ok(running)
 }
 
 async fn start_kokoro(paths: &Paths, env: &[(&str, String)]) -> Result<Running, String> {

@@ -9,12 +9,17 @@
 //! poll: an interrupt written just before is seen.
 //!
 //! The same table keeps each owner's places (live conversations per owner, `earshot_gateway::owner_places`):
-//! one item per owner under `owner-` and a digest of the owner, holding `places`, a string set of
-//! `expires:token` entries (one per live conversation, lapsing at `expires`, epoch milliseconds: a place
-//! of one second lasts one second, not anything up to it as whole seconds would make it), and `version`. A place is taken or given back by reading the item and writing it back on condition that
-//! `version` is unchanged, retried on a conflict (optimistic concurrency, as DynamoDB's documentation
-//! describes with a version attribute): lapsed entries are dropped on the way, and `expires_at` (the
-//! item's TTL, epoch seconds) is the latest entry's expiry rounded up.
+//! one item per owner under `owner-` and a digest of the owner, holding `places_ms`, a string set of
+//! `expires:token` entries (one per live conversation, lapsing at `expires`, epoch milliseconds: a place of one
+//! second lasts one second, not anything up to it as whole seconds would make it), and `version`. A place is
+//! taken or given back by reading the item and writing it back on condition that `version` is unchanged,
+//! retried on a conflict (optimistic concurrency, as DynamoDB's documentation describes with a version
+//! attribute): lapsed entries are dropped on the way, and `expires_at` (the item's TTL, epoch seconds) is the
+//! latest entry's expiry rounded up. Earlier releases kept the entries in seconds under `places`: they are
+//! still read (a deployment does not forget the places taken just before it), and each write moves them to
+//! `places_ms`. A new attribute rather than new units under the old one, so that a release rolled back reads
+//! none of the new entries (its count is low until they lapse) instead of misreading milliseconds as seconds
+//! (places that never lapse, an owner refused for good).
 //!
 //! Each owner's character budget (`earshot_gateway::character_budget`) is one more item per owner under
 //! `budget-` and the same digest: `spent`, a string set of `minute:characters` entries (what was reserved in
@@ -63,17 +68,6 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// A place's expiry as written, in epoch milliseconds. Entries written before places were kept to the
-/// millisecond hold epoch seconds (below 10^11, which as milliseconds is 1973): read as seconds, a place
-/// taken just before a deployment still counts until it lapses.
-fn place_expiry_ms(written: u64) -> u64 {
-    if written < 100_000_000_000 {
-        written * 1_000
-    } else {
-        written
-    }
-}
-
 fn unreachable<E: std::error::Error + 'static, R: std::fmt::Debug>(what: &str, e: SdkError<E, R>) -> Error {
     Error::new("interrupt_store_unreachable", format!("DynamoDB {what}: {}", DisplayErrorContext(&e)), true)
 }
@@ -81,6 +75,11 @@ fn unreachable<E: std::error::Error + 'static, R: std::fmt::Debug>(what: &str, e
 fn key(id: &str) -> AttributeValue {
     AttributeValue::S(id.to_string())
 }
+
+/// The attribute of an owner's places, `expires_ms:token` entries.
+const PLACES: &str = "places_ms";
+/// Where earlier releases kept them, `expires_s:token` entries: read, never written.
+const PLACES_IN_SECONDS: &str = "places";
 
 /// Conflicting writers of one owner's places retried before the store is called busy.
 const PLACE_ATTEMPTS: usize = 8;
@@ -94,14 +93,15 @@ struct Places {
 fn places_of(item: Option<&HashMap<String, AttributeValue>>, now_ms: u64) -> Places {
     let Some(item) = item else { return Places { live: Vec::new(), version: 0 } };
     let version = item.get("version").and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()).unwrap_or(0);
-    let live = item
-        .get("places")
-        .and_then(|p| p.as_ss().ok())
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.split_once(':').and_then(|(at, token)| Some((place_expiry_ms(at.parse::<u64>().ok()?), token.to_string()))))
-        .filter(|(at, _)| *at > now_ms)
-        .collect();
+    let entries = |attribute: &str, to_ms: u64| {
+        item.get(attribute)
+            .and_then(|p| p.as_ss().ok())
+            .into_iter()
+            .flatten()
+            .filter_map(move |entry| entry.split_once(':').and_then(|(at, token)| Some((at.parse::<u64>().ok()?.saturating_mul(to_ms), token.to_string()))))
+    };
+    // Entries from before the milliseconds (seconds, under `places`) count until they lapse.
+    let live = entries(PLACES, 1).chain(entries(PLACES_IN_SECONDS, 1_000)).filter(|(at, _)| *at > now_ms).collect();
     Places { live, version }
 }
 
@@ -144,7 +144,7 @@ impl DynamoStore {
     async fn write_places(&self, key_: &str, live: &[(u64, String)], version: u64) -> Result<bool, Error> {
         let entries: Vec<String> = live.iter().map(|(at, token)| format!("{at}:{token}")).collect();
         let expires = live.iter().map(|(at, _)| at.div_ceil(1_000)).max().unwrap_or_else(now_s);
-        self.write_versioned(key_, (!live.is_empty()).then_some(("places", entries, expires)), version).await
+        self.write_versioned(key_, (!live.is_empty()).then_some((PLACES, entries, expires)), version).await
     }
 
     /// Writes the item under `key_` with `(set attribute, its entries, expires_at)`, or with no entries
@@ -322,25 +322,31 @@ impl ConversationStore for DynamoStore {
 mod tests {
     use super::*;
 
-    fn item(entries: &[&str]) -> HashMap<String, AttributeValue> {
+    fn item(attribute: &str, entries: &[&str]) -> HashMap<String, AttributeValue> {
         HashMap::from([
             ("version".to_string(), AttributeValue::N("3".into())),
-            ("places".to_string(), AttributeValue::Ss(entries.iter().map(|e| e.to_string()).collect())),
+            (attribute.to_string(), AttributeValue::Ss(entries.iter().map(|e| e.to_string()).collect())),
         ])
     }
 
     #[test]
     fn a_place_lapses_at_its_millisecond() {
         let now = 1_800_000_000_500;
-        let places = places_of(Some(&item(&["1800000000501:a", "1800000000500:b"])), now);
+        let places = places_of(Some(&item(PLACES, &["1800000000501:a", "1800000000500:b"])), now);
         assert_eq!(places.live, vec![(1_800_000_000_501, "a".to_string())], "one millisecond left is live, none is lapsed");
         assert_eq!(places.version, 3);
     }
 
     #[test]
-    fn a_place_written_in_seconds_before_the_change_still_counts_until_it_lapses() {
+    fn a_place_an_earlier_release_wrote_in_seconds_still_counts_until_it_lapses() {
         let now = 1_800_000_000_500;
-        let places = places_of(Some(&item(&["1800000001:old", "1800000000:gone"])), now);
+        let places = places_of(Some(&item(PLACES_IN_SECONDS, &["1800000001:old", "1800000000:gone"])), now);
         assert_eq!(places.live, vec![(1_800_000_001_000, "old".to_string())]);
+        // Both at once (an item an earlier release wrote, then this one): both counted.
+        let mut both = item(PLACES, &["1800000002000:new"]);
+        both.insert(PLACES_IN_SECONDS.to_string(), AttributeValue::Ss(vec!["1800000001:old".to_string()]));
+        let mut live = places_of(Some(&both), now).live;
+        live.sort();
+        assert_eq!(live, vec![(1_800_000_001_000, "old".to_string()), (1_800_000_002_000, "new".to_string())]);
     }
 }

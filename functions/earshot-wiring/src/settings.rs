@@ -325,8 +325,8 @@ pub struct Settings {
     /// The scripted agent's pace, in tokens per second.
     #[arg(long, default_value_t = 30.0)]
     pub tokens_per_second: f64,
-    /// A named answer for the scripted agent, `NAME=TEXT` (repeatable): a prompt that is exactly NAME is
-    /// answered with TEXT, which may hold `{pause:MS}` marks (a tool call's silence). For demos and tests
+    /// A named answer for the scripted agent, `NAME=TEXT` (repeatable): a prompt that is NAME (case and
+    /// surrounding spaces aside) is answered with TEXT, which may hold `{pause:MS}` marks (a tool call's silence). For demos and tests
     /// that want an answer of their own rather than the samples.
     #[arg(long = "script", value_name = "NAME=TEXT")]
     pub scripts: Vec<String>,
@@ -467,13 +467,18 @@ impl Settings {
         if !self.scripts.is_empty() && self.agent != AgentKind::Scripted {
             return Err(SettingsError::of("script", "names an answer of the scripted agent, but the agent is not scripted (--agent)"));
         }
-        self.scripts
-            .iter()
-            .map(|spec| match spec.split_once('=') {
-                Some((name, text)) if !name.trim().is_empty() && !text.trim().is_empty() => Ok((name.trim().to_string(), text.to_string())),
-                _ => Err(SettingsError::of("script", format!("`{spec}` is not `NAME=TEXT` with a name and a text"))),
-            })
-            .collect()
+        let mut named: Vec<(String, String)> = Vec::new();
+        for spec in &self.scripts {
+            let Some((name, text)) = spec.split_once('=').filter(|(name, text)| !name.trim().is_empty() && !text.trim().is_empty()) else {
+                return Err(SettingsError::of("script", format!("`{spec}` is not `NAME=TEXT` with a name and a text")));
+            };
+            let name = name.trim();
+            if named.iter().any(|(earlier, _)| earlier.eq_ignore_ascii_case(name)) {
+                return Err(SettingsError::of("script", format!("`{name}` is named twice (names match whatever their case)")));
+            }
+            named.push((name.to_string(), text.to_string()));
+        }
+        Ok(named)
     }
 
     /// The rules on each setting and across them, checked before anything is built.
@@ -834,6 +839,8 @@ mod tests {
             vec![("short".to_string(), "Sure. It shipped.".to_string()), ("tool".to_string(), "One moment.{pause:500} Done = 3.".to_string())],
             "the text is everything after the first ="
         );
+        let twice = parse(&["--script", "short=Sure.", "--script", "SHORT=No."]).check(Place::Serve).unwrap_err().to_string();
+        assert!(twice.contains("`SHORT` is named twice"), "{twice}");
         for bad in ["short", "=Sure.", "short= "] {
             let e = parse(&["--script", bad]).check(Place::Serve).unwrap_err().to_string();
             assert!(e.starts_with("--script: `") && e.contains("NAME=TEXT"), "{bad}: {e}");
