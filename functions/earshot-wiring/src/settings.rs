@@ -326,8 +326,8 @@ pub struct Settings {
     #[arg(long, default_value_t = 30.0)]
     pub tokens_per_second: f64,
     /// A named answer for the scripted agent, `NAME=TEXT` (repeatable): a prompt that is NAME (case and
-    /// surrounding spaces aside) is answered with TEXT, which may hold `{pause:MS}` marks (a tool call's silence). For demos and tests
-    /// that want an answer of their own rather than the samples.
+    /// surrounding spaces aside) is answered with TEXT, which may hold `{pause:MS}` marks (a tool call's
+    /// silence). For demos and tests that want an answer of their own rather than the samples.
     #[arg(long = "script", value_name = "NAME=TEXT")]
     pub scripts: Vec<String>,
     /// The scripted agent's delay before its first token, in milliseconds.
