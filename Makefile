@@ -18,6 +18,10 @@ LOCAL_DIR := $(CARGO_TARGET_DIR)/debug
 # Tools the checks install on first use, kept beside the build outputs.
 TOOLS := $(HOME)/.cache/earshot/tools
 MACHETE := $(TOOLS)/bin/cargo-machete
+# cargo-lambda and zig, for the Lambda's bootstrap. Outside the checkout, so that every clone builds with the
+# same linker path: cargo's fingerprints of the cross build include it, and a path that changed with the clone
+# rebuilt every arm64 dependency (minutes on 2 cores) in each new clone.
+export LAMBDA_TOOLS ?= $(TOOLS)/cargo-lambda
 # moto's DynamoDB server, for the interrupt store's tests.
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
@@ -58,36 +62,17 @@ run-aws: deps-rust kokoro-venv
 	$(CARGO) build --locked -p earshot -p earshot-standins
 	@PATH_MODE=aws EARSHOT_BIN=$(LOCAL_DIR)/earshot STANDINS_BIN=$(LOCAL_DIR)/earshot-standins $(ROOT)/scripts/run-local.sh
 
-# The stages of make test, in order. Each prints its wall time as it ends, and the table comes at the end
-# (BENCHMARKS.md, "Build and test times", keeps the figures).
-TEST_STAGES := lint test-rust conformance test-kokoro test-e2e test-run test-web test-cdk test-deploy test-lambda test-lambda-package test-bench
-# The Lambda package (a release build with LTO, for another processor: minutes on 2 cores) builds in the
-# background from the start, on the CPU time the stages leave idle: at the idle scheduling class
-# (SCHED_IDLE, `chrt --idle 0`, where the system allows it) and nice 19, the scheduler gives the tests the
-# processor whenever they want it. It still shares memory and caches with them: the Kokoro tests beside its
-# busiest minutes take longer (BENCHMARKS.md, "Spending the idle processor"), and their limits follow the
-# model's measured speed. It takes cargo's locks of target/release and the cross target, which no stage
-# builds into, and it leaves make's jobserver to the stages. test-lambda-package waits for it, then checks it.
-IDLE := nice -n 19 $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0)
+# The stages of make test, in order (scripts/make-test.sh runs them). Each prints its wall and CPU time as it
+# ends, and the table comes at the end (BENCHMARKS.md, "Build and test times", keeps the figures).
+TEST_STAGES := lint test-rust conformance test-kokoro test-e2e test-run test-web test-deploy test-lambda test-lambda-package test-bench
+# Stages that judge nothing by the clock run in the background from the start, on the processor time the
+# others leave idle (the idle scheduling class): the Lambda package (a release build with LTO for another
+# processor, minutes on 2 cores) and the CDK app's checks. test-lambda-package waits for them, then checks
+# the package. The build takes cargo's locks of target/release and the cross target, which no stage builds
+# into, and the background leaves make's jobserver to the stages.
+TEST_BACKGROUND := build-lambda test-cdk
 test: deps-rust
-	@mkdir -p $(ROOT)/.run; times=(); suite=$$(date +%s); \
-	echo "==> building the Lambda package in the background, at idle priority (log: .run/build-lambda.log)"; \
-	setsid env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS $(IDLE) $(MAKE) --no-print-directory build-lambda > $(ROOT)/.run/build-lambda.log 2>&1 & lambda=$$!; \
-	trap 'kill -- -$$lambda 2>/dev/null || true' EXIT; trap 'exit 130' INT TERM; \
-	for stage in $(TEST_STAGES); do \
-	  if [ $$stage = test-lambda-package ]; then \
-	    waited=$$(date +%s); \
-	    wait $$lambda || { echo "==> the Lambda package's build FAILED; the end of .run/build-lambda.log:"; tail -n 40 $(ROOT)/.run/build-lambda.log; exit 1; }; \
-	    times+=("(waiting-for-lambda) $$(( $$(date +%s) - waited ))"); \
-	    echo "==> the Lambda package's build (in the background since the start) ended $$(( $$(date +%s) - waited )) s after the stages before it"; \
-	  fi; \
-	  started=$$(date +%s); \
-	  if ! $(MAKE) --no-print-directory $$stage; then echo "==> $$stage FAILED after $$(( $$(date +%s) - started )) s"; exit 1; fi; \
-	  took=$$(( $$(date +%s) - started )); times+=("$$stage $$took"); \
-	  echo "==> $$stage took $$took s ($$(( ($$(date +%s) - suite) / 60 )) min so far)"; \
-	done; \
-	echo "==> stage times (s):"; printf '    %-22s %6s\n' $${times[@]}; \
-	echo "==> all tests passed in $$(( ($$(date +%s) - suite) / 60 )) min $$(( ($$(date +%s) - suite) % 60 )) s"
+	@STAGES="$(TEST_STAGES)" BACKGROUND="$(TEST_BACKGROUND)" WAIT_BEFORE=test-lambda-package MAKE="$(MAKE)" $(ROOT)/scripts/make-test.sh
 
 lint: deps-rust
 	@echo "==> formatting (cargo fmt --check; rustfmt.toml)"
@@ -115,12 +100,12 @@ test-kokoro:
 	$(MAKE) --no-print-directory -C infra/kokoro test
 
 test-e2e: deps-rust kokoro-venv moto-venv
-	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (one test at a time)"
+	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (two binaries at a time where safe; E2E_LANES=1 for one)"
 	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools  # the outside judge of Ogg Opus answers
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --quiet --locked -p earshot-e2e --no-run
-	@# One Kokoro container for every binary's shared one (the binaries that stop or slow a container start their own).
-	$(ROOT)/scripts/with-kokoro.sh $(CARGO) test --locked -p earshot-e2e -- --test-threads=1
+	@# Two lanes, each with one Kokoro container for its binaries' shared one (the binaries that stop or slow a container start their own).
+	$(ROOT)/scripts/test-e2e.sh
 
 moto-venv:
 	@test -x $(EARSHOT_MOTO_SERVER) -a $(MOTO_VENV)/.installed -nt $(ROOT)/tests/moto/requirements.txt || { \
@@ -192,13 +177,13 @@ synth:
 	$(MAKE) --no-print-directory -C infra/cdk deps synth
 
 lambda-tools:
-	@test -x $(ROOT)/.tools/cargo-lambda/bin/cargo-lambda || { echo "==> installing cargo-lambda and ziglang from PyPI into .tools/cargo-lambda"; python3 -m venv $(ROOT)/.tools/cargo-lambda && $(ROOT)/.tools/cargo-lambda/bin/pip install --quiet "cargo-lambda==1.9.2" "ziglang==0.17.1"; }
+	@test -x $(LAMBDA_TOOLS)/bin/cargo-lambda || { echo "==> installing cargo-lambda and ziglang from PyPI into $(LAMBDA_TOOLS)"; python3 -m venv $(LAMBDA_TOOLS) && $(LAMBDA_TOOLS)/bin/pip install --quiet "cargo-lambda==1.9.2" "ziglang==0.17.1"; }
 
 # The Lambda's processor, from the CDK config (arm64 unless it says x86_64).
 LAMBDA_ARCH ?= $(shell cd $(ROOT)/infra/cdk && node -p "require('./earshot.config.json').lambdaArchitecture || 'arm64'" 2>/dev/null || echo arm64)
 # One build of the bootstrap for `make deploy` and `make test` alike: cargo-lambda, release (its size
 # optimizations, stripped), for provided.al2023 on $(1) (arm64 or x86_64), into $(CARGO_TARGET_DIR)/lambda-$(1).
-lambda-build = PATH=$(ROOT)/.tools/cargo-lambda/bin:$$PATH cargo lambda build --release --locked $(if $(filter arm64,$(1)),--arm64,--x86-64) -p earshot-lambda --lambda-dir $(CARGO_TARGET_DIR)/lambda-$(1)
+lambda-build = PATH=$(LAMBDA_TOOLS)/bin:$$PATH cargo lambda build --release --locked $(if $(filter arm64,$(1)),--arm64,--x86-64) -p earshot-lambda --lambda-dir $(CARGO_TARGET_DIR)/lambda-$(1)
 
 build-lambda: lambda-tools
 	@$(ROOT)/scripts/debian-packages.sh cmake:cmake  # libopus is built from source (opusic-sys)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test-lambda`: the Lambda binary served the way Lambda serves it. Installs cargo-lambda (from
-# PyPI, with ziglang) into a project-local venv, starts the Kokoro container, the AWS stand-ins and
+# PyPI, with ziglang) into a venv beside the build outputs (LAMBDA_TOOLS), starts the Kokoro container, the AWS stand-ins and
 # moto's server with the interrupt table and an agent's key, and `cargo lambda watch` (function-URL
 # semantics with response streaming) on free ports, runs the streaming and interrupt tests against the
 # function URL, then the same bootstrap with an OpenAI-compatible agent, and stops everything.
@@ -8,7 +8,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-tools="$root/.tools/cargo-lambda"
+tools=${LAMBDA_TOOLS:-$HOME/.cache/earshot/tools/cargo-lambda}  # as the Makefile has it
 logs=$(mktemp -d)
 target=${CARGO_TARGET_DIR:-$root/target}
 

@@ -227,136 +227,224 @@ async fn run(args: Args) -> Result<(), String> {
     }) {
         return Err(format!("unknown suite `{unknown}`"));
     }
-    let started = std::time::Instant::now();
-    let mut results = Results { command: args.command.clone(), quick: args.quick, machine: Some(machine::describe()), ..Default::default() };
+    let record = Recorder {
+        results: std::sync::Mutex::new(Results { command: args.command.clone(), quick: args.quick, machine: Some(machine::describe()), ..Default::default() }),
+        out: &args.out,
+        started: std::time::Instant::now(),
+    };
+    let quick = args.quick;
+    let (args, paths, recorder, shapes) = (&args, &paths, &record, &shapes);
+    // Each suite in one of two lanes: `Own` for the suites that start whatever they use, `Shared` for
+    // those that speak through the plain container (and the owner checks, to even the lanes' times). A
+    // full run takes every suite one at a time in this order. A quick run takes the two lanes at once:
+    // its figures mean nothing, most of its time is spent waiting on processes (a model loading, a
+    // conversation at the voice's pace), and the plain container still serves one suite at a time.
+    let mut suites = Suites::default();
     if wants("segmenter") {
-        let sizes: &[f64] = if args.quick { &[0.05] } else { &[1.0, 2.0, 5.0, 10.0] };
-        eprintln!("bench: segmenter throughput");
-        results.segmenter = Some(inprocess::segmenter(sizes, if args.quick { 1 } else { 3 }));
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            let sizes: &[f64] = if quick { &[0.05] } else { &[1.0, 2.0, 5.0, 10.0] };
+            eprintln!("bench: segmenter throughput");
+            let segmenter = inprocess::segmenter(sizes, if quick { 1 } else { 3 });
+            recorder.set(|r| r.segmenter = Some(segmenter))
+        });
     }
     if wants("formats") {
-        eprintln!("bench: audio formats: conversion time and bytes");
-        results.formats = Some(formats::run(if args.quick { 3 } else { 300 }));
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            eprintln!("bench: audio formats: conversion time and bytes");
+            let formats = formats::run(if quick { 3 } else { 300 });
+            recorder.set(|r| r.formats = Some(formats))
+        });
     }
     if wants("transport") {
-        eprintln!("bench: transport (SSE and binary)");
-        results.transport = Some(inprocess::transport(if args.quick { 2.0 } else { 60.0 }, if args.quick { 1 } else { 5 }));
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            eprintln!("bench: transport (SSE and binary)");
+            let transport = inprocess::transport(if quick { 2.0 } else { 60.0 }, if quick { 1 } else { 5 });
+            recorder.set(|r| r.transport = Some(transport))
+        });
     }
     if wants("coldstart") {
-        eprintln!("bench: cold start");
-        results.coldstart = Some(coldstart::run(&paths, if args.quick { 2 } else { trials }, args.bootstrap.as_deref()).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            eprintln!("bench: cold start");
+            let coldstart = coldstart::run(paths, if quick { 2 } else { trials }, args.bootstrap.as_deref()).await?;
+            recorder.set(|r| r.coldstart = Some(coldstart))
+        });
     }
     if wants("load") {
-        eprintln!("bench: load with the synthetic voice, N = {levels:?}");
-        let settings = load::Settings {
-            levels,
-            min_samples: if args.quick { 1 } else { trials },
-            latency_ms: 200,
-            lead_ms: if args.quick { 600_000 } else { 0 },
-            prompt: "brief".into(),
-        };
-        results.load = Some(load::run(&paths, &settings).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            eprintln!("bench: load with the synthetic voice, N = {levels:?}");
+            let settings = load::Settings {
+                levels,
+                min_samples: if quick { 1 } else { trials },
+                latency_ms: 200,
+                lead_ms: if quick { 600_000 } else { 0 },
+                prompt: "brief".into(),
+            };
+            let load = load::run(paths, &settings).await?;
+            recorder.set(|r| r.load = Some(load))
+        });
     }
     if wants("overload") {
-        let settings =
-            if args.quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
-        eprintln!("bench: overload: {} conversations at once, container cap {}", settings.conversations, settings.cap);
-        results.overload = Some(overload::run(&paths, &settings).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            let settings =
+                if quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
+            eprintln!("bench: overload: {} conversations at once, container cap {}", settings.conversations, settings.cap);
+            let overload = overload::run(paths, &settings).await?;
+            recorder.set(|r| r.overload = Some(overload))
+        });
     }
     if wants("polly") {
-        eprintln!(
-            "bench: polly: session designs{}",
-            if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
-        );
-        results.polly = Some(polly::run(&paths, if args.quick { 1 } else { trials }, args.earshot_baseline.as_deref()).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            eprintln!(
+                "bench: polly: session designs{}",
+                if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
+            );
+            let polly = polly::run(paths, if quick { 1 } else { trials }, args.earshot_baseline.as_deref()).await?;
+            recorder.set(|r| r.polly = Some(polly))
+        });
     }
     if wants("cache") {
-        let (pairs, day) = if args.quick { (1, 3) } else { (trials, 40) };
-        eprintln!("bench: sentence cache: {pairs} sentences said twice on Kokoro, a scripted day of {day} answers through Polly");
-        results.cache = Some(cache::run(&paths, pairs, day, &args.moto_server).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            let (pairs, day) = if quick { (1, 3) } else { (trials, 40) };
+            eprintln!("bench: sentence cache: {pairs} sentences said twice on Kokoro, a scripted day of {day} answers through Polly");
+            let cache = cache::run(paths, pairs, day, &args.moto_server).await?;
+            recorder.set(|r| r.cache = Some(cache))
+        });
     }
     if wants("owner") {
-        eprintln!("bench: owner checks: first audio with a caller's places and budget off, in the process, in DynamoDB (moto)");
-        results.owner = Some(owner::run(&paths, if args.quick { 1 } else { trials.max(30) }, &args.moto_server).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            eprintln!("bench: owner checks: first audio with a caller's places and budget off, in the process, in DynamoDB (moto)");
+            let owner = owner::run(paths, if quick { 1 } else { trials.max(30) }, &args.moto_server).await?;
+            recorder.set(|r| r.owner = Some(owner))
+        });
     }
     if wants("capacity") {
-        let settings = if args.quick {
-            capacity::Settings { levels: vec![1, 2], lone: 1, rounds: 1 }
-        } else {
-            capacity::Settings { levels: args.capacity_levels.clone(), lone: 5, rounds: 3 }
-        };
-        eprintln!("bench: capacity: conversations at once on one Kokoro container, levels {:?}", settings.levels);
-        results.capacity = Some(capacity::run(&paths, &settings).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            let settings = if quick {
+                capacity::Settings { levels: vec![1, 2], lone: 1, rounds: 1 }
+            } else {
+                capacity::Settings { levels: args.capacity_levels.clone(), lone: 5, rounds: 3 }
+            };
+            eprintln!("bench: capacity: conversations at once on one Kokoro container, levels {:?}", settings.levels);
+            let capacity = capacity::run(paths, &settings).await?;
+            recorder.set(|r| r.capacity = Some(capacity))
+        });
     }
     if wants("interrupt") {
-        eprintln!("bench: interrupt: from the interrupt to the stream's end and the container's cancel");
-        results.interrupt = Some(interrupt::run(&paths, if args.quick { 1 } else { trials }, &args.moto_server).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            eprintln!("bench: interrupt: from the interrupt to the stream's end and the container's cancel");
+            let interrupt = interrupt::run(paths, if quick { 1 } else { trials }, &args.moto_server).await?;
+            recorder.set(|r| r.interrupt = Some(interrupt))
+        });
     }
     if wants("agents") {
-        eprintln!("bench: agent sources: time to first audio through each at {} tokens/s", agents::TOKENS_PER_SECOND);
-        results.agents = Some(agents::run(&paths, if args.quick { 1 } else { trials.min(10) }).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            eprintln!("bench: agent sources: time to first audio through each at {} tokens/s", agents::TOKENS_PER_SECOND);
+            let agents = agents::run(paths, if quick { 1 } else { trials.min(10) }).await?;
+            recorder.set(|r| r.agents = Some(agents))
+        });
     }
     if wants("pacing") {
-        eprintln!("bench: piece plan: paced against fixed, idle and beside CPU-bound processes, shapes {shapes:?}");
-        results.pacing = Some(pacing::run(&paths, if args.quick { 1 } else { trials.min(10) }, &shapes, args.quick).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Own, async move {
+            eprintln!("bench: piece plan: paced against fixed, idle and beside CPU-bound processes, shapes {shapes:?}");
+            let pacing = pacing::run(paths, if quick { 1 } else { trials.min(10) }, shapes, quick).await?;
+            recorder.set(|r| r.pacing = Some(pacing))
+        });
     }
     if wants("firstaudio") {
-        let n = if args.quick { 1 } else { args.first_audio_trials.max(1) };
-        eprintln!(
-            "bench: first audio: {n} trials per cell, shapes {shapes:?}{}",
-            if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
-        );
-        results.firstaudio = Some(firstaudio::run(&paths, n, &shapes, args.earshot_baseline.as_deref()).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            let n = if quick { 1 } else { args.first_audio_trials.max(1) };
+            eprintln!(
+                "bench: first audio: {n} trials per cell, shapes {shapes:?}{}",
+                if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
+            );
+            let firstaudio = firstaudio::run(paths, n, shapes, args.earshot_baseline.as_deref()).await?;
+            recorder.set(|r| r.firstaudio = Some(firstaudio))
+        });
     }
     if wants("container") {
-        eprintln!("bench: the Kokoro container alone");
-        results.container = Some(container::run(&paths, trials).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            eprintln!("bench: the Kokoro container alone");
+            let container = container::run(paths, trials).await?;
+            recorder.set(|r| r.container = Some(container))
+        });
     }
     if wants("overhead") {
-        eprintln!("bench: orchestration overhead on each backend path");
-        results.overhead = Some(overhead::run(&paths, trials).await?);
-        results.seconds = started.elapsed().as_secs_f64();
-        save(&args.out, &results)?;
+        suites.add(Lane::Shared, async move {
+            eprintln!("bench: orchestration overhead on each backend path");
+            let overhead = overhead::run(paths, trials).await?;
+            recorder.set(|r| r.overhead = Some(overhead))
+        });
     }
     if wants("release") {
-        eprintln!("bench: release timing on the local Kokoro ({trials} rounds, shapes {shapes:?})");
-        let settings = release::Settings { trials, shapes, tokens_per_second: 30.0, first_token_ms: 200, idle_release_ms: 150, fast_first_words: 4 };
-        results.release = Some(release::run(&paths, settings).await?);
+        suites.add(Lane::Shared, async move {
+            eprintln!("bench: release timing on the local Kokoro ({trials} rounds, shapes {shapes:?})");
+            let settings =
+                release::Settings { trials, shapes: shapes.clone(), tokens_per_second: 30.0, first_token_ms: 200, idle_release_ms: 150, fast_first_words: 4 };
+            let release = release::run(paths, settings).await?;
+            recorder.set(|r| r.release = Some(release))
+        });
     }
-    results.seconds = started.elapsed().as_secs_f64();
+    suites.run(quick).await?;
+    let mut results = record.results.into_inner().map_err(|_| "a suite panicked while recording".to_string())?;
+    results.seconds = record.started.elapsed().as_secs_f64();
     save(&args.out, &results)?;
     eprintln!("bench: wrote results.json and report.md in {} ({:.0} s)", args.out.display(), results.seconds);
     Ok(())
+}
+
+/// The lane of a suite in a quick run, which takes the two at once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Own,
+    Shared,
+}
+
+/// One suite of a run: it measures, then records what it measured.
+type Suite<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + 'a>>;
+
+/// The suites a run asked for, in the order a full run takes them, each with its lane.
+#[derive(Default)]
+struct Suites<'a>(Vec<(Lane, Suite<'a>)>);
+
+impl<'a> Suites<'a> {
+    fn add(&mut self, lane: Lane, suite: impl std::future::Future<Output = Result<(), String>> + 'a) {
+        self.0.push((lane, Box::pin(suite)));
+    }
+
+    /// Every suite one after another, or (`lanes`) each lane's one after another, the two lanes at once;
+    /// the first failure ends the run.
+    async fn run(self, lanes: bool) -> Result<(), String> {
+        if !lanes {
+            return one_after_another(self.0).await;
+        }
+        let (own, shared): (Vec<_>, Vec<_>) = self.0.into_iter().partition(|(lane, _)| *lane == Lane::Own);
+        let (own, shared) = tokio::join!(one_after_another(own), one_after_another(shared));
+        own.and(shared)
+    }
+}
+
+/// Runs suites one after another, stopping at the first that fails.
+async fn one_after_another(suites: Vec<(Lane, Suite<'_>)>) -> Result<(), String> {
+    for (_, suite) in suites {
+        suite.await?;
+    }
+    Ok(())
+}
+
+/// The run's results so far, saved as each suite records its own (a run cut short keeps what it had).
+struct Recorder<'a> {
+    results: std::sync::Mutex<Results>,
+    out: &'a std::path::Path,
+    started: std::time::Instant,
+}
+
+impl Recorder<'_> {
+    fn set(&self, set: impl FnOnce(&mut Results)) -> Result<(), String> {
+        let mut results = self.results.lock().map_err(|_| "a suite panicked while recording".to_string())?;
+        set(&mut results);
+        results.seconds = self.started.elapsed().as_secs_f64();
+        save(self.out, &results)
+    }
 }
 
 /// Writes results.json and report.md. Called after every suite, so that a run stopped half-way

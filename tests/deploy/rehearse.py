@@ -42,9 +42,10 @@ class Rehearsal:
         os.makedirs(bin_dir)
         for tool in TOOLS:
             os.symlink(os.path.join(HERE, "standin.py"), os.path.join(bin_dir, tool))
-        # make deploy installs cargo-lambda when it is missing; the stand-in cargo builds instead.
-        os.makedirs(os.path.join(self.repo, ".tools/cargo-lambda/bin"))
-        os.symlink(os.path.join(HERE, "standin.py"), os.path.join(self.repo, ".tools/cargo-lambda/bin/cargo-lambda"))
+        # cargo-lambda where make deploy looks for it (LAMBDA_TOOLS): the stand-in, which records its call.
+        lambda_tools = os.path.join(self.work, "tools", "cargo-lambda")
+        os.makedirs(os.path.join(lambda_tools, "bin"))
+        os.symlink(os.path.join(HERE, "standin.py"), os.path.join(lambda_tools, "bin", "cargo-lambda"))
         # Where cargo would have put `make build`'s binary: the real earshot, so the doctor really runs.
         self.target = os.path.join(self.work, "target")
         os.makedirs(os.path.join(self.target, "release"))
@@ -58,6 +59,8 @@ class Rehearsal:
             "PATH": bin_dir + os.pathsep + env["PATH"],
             "AWS_REGION": REGION,
             "CARGO_TARGET_DIR": self.target,
+            # make deploy installs cargo-lambda when it is missing; the stand-in cargo-lambda is there already.
+            "LAMBDA_TOOLS": lambda_tools,
             # The deploying credentials, as the SDK finds them, and where its Polly calls go.
             "AWS_ACCESS_KEY_ID": "AKIAREHEARSAL",
             "AWS_SECRET_ACCESS_KEY": "rehearsal",
