@@ -22,6 +22,9 @@ MACHETE := $(TOOLS)/bin/cargo-machete
 # same linker path: cargo's fingerprints of the cross build include it, and a path that changed with the clone
 # rebuilt every arm64 dependency (minutes on 2 cores) in each new clone.
 export LAMBDA_TOOLS ?= $(TOOLS)/cargo-lambda
+# What lambda-tools installs there; its stamp holds them, so that an install cut short (or older pins) is made
+# again rather than kept by every later clone.
+export LAMBDA_PINS := cargo-lambda==1.9.2 ziglang==0.17.1
 # moto's DynamoDB server, for the interrupt store's tests.
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
@@ -72,6 +75,8 @@ TEST_STAGES := lint test-rust conformance test-kokoro test-e2e test-run test-web
 # into, and the background leaves make's jobserver to the stages.
 TEST_BACKGROUND := build-lambda test-cdk
 test: deps-rust
+	@# The CDK app's packages first: test-cdk (in the background) and test-deploy both use them.
+	@$(MAKE) --no-print-directory -C infra/cdk deps
 	@STAGES="$(TEST_STAGES)" BACKGROUND="$(TEST_BACKGROUND)" WAIT_BEFORE=test-lambda-package MAKE="$(MAKE)" $(ROOT)/scripts/make-test.sh
 
 lint: deps-rust
@@ -177,7 +182,10 @@ synth:
 	$(MAKE) --no-print-directory -C infra/cdk deps synth
 
 lambda-tools:
-	@test -x $(LAMBDA_TOOLS)/bin/cargo-lambda || { echo "==> installing cargo-lambda and ziglang from PyPI into $(LAMBDA_TOOLS)"; python3 -m venv $(LAMBDA_TOOLS) && $(LAMBDA_TOOLS)/bin/pip install --quiet "cargo-lambda==1.9.2" "ziglang==0.17.1"; }
+	@test "$$(cat $(LAMBDA_TOOLS)/.installed 2>/dev/null)" = "$(LAMBDA_PINS)" || { \
+	  echo "==> installing cargo-lambda and ziglang from PyPI into $(LAMBDA_TOOLS)"; rm -rf $(LAMBDA_TOOLS) && \
+	  python3 -m venv $(LAMBDA_TOOLS) && $(LAMBDA_TOOLS)/bin/pip install --quiet --disable-pip-version-check $(LAMBDA_PINS) && \
+	  echo "$(LAMBDA_PINS)" > $(LAMBDA_TOOLS)/.installed; }
 
 # The Lambda's processor, from the CDK config (arm64 unless it says x86_64).
 LAMBDA_ARCH ?= $(shell cd $(ROOT)/infra/cdk && node -p "require('./earshot.config.json').lambdaArchitecture || 'arm64'" 2>/dev/null || echo arm64)

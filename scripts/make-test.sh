@@ -23,84 +23,117 @@ make=${MAKE:-make}
 read -ra stages <<<"${STAGES:?the foreground stages}"
 read -ra background <<<"${BACKGROUND:-}"
 wait_before=${WAIT_BEFORE:-${stages[-1]}}
-mkdir -p .run
-rm -f .run/background.times
-
-if [ "${1:-}" = --background ]; then
-  for stage in "${background[@]}"; do
-    started=$(date +%s)
-    if ! $make --no-print-directory "$stage" >".run/$stage.log" 2>&1; then
-      echo "$stage FAILED" >>.run/background.times
-      exit 1
-    fi
-    echo "$stage $(($(date +%s) - started))" >>.run/background.times
-  done
-  exit 0
-fi
-
-idle=(nice -n 19)
-if chrt --idle 0 true 2>/dev/null; then idle+=(chrt --idle 0); fi
 tick=$(getconf CLK_TCK)
-# The CPU time of this script's children that have ended (user and system: fields 16 and 17 of its stat;
-# $$, not $BASHPID, since a command substitution runs in a subshell).
+times=.run/background.times
+mkdir -p .run
+
+# The CPU time, in ticks, of this script's children that have ended (user and system: fields 16 and 17
+# of its stat; $$, not $BASHPID, since a command substitution runs in a subshell). A stage is the only
+# child that ends while it runs (the background is no child of this script), so a difference is its own:
+# the processes it waited for, however deep. One it killed and never waited for (a server a script stops
+# with `kill` alone) is not counted, so a stage's CPU figure is a floor.
 children_cpu() {
   local stat
   read -ra stat <"/proc/$$/stat"
   echo $((stat[15] + stat[16]))
 }
+since() { echo $(($(date +%s) - $1)); }
 
+# The background: each stage's wall and CPU seconds to $times as it ends, `done` at the end.
+if [ "${1:-}" = --background ]; then
+  echo $$ >.run/background.pid
+  for stage in "${background[@]}"; do
+    started=$(date +%s)
+    cpu=$(children_cpu)
+    if ! $make --no-print-directory "$stage" >".run/$stage.log" 2>&1; then
+      echo "$stage FAILED" >>"$times"
+      exit 1
+    fi
+    echo "$stage $(since "$started") $((($(children_cpu) - cpu) / tick))" >>"$times"
+  done
+  echo done >>"$times"
+  exit 0
+fi
+
+rm -f "$times" .run/background.pid
 suite=$(date +%s)
 rows=()
 row() { rows+=("$(printf '    %-28s %6s %6s %5s' "$1" "$2" "$3" "$4")"); }
-since() { echo $(($(date +%s) - $1)); }
+busy() { echo "$(($1 > 0 ? 100 * $2 / ($1 * $(nproc)) : 0))%"; }
 
-pid=
-if [ ${#background[@]} -gt 0 ]; then
-  echo "==> in the background, at idle priority: ${background[*]} (logs: .run/<stage>.log)"
-  # A session of its own, killed with the run however it ends; out of make's jobserver.
-  setsid env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS "${idle[@]}" "$0" --background &
-  pid=$!
-  trap 'kill -- -$pid 2>/dev/null || true' EXIT
-fi
-trap 'exit 130' INT TERM
-
-# A background stage that failed, named with the end of its log.
-background_failed() {
+# Whether the background has ended ("done"), failed (named with the end of its log), or goes on.
+background_state() {
   local name took
-  while read -r name took; do
+  while read -r name took _; do
+    if [ "$name" = done ]; then echo done; return; fi
     if [ "$took" = FAILED ]; then
-      echo "==> $name (in the background) FAILED; the end of .run/$name.log:"
-      tail -n 40 ".run/$name.log"
-      return 0
+      echo "==> $name (in the background) FAILED; the end of .run/$name.log:" >&2
+      tail -n 40 ".run/$name.log" >&2
+      echo failed
+      return
     fi
-  done < <(cat .run/background.times 2>/dev/null)
-  return 1
+  done < <(cat "$times" 2>/dev/null)
+  echo running
 }
 
+stop_background() {
+  local group
+  group=$(cat .run/background.pid 2>/dev/null) || return 0
+  kill -TERM -- "-$group" 2>/dev/null || true
+}
+
+child=
+# A signal reaches the running stage at once (bash runs a trap only between foreground commands, so each
+# stage runs in the background and is waited for); the run then ends with the stage.
+trap 'trap - INT TERM; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true; stop_background; wait; exit 130' INT TERM
+trap stop_background EXIT
+
+if [ ${#background[@]} -gt 0 ]; then
+  idle=(nice -n 19)
+  if chrt --idle 0 true 2>/dev/null; then idle+=(chrt --idle 0); fi
+  echo "==> in the background, at idle priority: ${background[*]} (logs: .run/<stage>.log)"
+  # A session of its own (killed with the run however it ends), no child of this script (so that its CPU
+  # time is not counted in a stage's), out of make's jobserver.
+  (setsid env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS "${idle[@]}" "$0" --background </dev/null >.run/background.log 2>&1 &)
+  for _ in $(seq 1 100); do [ -s .run/background.pid ] && break; sleep 0.1; done
+fi
+
 for stage in "${stages[@]}"; do
-  if background_failed; then exit 1; fi
-  if [ -n "$pid" ] && [ "$stage" = "$wait_before" ]; then
+  [ "$(background_state)" != failed ] || exit 1
+  if [ ${#background[@]} -gt 0 ] && [ "$stage" = "$wait_before" ]; then
     waited=$(date +%s)
-    cpu=$(children_cpu)
-    status=0
-    wait "$pid" || status=$?
-    pid=
-    if background_failed; then exit 1; fi
-    while read -r name took; do row "$name (background)" "$took" "" ""; done <.run/background.times
-    [ "$status" = 0 ] || { echo "==> the background stages ended with status $status"; exit 1; }
-    took=$(since "$waited")
-    row "(waiting for the background)" "$took" "$((($(children_cpu) - cpu) / tick))" ""
-    echo "==> the background stages ended $took s after the stages before $stage"
+    while :; do
+      case $(background_state) in
+        done) break ;;
+        failed) exit 1 ;;
+      esac
+      group=$(cat .run/background.pid 2>/dev/null || echo 0)
+      kill -0 "$group" 2>/dev/null || [ "$(background_state)" = done ] || {
+        echo "==> the background stages stopped without a word (.run/<stage>.log)"
+        exit 1
+      }
+      sleep 2
+    done
+    while read -r name took cpu; do
+      [ "$name" = done ] || row "$name (background)" "$took" "$cpu" "$(busy "$took" "$cpu")"
+    done <"$times"
+    row "(waiting for the background)" "$(since "$waited")" "" ""
+    echo "==> the background stages ended $(since "$waited") s after the stages before $stage"
   fi
   started=$(date +%s)
   cpu=$(children_cpu)
-  if ! $make --no-print-directory "$stage"; then
+  $make --no-print-directory "$stage" &
+  child=$!
+  status=0
+  wait "$child" || status=$?
+  child=
+  if [ "$status" != 0 ]; then
     echo "==> $stage FAILED after $(since "$started") s"
     exit 1
   fi
   took=$(since "$started")
   used=$((($(children_cpu) - cpu) / tick))
-  row "$stage" "$took" "$used" "$((took > 0 ? 100 * used / (took * $(nproc)) : 0))%"
+  row "$stage" "$took" "$used" "$(busy "$took" "$used")"
   echo "==> $stage took $took s, $used s of CPU ($(($(since "$suite") / 60)) min so far)"
 done
 

@@ -8,13 +8,15 @@
 #
 #   a, b   two lanes at once, each a list of binaries run one after another beside a Kokoro container
 #          of its own (scripts/with-kokoro.sh), so that a binary that reads its container's counters sees
-#          only its own lane's work: lane a the binaries that keep the model busiest; lane b those that
-#          mostly wait, then the rest (listed in neither), so that the two lanes end near each other;
+#          only its own lane's work: lane a the library's own unit tests, then the binaries that keep the
+#          model busiest; lane b those that mostly wait, then the rest (listed in no part), so that the
+#          two lanes end near each other;
 #   alone  then the binaries whose subject is the machine's own speed (the speed probe, stalls on a
 #          slowed container), with nothing beside them.
 #
-# Every binary runs in exactly one part, and a name that is no binary stops the run. Each line of a
-# lane's output starts with the lane's name; the whole of each lane is also kept in .run/e2e/<lane>.log.
+# Every binary runs in exactly one part: a name that is no binary, or one named twice, stops the run.
+# Each line of a lane's output starts with the lane's name; the whole of each lane is also kept in
+# .run/e2e/<lane>.log.
 #
 #   E2E_LANES=1  one binary at a time, as before (the same container for all)
 set -euo pipefail
@@ -34,14 +36,20 @@ lane_b=("${waiting[@]}")
 for name in "${all[@]}"; do
   case " ${lane_a[*]} ${waiting[*]} ${alone[*]} " in *" $name "*) ;; *) lane_b+=("$name") ;; esac
 done
-for name in "${lane_a[@]}" "${waiting[@]}" "${alone[@]}"; do
+named=("${lane_a[@]}" "${waiting[@]}" "${alone[@]}")
+for name in "${named[@]}"; do
   case " ${all[*]} " in *" $name "*) ;; *) echo "test-e2e: no binary tests/tests/$name.rs (named in scripts/test-e2e.sh)"; exit 1 ;; esac
 done
+twice=$(printf '%s\n' "${named[@]}" | sort | uniq -d)
+[ -z "$twice" ] || { echo "test-e2e: named in two parts of scripts/test-e2e.sh: $twice"; exit 1; }
 
-# `cargo test` for some binaries, each given as --test NAME, one test at a time.
+# `cargo test` for some binaries, each given as --test NAME (an option such as --lib as it is), one test
+# at a time.
 tests() {
   local args=()
-  for name in "$@"; do args+=(--test "$name"); done
+  for name in "$@"; do
+    case $name in --*) args+=("$name") ;; *) args+=(--test "$name") ;; esac
+  done
   cargo test --locked -p earshot-e2e "${args[@]}" -- --test-threads=1
 }
 
@@ -62,11 +70,11 @@ lane() {
 set -m
 lanes=()
 stop() { for group in "${lanes[@]}"; do kill -TERM -- "-$group" 2>/dev/null || true; done; }
-trap 'stop; exit 130' INT TERM
+trap 'stop; wait; exit 130' INT TERM
 
 started=$(date +%s)
 echo "test-e2e: two lanes at once: a (${lane_a[*]}) and b (${lane_b[*]})"
-lane a "${lane_a[@]}" &
+lane a --lib "${lane_a[@]}" &
 lanes+=($!)
 lane b "${lane_b[@]}" &
 lanes+=($!)

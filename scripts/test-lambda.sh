@@ -12,11 +12,7 @@ tools=${LAMBDA_TOOLS:-$HOME/.cache/earshot/tools/cargo-lambda}  # as the Makefil
 logs=$(mktemp -d)
 target=${CARGO_TARGET_DIR:-$root/target}
 
-if [ ! -x "$tools/bin/cargo-lambda" ]; then
-  echo "lambda: installing cargo-lambda and ziglang from PyPI into $tools"
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check "cargo-lambda==1.9.2" "ziglang==0.17.1"
-fi
+"${MAKE:-make}" -C "$root" --no-print-directory lambda-tools  # installs them where they are missing
 export PATH="$tools/bin:$PATH"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -412,14 +412,13 @@ impl<'a> Suites<'a> {
     }
 
     /// Every suite one after another, or (`lanes`) each lane's one after another, the two lanes at once;
-    /// the first failure ends the run.
+    /// the first failure ends the run (the other lane's suite is dropped, and with it what it started).
     async fn run(self, lanes: bool) -> Result<(), String> {
         if !lanes {
             return one_after_another(self.0).await;
         }
         let (own, shared): (Vec<_>, Vec<_>) = self.0.into_iter().partition(|(lane, _)| *lane == Lane::Own);
-        let (own, shared) = tokio::join!(one_after_another(own), one_after_another(shared));
-        own.and(shared)
+        tokio::try_join!(one_after_another(own), one_after_another(shared)).map(|_| ())
     }
 }
 

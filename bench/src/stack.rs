@@ -20,7 +20,8 @@ pub struct Paths {
     /// (`--quick`: its figures mean nothing, and each start costs seconds of loading the model; eight
     /// suites ask for it). `None`: each suite starts its own, as measurements need (a container another
     /// suite warmed is not the one measured). Containers with settings of their own are never shared, so
-    /// that no more than one model stays loaded beside the one a suite is using.
+    /// that no more than one model stays loaded beside the ones the running suites use (a quick run takes
+    /// two lanes of suites at once: the shared container, and at most one of each lane's own).
     pub shared_kokoro: Option<SharedKokoro>,
 }
 

@@ -46,6 +46,8 @@ class Rehearsal:
         lambda_tools = os.path.join(self.work, "tools", "cargo-lambda")
         os.makedirs(os.path.join(lambda_tools, "bin"))
         os.symlink(os.path.join(HERE, "standin.py"), os.path.join(lambda_tools, "bin", "cargo-lambda"))
+        with open(os.path.join(lambda_tools, ".installed"), "w") as stamp:  # the pins make exports: nothing to install
+            stamp.write(os.environ["LAMBDA_PINS"] + "\n")
         # Where cargo would have put `make build`'s binary: the real earshot, so the doctor really runs.
         self.target = os.path.join(self.work, "target")
         os.makedirs(os.path.join(self.target, "release"))
