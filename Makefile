@@ -182,10 +182,12 @@ synth:
 	$(MAKE) --no-print-directory -C infra/cdk deps synth
 
 lambda-tools:
-	@test "$$(cat $(LAMBDA_TOOLS)/.installed 2>/dev/null)" = "$(LAMBDA_PINS)" || { \
-	  echo "==> installing cargo-lambda and ziglang from PyPI into $(LAMBDA_TOOLS)"; rm -rf $(LAMBDA_TOOLS) && \
-	  python3 -m venv $(LAMBDA_TOOLS) && $(LAMBDA_TOOLS)/bin/pip install --quiet --disable-pip-version-check $(LAMBDA_PINS) && \
-	  echo "$(LAMBDA_PINS)" > $(LAMBDA_TOOLS)/.installed; }
+	@test "$$(cat "$(LAMBDA_TOOLS)/.installed" 2>/dev/null)" = "$(LAMBDA_PINS)" || { \
+	  if [ -e "$(LAMBDA_TOOLS)" ] && [ ! -e "$(LAMBDA_TOOLS)/pyvenv.cfg" ]; then \
+	    echo "earshot: $(LAMBDA_TOOLS) is there but is no venv: remove it, or set LAMBDA_TOOLS to a new folder"; exit 1; fi; \
+	  echo "==> installing cargo-lambda and ziglang from PyPI into $(LAMBDA_TOOLS)"; rm -rf "$(LAMBDA_TOOLS)" && \
+	  python3 -m venv "$(LAMBDA_TOOLS)" && "$(LAMBDA_TOOLS)/bin/pip" install --quiet --disable-pip-version-check $(LAMBDA_PINS) && \
+	  echo "$(LAMBDA_PINS)" > "$(LAMBDA_TOOLS)/.installed"; }
 
 # The Lambda's processor, from the CDK config (arm64 unless it says x86_64).
 LAMBDA_ARCH ?= $(shell cd $(ROOT)/infra/cdk && node -p "require('./earshot.config.json').lambdaArchitecture || 'arm64'" 2>/dev/null || echo arm64)

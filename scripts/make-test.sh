@@ -45,7 +45,7 @@ if [ "${1:-}" = --background ]; then
   for stage in "${background[@]}"; do
     started=$(date +%s)
     cpu=$(children_cpu)
-    if ! $make --no-print-directory "$stage" >".run/$stage.log" 2>&1; then
+    if ! $make --no-print-directory "$stage" >".run/$stage.log" 2>&1 9>&-; then
       echo "$stage FAILED" >>"$times"
       exit 1
     fi
@@ -55,6 +55,16 @@ if [ "${1:-}" = --background ]; then
   exit 0
 fi
 
+# One run at a time in a checkout. The background inherits the lock (its stages do not), so a background
+# left over from an earlier run (killed with SIGKILL, say) holds it too, rather than writing into this
+# run's files.
+if command -v flock >/dev/null; then
+  exec 9>.run/make-test.lock
+  flock -n 9 || {
+    echo "==> another make test holds .run/make-test.lock in this checkout (its background's process group: $(cat .run/background.pid 2>/dev/null))"
+    exit 1
+  }
+fi
 rm -f "$times" .run/background.pid
 suite=$(date +%s)
 rows=()
@@ -82,10 +92,10 @@ stop_background() {
   kill -TERM -- "-$group" 2>/dev/null || true
 }
 
-child=
-# A signal reaches the running stage at once (bash runs a trap only between foreground commands, so each
-# stage runs in the background and is waited for); the run then ends with the stage.
-trap 'trap - INT TERM; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true; stop_background; wait; exit 130' INT TERM
+# Each stage runs in the foreground, in the terminal's process group, so that Ctrl-C reaches every process
+# it started (a command started with `&` here would ignore SIGINT, and so would all below it). A signal to
+# this script alone takes effect when the running stage ends.
+trap 'exit 130' INT TERM
 trap stop_background EXIT
 
 if [ ${#background[@]} -gt 0 ]; then
@@ -96,6 +106,7 @@ if [ ${#background[@]} -gt 0 ]; then
   # time is not counted in a stage's), out of make's jobserver.
   (setsid env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS "${idle[@]}" "$0" --background </dev/null >.run/background.log 2>&1 &)
   for _ in $(seq 1 100); do [ -s .run/background.pid ] && break; sleep 0.1; done
+  [ -s .run/background.pid ] || { echo "==> the background did not start (.run/background.log):"; cat .run/background.log; exit 1; }
 fi
 
 for stage in "${stages[@]}"; do
@@ -107,7 +118,7 @@ for stage in "${stages[@]}"; do
         done) break ;;
         failed) exit 1 ;;
       esac
-      group=$(cat .run/background.pid 2>/dev/null || echo 0)
+      group=$(cat .run/background.pid)
       kill -0 "$group" 2>/dev/null || [ "$(background_state)" = done ] || {
         echo "==> the background stages stopped without a word (.run/<stage>.log)"
         exit 1
@@ -122,11 +133,8 @@ for stage in "${stages[@]}"; do
   fi
   started=$(date +%s)
   cpu=$(children_cpu)
-  $make --no-print-directory "$stage" &
-  child=$!
   status=0
-  wait "$child" || status=$?
-  child=
+  $make --no-print-directory "$stage" 9>&- || status=$?  # the lock stays with this script
   if [ "$status" != 0 ]; then
     echo "==> $stage FAILED after $(since "$started") s"
     exit 1

@@ -25,7 +25,8 @@ cleanup() {
   for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM  # the EXIT trap stops everything
 
 # Waits until a function under cargo lambda watch answers /healthz 200 (the first start builds it).
 wait_healthy() { # url log
