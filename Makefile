@@ -86,6 +86,8 @@ lint: deps-rust
 	$(CARGO) clippy --workspace --all-targets --locked --quiet -- -D warnings
 	@echo "==> clippy on make run's build (earshot without the cargo feature aws)"
 	$(CARGO) clippy -p earshot --no-default-features --all-targets --locked --quiet -- -D warnings
+	@echo "==> no package folder compiled into a test (clones share one target folder, and a test binary another clone built is not rebuilt: cargo names the folder at run time)"
+	@! grep -rn --include='*.rs' 'env!("CARGO_MANIFEST_DIR")' $(ROOT)/functions $(ROOT)/tests $(ROOT)/bench | grep -v 'fn package_dir\|map_or_else(|| PathBuf::from(env!'
 	@echo "==> the docs, warnings as errors (cargo doc with private items: a broken link fails)"
 	RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" $(CARGO) doc --workspace --no-deps --document-private-items --locked --quiet
 	@test -x $(MACHETE) || { echo "==> installing cargo-machete (finds unused dependencies) into $(TOOLS)"; $(CARGO) install --quiet --locked cargo-machete@0.9.2 --root $(TOOLS); }

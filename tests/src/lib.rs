@@ -36,8 +36,16 @@ pub struct Kokoro {
     speed: tokio::sync::OnceCell<Speed>,
 }
 
+/// The e2e package's folder (`tests/`) as cargo names it when it runs the test, else as it was when the
+/// binary was compiled. The run's own comes first: every clone shares one target folder (the Makefile's
+/// `CARGO_TARGET_DIR`), and a test binary another clone compiled from the same sources is not rebuilt, so
+/// its compiled-in folder may be the other clone's, or one since deleted.
+pub fn package_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 fn kokoro_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/kokoro")
+    package_dir().join("../infra/kokoro")
 }
 
 fn free_port() -> u16 {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// moto's server: `EARSHOT_MOTO_SERVER`, or the one `make moto-venv` installs.
 pub fn server_path() -> PathBuf {
-    PathBuf::from(std::env::var("EARSHOT_MOTO_SERVER").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/moto/.venv/bin/moto_server").to_string()))
+    std::env::var_os("EARSHOT_MOTO_SERVER").map_or_else(|| crate::package_dir().join("moto/.venv/bin/moto_server"), PathBuf::from)
 }
 
 /// The Python of moto's environment, which also holds the outside judges (boto3, botocore, openai) that

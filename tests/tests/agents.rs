@@ -61,8 +61,8 @@ async fn openai_reads(base_url: &str, prompt: &str) -> serde_json::Value {
 
 fn openai_reads_blocking(base_url: &str, prompt: &str) -> serde_json::Value {
     let python = earshot_e2e::moto::judges_python();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/judges/openai_reads.py");
-    let out = std::process::Command::new(python).args([script, base_url, prompt]).output().expect("python with the openai package");
+    let script = earshot_e2e::package_dir().join("judges/openai_reads.py");
+    let out = std::process::Command::new(python).arg(script).args([base_url, prompt]).output().expect("python with the openai package");
     assert!(out.status.success(), "openai_reads.py failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("its JSON report")
 }

@@ -61,8 +61,8 @@ fn judged(native: &Received, answer: &Received, name: &str) -> Value {
         "answer": {"path": answer_path, "rate": format.sample_rate, "encoding": format.encoding, "sentences": sentences, "boundaries": boundaries},
         "native_sentences": native_sentences,
     });
-    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra/kokoro/.venv/bin/python");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("outside/decode_audio.py");
+    let python = earshot_e2e::package_dir().join("../infra/kokoro/.venv/bin/python");
+    let script = earshot_e2e::package_dir().join("outside/decode_audio.py");
     let mut child = std::process::Command::new(python)
         .arg(script)
         .stdin(std::process::Stdio::piped())

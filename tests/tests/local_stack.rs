@@ -131,7 +131,7 @@ async fn bad_requests_get_a_4xx_json_error_before_any_stream() {
 
 #[tokio::test]
 async fn voices_and_health_are_listed() {
-    let web = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../web");
+    let web = earshot_e2e::package_dir().join("../web");
     let (url, backend) = stack(100.0, |g| g.web_dir = Some(web)).await;
     let voices: serde_json::Value = reqwest::get(format!("{url}/v1/voices")).await.unwrap().json().await.unwrap();
     assert_eq!(voices["default_backend"], "kokoro");

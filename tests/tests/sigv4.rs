@@ -68,7 +68,7 @@ async fn earshot_say_signs_for_a_function_url_as_botocore_would() {
             "access_key": access, "secret_key": secret, "session_token": session, "region": "eu-west-1",
         });
         let mut child = Command::new(earshot_e2e::moto::judges_python())
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/judges/sigv4_check.py"))
+            .arg(earshot_e2e::package_dir().join("judges/sigv4_check.py"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -68,7 +68,9 @@ fn a_cpu_voice_is_planned_only_with_its_price_and_wins_where_it_is_cheapest() {
 /// capacity'`), read as a new user passes it: the file names its machine, and its answer length is the plan's.
 #[test]
 fn the_bench_s_capacity_run_plans_a_cpu_voice() {
-    let results = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/results/capacity/gateway-cpu/results.json");
+    let results = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder"))
+        .join("../../bench/results/capacity/gateway-cpu/results.json");
+    let results = results.to_str().expect("a UTF-8 path");
     let mut args = vec!["--capacity", "4", "--cpu-capacity-file", results, "--cpu-price", "0.1", "--cpu-instance-type", "ml.c7i.large", "--volumes", "100"];
     args.extend(PRICES);
     let out = text(&plan(&args));

@@ -41,7 +41,7 @@ fn testdata() -> PathBuf {
     if let Ok(dir) = std::env::var("EARSHOT_TESTDATA") {
         return PathBuf::from(dir);
     }
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let here = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder"));
     here.join("../../../shared/testdata")
 }
 

@@ -102,7 +102,7 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn no_crate_in_functions_has_an_import_circle() {
-    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let functions = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder")).join("..");
     let mut checked = 0;
     for krate in std::fs::read_dir(&functions).expect("functions/") {
         let src = krate.expect("a crate").path().join("src");

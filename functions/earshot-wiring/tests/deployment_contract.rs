@@ -9,7 +9,7 @@ use earshot_wiring::settings::{LOCAL_ONLY, LOG_VARIABLE};
 use earshot_wiring::{Settings, DEFAULT_BEDROCK_MODEL};
 
 fn cdk(path: &str) -> String {
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../infra/cdk").join(path);
+    let file = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder")).join("../../infra/cdk").join(path);
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()))
 }
 
