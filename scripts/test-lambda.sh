@@ -59,10 +59,10 @@ wait_for() { # url what seconds
   echo "lambda: $2 did not start; logs in $logs"; tail -20 "$logs"/*.log; exit 1
 }
 
+# Everything starts before anything is waited for: the container loads its model while the rest starts.
 echo "lambda: starting the Kokoro container on port $kokoro_port"
 setsid env KOKORO_PORT=$kokoro_port make --no-print-directory -C infra/kokoro serve >"$logs/kokoro.log" 2>&1 &
 pids+=($!)
-wait_for "http://127.0.0.1:$kokoro_port/ping" "Kokoro" 180
 
 echo "lambda: building and starting the AWS stand-ins on port $standins_port"
 cargo build --quiet --locked -p earshot-standins
@@ -111,22 +111,6 @@ EARSHOT_CACHE="off"
 $test_credentials
 ENV
 
-# Built before the watcher starts: a build while it watches can restart the function mid-test.
-echo "lambda: building the tests"
-cargo test --quiet --locked -p earshot-e2e --test lambda_streaming --no-run
-
-echo "lambda: cargo lambda watch on port $lambda_port (builds the bootstrap)"
-watch_function "$lambda_port" "$logs/lambda.env" "$logs/watch.log"
-url=$watched_url
-wait_healthy "$url" "$logs/watch.log"
-
-echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, Polly) speaks, the agent (Bedrock) answers"
-cargo build --quiet --locked -p earshot
-"$target/debug/earshot" doctor --url "$url"
-
-echo "lambda: streaming test against $url"
-EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart
-
 # The same bootstrap with another agent, in token mode (two bearers meet through the interrupt table): an OpenAI-compatible endpoint whose key, and the
 # token keys, the function reads from Secrets Manager (moto) once at init; the stand-in refuses any other key.
 cat >"$logs/lambda-openai.env" <<ENV
@@ -143,12 +127,6 @@ EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_AWS_ENDPOINT="http://127.0.0.1:$moto_port"
 $test_credentials
 ENV
-echo "lambda: cargo lambda watch on port $lambda2_port with the OpenAI-compatible agent"
-watch_function "$lambda2_port" "$logs/lambda-openai.env" "$logs/watch-openai.log"
-url2=$watched_url
-wait_healthy "$url2" "$logs/watch-openai.log"
-EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent the_lambda_keeps_two_bearers_conversations_apart
-
 # The bootstrap as an AWS_IAM deployment configures it (EARSHOT_AUTH=none), behind a URL that
 # authenticates nobody (cargo lambda's, as a URL with auth NONE would): every request is refused, and
 # the refusal names the ways out.
@@ -158,9 +136,36 @@ EARSHOT_AGENT="scripted"
 EARSHOT_CONVERSATION_SECRET="lambda-test-conversation-secret-0123456789abcdef"
 $test_credentials
 ENV
-echo "lambda: cargo lambda watch on port $lambda3_port configured for IAM, called without it"
+# Built before the watchers start: a build while they watch can restart a function mid-test.
+echo "lambda: building the tests and the doctor"
+cargo test --quiet --locked -p earshot-e2e --test lambda_streaming --no-run
+cargo build --quiet --locked -p earshot
+
+# The three functions start at once (the first builds the bootstrap, the others wait for cargo's lock and find
+# it built); each is called once it answers.
+echo "lambda: cargo lambda watch on port $lambda_port (builds the bootstrap)"
+watch_function "$lambda_port" "$logs/lambda.env" "$logs/watch.log"
+url=$watched_url
+echo "lambda: cargo lambda watch on port $lambda2_port with the OpenAI-compatible agent"
+watch_function "$lambda2_port" "$logs/lambda-openai.env" "$logs/watch-openai.log"
+url2=$watched_url
+echo "lambda: cargo lambda watch on port $lambda3_port configured for IAM"
 watch_function "$lambda3_port" "$logs/lambda-iam.env" "$logs/watch-iam.log"
 url3=$watched_url
+
+wait_for "http://127.0.0.1:$kokoro_port/ping" "Kokoro" 180
+wait_healthy "$url" "$logs/watch.log"
+echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, Polly) speaks, the agent (Bedrock) answers"
+"$target/debug/earshot" doctor --url "$url"
+
+echo "lambda: streaming test against $url"
+EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart
+
+echo "lambda: the OpenAI-compatible agent's function, in token mode, at $url2"
+wait_healthy "$url2" "$logs/watch-openai.log"
+EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent the_lambda_keeps_two_bearers_conversations_apart
+
+echo "lambda: the function configured for IAM, called without it, at $url3"
 code=
 for _ in $(seq 1 900); do
   code=$(curl -s -o /dev/null -w '%{http_code}' "$url3/healthz" 2>/dev/null || true)

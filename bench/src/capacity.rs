@@ -34,6 +34,8 @@ pub struct Settings {
     pub lone: usize,
     /// Bursts per level.
     pub rounds: usize,
+    /// One conversation first, not recorded (off in a quick run, whose figures mean nothing).
+    pub warm_up: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,8 +110,9 @@ where
     Fut: std::future::Future<Output = Result<(), String>>,
 {
     let body = trial::body(Some("brief"), None, "incremental", None);
-    // Warm-up, not recorded.
-    trial::run(url, &body, false).await?;
+    if settings.warm_up {
+        trial::run(url, &body, false).await?;
+    }
     let mut lone_ms = Vec::new();
     let mut audio_ms = Vec::new();
     for _ in 0..settings.lone.max(1) {
@@ -246,7 +249,7 @@ mod tests {
                 Err("the synthetic voice still has sessions after 5 s".to_string())
             }
         };
-        let settings = Settings { levels: vec![1, 2, 3, 4], lone: 2, rounds: 1 };
+        let settings = Settings { levels: vec![1, 2, 3, 4], lone: 2, rounds: 1, warm_up: true };
         let results = measure(&url, &settings, idle).await.expect("the measurement runs");
         let held: Vec<(usize, bool)> = results.levels.iter().map(|l| (l.conversations, l.holds)).collect();
         assert_eq!((results.knee, results.bounded), (Some(SESSIONS), true), "levels {held:?}, budget {:.0} ms", results.budget_ms);

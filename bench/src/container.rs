@@ -36,8 +36,10 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
     let kokoro = stack::kokoro(paths).await?;
     let voice =
         KokoroBackend::connect(KokoroConfig { url: kokoro.url.clone(), ..Default::default() }, Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
-    eprintln!("bench: container: warming up the model");
-    synthesize(&voice, SHORT).await?;
+    if paths.warm_up {
+        eprintln!("bench: container: warming up the model");
+        synthesize(&voice, SHORT).await?;
+    }
     let mut rng = Rng(0xC047A14E4);
     let mut out = Vec::new();
     for round in 0..trials {

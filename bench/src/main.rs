@@ -199,6 +199,7 @@ async fn run(args: Args) -> Result<(), String> {
         kokoro_dir: std::fs::canonicalize(&args.kokoro_dir).map_err(|e| format!("{}: {e}", args.kokoro_dir.display()))?,
         logs,
         shared_kokoro: args.quick.then(Default::default),
+        warm_up: !args.quick,
     };
     let (trials, shapes, levels) =
         if args.quick { (1, vec!["brief".to_string()], vec![1, 5]) } else { (args.trials.max(1), args.shapes.clone(), args.load_levels.clone()) };
@@ -241,7 +242,7 @@ async fn run(args: Args) -> Result<(), String> {
     // conversation at the voice's pace), and the plain container still serves one suite at a time.
     let mut suites = Suites::default();
     if wants("segmenter") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "segmenter", async move {
             let sizes: &[f64] = if quick { &[0.05] } else { &[1.0, 2.0, 5.0, 10.0] };
             eprintln!("bench: segmenter throughput");
             let segmenter = inprocess::segmenter(sizes, if quick { 1 } else { 3 });
@@ -249,28 +250,28 @@ async fn run(args: Args) -> Result<(), String> {
         });
     }
     if wants("formats") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "formats", async move {
             eprintln!("bench: audio formats: conversion time and bytes");
             let formats = formats::run(if quick { 3 } else { 300 });
             recorder.set(|r| r.formats = Some(formats))
         });
     }
     if wants("transport") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "transport", async move {
             eprintln!("bench: transport (SSE and binary)");
             let transport = inprocess::transport(if quick { 2.0 } else { 60.0 }, if quick { 1 } else { 5 });
             recorder.set(|r| r.transport = Some(transport))
         });
     }
     if wants("coldstart") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "coldstart", async move {
             eprintln!("bench: cold start");
             let coldstart = coldstart::run(paths, if quick { 2 } else { trials }, args.bootstrap.as_deref()).await?;
             recorder.set(|r| r.coldstart = Some(coldstart))
         });
     }
     if wants("load") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "load", async move {
             eprintln!("bench: load with the synthetic voice, N = {levels:?}");
             let settings = load::Settings {
                 levels,
@@ -284,16 +285,16 @@ async fn run(args: Args) -> Result<(), String> {
         });
     }
     if wants("overload") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "overload", async move {
             let settings =
-                if quick { overload::Settings { conversations: 3, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
+                if quick { overload::Settings { conversations: 2, cap: 1, rounds: 1 } } else { overload::Settings { conversations: 8, cap: 2, rounds: 3 } };
             eprintln!("bench: overload: {} conversations at once, container cap {}", settings.conversations, settings.cap);
             let overload = overload::run(paths, &settings).await?;
             recorder.set(|r| r.overload = Some(overload))
         });
     }
     if wants("polly") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "polly", async move {
             eprintln!(
                 "bench: polly: session designs{}",
                 if args.earshot_baseline.is_some() { ", this build against the baseline" } else { " (this build only: no --earshot-baseline)" }
@@ -303,7 +304,7 @@ async fn run(args: Args) -> Result<(), String> {
         });
     }
     if wants("cache") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "cache", async move {
             let (pairs, day) = if quick { (1, 3) } else { (trials, 40) };
             eprintln!("bench: sentence cache: {pairs} sentences said twice on Kokoro, a scripted day of {day} answers through Polly");
             let cache = cache::run(paths, pairs, day, &args.moto_server).await?;
@@ -311,18 +312,18 @@ async fn run(args: Args) -> Result<(), String> {
         });
     }
     if wants("owner") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "owner", async move {
             eprintln!("bench: owner checks: first audio with a caller's places and budget off, in the process, in DynamoDB (moto)");
             let owner = owner::run(paths, if quick { 1 } else { trials.max(30) }, &args.moto_server).await?;
             recorder.set(|r| r.owner = Some(owner))
         });
     }
     if wants("capacity") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "capacity", async move {
             let settings = if quick {
-                capacity::Settings { levels: vec![1, 2], lone: 1, rounds: 1 }
+                capacity::Settings { levels: vec![1, 2], lone: 1, rounds: 1, warm_up: false }
             } else {
-                capacity::Settings { levels: args.capacity_levels.clone(), lone: 5, rounds: 3 }
+                capacity::Settings { levels: args.capacity_levels.clone(), lone: 5, rounds: 3, warm_up: true }
             };
             eprintln!("bench: capacity: conversations at once on one Kokoro container, levels {:?}", settings.levels);
             let capacity = capacity::run(paths, &settings).await?;
@@ -330,28 +331,28 @@ async fn run(args: Args) -> Result<(), String> {
         });
     }
     if wants("interrupt") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "interrupt", async move {
             eprintln!("bench: interrupt: from the interrupt to the stream's end and the container's cancel");
             let interrupt = interrupt::run(paths, if quick { 1 } else { trials }, &args.moto_server).await?;
             recorder.set(|r| r.interrupt = Some(interrupt))
         });
     }
     if wants("agents") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "agents", async move {
             eprintln!("bench: agent sources: time to first audio through each at {} tokens/s", agents::TOKENS_PER_SECOND);
             let agents = agents::run(paths, if quick { 1 } else { trials.min(10) }).await?;
             recorder.set(|r| r.agents = Some(agents))
         });
     }
     if wants("pacing") {
-        suites.add(Lane::Own, async move {
+        suites.add(Lane::Own, "pacing", async move {
             eprintln!("bench: piece plan: paced against fixed, idle and beside CPU-bound processes, shapes {shapes:?}");
             let pacing = pacing::run(paths, if quick { 1 } else { trials.min(10) }, shapes, quick).await?;
             recorder.set(|r| r.pacing = Some(pacing))
         });
     }
     if wants("firstaudio") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "firstaudio", async move {
             let n = if quick { 1 } else { args.first_audio_trials.max(1) };
             eprintln!(
                 "bench: first audio: {n} trials per cell, shapes {shapes:?}{}",
@@ -362,21 +363,21 @@ async fn run(args: Args) -> Result<(), String> {
         });
     }
     if wants("container") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "container", async move {
             eprintln!("bench: the Kokoro container alone");
             let container = container::run(paths, trials).await?;
             recorder.set(|r| r.container = Some(container))
         });
     }
     if wants("overhead") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "overhead", async move {
             eprintln!("bench: orchestration overhead on each backend path");
             let overhead = overhead::run(paths, trials).await?;
             recorder.set(|r| r.overhead = Some(overhead))
         });
     }
     if wants("release") {
-        suites.add(Lane::Shared, async move {
+        suites.add(Lane::Shared, "release", async move {
             eprintln!("bench: release timing on the local Kokoro ({trials} rounds, shapes {shapes:?})");
             let settings =
                 release::Settings { trials, shapes: shapes.clone(), tokens_per_second: 30.0, first_token_ms: 200, idle_release_ms: 150, fast_first_words: 4 };
@@ -402,13 +403,13 @@ enum Lane {
 /// One suite of a run: it measures, then records what it measured.
 type Suite<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + 'a>>;
 
-/// The suites a run asked for, in the order a full run takes them, each with its lane.
+/// The suites a run asked for, in the order a full run takes them, each with its lane and name.
 #[derive(Default)]
-struct Suites<'a>(Vec<(Lane, Suite<'a>)>);
+struct Suites<'a>(Vec<(Lane, &'static str, Suite<'a>)>);
 
 impl<'a> Suites<'a> {
-    fn add(&mut self, lane: Lane, suite: impl std::future::Future<Output = Result<(), String>> + 'a) {
-        self.0.push((lane, Box::pin(suite)));
+    fn add(&mut self, lane: Lane, name: &'static str, suite: impl std::future::Future<Output = Result<(), String>> + 'a) {
+        self.0.push((lane, name, Box::pin(suite)));
     }
 
     /// Every suite one after another, or (`lanes`) each lane's one after another, the two lanes at once;
@@ -417,15 +418,17 @@ impl<'a> Suites<'a> {
         if !lanes {
             return one_after_another(self.0).await;
         }
-        let (own, shared): (Vec<_>, Vec<_>) = self.0.into_iter().partition(|(lane, _)| *lane == Lane::Own);
+        let (own, shared): (Vec<_>, Vec<_>) = self.0.into_iter().partition(|(lane, _, _)| *lane == Lane::Own);
         tokio::try_join!(one_after_another(own), one_after_another(shared)).map(|_| ())
     }
 }
 
-/// Runs suites one after another, stopping at the first that fails.
-async fn one_after_another(suites: Vec<(Lane, Suite<'_>)>) -> Result<(), String> {
-    for (_, suite) in suites {
+/// Runs suites one after another, stopping at the first that fails; each says how long it took.
+async fn one_after_another(suites: Vec<(Lane, &'static str, Suite<'_>)>) -> Result<(), String> {
+    for (_, name, suite) in suites {
+        let started = std::time::Instant::now();
         suite.await?;
+        eprintln!("bench: {name} took {:.0} s", started.elapsed().as_secs_f64());
     }
     Ok(())
 }

@@ -39,9 +39,11 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
         ("sagemaker-standin", aws.url.as_str(), Some("kokoro")),
         ("polly-standin", aws.url.as_str(), Some("polly")),
     ];
-    eprintln!("bench: overhead: warming up each path");
-    for (_, url, backend) in cells {
-        trial::run(url, &trial::body(None, Some(TEXT), "incremental", backend), false).await?;
+    if paths.warm_up {
+        eprintln!("bench: overhead: warming up each path");
+        for (_, url, backend) in cells {
+            trial::run(url, &trial::body(None, Some(TEXT), "incremental", backend), false).await?;
+        }
     }
     let mut rng = Rng(0x0E7E_4EAD);
     let mut out = Vec::new();

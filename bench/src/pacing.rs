@@ -45,18 +45,20 @@ fn cpu_hogs(paths: &Paths, n: usize) -> Result<Vec<Service>, String> {
 
 /// Runs every load (the first two only when `quick`).
 pub async fn run(paths: &Paths, trials: usize, shapes: &[String], quick: bool) -> Result<Vec<Trial>, String> {
+    // Both plans' containers load their models at once: nothing is measured yet.
+    let [first_env, second_env] = PLANS.map(|plan| [("KOKORO_PIECE_PLAN", plan.to_string())]);
+    let (first, second) = tokio::try_join!(stack::kokoro_with(paths, &first_env), stack::kokoro_with(paths, &second_env))?;
+    let containers = [first, second];
     let mut gateways = Vec::new();
-    let mut containers = Vec::new();
-    for plan in PLANS {
-        let kokoro = stack::kokoro_with(paths, &[("KOKORO_PIECE_PLAN", plan.to_string())]).await?;
+    for (plan, kokoro) in PLANS.into_iter().zip(&containers) {
         let args: Vec<String> =
             ["--kokoro-url", kokoro.url.as_str(), "--tokens-per-second", &TOKENS_PER_SECOND.to_string(), "--first-token-ms", "200"].map(String::from).to_vec();
         gateways.push((plan, stack::gateway(paths, &format!("gateway-pacing-{plan}"), &args, &[]).await?));
-        containers.push(kokoro);
     }
-    // Warm-up, not recorded.
-    for (_, gateway) in &gateways {
-        trial::run(&gateway.url, &trial::body(Some("brief"), None, "incremental", None), false).await?;
+    if paths.warm_up {
+        for (_, gateway) in &gateways {
+            trial::run(&gateway.url, &trial::body(Some("brief"), None, "incremental", None), false).await?;
+        }
     }
     let mut rng = Rng(0x9ACED);
     let mut out = Vec::new();

@@ -51,9 +51,11 @@ pub async fn run(paths: &Paths, trials: usize, baseline: Option<&Path>) -> Resul
     if let Some(b) = &before {
         cells.push((BASELINE, b.url.clone()));
     }
-    eprintln!("bench: polly: warming up ({} designs)", cells.len());
-    for (_, url) in &cells {
-        one(url).await?;
+    if paths.warm_up {
+        eprintln!("bench: polly: warming up ({} designs)", cells.len());
+        for (_, url) in &cells {
+            one(url).await?;
+        }
     }
     let mut rng = Rng(0x9011_7B0D);
     let mut out = Vec::new();

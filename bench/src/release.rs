@@ -134,10 +134,12 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
     let shapes: Vec<Sample> =
         settings.shapes.iter().map(|s| Sample::from_name(s).ok_or(format!("unknown shape `{s}` (brief, long, pause)"))).collect::<Result<_, _>>()?;
     // Warm-up, not recorded: the model's first inferences are slower than the rest.
-    eprintln!("bench: release timing: warming up the model");
-    for config in [Config::Default, Config::IdleOff, Config::FastFirst] {
-        trial::run(url(config), &trial::body(Some("brief"), None, "incremental", None), true).await?;
-        stack::kokoro_idle(&kokoro.url).await?;
+    if paths.warm_up {
+        eprintln!("bench: release timing: warming up the model");
+        for config in [Config::Default, Config::IdleOff, Config::FastFirst] {
+            trial::run(url(config), &trial::body(Some("brief"), None, "incremental", None), true).await?;
+            stack::kokoro_idle(&kokoro.url).await?;
+        }
     }
     // The first sentence of each shape, as the gateway releases it.
     let mut first_sentences = Vec::new();

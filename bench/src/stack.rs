@@ -23,6 +23,10 @@ pub struct Paths {
     /// that no more than one model stays loaded beside the ones the running suites use (a quick run takes
     /// two lanes of suites at once: the shared container, and at most one of each lane's own).
     pub shared_kokoro: Option<SharedKokoro>,
+    /// Whether suites warm the model and their paths up before they measure (the model's first inferences
+    /// are slower than the rest). Not in `--quick`: its figures mean nothing, and each warm-up is a whole
+    /// answer spoken for nothing.
+    pub warm_up: bool,
 }
 
 /// The plain container a quick run's suites share, started by the first that asks.

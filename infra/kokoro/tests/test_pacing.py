@@ -151,17 +151,30 @@ def client_stalls(outcome: Outcome) -> list[float]:
     return stalls
 
 
-@pytest.fixture(scope="module", params=["fixed", "paced"])
-def slowed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """A server whose renders take four times as long: the model a little faster than real time."""
-    log = tmp_path_factory.mktemp("slowed") / "server.log"
-    env = {"KOKORO_PIECE_PLAN": request.param, "KOKORO_SLOWDOWN": "4", "KOKORO_WORKERS": "1"}
-    process = ServerProcess(env, log).start()
+@pytest.fixture(scope="module")
+def slowed_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A server for each plan whose renders take four times as long: the model a little faster than real time.
+
+    Both start at once: each loads the model and warms it up four times slower (about 11 s), and nothing is
+    measured before both are ready. The one not under test waits idle."""
+    processes: dict[str, ServerProcess] = {}
     try:
-        process.wait_ready()
-        yield request.param, process.ws_url
+        for plan in ("fixed", "paced"):
+            log = tmp_path_factory.mktemp(f"slowed-{plan}") / "server.log"
+            env = {"KOKORO_PIECE_PLAN": plan, "KOKORO_SLOWDOWN": "4", "KOKORO_WORKERS": "1"}
+            processes[plan] = ServerProcess(env, log).start()
+        for process in processes.values():
+            process.wait_ready()
+        yield {plan: process.ws_url for plan, process in processes.items()}
     finally:
-        process.stop()
+        for process in processes.values():
+            process.stop()
+
+
+@pytest.fixture(params=["fixed", "paced"])
+def slowed(request: pytest.FixtureRequest, slowed_servers: dict[str, str]) -> tuple[str, str]:
+    """One plan's slowed server: the plan and its URL."""
+    return request.param, slowed_servers[request.param]
 
 
 def speak(url: str) -> Outcome:
