@@ -59,11 +59,20 @@ fi
 
 mkdir -p .run/e2e
 # A lane: its binaries beside a container of its own; each line marked with the lane's name.
-lane() {
+lane_body() {
   local name=$1
   shift
   EARSHOT_LOG_DIR=.run/e2e/$name scripts/with-kokoro.sh bash -c "$(declare -f tests); tests $*" 2>&1 |
     tee ".run/e2e/$name.log" | sed -u "s/^/[$name] /"
+}
+# Started with `&`, so in a process group of its own: a TERM to this script reaches it through stop(). A
+# SIGKILL cannot be passed on, so the lane learns of this script's end from the kernel (setpriv's parent-death
+# signal, kept across exec) and sends TERM to its whole group: the container and the tests stop as after a TERM.
+lane() {
+  exec setpriv --pdeathsig TERM bash -c "$(declare -f tests lane_body)
+    trap 'trap - TERM; kill -TERM 0 2>/dev/null; exit 130' TERM
+    lane_body $* &
+    wait \$!"
 }
 
 # Each lane in a process group of its own (job control), so that a signal reaches the whole of it.

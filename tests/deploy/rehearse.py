@@ -46,8 +46,8 @@ class Rehearsal:
         lambda_tools = os.path.join(self.work, "tools", "cargo-lambda")
         os.makedirs(os.path.join(lambda_tools, "bin"))
         os.symlink(os.path.join(HERE, "standin.py"), os.path.join(lambda_tools, "bin", "cargo-lambda"))
-        with open(os.path.join(lambda_tools, ".installed"), "w") as stamp:  # the pins make exports: nothing to install
-            stamp.write(os.environ["LAMBDA_PINS"] + "\n")
+        with open(os.path.join(lambda_tools, ".installed"), "w") as stamp:  # the copy's own pins: nothing to install
+            stamp.write(self.makefile_value("LAMBDA_PINS") + "\n")
         # Where cargo would have put `make build`'s binary: the real earshot, so the doctor really runs.
         self.target = os.path.join(self.work, "target")
         os.makedirs(os.path.join(self.target, "release"))
@@ -84,6 +84,14 @@ class Rehearsal:
                 break
             time.sleep(0.05)
         fail("the AWS stand-ins did not start", open(os.path.join(self.work, "standins.log")).read())
+
+    def makefile_value(self, name):
+        """A variable as the copy's Makefile sets it, asked of make itself (not of this process's environment,
+        where a `make test-deploy NAME=…` override would put another value than the copy's recipes use)."""
+        env = {k: v for k, v in os.environ.items() if k != name and not k.startswith("MAKE") and k != "MFLAGS"}
+        rule = f"print-value:\n\t@echo '$({name})'\n"
+        r = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "print-value"], cwd=self.repo, env=env, input=rule, capture_output=True, text=True, check=True)
+        return r.stdout.strip()
 
     def copy_checkout(self):
         listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True).stdout
