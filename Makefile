@@ -35,7 +35,7 @@ help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
 	@echo "make run-aws       the production path locally: AWS SDK clients against stand-ins for SageMaker, Polly, Bedrock"
 	@echo "make test          run every test that can run on this machine"
-	@echo "make lint          rustfmt, clippy (warnings as errors) and unused dependencies (part of make test)"
+	@echo "make lint          rustfmt, clippy (warnings as errors), the docs, no package folder compiled into a test, unused dependencies (part of make test)"
 	@echo "make bench         run every benchmark (about an hour on 2 cores) and write bench/results/ (report.md, plots)"
 	@echo "make build         build the release binaries"
 	@echo "make synth         the CloudFormation templates of the CDK app (offline)"
@@ -87,7 +87,10 @@ lint: deps-rust
 	@echo "==> clippy on make run's build (earshot without the cargo feature aws)"
 	$(CARGO) clippy -p earshot --no-default-features --all-targets --locked --quiet -- -D warnings
 	@echo "==> no package folder compiled into a test (clones share one target folder, and a test binary another clone built is not rebuilt: cargo names the folder at run time)"
-	@! grep -rn --include='*.rs' 'env!("CARGO_MANIFEST_DIR")' $(ROOT)/functions $(ROOT)/tests $(ROOT)/bench | grep -v 'fn package_dir\|map_or_else(|| PathBuf::from(env!'
+	@status=0; found=$$(grep -rn --include='*.rs' 'env!("CARGO_MANIFEST_DIR")' $(ROOT)/functions $(ROOT)/tests $(ROOT)/bench) || status=$$?; \
+	[ $$status -le 1 ] || exit 2; \
+	found=$$(printf '%s\n' "$$found" | grep -v 'map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))' || true); \
+	[ -z "$$found" ] || { printf '%s\n' "$$found"; echo 'lint: read std::env::var_os("CARGO_MANIFEST_DIR") at run time (or earshot_e2e::package_dir())'; exit 1; }
 	@echo "==> the docs, warnings as errors (cargo doc with private items: a broken link fails)"
 	RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" $(CARGO) doc --workspace --no-deps --document-private-items --locked --quiet
 	@test -x $(MACHETE) || { echo "==> installing cargo-machete (finds unused dependencies) into $(TOOLS)"; $(CARGO) install --quiet --locked cargo-machete@0.9.2 --root $(TOOLS); }

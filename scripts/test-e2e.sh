@@ -68,10 +68,11 @@ lane_body() {
 # Started with `&`, so in a process group of its own: a TERM to this script reaches it through stop(). A
 # SIGKILL cannot be passed on, so the lane learns of this script's end from the kernel (setpriv's parent-death
 # signal, kept across exec) and sends TERM to its whole group: the container and the tests stop as after a TERM.
+# The new shell keeps pipefail (lane_body's status is the tests', not sed's) and takes the names quoted.
 lane() {
-  exec setpriv --pdeathsig TERM bash -c "$(declare -f tests lane_body)
-    trap 'trap - TERM; kill -TERM 0 2>/dev/null; exit 130' TERM
-    lane_body $* &
+  exec setpriv --pdeathsig TERM bash -o pipefail -c "$(declare -f tests lane_body)
+    trap 'trap \"\" TERM; kill -TERM 0 2>/dev/null; exit 130' TERM
+    lane_body $(printf '%q ' "$@") &
     wait \$!"
 }
 

@@ -20,8 +20,8 @@ pub struct Paths {
     /// (`--quick`: its figures mean nothing, and each start costs seconds of loading the model; eight
     /// suites ask for it). `None`: each suite starts its own, as measurements need (a container another
     /// suite warmed is not the one measured). Containers with settings of their own are never shared, so
-    /// that no more than one model stays loaded beside the ones the running suites use (a quick run takes
-    /// two lanes of suites at once: the shared container, and at most one of each lane's own).
+    /// that no model stays loaded beyond the suite that uses it (a quick run takes two lanes of suites at
+    /// once: the shared container beside each lane's own, two at most for the piece plan's).
     pub shared_kokoro: Option<SharedKokoro>,
     /// Whether suites warm the model and their paths up before they measure (the model's first inferences
     /// are slower than the rest). Not in `--quick`: its figures mean nothing, and each warm-up is a whole
@@ -76,10 +76,13 @@ async fn start_kokoro(paths: &Paths, env: &[(&str, String)]) -> Result<Running, 
     for (k, v) in env {
         command.env(k, v);
     }
-    let mut service = Service::spawn("kokoro", command, &paths.logs)?;
+    // Each container its own log: a quick run has two lanes' containers running at once.
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut service = Service::spawn(&if n == 0 { "kokoro".to_string() } else { format!("kokoro-{}", n + 1) }, command, &paths.logs)?;
     let url = format!("http://127.0.0.1:{port}");
     let took = service.wait_ready(&format!("{url}/ping"), Duration::from_secs(300), Duration::from_millis(20)).await?;
-    eprintln!("bench: the Kokoro container is ready ({:.1} s)", took.as_secs_f64());
+    eprintln!("bench: the Kokoro container is ready ({:.1} s; log {})", took.as_secs_f64(), service.log.display());
     Ok(Running { service, url })
 }
 

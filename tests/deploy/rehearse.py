@@ -90,7 +90,10 @@ class Rehearsal:
         where a `make test-deploy NAME=…` override would put another value than the copy's recipes use)."""
         env = {k: v for k, v in os.environ.items() if k != name and not k.startswith("MAKE") and k != "MFLAGS"}
         rule = f"print-value:\n\t@echo '$({name})'\n"
-        r = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "print-value"], cwd=self.repo, env=env, input=rule, capture_output=True, text=True, check=True)
+        r = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "print-value"], cwd=self.repo, env=env, input=rule, capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout.strip():
+            shutil.rmtree(self.work, ignore_errors=True)
+            fail(f"make could not say what the copy's Makefile sets {name} to (exit {r.returncode})", r.stdout + r.stderr)
         return r.stdout.strip()
 
     def copy_checkout(self):

@@ -49,8 +49,6 @@ const speakBodies = [];
 const speakFailures = [];
 /** /v1/speak requests whose response ended normally. */
 const speakEnds = [];
-/** The slow machine's conversation, started in before() (hearTheSlowMachine). */
-let slowMachine;
 
 before(async () => {
   if (skip) return;
@@ -80,42 +78,7 @@ before(async () => {
   page.on('requestfinished', (r) => {
     if (r.url().endsWith('/v1/speak')) speakEnds.push({ at: Date.now() });
   });
-  if (process.env.EARSHOT_SLOW_URL) {
-    // Started now and awaited by its test: the container it speaks through is slowed on purpose, so its
-    // conversation is mostly waiting (about 35 s), time the other tests use. Its failure is its test's.
-    slowMachine = hearTheSlowMachine();
-    slowMachine.catch(() => {});
-  }
 });
-
-/**
- * The brief answer through the gateway in front of a container four times slower than it can, on the fixed
- * piece plan (the voice stops inside sentences), in a browser of its own so that the shared page's tests
- * go on beside it. Resolves to the conversation's record once its last sound was heard and the page shows
- * its stalls.
- */
-async function hearTheSlowMachine() {
-  const { chromium } = await import('playwright-core');
-  const own = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
-  try {
-    const slow = await own.newPage({ viewport: { width: 1280, height: 800 } });
-    slow.on('pageerror', (e) => pageErrors.push(`uncaught on the slow machine's page: ${e.message}`));
-    await slow.goto(`${process.env.EARSHOT_SLOW_URL}/`);
-    await slow.waitForFunction(() => document.getElementById('gateway-status').dataset.state === 'ok', null, { timeout: 30_000 });
-    // The brief answer: its second sentence comes in two pieces, enough for a stop inside it, and at four times
-    // slower on a busy 2-core machine (about 200 ms to render 53 ms of audio) the long answer would take minutes.
-    await speakOnPage({ input: 'prompt', value: 'brief', release: 'incremental', format: 'binary', on: slow });
-    const record = await untilHeardToTheEnd(200_000, slow);
-    if (record.outcome === 'done') {
-      // The page shows what it counted.
-      const shown = record.sentences.reduce((n, s) => n + s.stalls.length, 0);
-      await slow.waitForFunction((n) => document.getElementById('fig-stalls').textContent.startsWith(`${n} in `), shown, { timeout: 5000 });
-    }
-    return record;
-  } finally {
-    await own.close();
-  }
-}
 
 after(async () => {
   await browser?.close();
@@ -123,28 +86,28 @@ after(async () => {
 });
 
 /** Chooses the page's options the way a person does, then presses Speak. */
-async function speakOnPage({ input, value, release = 'incremental', format = 'sse', outputFormat = '', on = page }) {
-  await on.check(`input[name=input][value=${input}]`);
-  await on.check(`input[name=release][value=${release}]`);
-  await on.check(`input[name=format][value=${format}]`);
-  await on.selectOption('#output-format', outputFormat);
-  await on.fill('#prompt', value);
-  const before = await on.evaluate(() => window.earshot.records.length);
+async function speakOnPage({ input, value, release = 'incremental', format = 'sse', outputFormat = '' }) {
+  await page.check(`input[name=input][value=${input}]`);
+  await page.check(`input[name=release][value=${release}]`);
+  await page.check(`input[name=format][value=${format}]`);
+  await page.selectOption('#output-format', outputFormat);
+  await page.fill('#prompt', value);
+  const before = await page.evaluate(() => window.earshot.records.length);
   // The loudest level heard during this conversation, sampled in the page.
-  await on.evaluate(() => {
+  await page.evaluate(() => {
     window.loudest = 0;
     clearInterval(window.levelSampler);
     window.levelSampler = setInterval(() => {
       window.loudest = Math.max(window.loudest, window.earshot.player.level());
     }, 10);
   });
-  await on.click('#speak');
-  await on.waitForFunction((n) => window.earshot.records.length === n + 1, before);
+  await page.click('#speak');
+  await page.waitForFunction((n) => window.earshot.records.length === n + 1, before);
 }
 
 /** Waits until the latest conversation has ended and its last sound has been heard. */
-async function untilHeardToTheEnd(timeout = 60_000, on = page) {
-  await on.waitForFunction(
+async function untilHeardToTheEnd(timeout = 60_000) {
+  await page.waitForFunction(
     () => {
       const r = window.earshotLast;
       return r.outcome !== 'running' && (r.outcome !== 'done' || (performance.now() > r.marks.audibleEnd + 50 && window.earshot.player.playing === 0));
@@ -152,7 +115,7 @@ async function untilHeardToTheEnd(timeout = 60_000, on = page) {
     null,
     { timeout, polling: 50 },
   );
-  return on.evaluate(() => window.earshotLast);
+  return page.evaluate(() => window.earshotLast);
 }
 
 /** Captions in the order they were highlighted: [index, text]. */
@@ -469,7 +432,12 @@ test('on a slow machine the page counts the same stalls inside sentences as the 
   // The gateway in front of a container four times slower than it can, on the fixed piece plan: the voice stops
   // inside sentences. The page's player and the server's timeline follow one listener (a clock from the
   // answer's first audio, audio queued ahead counted), so they agree on where the voice stopped.
-  const record = await slowMachine;
+  await page.goto(`${process.env.EARSHOT_SLOW_URL}/`);
+  await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state === 'ok', null, { timeout: 30_000 });
+  // The brief answer: its second sentence comes in two pieces, enough for a stop inside it, and at four times
+  // slower on a busy 2-core machine (about 200 ms to render 53 ms of audio) the long answer would take minutes.
+  await speakOnPage({ input: 'prompt', value: 'brief', release: 'incremental', format: 'binary' });
+  const record = await untilHeardToTheEnd(200_000);
   assert.equal(record.outcome, 'done', JSON.stringify(record.error));
   // The page counts any underrun; the server only those over its 5 ms tolerance: compare the same.
   const pageStalls = record.sentences.flatMap((s) => s.stalls.map((x) => x.ms)).filter((ms) => ms > 5);
@@ -480,6 +448,10 @@ test('on a slow machine the page counts the same stalls inside sentences as the 
   assert.ok(Math.abs(pageStalls.length - serverCount) <= 1, `stalls: page ${JSON.stringify(pageStalls)}, server ${serverCount}`);
   // The page hears each chunk a little after the server sends it (the network, decoding, the audio clock).
   assert.ok(Math.abs(pageMs - serverMs) <= Math.max(150, 0.05 * serverMs), `stall time: page ${pageMs.toFixed(0)} ms, server ${serverMs.toFixed(0)} ms`);
+  // And the page shows them.
+  const shown = record.sentences.reduce((n, s) => n + s.stalls.length, 0);
+  await page.waitForFunction((n) => document.getElementById('fig-stalls').textContent.startsWith(`${n} in `), shown, { timeout: 5000 });
+  await page.goto(`${EARSHOT_URL}/`);
 });
 
 test('the page drives a gateway in token mode with a token, and says clearly when it has none', { skip: skip || !process.env.EARSHOT_TOKEN_URL, timeout: 120_000 }, async () => {

@@ -155,14 +155,16 @@ def client_stalls(outcome: Outcome) -> list[float]:
 def slowed_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A server for each plan whose renders take four times as long: the model a little faster than real time.
 
-    Both start at once: each loads the model and warms it up four times slower (about 11 s), and nothing is
-    measured before both are ready. The one not under test waits idle."""
+    Both load at once: each loads the model and warms it up four times slower (about 11 s), and nothing is
+    measured before both are ready. The one not under test waits idle. Each picks its port once the one
+    before listens on its own (a free port is only free until someone binds it)."""
     processes: dict[str, ServerProcess] = {}
     try:
         for plan in ("fixed", "paced"):
             log = tmp_path_factory.mktemp(f"slowed-{plan}") / "server.log"
             env = {"KOKORO_PIECE_PLAN": plan, "KOKORO_SLOWDOWN": "4", "KOKORO_WORKERS": "1"}
             processes[plan] = ServerProcess(env, log).start()
+            processes[plan].wait_listening()
         for process in processes.values():
             process.wait_ready()
         yield {plan: process.ws_url for plan, process in processes.items()}
