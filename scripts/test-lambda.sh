@@ -59,7 +59,8 @@ wait_for() { # url what seconds
   echo "lambda: $2 did not start; logs in $logs"; tail -20 "$logs"/*.log; exit 1
 }
 
-# Everything starts before anything is waited for: the container loads its model while the rest starts.
+# The container loads its model while the stand-ins, moto and the functions start; it is waited for only
+# before the first function is called.
 echo "lambda: starting the Kokoro container on port $kokoro_port"
 setsid env KOKORO_PORT=$kokoro_port make --no-print-directory -C infra/kokoro serve >"$logs/kokoro.log" 2>&1 &
 pids+=($!)
