@@ -377,6 +377,10 @@ export class Conversation {
       firstAudioBytes: null,
       scheduledStart: null, // audible time of its first sound
       scheduledEnd: null, // audible time of its last sound so far
+      // Seconds of its audio placed on the audio clock, counted there: exact, where scheduledEnd −
+      // scheduledStart goes through two conversions to page time whose offset is re-estimated as the
+      // context renders (a few ms apart on a loaded machine).
+      placedSeconds: 0,
       gapBeforeMs: null, // silence between the previous sentence's end and this one's start
       underrun: false,
       // Silences inside the sentence: a chunk that came after the audio before it had played out
@@ -453,6 +457,7 @@ export class Conversation {
       });
     }
     sentence.scheduledEnd = end;
+    sentence.placedSeconds += scheduled.end - scheduled.start;
   }
 
   onWords({ index, timing, words }) {
