@@ -432,7 +432,9 @@ export class Conversation {
     const end = this.player.audibleAt(scheduled.end);
     marks.firstDecoded ??= scheduled.decodedAt;
     if (marks.audibleStart === null) {
-      marks.audibleStart = start;
+      // Never before it was decoded and went through the output: the clocks' offset is kept steady for a
+      // stream's sake (player.js), so when the audio clock runs slow it can read up to 50 ms early.
+      marks.audibleStart = Math.max(start, scheduled.decodedAt + this.player.outputLatencyMs);
       this.record.outputLatencyMs = this.player.outputLatencyMs;
     }
     marks.audibleEnd = end;

@@ -105,7 +105,9 @@ async fn an_unreachable_aws_makes_both_backends_unhealthy_within_the_probe_timeo
         let started = std::time::Instant::now();
         let err = backend.health().await.expect_err("nothing answers");
         assert_eq!(err.code, "backend_unhealthy", "{}: {}", backend.name(), err.message);
-        assert!(started.elapsed() < Duration::from_secs(2), "{}: {:?}", backend.name(), started.elapsed());
+        // The probe's own limit, and a second for a loaded machine to get back to it.
+        let within = earshot_aws::health::PROBE_TIMEOUT + Duration::from_secs(1);
+        assert!(started.elapsed() < within, "{}: {:?}", backend.name(), started.elapsed());
     }
 }
 

@@ -139,7 +139,8 @@ async function assertWordsFollowTheAudioClock(record) {
   );
   const expected = record.sentences.reduce((n, s) => n + s.words.length, 0);
   assert.ok(expected > 0 && lit.length === expected, `${lit.length} word spans for ${expected} words`);
-  const late = [];
+  const early = [];
+  const off = [];
   let unlit = 0;
   for (const { index, word, timing, litAt } of lit) {
     const sentence = record.sentences.find((s) => s.index === index);
@@ -148,12 +149,21 @@ async function assertWordsFollowTheAudioClock(record) {
       unlit++;
       continue;
     }
-    const due = sentence.scheduledStart + sentence.words[word].start_ms;
-    // A frame is about 17 ms; a busy machine may skip a few.
-    if (Math.abs(litAt - due) > 150) late.push({ index, word: sentence.words[word].text, ms: Math.round(litAt - due) });
+    // Its time on the audio clock: the sentence's first sound, its start in the sentence, and the silences
+    // inside the sentence before it (a stall holds the voice, and the page holds the words with it).
+    let due = sentence.scheduledStart + sentence.words[word].start_ms;
+    for (const stall of [...sentence.stalls].sort((a, b) => a.start - b.start)) if (stall.start < due) due += stall.ms;
+    // Never ahead of the voice (a frame of slack) where the voice never stopped: inside a stall the page
+    // cannot know yet that the audio ran out, and lights the words it would have reached. Behind it by a
+    // frame or a few (17 ms each), unless the page's main thread stalled, which a loaded machine does now
+    // and then: a tenth of the words may be off.
+    const miss = { index, word: sentence.words[word].text, ms: Math.round(litAt - due) };
+    if (litAt < due - 20 && sentence.stalls.length === 0) early.push(miss);
+    else if (Math.abs(litAt - due) > 150) off.push(miss);
   }
   assert.ok(unlit <= Math.floor(expected / 10), `${unlit} of ${expected} words never lit`);
-  assert.deepStrictEqual(late, [], 'every word lit within 150 ms of its time on the audio clock');
+  assert.deepStrictEqual(early, [], 'no word lit before the audio clock reached it');
+  assert.ok(off.length <= Math.floor(expected / 10), `more than a tenth of the words lit over 150 ms off: ${JSON.stringify(off)}`);
 }
 
 const MARKS_IN_ORDER = ['requestSent', 'firstEvent', 'firstAudioBytes', 'firstDecoded', 'audibleStart'];
@@ -278,9 +288,12 @@ test('Stop silences playback at once and cancels the server\'s work', { skip, ti
 
   // The gateway is asked to stop the conversation (what stops it on Lambda), then the request closes.
   await page.waitForFunction(() => window.earshotLast.fetch.aborted, null, { timeout: 1500 });
+  // The page closes the request when the interrupt is answered or after a second, whichever comes first;
+  // the answer may come after.
+  await page.waitForFunction(() => window.earshotLast.fetch.interrupt?.status != null, null, { timeout: 5000 });
   const asked = await page.evaluate(() => window.earshotLast.fetch.interrupt);
   assert.equal(asked?.status, 202, `the interrupt was accepted: ${JSON.stringify(asked)}`);
-  await page.waitForFunction(() => window.earshotLast.fetch.readerEnded, null, { timeout: 1000 });
+  await page.waitForFunction(() => window.earshotLast.fetch.readerEnded, null, { timeout: 3000 });
   // The request is over at once, while the answer was still being written: either the gateway ended the
   // stream on the interrupt (it answers `error interrupted`) or the page's abort closed it first.
   const over = () => speakFailures.length + speakEnds.length - failuresBefore - endsBefore;
@@ -288,7 +301,8 @@ test('Stop silences playback at once and cancels the server\'s work', { skip, ti
   assert.equal(over(), 1, 'the request ended, once');
   const ended = speakFailures.length > failuresBefore ? speakFailures.at(-1) : speakEnds.at(-1);
   if (ended.error !== undefined) assert.match(ended.error, /ABORTED/i);
-  assert.ok(ended.at - clickedAt < 1000, `the request ended ${ended.at - clickedAt} ms after Stop`);
+  // At most the page's own second of waiting for the interrupt's answer, and the events' way here.
+  assert.ok(ended.at - clickedAt < 1500, `the request ended ${ended.at - clickedAt} ms after Stop`);
   await page.waitForFunction(() => window.earshot.player.level() === 0, null, { timeout: 1000, polling: 10 });
   const heardBefore = right.record.playedOrder.length;
   await page.waitForTimeout(1000);
@@ -382,16 +396,19 @@ test('after Stop, the next question carries only what was heard, marked as inter
   // Hidden while there are no turns (a click would wait for it to show, for the whole default timeout).
   if (await page.isVisible('#new-conversation')) await page.click('#new-conversation');
   await speakOnPage({ input: 'prompt', value: 'long', release: 'incremental', format: 'binary' });
-  // Stop while a sentence plays and a later one is already scheduled behind it, not yet heard.
+  // Stop while a sentence plays and a later one is already scheduled behind it, not yet heard. The click
+  // happens in the page, in the check that saw it so: a click from here takes round trips and frames, and
+  // on a loaded machine the sentence would start before it lands.
   await page.waitForFunction(
     () => {
       const r = window.earshotLast;
-      return r.playedOrder.length >= 1 && r.sentences.filter((s) => s.scheduledStart !== null && s.scheduledStart > performance.now() + 200).length >= 1;
+      const ahead = r.playedOrder.length >= 1 && r.sentences.some((s) => s.scheduledStart !== null && s.scheduledStart > performance.now() + 50);
+      if (ahead) document.getElementById('stop').click();
+      return ahead;
     },
     null,
     { timeout: 60_000, polling: 20 },
   );
-  await page.click('#stop');
   const record = await untilHeardToTheEnd();
   assert.equal(record.outcome, 'stopped');
   const started = record.sentences.filter((s) => s.scheduledStart !== null && s.scheduledStart < record.marks.stopped);

@@ -14,6 +14,10 @@ use tokio::time::Instant;
 /// makes one AWS call per backend every half minute.
 pub const DEFAULT_HEALTH_TTL: Duration = Duration::from_secs(30);
 
+/// How long one probe may take: the answer is "unhealthy" past it, so that `/healthz` answers well inside
+/// the few seconds a load balancer or a dashboard waits.
+pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1800);
+
 /// The last probe's answer and when it was taken.
 pub struct CachedHealth {
     ttl: Duration,

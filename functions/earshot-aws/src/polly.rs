@@ -128,7 +128,7 @@ impl PollyBackend {
     /// synthesis, nothing billed).
     pub async fn describe_voices(&self) -> Result<(), SpeechError> {
         let call = self.client.describe_voices().engine(Engine::Generative).send();
-        match tokio::time::timeout(Duration::from_millis(1800), call).await {
+        match tokio::time::timeout(crate::health::PROBE_TIMEOUT, call).await {
             Ok(Ok(answer)) => {
                 let taken = self.catalogue.take(answer.voices());
                 tracing::debug!(voices = taken, "Polly's generative voices, from DescribeVoices");
@@ -139,7 +139,7 @@ impl PollyBackend {
                     e.as_service_error().map(|s| format!("{}: {}", s.code().unwrap_or("error"), s.message().unwrap_or(""))).unwrap_or_else(|| e.to_string());
                 Err(SpeechError::new("backend_unhealthy", format!("Polly DescribeVoices: {detail}"), true))
             }
-            Err(_) => Err(SpeechError::new("backend_unhealthy", "Polly DescribeVoices: no answer within 1.8 s", true)),
+            Err(_) => Err(SpeechError::new("backend_unhealthy", format!("Polly DescribeVoices: no answer within {:?}", crate::health::PROBE_TIMEOUT), true)),
         }
     }
 }

@@ -17,7 +17,6 @@ use bytes::Bytes;
 use earshot_backends::container_session::{self, ContainerTransport, Frame, TransportError};
 use earshot_core::language::Language;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -84,7 +83,7 @@ impl SageMakerBackend {
     async fn describe_endpoint(&self) -> Result<(), SpeechError> {
         let name = &self.settings.endpoint_name;
         let input = serde_json::json!({ "EndpointName": name });
-        match aws_json::call(&self.control, &self.sdk, &aws_json::SAGEMAKER, "DescribeEndpoint", &input, Duration::from_millis(1800)).await {
+        match aws_json::call(&self.control, &self.sdk, &aws_json::SAGEMAKER, "DescribeEndpoint", &input, crate::health::PROBE_TIMEOUT).await {
             Ok(answer) => {
                 let status = answer.get("EndpointStatus").and_then(|s| s.as_str()).unwrap_or("unknown");
                 match status {

@@ -90,27 +90,34 @@ def test_answers_an_hour_repeat_the_knee_back_to_back() -> None:
 
 class SlotsContainer:
     """A stand-in container that holds exactly ``slots`` conversations: a connection takes a slot when it opens
-    and frees it when it closes, the ones beyond wait for a slot, and each sentence renders in ``render_s`` as one
-    second of silence in the real protocol's frames. Its knee is known: ``slots`` conversations at once."""
+    and frees it when it closes, the ones beyond wait for a slot, and each sentence renders as one second of silence
+    in the real protocol's frames: the first in ``render_s``, the others in ``later_render_s`` (still well ahead of
+    playback). Its knee is known: ``slots`` conversations at once. The later sentences' longer render keeps a
+    conversation that waits for a slot (about 0.95 s to first audio) far past the budget of twice the idle first
+    audio (about 0.2 s, under 0.6 s however loaded the machine), so the knee does not move with the load."""
 
-    def __init__(self, slots: int, render_s: float = 0.1) -> None:
+    def __init__(self, slots: int, render_s: float = 0.1, later_render_s: float = 0.25) -> None:
         self.slots = asyncio.Semaphore(slots)
         self.render_s = render_s
+        self.later_render_s = later_render_s
 
     async def handle(self, ws) -> None:
         async with self.slots:
+            rendered = 0
             async for raw in ws:
                 message = json.loads(raw)
                 if message["type"] != "synthesize":
                     continue
                 rid = message["request_id"]
-                await asyncio.sleep(self.render_s)
+                render_s = self.render_s if rendered == 0 else self.later_render_s
+                await asyncio.sleep(render_s)
+                rendered += 1
                 await ws.send(protocol.start_message(rid, sample_rate=SAMPLE_RATE, voice="test"))
                 await ws.send(protocol.encode_audio_frame(rid, 0, b"\0\0" * SAMPLE_RATE))
                 await ws.send(
                     protocol.end_message(
-                        rid, samples=SAMPLE_RATE, sample_rate=SAMPLE_RATE, synthesis_seconds=self.render_s,
-                        first_audio_seconds=self.render_s, chunks=1,
+                        rid, samples=SAMPLE_RATE, sample_rate=SAMPLE_RATE, synthesis_seconds=render_s,
+                        first_audio_seconds=render_s, chunks=1,
                     )
                 )
 

@@ -289,8 +289,10 @@ def test_a_new_connection_is_accepted_quickly_while_another_synthesizes(server: 
         return handshakes, ping
 
     handshakes, ping = run(scenario())
-    assert max(handshakes) < 0.25, handshakes
-    assert ping < 0.25
+    # What this guards against is waiting behind a piece's render (a second or more here); half a second leaves
+    # room for a machine whose cores are also building.
+    assert max(handshakes) < 0.5, handshakes
+    assert ping < 0.5, ping
 
 
 def test_a_client_that_disconnects_frees_its_work(server: Server) -> None:
