@@ -323,26 +323,27 @@ pub struct Settings {
     #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
     pub metrics_namespace: String,
     /// The scripted agent's pace, in tokens per second.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, env = "EARSHOT_SCRIPTED_TOKENS_PER_SECOND", default_value_t = 30.0)]
     pub tokens_per_second: f64,
     /// A named answer for the scripted agent, `NAME=TEXT` (repeatable): a prompt that is NAME (case and
     /// surrounding spaces aside) is answered with TEXT, which may hold `{pause:MS}` marks (a tool call's
-    /// silence). For demos and tests that want an answer of their own rather than the samples.
-    #[arg(long = "script", value_name = "NAME=TEXT")]
+    /// silence). For demos and tests that want an answer of their own rather than the samples. The variable
+    /// holds one a line.
+    #[arg(long = "script", env = "EARSHOT_SCRIPTS", value_name = "NAME=TEXT", value_delimiter = '\n')]
     pub scripts: Vec<String>,
     /// The scripted agent's delay before its first token, in milliseconds.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, env = "EARSHOT_SCRIPTED_FIRST_TOKEN_MS", default_value_t = 200)]
     pub first_token_ms: u64,
     /// The synthetic backend's first-audio latency, in milliseconds.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, env = "EARSHOT_SYNTHETIC_LATENCY_MS", default_value_t = 200)]
     pub synthetic_latency_ms: u64,
     /// Sessions the synthetic backend serves at once, as a container with that many workers; a session past
     /// them waits for one to end. 0: any number.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, env = "EARSHOT_SYNTHETIC_SESSIONS", default_value_t = 0)]
     pub synthetic_sessions: usize,
     /// How far ahead of its playback the synthetic backend sends audio, in milliseconds (0: each chunk as it
     /// would start playing).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, env = "EARSHOT_SYNTHETIC_LEAD_MS", default_value_t = 0)]
     pub synthetic_lead_ms: u64,
     /// An endpoint for every AWS call (local stand-ins: `https://127.0.0.1:8443`).
     #[arg(long, env = "EARSHOT_AWS_ENDPOINT")]
@@ -366,6 +367,14 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_TOKEN_KEYS",
     "EARSHOT_CONVERSATION_SECRET",
     "EARSHOT_CONVERSATION_SECRET_FILE",
+    // The scripted agent and the synthetic voice: demos, tests and benches (a Lambda under `cargo lambda
+    // watch` among them).
+    "EARSHOT_SCRIPTS",
+    "EARSHOT_SCRIPTED_TOKENS_PER_SECOND",
+    "EARSHOT_SCRIPTED_FIRST_TOKEN_MS",
+    "EARSHOT_SYNTHETIC_LATENCY_MS",
+    "EARSHOT_SYNTHETIC_SESSIONS",
+    "EARSHOT_SYNTHETIC_LEAD_MS",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -826,6 +835,33 @@ mod tests {
     }
 
     #[test]
+    fn every_setting_is_a_flag_and_a_variable_the_test_voices_too() {
+        // What docs/operations.md promises: the Lambda can set whatever `earshot serve` can.
+        for arg in FromEnv::command().get_arguments().filter(|a| !["help", "version"].contains(&a.get_id().as_str())) {
+            let id = arg.get_id();
+            assert!(arg.get_long().is_some(), "{id} has no flag");
+            assert!(arg.get_env().is_some(), "{id} has no variable");
+        }
+        let vars = HashMap::from([
+            ("EARSHOT_BACKENDS", "synthetic"),
+            ("EARSHOT_SYNTHETIC_LATENCY_MS", "20"),
+            ("EARSHOT_SYNTHETIC_SESSIONS", "2"),
+            ("EARSHOT_SYNTHETIC_LEAD_MS", "250"),
+            ("EARSHOT_SCRIPTED_TOKENS_PER_SECOND", "12.5"),
+            ("EARSHOT_SCRIPTED_FIRST_TOKEN_MS", "0"),
+            ("EARSHOT_SCRIPTS", "short=Sure.\ntool=One moment.{pause:500} Done, a, b.\n"),
+        ]);
+        let s = Settings::from_vars(|name| vars.get(name).map(|v| v.to_string()), Place::Serve).unwrap();
+        assert_eq!((s.synthetic_latency_ms, s.synthetic_sessions, s.synthetic_lead_ms, s.first_token_ms), (20, 2, 250, 0));
+        assert_eq!(s.tokens_per_second, 12.5);
+        assert_eq!(
+            s.named_scripts().unwrap(),
+            vec![("short".to_string(), "Sure.".to_string()), ("tool".to_string(), "One moment.{pause:500} Done, a, b.".to_string())],
+            "one script a line, commas kept"
+        );
+    }
+
+    #[test]
     fn named_scripts_are_name_and_text_for_the_scripted_agent_only() {
         #[derive(Parser)]
         struct Serve {
@@ -843,7 +879,7 @@ mod tests {
         assert!(twice.contains("`SHORT` is named twice"), "{twice}");
         for bad in ["short", "=Sure.", "short= "] {
             let e = parse(&["--script", bad]).check(Place::Serve).unwrap_err().to_string();
-            assert!(e.starts_with("--script: `") && e.contains("NAME=TEXT"), "{bad}: {e}");
+            assert!(e.starts_with("EARSHOT_SCRIPTS (--script): `") && e.contains("NAME=TEXT"), "{bad}: {e}");
         }
         let other = parse(&["--agent", "http", "--http-agent-url", "http://127.0.0.1:1/", "--script", "a=b"]).check(Place::Serve).unwrap_err().to_string();
         assert!(other.contains("the agent is not scripted"), "{other}");
@@ -920,7 +956,9 @@ mod tests {
     #[test]
     fn every_flag_with_a_variable_is_named_by_it_and_a_flag_without_one_by_itself() {
         assert_eq!(SettingsError::of("max-answer-chars", "why").to_string(), "EARSHOT_MAX_ANSWER_CHARS (--max-answer-chars): why");
-        assert_eq!(SettingsError::of("tokens-per-second", "why").to_string(), "--tokens-per-second: why");
+        assert_eq!(SettingsError::of("tokens-per-second", "why").to_string(), "EARSHOT_SCRIPTED_TOKENS_PER_SECOND (--tokens-per-second): why");
+        // `earshot serve`'s own flags (the listener's) have no variable.
+        assert_eq!(SettingsError::of("drain", "why").to_string(), "--drain: why");
         assert_eq!(variable_of("kokoro-url").as_deref(), Some("KOKORO_URL"));
     }
 
