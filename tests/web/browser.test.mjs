@@ -11,6 +11,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -80,8 +81,23 @@ before(async () => {
   });
 });
 
+/** How long the browser may take to close before its processes are killed. */
+const CLOSE_LIMIT_MS = 30_000;
+
 after(async () => {
-  await browser?.close();
+  // Once, with every test passed, the persistent context's close() never returned and node waited until
+  // the stage's own limit. Past a limit the browser's processes (found by their profile folder) are
+  // killed: the pipe to them closes, and node can end.
+  let timer;
+  const closed = browser?.close().then(() => true);
+  const limit = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(false), CLOSE_LIMIT_MS);
+  });
+  if (closed && !(await Promise.race([closed, limit]))) {
+    console.error(`# the browser did not close within ${CLOSE_LIMIT_MS / 1000} s: killing its processes`);
+    spawnSync('pkill', ['-KILL', '-f', path.join(scratch, 'profile')]);
+  }
+  clearTimeout(timer);
   rmSync(scratch, { recursive: true, force: true });
 });
 
