@@ -378,6 +378,19 @@ impl EarshotProcess {
         text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v.get("_aws").is_some()).collect()
     }
 
+    /// Its metric lines once there are at least `n` (a line is written as its conversation ends, which may be
+    /// just after the last event reached the client), or what there is after 5 s.
+    pub async fn metric_lines_at_least(&self, n: usize) -> Vec<serde_json::Value> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let lines = self.metric_lines();
+            if lines.len() >= n || tokio::time::Instant::now() >= deadline {
+                return lines;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
     /// Sends a signal (`TERM`, `INT`, …) to the process.
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill").arg(format!("-{name}")).arg(self.child.id().to_string()).status().expect("kill runs");

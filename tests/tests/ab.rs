@@ -3,7 +3,6 @@
 //! log, and the same lines read back from CloudWatch Logs (moto's server) through the real SDK.
 
 use std::process::Command;
-use std::time::Duration;
 
 use earshot_client::{speak, CallOptions, SpeakBody};
 use earshot_e2e::moto::Moto;
@@ -47,12 +46,7 @@ async fn earshot_ab_reports_both_arms_of_a_run_aws_session_from_its_log_and_from
         assert!(r.error.is_none(), "{:?}", r.error);
     }
     assert_eq!(arms.len(), 2, "both arms were assigned: {arms:?}");
-    for _ in 0..100 {
-        if earshot.metric_lines().len() >= ANSWERS {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    earshot.metric_lines_at_least(ANSWERS).await;
     let log = earshot.stdout.to_str().unwrap().to_string();
 
     // The local log, as `make run-aws` leaves it, with the picture.
@@ -173,12 +167,7 @@ async fn earshot_plan_reads_a_voice_s_known_capacity_from_the_gateway_s_log() {
             }
         }
     }
-    for _ in 0..100 {
-        if gateway.metric_lines().len() >= answers {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    gateway.metric_lines_at_least(answers).await;
     let log = gateway.stdout.to_str().unwrap().to_string();
     let plan = |extra: &[&str]| {
         Command::new(earshot_bin())

@@ -87,14 +87,7 @@ async fn the_least_recently_used_sentence_goes_once_the_bytes_pass_the_bound() {
     assert_eq!(seen, want);
 
     // `earshot ab` on the gateway's metric lines: one sentence in six from the cache.
-    let mut lines = earshot.metric_lines();
-    for _ in 0..100 {
-        if lines.len() >= 6 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-        lines = earshot.metric_lines();
-    }
+    let lines = earshot.metric_lines_at_least(6).await;
     assert_eq!(lines.iter().map(|l| l["CacheHits"].as_u64().unwrap()).sum::<u64>(), 1, "{lines:?}");
     let out = Command::new(earshot_bin()).args(["ab", "--log", earshot.stdout.to_str().unwrap(), "--no-lambda", "--json"]).output().expect("earshot ab runs");
     assert!(out.status.success(), "earshot ab failed: {}", String::from_utf8_lossy(&out.stderr));
