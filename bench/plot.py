@@ -1,5 +1,5 @@
 """Draws the figures of a benchmark run from its ``results.json``: release timing, distance from the
-floor, gaps and load. ``make bench`` runs it after ``earshot-bench``; it only reads the results, so it
+floor, gaps, load and the peer comparison. ``make bench`` runs it after ``earshot-bench``; it only reads the results, so it
 can be run again on an old run: ``python bench/plot.py bench/results``.
 """
 
@@ -148,6 +148,37 @@ def load_plot(levels, out: Path) -> None:
     plt.close(fig)
 
 
+def peer_plot(peer, out: Path) -> None:
+    """Each trial's first audio per answer and system, with each cell's median, and the floor (earshot's
+    release plus the direct kokoro-onnx call's median) as a line."""
+    trials = peer["trials"]
+    answers = [a for a, _ in peer["first_sentences"]]
+    variants = sorted({t["variant"] for t in trials if t.get("variant")})
+    cells = [("pipecat", None, "pipecat 1.14 (KokoroTTSService)", "#ff7f0e"), ("earshot", None, "earshot", "#1f77b4")]
+    cells += [("variant", v, f"earshot, container {v}", "#9ecae1") for v in variants]
+    cells.append(("direct", None, "kokoro-onnx alone (first sentence)", "#7f7f7f"))
+    fig, axes = plt.subplots(1, len(answers), figsize=(5.5 * len(answers), 4.5), squeeze=False)
+    for ax, answer in zip(axes[0], answers):
+        for k, (system, variant, label, color) in enumerate(cells):
+            v = sorted(t["first_audio_ms"] for t in trials if t["answer"] == answer and t["system"] == system and t.get("variant") == variant)
+            ax.scatter([k] * len(v), v, color=color, alpha=0.6, s=18)
+            ax.hlines(median(v), k - 0.3, k + 0.3, color=color, linewidth=2.5, label=label)
+        released = sorted(t["released_ms"] for t in trials if t["answer"] == answer and t["system"] == "earshot" and t.get("variant") is None)
+        direct = sorted(t["first_audio_ms"] for t in trials if t["answer"] == answer and t["system"] == "direct")
+        floor = median(released) + median(direct)
+        ax.axhline(floor, color="black", linestyle="--", linewidth=0.8, label="floor: release + direct call")
+        sentence = dict(peer["first_sentences"])[answer]
+        ax.set_title(f"answer {answer}: first sentence \"{sentence}\"", fontsize=10)
+        ax.set_xticks([])
+        ax.set_ylabel("first audio from the first piece (ms)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle("Same model, voice, text and pace: first audio per trial, medians as bars")
+    fig.tight_layout()
+    fig.savefig(out / "peer.png", dpi=110)
+    plt.close(fig)
+
+
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results")
     results = json.loads((out / "results.json").read_text())
@@ -160,6 +191,9 @@ def main() -> int:
     if results.get("load"):
         load_plot(results["load"], out)
         drawn.append("load.png")
+    if results.get("peer"):
+        peer_plot(results["peer"], out)
+        drawn.append("peer.png")
     print(f"plot: drew {', '.join(drawn) or 'nothing'} in {out}")
     return 0
 

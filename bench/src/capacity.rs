@@ -228,7 +228,7 @@ mod tests {
             lead: Duration::from_millis(300),
             ..Default::default()
         });
-        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 400.0, first_token_delay: Duration::ZERO });
+        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 400.0, first_token_delay: Duration::ZERO, ..Default::default() });
         // No sentence cache: as the suite runs `earshot serve`, every sentence is the voice's work.
         let cache = CacheSettings { scope: CacheScope::Off, ..Default::default() };
         let gateway = Gateway::new(vec![Arc::new(voice.clone())], Arc::new(agent), GatewaySettings { metrics_namespace: None, cache, ..Default::default() });

@@ -18,7 +18,8 @@
 //! sentence said again against the model's first time; Polly characters spared over a scripted day),
 //! `formats` (what converting to the client's audio format adds to first audio, and each format's bytes),
 //! `owner` (what a caller's places and character budget add to first audio, in the process and in DynamoDB),
-//! `capacity` (how many conversations one Kokoro container holds at once before a listener notices: the knee).
+//! `capacity` (how many conversations one Kokoro container holds at once before a listener notices: the knee),
+//! `peer` (earshot beside pipecat's own Kokoro voice and kokoro-onnx called directly, same model, text and pace).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,7 @@ mod overhead;
 mod overload;
 mod owner;
 mod pacing;
+mod peer;
 mod polly;
 mod release;
 mod report;
@@ -59,7 +61,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity"
+        default_value = "release,firstaudio,peer,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -95,6 +97,16 @@ struct Args {
     /// The Kokoro container's folder, with its venv.
     #[arg(long, default_value = "infra/kokoro")]
     kokoro_dir: PathBuf,
+    /// The peer suite's folder: pipecat's side (`pipecat_peer.py`) and its venv (`make peer-venv`).
+    #[arg(long, default_value = "bench/peer")]
+    peer_dir: PathBuf,
+    /// Trials per cell of the `peer` suite.
+    #[arg(long, default_value_t = 10)]
+    peer_trials: usize,
+    /// An earshot cell of the `peer` suite whose container runs with these settings (`KEY=VALUE,…`, e.g.
+    /// `KOKORO_ORT_SPINNING=0`), beside the default one in the same rounds; repeatable.
+    #[arg(long)]
+    peer_variant: Vec<String>,
     /// The Lambda bootstrap whose size to report.
     #[arg(long)]
     bootstrap: Option<PathBuf>,
@@ -140,6 +152,8 @@ pub struct Results {
     pub owner: Option<Vec<owner::Row>>,
     #[serde(default)]
     pub capacity: Option<capacity::Results>,
+    #[serde(default)]
+    pub peer: Option<peer::Results>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -223,6 +237,7 @@ async fn run(args: Args) -> Result<(), String> {
             "formats",
             "owner",
             "capacity",
+            "peer",
         ]
         .contains(&s.as_str())
     }) {
@@ -342,6 +357,15 @@ async fn run(args: Args) -> Result<(), String> {
             eprintln!("bench: agent sources: time to first audio through each at {} tokens/s", agents::TOKENS_PER_SECOND);
             let agents = agents::run(paths, if quick { 1 } else { trials.min(10) }).await?;
             recorder.set(|r| r.agents = Some(agents))
+        });
+    }
+    if wants("peer") {
+        suites.add(Lane::Shared, "peer", async move {
+            let n = if quick { 1 } else { args.peer_trials.max(1) };
+            eprintln!("bench: peer: pipecat's Kokoro voice, kokoro-onnx alone and earshot, {n} interleaved rounds, the same model, text and pace");
+            let peer_dir = std::fs::canonicalize(&args.peer_dir).map_err(|e| format!("{}: {e}", args.peer_dir.display()))?;
+            let peer = peer::run(paths, &peer_dir, n, &args.peer_variant).await?;
+            recorder.set(|r| r.peer = Some(peer))
         });
     }
     if wants("pacing") {

@@ -109,6 +109,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(c) = &r.capacity {
         capacity(o, c);
     }
+    if let Some(p) = &r.peer {
+        peer(o, p);
+    }
     out
 }
 
@@ -789,4 +792,54 @@ fn capacity(o: &mut String, c: &crate::capacity::Results) {
         ),
         None => writeln!(o, "\nNo knee: one conversation at a time did not hold its own budget.\n"),
     };
+}
+
+fn peer(o: &mut String, p: &crate::peer::Results) {
+    use crate::peer::{Summary, System, CHUNK_CHARS, FLOOR_SLACK_MS, TOKENS_PER_SECOND};
+    let _ = writeln!(o, "## 19. Peer: earshot beside pipecat on the same model\n");
+    let _ = writeln!(
+        o,
+        "pipecat 1.14's `KokoroTTSService` (kokoro-onnx in its process, its default sentence aggregation), kokoro-onnx called directly on the first sentence, and `earshot serve` with the local Kokoro container: the same int8 model file, voice and text, the answer streamed to both in pieces of {CHUNK_CHARS} characters at {TOKENS_PER_SECOND} a second, the cells of a round in a shuffled order. First audio is counted from the first piece (pipecat: at the end of its pipeline, with no transport; earshot: decoded by the client). *Released* is when the first sentence went to the voice; the floor is earshot's release plus the direct call's median; distances are medians less the floor.\n"
+    );
+    let _ = writeln!(o, "| answer | first sentence | pipecat first audio | earshot first audio | earshot − pipecat | released: pipecat / earshot | direct call | floor | distance: pipecat / earshot | goals |");
+    let _ = writeln!(o, "|---|---|---|---|---:|---|---|---:|---|---|");
+    for (answer, sentence) in &p.first_sentences {
+        let cell = |system: System| -> Vec<f64> {
+            p.trials.iter().filter(|t| &t.answer == answer && t.system == system && t.variant.is_none()).map(|t| t.first_audio_ms).collect()
+        };
+        let s = Summary::of(&p.trials, answer);
+        let goals = s.goals();
+        let _ = writeln!(
+            o,
+            "| {answer} | {sentence} | {} | {} | **{}** | {} / {} | {} | {} | {} / {} | ahead {}; floor + {FLOOR_SLACK_MS} {}; complete in time {} |",
+            spread(&cell(System::Pipecat)),
+            spread(&cell(System::Earshot)),
+            ms(s.earshot - s.pipecat),
+            ms(s.pipecat_released),
+            ms(s.complete),
+            spread(&cell(System::Direct)),
+            ms(s.floor),
+            ms(s.pipecat - s.floor),
+            ms(s.earshot - s.floor),
+            met(goals[0]),
+            met(goals[1]),
+            met(goals[2]),
+        );
+    }
+    let mut variants: Vec<&str> = p.trials.iter().filter_map(|t| t.variant.as_deref()).collect();
+    variants.sort();
+    variants.dedup();
+    if !variants.is_empty() {
+        let _ = writeln!(o, "\nearshot with its container under other settings, in the same rounds (what each setting is worth):\n");
+        let _ = writeln!(o, "| answer | container settings | earshot first audio | less the default's median |");
+        let _ = writeln!(o, "|---|---|---|---:|");
+        for (answer, _) in &p.first_sentences {
+            let base = Summary::of(&p.trials, answer).earshot;
+            for v in &variants {
+                let values: Vec<f64> = p.trials.iter().filter(|t| &t.answer == answer && t.variant.as_deref() == Some(v)).map(|t| t.first_audio_ms).collect();
+                let _ = writeln!(o, "| {answer} | `{v}` | {} | {} |", spread(&values), ms(median(&values) - base));
+            }
+        }
+    }
+    let _ = writeln!(o);
 }

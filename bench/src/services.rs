@@ -5,7 +5,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct Service {
@@ -32,6 +32,25 @@ impl Service {
         let started = Instant::now();
         let child = command.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
         Ok(Service { name: name.to_string(), log, child, started })
+    }
+
+    /// Starts `command` with pipes to its standard input and output (its errors going to the log), for a
+    /// process the benchmark talks to a line at a time.
+    pub fn spawn_piped(name: &str, mut command: Command, log_dir: &Path) -> Result<(Service, ChildStdin, ChildStdout), String> {
+        let log = log_dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(file).process_group(0);
+        // SAFETY: as in `spawn`.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
+        let (stdin, stdout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
+        Ok((Service { name: name.to_string(), log, child, started }, stdin, stdout))
     }
 
     pub fn pid(&self) -> u32 {

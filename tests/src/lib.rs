@@ -214,7 +214,7 @@ pub async fn kokoro_backend(kokoro: &Kokoro) -> Arc<dyn SpeechBackend> {
 
 /// A scripted agent at a given pace, with no delay before its first token.
 pub fn agent(tokens_per_second: f64) -> ScriptedAgent {
-    ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO })
+    ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO, ..Default::default() })
 }
 
 /// Speech from Kokoro has an RMS level of a few percent of full scale; silence has none.

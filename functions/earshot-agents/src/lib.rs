@@ -18,7 +18,7 @@ use earshot_core::agent::{AgentEvent, AgentStream};
 
 pub use http_agent::{AnswerFormat, HttpAgent, HttpAgentSettings};
 pub use openai::{OpenAiAgent, OpenAiSettings};
-pub use scripted::{Sample, Script, ScriptItem, ScriptedAgent, ScriptedConfig};
+pub use scripted::{Sample, Script, ScriptItem, ScriptedAgent, ScriptedConfig, Tokens};
 
 /// Text to speak as given needs no agent: it is streamed as it is, so that it takes the same path.
 pub fn spoken_as_given(text: String) -> AgentStream {

@@ -148,18 +148,45 @@ impl Sample {
     }
 }
 
+/// How a scripted answer is cut into the tokens it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tokens {
+    /// Shaped like an LLM's ([`llm_tokens`]): a word with its leading space, punctuation on its own.
+    #[default]
+    Llm,
+    /// Pieces of this many characters, cut anywhere, as a benchmark feeds two systems the very same
+    /// stream (`earshot-bench --suites peer` feeds pipecat and earshot pieces of 4).
+    Chars(usize),
+}
+
+impl Tokens {
+    /// The text as this cut makes it.
+    pub fn cut(self, text: &str) -> Vec<String> {
+        match self {
+            Tokens::Llm => llm_tokens(text),
+            Tokens::Chars(n) => {
+                let chars: Vec<char> = text.chars().collect();
+                chars.chunks(n.max(1)).map(|piece| piece.iter().collect()).collect()
+            }
+        }
+    }
+}
+
 /// Pace of a scripted agent.
 #[derive(Debug, Clone)]
 pub struct ScriptedConfig {
-    /// Tokens per second.
+    /// Tokens per second. Each token is due a whole number of intervals after the first (after a
+    /// pause, after the pause's end), so the pace does not drift by a timer's rounding per token.
     pub tokens_per_second: f64,
     /// Delay before the first token (an LLM's time to first token).
     pub first_token_delay: Duration,
+    /// How the answer is cut into tokens.
+    pub tokens: Tokens,
 }
 
 impl Default for ScriptedConfig {
     fn default() -> Self {
-        ScriptedConfig { tokens_per_second: 30.0, first_token_delay: Duration::from_millis(200) }
+        ScriptedConfig { tokens_per_second: 30.0, first_token_delay: Duration::from_millis(200), tokens: Tokens::Llm }
     }
 }
 
@@ -219,6 +246,7 @@ impl ScriptedAgent {
         let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
         let interval = Duration::from_secs_f64(1.0 / self.config.tokens_per_second.max(0.001));
         let first_delay = self.config.first_token_delay;
+        let cut = self.config.tokens;
         tokio::spawn(async move {
             let send = |event| {
                 let tx = tx.clone();
@@ -239,18 +267,30 @@ impl ScriptedAgent {
                     }
                 }
             };
+            let until = |due: tokio::time::Instant| {
+                let cancel = cancel.clone();
+                async move {
+                    tokio::select! {
+                        _ = cancel.cancelled() => false,
+                        _ = tokio::time::sleep_until(due) => true,
+                    }
+                }
+            };
             if !pause(first_delay).await {
                 return;
             }
-            let mut first = true;
+            // When the next token is due: none before the first is sent; after a pause, an interval after its end.
+            let mut due: Option<tokio::time::Instant> = None;
             for item in script.0 {
                 match item {
                     ScriptItem::Text(text) => {
-                        for token in llm_tokens(&text) {
-                            if !first && !pause(interval).await {
-                                return;
+                        for token in cut.cut(&text) {
+                            if let Some(at) = due {
+                                if !until(at).await {
+                                    return;
+                                }
                             }
-                            first = false;
+                            due = Some(due.unwrap_or_else(tokio::time::Instant::now) + interval);
                             if !send(AgentEvent::Delta(token)).await {
                                 return;
                             }
@@ -260,11 +300,13 @@ impl ScriptedAgent {
                         if !send(AgentEvent::Pause).await || !pause(duration).await {
                             return;
                         }
+                        due = due.map(|_| tokio::time::Instant::now() + interval);
                     }
                     ScriptItem::Wait(duration) => {
                         if !pause(duration).await {
                             return;
                         }
+                        due = due.map(|_| tokio::time::Instant::now() + interval);
                     }
                 }
             }
@@ -317,7 +359,7 @@ mod tests {
 
     #[tokio::test]
     async fn streams_the_whole_answer_then_done() {
-        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO });
+        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO, ..Default::default() });
         let mut rx = agent.start(AgentInput::prompt("pause"), CancellationToken::new()).await.unwrap();
         let (mut text, mut pauses, mut done) = (String::new(), 0, false);
         while let Some(event) = rx.recv().await {
@@ -334,7 +376,7 @@ mod tests {
 
     #[tokio::test]
     async fn cancelling_stops_the_stream() {
-        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 10.0, first_token_delay: Duration::ZERO });
+        let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 10.0, first_token_delay: Duration::ZERO, ..Default::default() });
         let cancel = CancellationToken::new();
         let mut rx = agent.start(AgentInput::prompt("long"), cancel.clone()).await.unwrap();
         assert!(matches!(rx.recv().await, Some(Ok(AgentEvent::Delta(_)))));
@@ -345,5 +387,37 @@ mod tests {
             rest.push(e.unwrap());
         }
         assert!(rest.len() <= 1 && !rest.contains(&AgentEvent::Done), "{rest:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pieces_of_n_characters_come_each_at_its_due_time() {
+        // The peer benchmark's stream: "Sure" then ". I f" … at 30 a second, the n-th at n intervals after the
+        // first however long each send took (tokio's timer fires at the millisecond at or after the due time, so
+        // 233.3 ms reads 234), and a signalled pause moves the rest by its length and one interval.
+        let config = ScriptedConfig { tokens_per_second: 30.0, first_token_delay: Duration::from_millis(200), tokens: Tokens::Chars(4) };
+        let agent = ScriptedAgent::new(config).with_script("peer", "Sure. I found it.{pause:500}Bye.");
+        let started = tokio::time::Instant::now();
+        let mut rx = agent.start(AgentInput::prompt("peer"), CancellationToken::new()).await.unwrap();
+        let mut seen = Vec::new();
+        while let Some(event) = rx.recv().await {
+            let at = started.elapsed().as_secs_f64() * 1000.0;
+            match event.unwrap() {
+                AgentEvent::Delta(t) => seen.push((t, at.round() as u64)),
+                AgentEvent::Pause => seen.push(("<pause>".into(), at.round() as u64)),
+                AgentEvent::Done | AgentEvent::DoneUnmarked => break,
+            }
+        }
+        let expected: Vec<(String, u64)> = [("Sure", 200), (". I ", 234), ("foun", 267), ("d it", 300), (".", 334), ("<pause>", 334), ("Bye.", 868)]
+            .into_iter()
+            .map(|(t, ms)| (t.to_string(), ms))
+            .collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn a_cut_of_n_characters_keeps_every_character_and_counts_characters_not_bytes() {
+        assert_eq!(Tokens::Chars(4).cut("Sure. Ça va ?"), vec!["Sure", ". Ça", " va ", "?"]);
+        assert_eq!(Tokens::Chars(2).cut("好的！您"), vec!["好的", "！您"]);
+        assert_eq!(Tokens::Llm.cut("Sure. I"), vec!["Sure", ".", " I"]);
     }
 }

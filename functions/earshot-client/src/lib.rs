@@ -54,6 +54,9 @@ pub struct ClientMarks {
     pub audio_chunk_ms: Vec<f64>,
     /// Bytes of the response body, framing included.
     pub body_bytes: u64,
+    /// When each event of [`Received::events`] was decoded, in the same order.
+    #[serde(skip)]
+    pub event_ms: Vec<f64>,
 }
 
 impl ClientMarks {
@@ -152,6 +155,12 @@ impl Received {
     pub fn samples(&self) -> Result<Vec<i16>, String> {
         let format = self.format().ok_or("no session message: the audio format is unknown")?;
         earshot_audio::decode(format, &self.audio).map_err(|e| e.to_string())
+    }
+
+    /// When the client decoded the first event that `wanted` picks (milliseconds since it sent the request):
+    /// the first `text` is the agent's first token as the client learns it, a `sentence` its release.
+    pub fn first_event_ms(&self, wanted: impl Fn(&ServerEvent) -> bool) -> Option<f64> {
+        self.events.iter().zip(&self.marks.event_ms).find(|(e, _)| wanted(e)).map(|(_, &at)| at)
     }
 
     /// Sentence `index`'s words with when each is heard (milliseconds from its first sample), gathered from
@@ -382,6 +391,7 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
                 _ => {}
             }
             received.events.push(event);
+            received.marks.event_ms.push(ms());
         }
         if options.stop_after_audio_chunks.is_some_and(|n| audio_chunks >= n) {
             return Ok(received);

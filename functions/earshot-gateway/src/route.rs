@@ -255,8 +255,11 @@ mod tests {
     fn gateway_with(kokoro_ready: bool, routing: Routing) -> Gateway {
         let kokoro = Arc::new(Named { name: "kokoro", voices: vec![("af_heart", "en-US"), ("am_adam", "en-US"), ("ff_siwis", "fr")], ready: kokoro_ready });
         let polly = Arc::new(Named { name: "polly", voices: vec![("Joanna", "en-US"), ("Lea", "fr-FR"), ("Zhiyu", "cmn-CN")], ready: true });
-        let agent =
-            Arc::new(earshot_agents::ScriptedAgent::new(earshot_agents::ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO }));
+        let agent = Arc::new(earshot_agents::ScriptedAgent::new(earshot_agents::ScriptedConfig {
+            tokens_per_second: 1000.0,
+            first_token_delay: Duration::ZERO,
+            ..Default::default()
+        }));
         let settings = GatewaySettings { routing, metrics_namespace: None, ..Default::default() };
         Gateway::new(vec![kokoro, polly], agent, settings)
     }

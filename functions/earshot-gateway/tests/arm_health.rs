@@ -39,7 +39,7 @@ impl SpeechBackend for Unreachable {
 #[tokio::test]
 async fn a_sick_arm_is_passed_over_by_the_next_conversation_and_healthz_shows_it() {
     let voice = Arc::new(SyntheticBackend::new(SyntheticConfig { first_audio: Duration::from_millis(5), chars_per_second: 2000.0, ..Default::default() }));
-    let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO });
+    let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO, ..Default::default() });
     let routing = Routing { weights: vec![("primary".into(), 100)], failover: true, ..Default::default() };
     let settings = GatewaySettings { metrics_namespace: None, routing, ..Default::default() };
     let url = serve(Gateway::new(vec![Arc::new(Unreachable), voice], Arc::new(agent), settings)).await;

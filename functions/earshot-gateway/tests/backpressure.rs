@@ -16,7 +16,7 @@ use earshot_core::protocol::ServerEvent;
 use earshot_gateway::{Gateway, GatewaySettings};
 
 fn agent(tokens_per_second: f64) -> ScriptedAgent {
-    ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO })
+    ScriptedAgent::new(ScriptedConfig { tokens_per_second, first_token_delay: Duration::ZERO, ..Default::default() })
 }
 
 #[tokio::test]

@@ -22,7 +22,7 @@ fn gateway(voice: Arc<SyntheticBackend>) -> Gateway {
 }
 
 fn gateway_with(voice: Arc<SyntheticBackend>, settings: GatewaySettings) -> Gateway {
-    let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO });
+    let agent = ScriptedAgent::new(ScriptedConfig { tokens_per_second: 1000.0, first_token_delay: Duration::ZERO, ..Default::default() });
     Gateway::new(vec![voice], Arc::new(agent), settings)
 }
 

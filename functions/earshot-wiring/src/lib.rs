@@ -19,7 +19,7 @@ pub mod settings_error;
 use std::sync::Arc;
 use std::time::Duration;
 
-use earshot_agents::{ScriptedAgent, ScriptedConfig};
+use earshot_agents::{ScriptedAgent, ScriptedConfig, Tokens};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
 use earshot_core::speech::{SpeechBackend, SpeechError};
@@ -113,6 +113,10 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsE
             let agent = ScriptedAgent::new(ScriptedConfig {
                 tokens_per_second: settings.tokens_per_second,
                 first_token_delay: Duration::from_millis(settings.first_token_ms),
+                tokens: match settings.token_chars {
+                    0 => Tokens::Llm,
+                    n => Tokens::Chars(n),
+                },
             });
             Arc::new(settings.named_scripts()?.iter().fold(agent, |agent, (name, text)| agent.with_script(name, text)))
         }

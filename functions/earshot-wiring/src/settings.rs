@@ -334,6 +334,11 @@ pub struct Settings {
     /// The scripted agent's delay before its first token, in milliseconds.
     #[arg(long, env = "EARSHOT_SCRIPTED_FIRST_TOKEN_MS", default_value_t = 200)]
     pub first_token_ms: u64,
+    /// How the scripted agent cuts its answer into tokens: 0, shaped like an LLM's (a word with its leading
+    /// space, punctuation on its own); N, pieces of N characters cut anywhere (a benchmark that feeds another
+    /// system the same stream).
+    #[arg(long, env = "EARSHOT_SCRIPTED_TOKEN_CHARS", default_value_t = 0)]
+    pub token_chars: usize,
     /// The synthetic backend's first-audio latency, in milliseconds.
     #[arg(long, env = "EARSHOT_SYNTHETIC_LATENCY_MS", default_value_t = 200)]
     pub synthetic_latency_ms: u64,
@@ -372,6 +377,7 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_SCRIPTS",
     "EARSHOT_SCRIPTED_TOKENS_PER_SECOND",
     "EARSHOT_SCRIPTED_FIRST_TOKEN_MS",
+    "EARSHOT_SCRIPTED_TOKEN_CHARS",
     "EARSHOT_SYNTHETIC_LATENCY_MS",
     "EARSHOT_SYNTHETIC_SESSIONS",
     "EARSHOT_SYNTHETIC_LEAD_MS",
@@ -849,11 +855,12 @@ mod tests {
             ("EARSHOT_SYNTHETIC_LEAD_MS", "250"),
             ("EARSHOT_SCRIPTED_TOKENS_PER_SECOND", "12.5"),
             ("EARSHOT_SCRIPTED_FIRST_TOKEN_MS", "0"),
+            ("EARSHOT_SCRIPTED_TOKEN_CHARS", "4"),
             ("EARSHOT_SCRIPTS", "short=Sure.\ntool=One moment.{pause:500} Done, a, b.\n"),
         ]);
         let s = Settings::from_vars(|name| vars.get(name).map(|v| v.to_string()), Place::Serve).unwrap();
         assert_eq!((s.synthetic_latency_ms, s.synthetic_sessions, s.synthetic_lead_ms, s.first_token_ms), (20, 2, 250, 0));
-        assert_eq!(s.tokens_per_second, 12.5);
+        assert_eq!((s.tokens_per_second, s.token_chars), (12.5, 4));
         assert_eq!(
             s.named_scripts().unwrap(),
             vec![("short".to_string(), "Sure.".to_string()), ("tool".to_string(), "One moment.{pause:500} Done, a, b.".to_string())],

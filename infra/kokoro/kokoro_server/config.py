@@ -46,7 +46,10 @@ class Settings:
     workers: int = 1
     ort_intra_threads: int = 0
     ort_inter_threads: int = 1
-    ort_spinning: bool = False
+    # onnxruntime's threads spin between the operators of one run (as its default does) and stop the moment the
+    # run returns (``session.force_spinning_stop``): off, every parallel section of a run waits for a sleeping
+    # thread to wake, tens of milliseconds on a short sentence (BENCHMARKS.md, "Peer").
+    ort_spinning: bool = True
     max_frame_samples: int = 24000
     piece_phonemes: int = 150
     first_piece_phonemes: int = 60
@@ -102,7 +105,7 @@ class Settings:
             workers=r.integer("KOKORO_WORKERS", 1, 1, 64),
             ort_intra_threads=r.integer("KOKORO_ORT_INTRA_THREADS", 0, 0, 256),
             ort_inter_threads=r.integer("KOKORO_ORT_INTER_THREADS", 1, 1, 256),
-            ort_spinning=r.boolean("KOKORO_ORT_SPINNING", False),
+            ort_spinning=r.boolean("KOKORO_ORT_SPINNING", True),
             max_frame_samples=r.integer("KOKORO_MAX_FRAME_SAMPLES", 24000, 240, 24000 * 60),
             piece_phonemes=r.integer("KOKORO_PIECE_PHONEMES", 150, 20, 510),
             first_piece_phonemes=r.integer("KOKORO_FIRST_PIECE_PHONEMES", 60, 0, 510),

@@ -98,10 +98,13 @@ class OnnxEngine(Engine):
         options.intra_op_num_threads = settings.intra_threads
         options.inter_op_num_threads = settings.ort_inter_threads
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        # Spinning worker threads would take the CPU the event loop and the other requests need.
+        # Threads spin between the operators of a run, so that no parallel section waits for a thread to wake (a
+        # futex wake per section, thousands of sections a sentence), and stop spinning when the run returns, so
+        # that between runs they take none of the CPU the event loop and the gateway need.
         spinning = "1" if settings.ort_spinning else "0"
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         on_gpu = providers[0] != "CPUExecutionProvider"
         if on_gpu:
             # The CUDA libraries of the nvidia wheels, loaded before the provider looks for them.
