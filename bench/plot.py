@@ -172,9 +172,10 @@ def peer_plot(peer, out: Path) -> None:
         ax.set_xticks([])
         ax.set_ylabel("first audio from the first piece (ms)")
         ax.grid(axis="y", alpha=0.3)
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3)
     fig.suptitle("Same model, voice, text and pace: first audio per trial, medians as bars")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(out / "peer.png", dpi=110)
     plt.close(fig)
 

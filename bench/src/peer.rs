@@ -90,6 +90,18 @@ pub fn cell_median(trials: &[Trial], answer: &str, system: System, value: impl F
     median(&trials.iter().filter(|t| t.answer == answer && t.system == system && t.variant.is_none()).filter_map(value).collect::<Vec<_>>())
 }
 
+/// Per answer, earshot's first audio less pipecat's in each round (the two ran back to back, so what the machine
+/// was doing that round touches both): the differences, sorted.
+pub fn paired_differences(trials: &[Trial], answer: &str) -> Vec<f64> {
+    let first = |system: System, round: usize| {
+        trials.iter().find(|t| t.answer == answer && t.system == system && t.variant.is_none() && t.round == round).map(|t| t.first_audio_ms)
+    };
+    let rounds = trials.iter().map(|t| t.round).max().map_or(0, |r| r + 1);
+    let mut out: Vec<f64> = (0..rounds).filter_map(|r| Some(first(System::Earshot, r)? - first(System::Pipecat, r)?)).collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
 /// Per answer: the figures the report prints and the goals judge.
 #[derive(Debug, Clone, Copy)]
 pub struct Summary {
@@ -306,5 +318,15 @@ mod tests {
         assert_eq!(s.goals(), [true, true, true]);
         let late = Summary { earshot: 710.0, ..s };
         assert_eq!(late.goals(), [false, false, true]);
+        // Round by round: earshot 10 ms ahead in round 0, 30 behind in round 1; a round missing a cell is left out.
+        let trial = |system, round, first_audio_ms| Trial { answer: "A".into(), system, variant: None, round, first_audio_ms, released_ms: None };
+        let trials = vec![
+            trial(System::Pipecat, 0, 700.0),
+            trial(System::Earshot, 0, 690.0),
+            trial(System::Earshot, 1, 730.0),
+            trial(System::Pipecat, 1, 700.0),
+            trial(System::Earshot, 2, 1.0),
+        ];
+        assert_eq!(paired_differences(&trials, "A"), vec![-10.0, 30.0]);
     }
 }

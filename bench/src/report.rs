@@ -794,15 +794,27 @@ fn capacity(o: &mut String, c: &crate::capacity::Results) {
     };
 }
 
+/// Paired differences as "median, p10 / p90, k of n below zero".
+fn paired(differences: &[f64]) -> String {
+    match Summary::of(differences) {
+        Some(s) => {
+            let ahead = differences.iter().filter(|d| **d < 0.0).count();
+            let at = |p: f64| earshot_core::stats::percentile_sorted(differences, p);
+            format!("{}, {} / {}, {ahead} of {}", ms(s.median), ms(at(10.0)), ms(at(90.0)), s.n)
+        }
+        None => "n/a".into(),
+    }
+}
+
 fn peer(o: &mut String, p: &crate::peer::Results) {
     use crate::peer::{Summary, System, CHUNK_CHARS, FLOOR_SLACK_MS, TOKENS_PER_SECOND};
     let _ = writeln!(o, "## 19. Peer: earshot beside pipecat on the same model\n");
     let _ = writeln!(
         o,
-        "pipecat 1.14's `KokoroTTSService` (kokoro-onnx in its process, its default sentence aggregation), kokoro-onnx called directly on the first sentence, and `earshot serve` with the local Kokoro container: the same int8 model file, voice and text, the answer streamed to both in pieces of {CHUNK_CHARS} characters at {TOKENS_PER_SECOND} a second, the cells of a round in a shuffled order. First audio is counted from the first piece (pipecat: at the end of its pipeline, with no transport; earshot: decoded by the client). *Released* is when the first sentence went to the voice; the floor is earshot's release plus the direct call's median; distances are medians less the floor.\n"
+        "pipecat 1.14's `KokoroTTSService` (kokoro-onnx in its process, its default sentence aggregation), kokoro-onnx called directly on the first sentence, and `earshot serve` with the local Kokoro container: the same int8 model file, voice and text, the answer streamed to both in pieces of {CHUNK_CHARS} characters at {TOKENS_PER_SECOND} a second, the cells of a round in a shuffled order. First audio is counted from the first piece (pipecat: at the end of its pipeline, with no transport; earshot: decoded by the client). *Round by round* is earshot's first audio less pipecat's in the same round (the two ran back to back, so the machine's own slow spells touch both): its median and spread say more than the difference of the medians where the model's own spread is hundreds of milliseconds. *Released* is when the first sentence went to the voice; the floor is earshot's release plus the direct call's median; distances are medians less the floor.\n"
     );
-    let _ = writeln!(o, "| answer | first sentence | pipecat first audio | earshot first audio | earshot − pipecat | released: pipecat / earshot | direct call | floor | distance: pipecat / earshot | goals |");
-    let _ = writeln!(o, "|---|---|---|---|---:|---|---|---:|---|---|");
+    let _ = writeln!(o, "| answer | first sentence | pipecat first audio | earshot first audio | earshot − pipecat | round by round: median, p10 / p90, rounds earshot was ahead | released: pipecat / earshot | direct call | floor | distance: pipecat / earshot | goals |");
+    let _ = writeln!(o, "|---|---|---|---|---:|---|---|---|---:|---|---|");
     for (answer, sentence) in &p.first_sentences {
         let cell = |system: System| -> Vec<f64> {
             p.trials.iter().filter(|t| &t.answer == answer && t.system == system && t.variant.is_none()).map(|t| t.first_audio_ms).collect()
@@ -811,10 +823,11 @@ fn peer(o: &mut String, p: &crate::peer::Results) {
         let goals = s.goals();
         let _ = writeln!(
             o,
-            "| {answer} | {sentence} | {} | {} | **{}** | {} / {} | {} | {} | {} / {} | ahead {}; floor + {FLOOR_SLACK_MS} {}; complete in time {} |",
+            "| {answer} | {sentence} | {} | {} | **{}** | {} | {} / {} | {} | {} | {} / {} | ahead {}; floor + {FLOOR_SLACK_MS} {}; complete in time {} |",
             spread(&cell(System::Pipecat)),
             spread(&cell(System::Earshot)),
             ms(s.earshot - s.pipecat),
+            paired(&crate::peer::paired_differences(&p.trials, answer)),
             ms(s.pipecat_released),
             ms(s.complete),
             spread(&cell(System::Direct)),

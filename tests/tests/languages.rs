@@ -202,3 +202,75 @@ async fn a_sentence_in_a_script_no_voice_reads_is_passed_over_and_the_answer_goe
     assert_eq!(ends.iter().map(|e| (e.0, e.2.as_deref())).collect::<Vec<_>>(), vec![(0, None), (1, Some("unsupported_script")), (2, None)]);
     assert!(ends[0].1 > 500.0 && ends[2].1 > 500.0, "the first and the last are spoken: {ends:?}");
 }
+
+/// The `error` a conversation ended with, and whether a `done` came (it must not, after an error).
+fn ending(r: &Received) -> (Option<&earshot_core::protocol::ErrorInfo>, bool) {
+    (r.error.as_ref(), r.events.iter().any(|e| matches!(e, ServerEvent::Done(_))))
+}
+
+#[tokio::test]
+async fn an_answer_no_voice_can_read_ends_with_nothing_speakable_on_sse_and_binary_and_in_its_metric_line() {
+    // The local stack as `make run` has it: the Kokoro container alone, whose voices read Latin script, Han and
+    // kana. A text in Cyrillic or Arabic has nothing it can read: the answer ends with an error that says
+    // what the text is written in, never with a silent `done`.
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url]).await;
+    earshot.healthy().await;
+    let cases = [("Привет, как дела? Всё хорошо.", "Cyrillic", "ru"), ("مرحبا، كيف حالك؟ كل شيء بخير.", "Arabic", "ar")];
+    for (i, (text, script, language)) in cases.iter().enumerate() {
+        for delivery in [earshot_core::protocol::Delivery::Sse, earshot_core::protocol::Delivery::Binary] {
+            let call = CallOptions { delivery, ..CallOptions::default() };
+            let r = speak(&earshot.url, &SpeakBody { text: Some(text.to_string()), ..Default::default() }, &call).await.unwrap();
+            let (error, done) = ending(&r);
+            let error = error.unwrap_or_else(|| panic!("{script} over {delivery:?}: no error; events {:?}", r.events));
+            assert_eq!(error.code, "nothing_speakable", "{script} over {delivery:?}");
+            assert!(error.message.contains(script) && error.message.contains(language), "{}", error.message);
+            assert!(!done, "no `done` after the error");
+            assert!(r.audio.is_empty());
+            // Each sentence still told the listener it was passed over, before the error.
+            let passed = r.events.iter().filter(|e| matches!(e, ServerEvent::SentenceEnd(end) if end.skipped.as_deref() == Some("unsupported_script"))).count();
+            assert_eq!(passed, 2, "{script}: {:?}", r.events);
+        }
+        // The metric line of each says how it ended.
+        let lines = earshot.metric_lines_at_least(2 * (i + 1)).await;
+        let last = lines.last().expect("a metric line");
+        assert_eq!((last["Ending"].as_str(), last["FailureCode"].as_str()), (Some("failed"), Some("nothing_speakable")), "{last}");
+    }
+}
+
+#[tokio::test]
+async fn a_cyrillic_answer_goes_to_an_arm_that_speaks_it_as_text_and_from_the_agent() {
+    // Kokoro first (Latin, Han, kana), the synthetic voice second (a tone for any language). A Cyrillic text is
+    // routed to the synthetic voice from the start (its language is detected before any session opens). An
+    // agent's Cyrillic answer to a request that said English opens on Kokoro, which passes over its first
+    // sentence: before any audio, the answer moves to the arm that speaks the sentence, which speaks all of it.
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let script = "russian=Привет, как дела? Всё хорошо, спасибо.";
+    let earshot = EarshotProcess::start(&["--kokoro-url", &kokoro.url, "--backends", "kokoro,synthetic", "--script", script]).await;
+    earshot.healthy().await;
+    let call = CallOptions::default();
+
+    let r = speak(&earshot.url, &SpeakBody { text: Some("Привет, как дела? Всё хорошо.".into()), ..Default::default() }, &call).await.unwrap();
+    assert_eq!(spoken_by(&r), ("synthetic".into(), "tone".into(), Some("ru".into()), BackendReason::Language));
+    assert_eq!(ending(&r).1, true);
+    assert!(!r.audio.is_empty());
+
+    let asked = SpeakBody { prompt: Some("russian".into()), language: Some("en".into()), ..Default::default() };
+    let r = speak(&earshot.url, &asked, &call).await.unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let sessions: Vec<_> = r.events.iter().filter_map(|e| if let ServerEvent::Session(s) = e { Some(s.clone()) } else { None }).collect();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!((sessions[0].backend.as_str(), sessions[1].backend.as_str(), sessions[1].backend_reason), ("kokoro", "synthetic", BackendReason::Language));
+    assert_eq!(sessions[1].language.as_ref().map(|l| l.as_str()), Some("ru"));
+    let first_audio = r.events.iter().position(|e| matches!(e, ServerEvent::Audio(_))).expect("audio");
+    let switch = r.events.iter().rposition(|e| matches!(e, ServerEvent::Session(_))).unwrap();
+    assert!(switch < first_audio, "the move comes before any audio");
+    // Both sentences spoken, none passed over: the first was spoken again by the arm that reads it.
+    let ends: Vec<_> = r.events.iter().filter_map(|e| if let ServerEvent::SentenceEnd(end) = e { Some(end.clone()) } else { None }).collect();
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert!(ends.iter().all(|e| e.skipped.is_none() && e.audio_ms > 100.0), "{ends:?}");
+    let timeline = r.timeline.as_ref().expect("done");
+    assert_eq!((timeline.language.as_deref(), timeline.language_from.as_deref()), (Some("ru"), Some("kokoro")));
+}

@@ -47,6 +47,9 @@ pub mod codes {
     pub const BACKEND_PROTOCOL: &str = "backend_protocol";
     /// The whole answer had nothing to speak.
     pub const EMPTY_ANSWER: &str = "empty_answer";
+    /// Every sentence of the answer was passed over by the voice (a script it cannot read) and no other
+    /// voice here could take it: nothing was spoken.
+    pub const NOTHING_SPEAKABLE: &str = "nothing_speakable";
     /// A buffered answer over its cap.
     pub const ANSWER_TOO_LONG: &str = "answer_too_long";
     /// The client asked to stop the conversation.

@@ -7,8 +7,10 @@
 //!   every arm refused, the last one's error is the answer.
 //! - **After it**, until the first audio, the arms not used are the [`crate::switcher`]'s: a session
 //!   that fails before anything is heard is replaced there, as is one whose first sentence turns out to be
-//!   in a language another voice speaks ([`Failover::language_route`]). With one arm and no language to
-//!   settle, [`Failover::open_arms`] hands back that arm's own session: no relay, no extra hop.
+//!   in a language another voice speaks ([`Failover::language_route`]), or whose voice passes over a
+//!   sentence another arm could speak ([`Failover::reroute`]). With one arm, no language to settle and no
+//!   route for a sentence passed over, [`Failover::open_arms`] hands back that arm's own session: no relay,
+//!   no extra hop.
 //!
 //! Opening an arm is bounded in time ([`Failover::open_timeout`], 5 s by default): a handshake that stalls
 //! fails with `backend_open_timeout` and hands over like any other failure to open ([`crate::arm`]).
@@ -67,6 +69,7 @@ pub struct Failover {
     cache: Option<CacheUse>,
     health: Option<Arc<ArmHealth>>,
     language_route: Option<LanguageRoute>,
+    reroute: Option<LanguageRoute>,
     tasks: Option<TaskTracker>,
 }
 
@@ -74,7 +77,17 @@ impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, sample_rate: None, cache: None, health: None, language_route: None, tasks: None }
+        Failover {
+            arms,
+            open_timeout: DEFAULT_OPEN_TIMEOUT,
+            language: None,
+            sample_rate: None,
+            cache: None,
+            health: None,
+            language_route: None,
+            reroute: None,
+            tasks: None,
+        }
     }
 
     /// The arms' remembered health, shared with other conversations ([`crate::arm_health`]); `None`:
@@ -116,6 +129,14 @@ impl Failover {
         self
     }
 
+    /// How to route the conversation for the language of a sentence its voice passes over before the first
+    /// audio (a script it cannot read), so that an arm that speaks it takes the answer ([`crate::switcher`]).
+    /// `None`: a sentence passed over stays so.
+    pub fn reroute(mut self, route: Option<LanguageRoute>) -> Self {
+        self.reroute = route;
+        self
+    }
+
     /// The tracker the relay's task is spawned on, so that a server's shutdown can wait for it; `None`:
     /// a plain task.
     pub fn tasks(mut self, tasks: Option<TaskTracker>) -> Self {
@@ -149,9 +170,12 @@ impl Failover {
                 continue;
             }
             match with.open(&arm).await {
-                Ok(session) if rest.is_empty() && self.language_route.is_none() => return Ok(Opened { session, backend: name, handovers }),
+                Ok(session) if rest.is_empty() && self.language_route.is_none() && self.reroute.is_none() => {
+                    return Ok(Opened { session, backend: name, handovers })
+                }
                 Ok(session) => {
-                    let switcher = Switcher { current: session, current_arm: arm, rest, with, settle: self.language_route.clone() };
+                    let switcher =
+                        Switcher { current: session, current_arm: arm, rest, with, settle: self.language_route.clone(), reroute: self.reroute.clone() };
                     let session = switcher.spawn(self.tasks.as_ref());
                     return Ok(Opened { session, backend: name, handovers });
                 }

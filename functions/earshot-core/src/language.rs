@@ -137,6 +137,32 @@ pub fn detect(text: &str) -> Option<Language> {
     LATIN_LANGUAGES.iter().find(|(l, _)| *l == info.lang()).map(|(_, code)| Language::from_primary(code))
 }
 
+/// The scripts a text's letters are written in, by name (`Cyrillic`, `Arabic`, `Latin`, …), those with the
+/// most letters first: for messages that say what a text is written in.
+pub fn scripts(text: &str) -> Vec<&'static str> {
+    let mut counts = ScriptCounts::default();
+    for c in text.chars() {
+        counts.add(c);
+    }
+    let mut named: Vec<(usize, &'static str)> = [
+        (counts.latin, "Latin"),
+        (counts.han, "Han"),
+        (counts.kana, "kana"),
+        (counts.hangul, "Hangul"),
+        (counts.cyrillic, "Cyrillic"),
+        (counts.arabic, "Arabic"),
+        (counts.devanagari, "Devanagari"),
+        (counts.greek, "Greek"),
+        (counts.hebrew, "Hebrew"),
+        (counts.thai, "Thai"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .collect();
+    named.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    named.into_iter().map(|(_, name)| name).collect()
+}
+
 /// Letters of each script in a text.
 #[derive(Default)]
 struct ScriptCounts {
@@ -237,6 +263,14 @@ mod tests {
         assert_eq!(detect("Bonjour, je suis votre assistant et je vais vous répondre tout de suite."), Some(lang("fr")));
         assert_eq!(detect("Hello, I am your assistant and I will answer you right away."), Some(lang("en")));
         assert_eq!(detect("Hola, soy tu asistente y te voy a responder enseguida."), Some(lang("es")));
+    }
+
+    #[test]
+    fn scripts_are_named_most_letters_first() {
+        assert_eq!(scripts("Привет, как дела?"), vec!["Cyrillic"]);
+        assert_eq!(scripts("مرحبا بك. OK"), vec!["Arabic", "Latin"]);
+        assert_eq!(scripts("Hello 안녕"), vec!["Latin", "Hangul"]);
+        assert!(scripts("12 — !").is_empty());
     }
 
     #[test]

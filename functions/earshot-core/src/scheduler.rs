@@ -217,6 +217,9 @@ struct Scheduler<'a> {
     /// The sentences at the backend, for their word timings: the text, and the audio's envelope until the
     /// backend times a word itself (then its timings are passed on and nothing is estimated).
     speaking: std::collections::HashMap<u32, Spoken>,
+    /// The sentences the voice passed over (a script it cannot read): an answer that is nothing else ends
+    /// with `nothing_speakable`, naming what they are written in.
+    passed_over: Vec<String>,
 }
 
 /// A sentence at the backend, as its word timings need it.
@@ -286,6 +289,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         finish_sent: false,
         answer_chars: 0,
         speaking: std::collections::HashMap::new(),
+        passed_over: Vec::new(),
     };
     let mut last_text = Instant::now();
     let mut idle_checked = true;
@@ -564,6 +568,25 @@ impl Scheduler<'_> {
         Flow::Continue
     }
 
+    /// At the end of an answer whose every sentence the voice passed over: the error that says so, rather
+    /// than a `done` after which a client would believe it spoke. An answer with one sentence heard, or one
+    /// that got no audio for another reason, ends as it ends.
+    fn nothing_spoken(&self) -> Option<ErrorInfo> {
+        let all_passed_over = !self.passed_over.is_empty() && self.passed_over.len() == self.timeline.sentences.len();
+        if !all_passed_over || self.timeline.sentences.iter().any(|s| s.audio_chunks > 0) {
+            return None;
+        }
+        let text = self.passed_over.join(" ");
+        let scripts = crate::language::scripts(&text);
+        let written = match (scripts.is_empty(), crate::language::detect(&text)) {
+            (true, _) => "letters no voice here reads".to_string(),
+            (false, Some(language)) => format!("{} script (language {language})", scripts.join(" and ")),
+            (false, None) => format!("{} script", scripts.join(" and ")),
+        };
+        let message = format!("nothing in the answer could be spoken: it is written in {written}, which no voice here can read");
+        Some(ErrorInfo::new(error_codes::NOTHING_SPEAKABLE, message, false))
+    }
+
     async fn on_speech(&mut self, event: Option<SpeechEvent>) -> Flow {
         match event {
             Some(SpeechEvent::Audio { index, pcm }) => {
@@ -610,7 +633,10 @@ impl Scheduler<'_> {
                 }
                 let words = match self.speaking.remove(&index) {
                     // Passed over by the voice: nothing was heard, so no word has a time.
-                    Some(_) if report.skipped.is_some() => None,
+                    Some(Spoken { text, .. }) if report.skipped.is_some() => {
+                        self.passed_over.push(text);
+                        None
+                    }
                     Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
                     // Model words for a sentence that got no audio would end after it: none are sent.
                     Some(Spoken { held, sent, .. }) if sent > 0 => Some((TimingSource::Model, held)),
@@ -681,6 +707,9 @@ impl Scheduler<'_> {
             Some(SpeechEvent::Closed { billed_characters }) => {
                 self.timeline.billed_characters = billed_characters;
                 if self.agent_done && self.finish_sent && self.in_flight == 0 {
+                    if let Some(info) = self.nothing_spoken() {
+                        return Flow::End(self.fail(info).await);
+                    }
                     self.timeline.done_ms = Some(self.clock.now_ms());
                     let done = ServerEvent::Done(Done { timeline: self.timeline.clone() });
                     match self.send(done).await {

@@ -18,6 +18,13 @@
 //!   nothing where the first sentence is in the language the voice was chosen for, and one session's
 //!   opening before the first audio where another voice must speak it.
 //!
+//! - **A sentence the voice passes over** (a script it cannot read: the Kokoro container's
+//!   `unsupported_script`) before anything is heard, where the gateway gave a route for it ([`Switcher::reroute`]):
+//!   the conversation moves to the first arm that speaks the sentence's language, as for the first sentence's
+//!   language, and that arm speaks the sentence and every one after it. After the first audio a sentence the
+//!   voice passes over stays passed over: a second voice in the middle of an answer is not offered (see
+//!   `docs/protocol.md`, "Languages").
+//!
 //! Each switch is announced as [`SpeechEvent::Switched`] before any of the new session's audio, so the
 //! scheduler tells the client which backend now speaks (a second `session`).
 //!
@@ -87,6 +94,9 @@ pub(crate) struct Switcher {
     pub with: OpenWith,
     /// Until the first command: how to route the conversation for its first sentence's language.
     pub settle: Option<LanguageRoute>,
+    /// Until the first audio: how to route the conversation for the language of a sentence the voice passed
+    /// over; `None`: a sentence passed over stays so.
+    pub reroute: Option<LanguageRoute>,
 }
 
 impl Switcher {
@@ -124,6 +134,8 @@ impl Relay {
         let mut failure: Option<SpeechError> = None;
         let mut accepted: Option<SpeechCommand> = None;
         let mut first: Option<(LanguageRoute, SpeechCommand)> = None;
+        // A sentence the voice passed over before any audio, while another arm might speak it.
+        let mut passed_over: Option<SpeechEvent> = None;
         loop {
             tokio::select! {
                 biased;
@@ -156,24 +168,26 @@ impl Relay {
                         None => accepted = Some(command),
                     }
                 }
-                event = self.s.current.events.recv(), if to_send.is_none() => {
-                    let cause = match event {
-                        Some(SpeechEvent::Failed(e)) if !self.heard && !self.s.rest.is_empty() => e,
-                        None if !self.heard && !self.s.rest.is_empty() => SpeechError::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true),
-                        // Dropping the scheduler's event channel tells it the session is gone.
-                        None => return,
-                        Some(event) => {
-                            match &event {
-                                SpeechEvent::Audio { .. } => self.heard = true,
-                                SpeechEvent::Finished { index, .. } => self.unfinished.retain(|r| r.index != *index),
-                                _ => {}
-                            }
-                            to_send = Some(event);
-                            continue;
+                event = self.s.current.events.recv(), if to_send.is_none() => match event {
+                    Some(SpeechEvent::Failed(e)) if !self.heard && !self.s.rest.is_empty() => failure = Some(e),
+                    None if !self.heard && !self.s.rest.is_empty() => {
+                        failure = Some(SpeechError::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true));
+                    }
+                    // Dropping the scheduler's event channel tells it the session is gone.
+                    None => return,
+                    // Passed over before anything was heard: another arm may speak it (below).
+                    Some(event) if !self.heard && self.s.reroute.is_some() && matches!(&event, SpeechEvent::Finished { report, .. } if report.skipped.is_some()) => {
+                        passed_over = Some(event);
+                    }
+                    Some(event) => {
+                        match &event {
+                            SpeechEvent::Audio { .. } => self.heard = true,
+                            SpeechEvent::Finished { index, .. } => self.unfinished.retain(|r| r.index != *index),
+                            _ => {}
                         }
-                    };
-                    failure = Some(cause);
-                }
+                        to_send = Some(event);
+                    }
+                },
             }
             // Outside the select: its branches borrow the relay.
             if let Some(command) = accepted.take() {
@@ -184,6 +198,23 @@ impl Relay {
                     to_send = self.settle(&route, &request.text).await.map(SpeechEvent::Switched);
                 }
                 to_session.push_back(self.accept(command));
+            }
+            if let Some(event) = passed_over.take() {
+                let SpeechEvent::Finished { index, .. } = &event else { unreachable!("only a finished sentence is held") };
+                let index = *index;
+                match self.reroute_for(index).await {
+                    Some(switch) => {
+                        to_session = self.unfinished.iter().cloned().map(SpeechCommand::Speak).collect();
+                        if self.finishing {
+                            to_session.push_back(SpeechCommand::Finish);
+                        }
+                        to_send = Some(SpeechEvent::Switched(switch));
+                    }
+                    None => {
+                        self.unfinished.retain(|r| r.index != index);
+                        to_send = Some(event);
+                    }
+                }
             }
             if let Some(cause) = failure.take() {
                 self.s.with.remember_failed(&self.s.current_arm, &cause);
@@ -256,6 +287,41 @@ impl Relay {
                         None
                     }
                 }
+            }
+        }
+    }
+
+    /// Moves the conversation to an arm that speaks the language of sentence `index`, which the voice passed
+    /// over: the switch to announce, or `None` where its language cannot be told, no other arm here speaks it,
+    /// or none of those opens (the sentence then stays passed over).
+    async fn reroute_for(&mut self, index: u32) -> Option<Switch> {
+        let text = self.unfinished.iter().find(|r| r.index == index)?.text.clone();
+        let language = language::detect(&text)?;
+        let route = self.s.reroute.clone()?;
+        let speaking = (self.s.current_arm.backend.name().to_string(), self.s.current.voice.clone());
+        let arms: VecDeque<Arm> =
+            route(&language)?.into_iter().filter(|a| (a.backend.name(), a.voice.as_str()) != (speaking.0.as_str(), speaking.1.as_str())).collect();
+        if arms.is_empty() {
+            return None;
+        }
+        let cause = SpeechError::new(LANGUAGE_DETECTED, format!("a sentence is in {language}, which {} cannot read", speaking.0), false);
+        let rest = std::mem::replace(&mut self.s.rest, arms);
+        let spoken = self.s.with.language.replace(language.clone());
+        let conversation = self.s.with.conversation_id.clone();
+        match self.hand_over(&cause, BackendReason::Language).await {
+            Some(switch) => {
+                tracing::info!(%conversation, "{} passed over a sentence in {language}; {} speaks the answer in {}", speaking.0, switch.backend, switch.voice);
+                self.told = Some(language.clone());
+                // The sentences spoken again go with the language, as every one after them will.
+                for request in &mut self.unfinished {
+                    request.language = Some(language.clone());
+                }
+                Some(Switch { language: Some(language), ..switch })
+            }
+            None => {
+                self.s.rest = rest;
+                self.s.with.language = spoken;
+                None
             }
         }
     }

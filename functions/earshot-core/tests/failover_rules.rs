@@ -301,6 +301,65 @@ async fn an_english_answer_or_a_reopening_that_fails_leaves_the_conversation_whe
     assert_eq!(probe.log().told, vec![None, None]);
 }
 
+/// Opens `arms` with a route for sentences the voice passes over that gives `for_russian` for Russian, then runs
+/// `steps` through them.
+async fn converse_rerouting(arms: Vec<Arm>, for_russian: Vec<Arm>, steps: Vec<Step>, origin: Instant) -> Run {
+    let cancel = CancellationToken::new();
+    let (agent, _) = agent(steps, origin);
+    let route: LanguageRoute = Arc::new(move |language: &Language| (language.to_string() == "ru").then(|| for_russian.clone()));
+    let opened = Failover::new(arms).reroute(Some(route)).open_arms("c", &cancel).await.unwrap_or_else(|(_, e)| panic!("{e}"));
+    run_cancelled_by(agent, opened.session, Setup::default(), cancel, origin).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sentence_the_voice_passes_over_before_any_audio_moves_the_answer_to_an_arm_that_speaks_it() {
+    let origin = Instant::now();
+    // The first voice reads no Cyrillic: it passes over both sentences; the Russian arm speaks them.
+    let (latin, latin_probe) = backend(|_| Plan::PassOver, origin);
+    let (russian, russian_probe) = backend(|_| speak_ms(10, 2, 5), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", latin, Duration::ZERO))];
+    let for_russian = vec![arm(ScriptedBackend::new("russian", russian, Duration::from_millis(30)))];
+    let steps = vec![say("Привет, как дела у вас сегодня? "), say("Всё хорошо, спасибо."), Step::Done];
+    let run = converse_rerouting(arms, for_russian, steps, origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(sessions(&run), vec![("primary".into(), BackendReason::Ab), ("russian".into(), BackendReason::Language)]);
+    assert_eq!(session_languages(&run), vec![None, Some("ru".into())]);
+    // The client never heard the first voice pass the sentence over: it was spoken again by the one that reads it.
+    assert!(!run.events.iter().any(|(_, e)| matches!(e, ServerEvent::SentenceEnd(end) if end.skipped.is_some())));
+    assert_eq!(russian_probe.log().spoken.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(russian_probe.log().told, vec![Some("ru".to_string()); 2]);
+    assert!(latin_probe.log().dropped_ms.is_some(), "the first session is let go");
+    assert_eq!((run.timeline.language.as_deref(), run.timeline.language_from.as_deref()), (Some("ru"), Some("primary")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_the_first_audio_or_with_no_arm_for_its_language_a_sentence_passed_over_stays_so() {
+    let origin = Instant::now();
+    // English heard first: the Cyrillic sentence after it is passed over, the answer goes on in the first voice.
+    let (latin, _) = backend(|index| if index == 0 { speak_ms(10, 2, 5) } else { Plan::PassOver }, origin);
+    let (russian, russian_probe) = backend(|_| speak_ms(10, 2, 5), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", latin, Duration::ZERO))];
+    let for_russian = vec![arm(ScriptedBackend::new("russian", russian, Duration::ZERO))];
+    let steps = vec![say("Hello there, this is the first sentence. "), wait_ms(100), say("Привет, как дела у вас сегодня?"), Step::Done];
+    let run = converse_rerouting(arms, for_russian, steps, origin).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_protocol(&run);
+    assert_eq!(sessions(&run).len(), 1, "no second voice mid-answer");
+    assert!(russian_probe.log().spoken.is_empty());
+    let passed: Vec<u32> =
+        run.events.iter().filter_map(|(_, e)| if let ServerEvent::SentenceEnd(end) = e { end.skipped.as_ref().map(|_| end.index) } else { None }).collect();
+    assert_eq!(passed, vec![1]);
+    // Korean, for which the route has no arm: passed over where it is, and with nothing else the answer is an error.
+    let (latin, _) = backend(|_| Plan::PassOver, origin);
+    let (russian, _) = backend(|_| speak_ms(10, 2, 5), origin);
+    let arms = vec![arm(ScriptedBackend::new("primary", latin, Duration::ZERO))];
+    let for_russian = vec![arm(ScriptedBackend::new("russian", russian, Duration::ZERO))];
+    let run = converse_rerouting(arms, for_russian, vec![say("안녕하세요, 반갑습니다."), Step::Done], origin).await;
+    assert_eq!(run.last_error_code().as_deref(), Some("nothing_speakable"));
+    assert_eq!(sessions(&run).len(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn after_a_reopening_the_languages_other_arms_are_the_failover_order() {
     let origin = Instant::now();

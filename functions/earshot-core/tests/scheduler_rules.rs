@@ -516,6 +516,28 @@ async fn every_failure_ends_the_stream_with_one_error_naming_its_cause() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_answer_the_voice_passed_over_whole_ends_with_nothing_speakable_naming_its_script() {
+    // Every sentence passed over: no `done`, an error that says what the answer is written in.
+    let steps = vec![say("Привет, как дела? Всё хорошо."), Step::Done];
+    let (run, _, _) = converse(steps, |_| Plan::PassOver, SchedulerConfig::default()).await;
+    assert!(matches!(run.outcome, Outcome::Failed(_)), "{:?}", run.outcome);
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("nothing_speakable"));
+    let message = run.events.iter().find_map(|(_, e)| if let ServerEvent::Error(e) = e { Some(e.message.clone()) } else { None }).unwrap();
+    assert!(message.contains("Cyrillic") && message.contains("ru"), "{message}");
+    assert!(!run.events.iter().any(|(_, e)| matches!(e, ServerEvent::Done(_))));
+    // Both sentences were told passed over before the error.
+    let passed = run.events.iter().filter(|(_, e)| matches!(e, ServerEvent::SentenceEnd(end) if end.skipped.is_some())).count();
+    assert_eq!(passed, 2);
+
+    // One sentence spoken is an answer: the one passed over is skipped and the answer ends with `done`.
+    let steps = vec![say("Hello there. 안녕하세요, 반갑습니다."), Step::Done];
+    let (run, _, _) = converse(steps, |index| if index == 0 { speak_ms(10, 2, 5) } else { Plan::PassOver }, SchedulerConfig::default()).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert!(run.events.iter().any(|(_, e)| matches!(e, ServerEvent::Done(_))));
+}
+
+#[tokio::test(start_paused = true)]
 async fn finish_is_sent_once_after_the_last_sentence_and_done_waits_for_the_close() {
     let steps = vec![say("One is here. Two is here."), Step::Done];
     let (run, _, backend) = converse(steps, |_| speak_ms(100, 2, 50), SchedulerConfig::default()).await;

@@ -22,6 +22,7 @@ const OWN: &[&str] = &[
     codes::INTERNAL,
     codes::SHUTTING_DOWN,
     codes::EMPTY_ANSWER,
+    codes::NOTHING_SPEAKABLE,
     codes::ANSWER_TOO_LONG,
     codes::AGENT_ENDED,
     crate::owner_places::TOO_MANY_CONVERSATIONS,

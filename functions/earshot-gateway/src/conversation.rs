@@ -77,7 +77,10 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // Neither the request nor its text told the language, and no voice was named: the answer's first
     // sentence will (the core's switcher).
     let settle = (route.language.is_none() && request.voice.is_none()).then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));
-    let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token(), settle).await.map_err(for_client)?;
+    // A sentence the voice passes over before the first audio (a script it cannot read) moves the answer to
+    // an arm that speaks it, where there is another backend to move to.
+    let reroute = (gw.backend_names().len() > 1).then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));
+    let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token(), settle, reroute).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
     // Outermost, so that a sentence is charged once whichever voice ends up speaking it.
     if let Some(budget) = budget {

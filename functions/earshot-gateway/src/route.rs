@@ -172,7 +172,7 @@ pub(crate) fn language_route(gw: Arc<Gateway>, request: &SpeakRequest, scope: Op
 
 /// Step 2: opens the first arm that takes the conversation, through the sentence cache where it is on
 /// (the owner's part of it under scope `owner`), with the switcher routing it again by `language_route`
-/// where given. With none, the client is told before any stream starts (503 with `Retry-After` for
+/// where given, and by `reroute` for a sentence its voice passes over. With none, the client is told before any stream starts (503 with `Retry-After` for
 /// starting or full, 502 for a failure).
 pub(crate) async fn open(
     gw: &Gateway,
@@ -181,6 +181,7 @@ pub(crate) async fn open(
     conversation_id: &str,
     cancel: &CancellationToken,
     language_route: Option<LanguageRoute>,
+    reroute: Option<LanguageRoute>,
 ) -> Result<Opened, ApiError> {
     let language = route.language.as_ref().map(|(l, _)| l.clone());
     let failover = Failover::new(route.arms.clone())
@@ -190,6 +191,7 @@ pub(crate) async fn open(
         .cache(gw.cache_use(owner))
         .arm_health(Some(gw.arm_health().clone()))
         .language_route(language_route)
+        .reroute(reroute)
         .tasks(Some(gw.tasks().clone()));
     match failover.open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
@@ -407,7 +409,7 @@ mod tests {
         let gw = gateway(true, true);
         let chosen = route(&gw, &request(r#"{"text":"Hi"}"#), None, &Owner::local()).unwrap();
         assert_eq!(arms(&chosen).len(), 2);
-        let failed = open(&gw, &chosen, &Owner::local(), "c-1", &CancellationToken::new(), None).await.err().unwrap();
+        let failed = open(&gw, &chosen, &Owner::local(), "c-1", &CancellationToken::new(), None, None).await.err().unwrap();
         assert_eq!(failed.error.code, "backend_unreachable");
         let sick = gw.arm_health().report();
         assert_eq!((sick["kokoro"].code.as_str(), sick["polly"].code.as_str()), ("backend_unreachable", "backend_unreachable"));

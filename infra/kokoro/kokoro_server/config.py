@@ -18,6 +18,7 @@ APP_ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("onnx", "torch")
 PIECE_PLANS = ("paced", "fixed")
 ENGLISH_G2PS = ("auto", "misaki", "espeak")
+SPINNING = ("auto", "on", "off")
 CHINESE_G2PS = ("auto", "misaki", "espeak")
 
 
@@ -46,10 +47,9 @@ class Settings:
     workers: int = 1
     ort_intra_threads: int = 0
     ort_inter_threads: int = 1
-    # onnxruntime's threads spin between the operators of one run (as its default does) and stop the moment the
-    # run returns (``session.force_spinning_stop``): off, every parallel section of a run waits for a sleeping
-    # thread to wake, tens of milliseconds on a short sentence (BENCHMARKS.md, "Peer").
-    ort_spinning: bool = True
+    # Whether onnxruntime's threads spin between the operators of a run (stopping the moment it returns):
+    # ``auto``, when a core is free for each (headroom.py), ``on`` always, ``off`` never.
+    ort_spinning: str = "auto"
     max_frame_samples: int = 24000
     piece_phonemes: int = 150
     first_piece_phonemes: int = 60
@@ -105,7 +105,7 @@ class Settings:
             workers=r.integer("KOKORO_WORKERS", 1, 1, 64),
             ort_intra_threads=r.integer("KOKORO_ORT_INTRA_THREADS", 0, 0, 256),
             ort_inter_threads=r.integer("KOKORO_ORT_INTER_THREADS", 1, 1, 256),
-            ort_spinning=r.boolean("KOKORO_ORT_SPINNING", True),
+            ort_spinning=r.spinning("KOKORO_ORT_SPINNING", "auto"),
             max_frame_samples=r.integer("KOKORO_MAX_FRAME_SAMPLES", 24000, 240, 24000 * 60),
             piece_phonemes=r.integer("KOKORO_PIECE_PHONEMES", 150, 20, 510),
             first_piece_phonemes=r.integer("KOKORO_FIRST_PIECE_PHONEMES", 60, 0, 510),
@@ -159,12 +159,13 @@ class _Reader:
             raise ConfigError(f"{name}={value}: expected {low}..{high}")
         return value
 
-    def boolean(self, name: str, default: bool) -> bool:
-        raw = self._raw(name)
-        if raw is None:
-            return default
-        if raw.lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{name}={raw!r}: expected true or false")
+    def spinning(self, name: str, default: str) -> str:
+        """``auto``, ``on`` or ``off``; a boolean reads as on or off (the variable was one before ``auto``)."""
+        raw = (self._raw(name) or default).lower()
+        if raw in ("1", "true", "yes", "on"):
+            return "on"
+        if raw in ("0", "false", "no", "off"):
+            return "off"
+        if raw != "auto":
+            raise ConfigError(f"{name}={raw!r}: expected auto, on or off")
+        return raw

@@ -82,3 +82,21 @@ def test_the_onnx_path_never_imports_torch(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout.strip()) > 0
+
+
+@pytest.mark.parametrize(("variable", "kinds"), [(None, ("0", "1")), ("on", ("1", None)), ("0", ("0", None))])
+def test_onnx_threads_spin_within_a_run_only_as_configured_and_stop_when_it_returns(variable: str | None, kinds: tuple) -> None:
+    # auto (the default): a session whose threads sleep between sections and one whose threads spin, both
+    # stopping at the end of a run; on and off (or a boolean, as the variable was before auto): one session.
+    from kokoro_server.engines.onnx_engine import OnnxEngine
+
+    env = {} if variable is None else {"KOKORO_ORT_SPINNING": variable}
+    engine = OnnxEngine(Settings.from_env(env))
+    engine.load()
+    sessions = (engine._session, engine._spinning)  # noqa: SLF001 (the sessions as onnxruntime holds them)
+
+    def entry(session: object, key: str) -> str | None:
+        return None if session is None else session.get_session_options().get_session_config_entry(key)  # type: ignore[attr-defined]
+
+    assert tuple(entry(s, "session.intra_op.allow_spinning") for s in sessions) == kinds
+    assert all(entry(s, "session.force_spinning_stop") == "1" for s in sessions if s is not None)

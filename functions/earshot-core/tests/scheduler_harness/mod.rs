@@ -132,6 +132,9 @@ pub enum Plan {
     CloseEarly,
     /// Audio labelled with a sentence index the scheduler never sent.
     WrongIndex,
+    /// `Finished` with no audio, passed over as a script the voice cannot read (the Kokoro container's
+    /// `unsupported_script`).
+    PassOver,
 }
 
 pub fn speak_ms(first: u64, chunks: u32, gap: u64) -> Plan {
@@ -269,6 +272,10 @@ pub fn backend_with_capacity(plan: impl Fn(u32) -> Plan + Send + 'static, origin
                 Plan::Vanish => return,
                 Plan::CloseEarly => send(SpeechEvent::Closed { billed_characters: None }).await,
                 Plan::WrongIndex => send(SpeechEvent::Audio { index: index + 1000, pcm: Bytes::from(vec![0u8; CHUNK_BYTES]) }).await,
+                Plan::PassOver => {
+                    let report = earshot_core::speech::FinishReport { skipped: Some(earshot_core::speech::Skipped::UnsupportedScript), ..Default::default() };
+                    send(SpeechEvent::Finished { index, report }).await
+                }
             };
             log.0.lock().unwrap().finished += 1;
             if !ok {

@@ -22,6 +22,7 @@ import onnxruntime as ort
 
 from .. import cuda_libraries, model_files
 from ..config import Settings
+from ..headroom import Headroom
 from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, chinese_g2p, english_g2p
 from .base import Engine, EngineUnavailable, Rendered, Stop, Stopped, Voice
 
@@ -54,6 +55,10 @@ class OnnxEngine(Engine):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self._session: ort.InferenceSession | None = None
+        # With ``KOKORO_ORT_SPINNING=auto`` on the CPU: a second session whose threads spin, and the machine's load
+        # that chooses between the two for each piece.
+        self._spinning: ort.InferenceSession | None = None
+        self._headroom: Headroom | None = None
         self._styles: dict[str, np.ndarray] = {}
         self._token_input = "tokens"
         # The production model when KOKORO_MODEL_DIR holds an export (its manifest names the voices).
@@ -94,23 +99,19 @@ class OnnxEngine(Engine):
             model, voices_file = exported.model, exported.voices
         else:
             model, voices_file = model_files.onnx_model(settings.cache_dir), None
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = settings.intra_threads
-        options.inter_op_num_threads = settings.ort_inter_threads
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        # Threads spin between the operators of a run, so that no parallel section waits for a thread to wake (a
-        # futex wake per section, thousands of sections a sentence), and stop spinning when the run returns, so
-        # that between runs they take none of the CPU the event loop and the gateway need.
-        spinning = "1" if settings.ort_spinning else "0"
-        options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
-        options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
-        options.add_session_config_entry("session.force_spinning_stop", "1")
         on_gpu = providers[0] != "CPUExecutionProvider"
         if on_gpu:
             # The CUDA libraries of the nvidia wheels, loaded before the provider looks for them.
             cuda_libraries.prepare()
         source = str(model) if self._export else with_duration_output(model)
-        self._session = ort.InferenceSession(source, sess_options=options, providers=providers)
+        # Threads that spin between the operators of a run save a wake-up per parallel section when a core is
+        # free for each, and lose far more than that beside other work (headroom.py): ``auto`` keeps a session
+        # of each kind on the CPU and runs each piece on the one the machine's load calls for.
+        spinning = "off" if on_gpu and settings.ort_spinning == "auto" else settings.ort_spinning
+        self._session = ort.InferenceSession(source, sess_options=self._options(spin=spinning == "on"), providers=providers)
+        if spinning == "auto":
+            self._spinning = ort.InferenceSession(source, sess_options=self._options(spin=True), providers=providers)
+            self._headroom = Headroom().start()
         if on_gpu and "CUDAExecutionProvider" not in self._session.get_providers():
             # onnxruntime falls back to the CPU when the CUDA provider cannot start (no driver, no libraries).
             raise EngineUnavailable(cuda_libraries.refusal(str(settings.device), self._session.get_providers()))
@@ -133,7 +134,9 @@ class OnnxEngine(Engine):
             "ja": JapaneseG2P(),
         }
         self.phonemize("はい。", "ja")  # warm-up: the first call of each part is the slow one
-        self.infer(self.phonemize("Ready.", "en"), self.default_voice("en"), 1.0)
+        for session in (self._session, self._spinning):
+            if session is not None:
+                self._render(session, self.phonemize("Ready.", "en"), self.default_voice("en"), 1.0, None)
         log.info(
             "onnx engine ready on %s: %s (%s), front ends %s, %d intra-op threads, spinning %s",
             self.device,
@@ -141,11 +144,35 @@ class OnnxEngine(Engine):
             self._export.source if self._export else "PyPI int8",
             ", ".join(f"{lang} {name}" for lang, name in self.front_ends().items()),
             settings.intra_threads,
-            spinning == "1",
+            spinning + (" (while a core is free for each thread)" if spinning == "auto" else ""),
         )
 
-    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
+    def _options(self, spin: bool) -> ort.SessionOptions:
+        """The session options of either kind: the configured threads, run in sequence, spinning or not, and
+        never spinning past the end of a run (``session.force_spinning_stop``), so that between runs the
+        threads take none of the CPU the event loop and the other requests need."""
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.settings.intra_threads
+        options.inter_op_num_threads = self.settings.ort_inter_threads
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        spinning = "1" if spin else "0"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+        options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        options.add_session_config_entry("session.force_spinning_stop", "1")
+        return options
+
+    def session_now(self) -> ort.InferenceSession:
+        """The session the next piece runs on: the spinning one while a core is free for each thread, else
+        the one whose threads sleep between sections (the only one unless ``KOKORO_ORT_SPINNING=auto`` on the CPU)."""
         assert self._session is not None, "load() first"
+        if self._spinning is not None and self._headroom is not None and self._headroom.free_for(self.settings.intra_threads):
+            return self._spinning
+        return self._session
+
+    def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
+        return self._render(self.session_now(), phonemes, voice, speed, stop)
+
+    def _render(self, session: ort.InferenceSession, phonemes: str, voice: str, speed: float, stop: Stop | None) -> Rendered:
         tokens = [self._vocab[p] for p in phonemes if p in self._vocab][:MAX_PHONEMES]
         if not tokens:
             return Rendered(np.zeros(0, dtype=np.float32))
@@ -160,7 +187,7 @@ class OnnxEngine(Engine):
             # onnxruntime checks this flag between operators, so a stopped piece ends within milliseconds.
             stop.on_set(lambda: setattr(run_options, "terminate", True))
         try:
-            outputs = self._session.run(None, feeds, run_options)
+            outputs = session.run(None, feeds, run_options)
         except Exception:
             if stop is not None and stop.is_set():
                 raise Stopped() from None

@@ -1,0 +1,50 @@
+"""The machine's load as the onnx engine sees it: other processes' CPU, and the session a piece runs on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kokoro_server.config import Settings
+from kokoro_server.headroom import machine_busy_ticks, others_cores, process_ticks
+
+
+def test_the_proc_files_are_read_as_the_kernel_writes_them() -> None:
+    stat = "cpu  100 5 50 800 20 3 2 1 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\n"
+    # Busy: user, nice, system, irq, softirq, steal; idle and iowait are not.
+    assert machine_busy_ticks(stat) == (161, 981)
+    # The command name may hold spaces and parentheses; utime and stime are the 14th and 15th fields.
+    own = "4242 (python (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 37 11 0 0 20 0 3 0"
+    assert process_ticks(own) == 48
+    # Half the machine's ticks busy, half of those this process's: the others used half a core of two.
+    assert others_cores((1000, 4000, 300), (1200, 4400, 400), cores=2) == 0.5
+    assert others_cores((1000, 4000, 300), (1000, 4000, 300), cores=2) is None
+
+
+@contextmanager
+def hogs(n: int) -> Iterator[None]:
+    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
+def test_processes_that_keep_every_core_busy_leave_no_core_free_and_the_engine_stops_spinning() -> None:
+    from kokoro_server.engines.onnx_engine import OnnxEngine
+
+    cores = os.cpu_count() or 1
+    engine = OnnxEngine(Settings.from_env({}))
+    engine.load()
+    headroom = engine._headroom  # noqa: SLF001 (the engine's own sampler)
+    assert headroom is not None, "auto spinning on the CPU samples the load"
+    with hogs(cores):
+        time.sleep(1.0)
+        assert headroom.others() > 0.6 * cores, headroom.others()
+        assert not headroom.free_for(2)
+        assert engine.session_now() is engine._session  # noqa: SLF001 (the one whose threads sleep)
