@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,9 @@ class OnnxEngine(Engine):
         # that chooses between the two for each piece.
         self._spinning: ort.InferenceSession | None = None
         self._headroom: Headroom | None = None
+        # Pieces rendering now, in the worker threads.
+        self._running = 0
+        self._running_lock = threading.Lock()
         self._styles: dict[str, np.ndarray] = {}
         self._token_input = "tokens"
         # The production model when KOKORO_MODEL_DIR holds an export (its manifest names the voices).
@@ -162,15 +166,24 @@ class OnnxEngine(Engine):
         return options
 
     def session_now(self) -> ort.InferenceSession:
-        """The session the next piece runs on: the spinning one while a core is free for each thread, else
+        """The session the next piece runs on: the spinning one while a core is free for each thread of every
+        piece running (with ``KOKORO_WORKERS`` over one, this process's own pieces share the cores too), else
         the one whose threads sleep between sections (the only one unless ``KOKORO_ORT_SPINNING=auto`` on the CPU)."""
         assert self._session is not None, "load() first"
-        if self._spinning is not None and self._headroom is not None and self._headroom.free_for(self.settings.intra_threads):
+        threads = self.settings.intra_threads * (self._running + 1)
+        if self._spinning is not None and self._headroom is not None and self._headroom.free_for(threads):
             return self._spinning
         return self._session
 
     def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
-        return self._render(self.session_now(), phonemes, voice, speed, stop)
+        with self._running_lock:
+            session = self.session_now()
+            self._running += 1
+        try:
+            return self._render(session, phonemes, voice, speed, stop)
+        finally:
+            with self._running_lock:
+                self._running -= 1
 
     def _render(self, session: ort.InferenceSession, phonemes: str, voice: str, speed: float, stop: Stop | None) -> Rendered:
         tokens = [self._vocab[p] for p in phonemes if p in self._vocab][:MAX_PHONEMES]
