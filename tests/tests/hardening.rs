@@ -463,6 +463,104 @@ async fn connections_with_no_request_in_flight_are_closed_at_the_idle_deadline()
     assert!(r.error.is_none());
 }
 
+/// An HTTP/2 peer that sets its window to zero (`SETTINGS_INITIAL_WINDOW_SIZE=0`), asks `GET /healthz`, acknowledges
+/// the server's SETTINGS and answers every PING, and never opens its window: it gets the response's headers and not a
+/// byte of its body. How long after `opened` the server closed the connection, and whether the headers came (None:
+/// still open after 15 s).
+fn zero_window_http2_peer(port: u16, opened: Instant) -> (Option<Duration>, bool) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // Preface, SETTINGS with INITIAL_WINDOW_SIZE (id 4) 0, then HEADERS on stream 1 (END_STREAM | END_HEADERS):
+    // `:method GET`, `:scheme http` from HPACK's static table, `:path /healthz` and `:authority 127.0.0.1` literal.
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00".to_vec();
+    let block: Vec<u8> = [&[0x82u8, 0x86, 0x44, 8][..], b"/healthz", &[0x41, 9], b"127.0.0.1"].concat();
+    hello.extend_from_slice(&[0, 0, block.len() as u8, 1, 5, 0, 0, 0, 1]);
+    hello.extend_from_slice(&block);
+    stream.write_all(&hello).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut headers = false;
+    loop {
+        let mut header = [0u8; 9];
+        if stream.read_exact(&mut header).is_err() {
+            return ((opened.elapsed() < Duration::from_secs(15)).then(|| opened.elapsed()), headers);
+        }
+        let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let mut payload = vec![0u8; length];
+        if stream.read_exact(&mut payload).is_err() {
+            return (Some(opened.elapsed()), headers);
+        }
+        let (kind, flags) = (header[3], header[4]);
+        assert_ne!(kind, 0, "a DATA frame came through a window of zero");
+        headers |= kind == 1;
+        let answer: Option<Vec<u8>> = match (kind, flags & 1) {
+            (4, 0) => Some(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00".to_vec()),
+            (6, 0) => Some([&b"\x00\x00\x08\x06\x01\x00\x00\x00\x00"[..], &payload].concat()),
+            _ => None,
+        };
+        if let Some(answer) = answer {
+            let _ = stream.write_all(&answer);
+        }
+    }
+}
+
+#[tokio::test]
+async fn requests_that_never_progress_are_closed_by_their_deadlines_and_callers_are_served_again() {
+    // Four HTTP/2 peers whose window stays at zero hold all four places of the server with a response in flight:
+    // the idle deadline (60 s here) never counts them. Each is closed at the write deadline (2 s here), its slot
+    // free again, and a metric line counts it. A conversation longer than the write deadline, read as it comes,
+    // is not a stall: between sentences it waits on the voice, not on its client.
+    let earshot = EarshotProcess::start(&[
+        "--backends",
+        "synthetic",
+        "--max-connections",
+        "4",
+        "--max-connections-per-address",
+        "0",
+        "--write-timeout",
+        "2",
+        "--body-timeout",
+        "1",
+    ])
+    .await;
+    earshot.healthy().await;
+    let port = earshot.port;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let opened = Instant::now();
+    let peers: Vec<_> = (0..4).map(|_| std::thread::spawn(move || zero_window_http2_peer(port, opened))).collect();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (busy, _) = tokio::task::spawn_blocking(move || {
+        raw_exchange(port, &[(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", Duration::ZERO)], Duration::from_secs(3))
+    })
+    .await
+    .unwrap();
+    assert!(busy.starts_with("HTTP/1.1 503"), "every place is held by a response its client never takes: {busy}");
+    for peer in peers {
+        let (closed, headers) = peer.join().unwrap();
+        assert!(headers, "the response's headers came; its body could not");
+        let closed = closed.expect("a zero-window HTTP/2 connection was still open after 15 s");
+        assert!(closed >= Duration::from_millis(1800) && closed < Duration::from_secs(6), "closed {closed:?} after it opened");
+    }
+    let lines = earshot.metric_lines_at_least(4).await;
+    let stalled = lines.iter().filter(|l| l["Reason"] == "write_stalled" && l["ConnectionsClosed"] == 1).count();
+    assert_eq!(stalled, 4, "{lines:?}");
+    // The places are free again: a conversation that speaks longer than the write deadline is served whole.
+    let long = SpeakBody {
+        text: Some("This answer speaks for longer than the write deadline of two seconds, one sentence after another. And then some more.".into()),
+        ..Default::default()
+    };
+    let r = speak(&earshot.url, &long, &CallOptions::default()).await.expect("served once the stalled connections are gone");
+    check_conversation(&r);
+    assert!(r.error.is_none());
+    assert!(r.marks.done_ms.unwrap() > 2000.0, "it lasted longer than the write deadline: {:?}", r.marks.done_ms);
+    // An interrupt that declares a body and never sends it is answered at the body deadline, as a speak request is.
+    let (answer, _) = tokio::task::spawn_blocking(move || {
+        let head = b"POST /v1/conversations/c-1/interrupt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+        raw_exchange(port, &[(head, Duration::ZERO)], Duration::from_secs(4))
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("body_timeout"), "{answer}");
+}
+
 #[tokio::test]
 async fn a_server_without_authentication_is_closed_unless_opened_on_purpose() {
     // Reachable from other machines with no authentication: refused at start, naming the choices.

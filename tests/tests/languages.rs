@@ -254,7 +254,7 @@ async fn a_cyrillic_answer_goes_to_an_arm_that_speaks_it_as_text_and_from_the_ag
 
     let r = speak(&earshot.url, &SpeakBody { text: Some("Привет, как дела? Всё хорошо.".into()), ..Default::default() }, &call).await.unwrap();
     assert_eq!(spoken_by(&r), ("synthetic".into(), "tone".into(), Some("ru".into()), BackendReason::Language));
-    assert_eq!(ending(&r).1, true);
+    assert!(ending(&r).1, "the answer ends with done");
     assert!(!r.audio.is_empty());
 
     let asked = SpeakBody { prompt: Some("russian".into()), language: Some("en".into()), ..Default::default() };

@@ -215,6 +215,21 @@ pub fn refusal_line(backend: &str, namespace: &str, epoch_ms: u64) -> Value {
     })
 }
 
+/// The line for a connection `earshot serve` closed because a response made no write progress for the write
+/// time (`Reason` `write_stalled`): the slot it held is free again, and how often that happens is counted.
+pub fn connection_closed_line(reason: &str, namespace: &str, epoch_ms: u64) -> Value {
+    json!({
+        "_aws": {"Timestamp": epoch_ms, "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [["Reason"]], "Metrics": [{"Name": "ConnectionsClosed", "Unit": "Count"}]}]},
+        "Reason": reason,
+        "ConnectionsClosed": 1,
+    })
+}
+
+/// Logs a closed connection's line.
+pub fn log_connection_closed(reason: &str, namespace: &str) {
+    println!("{}", connection_closed_line(reason, namespace, epoch_ms()));
+}
+
 /// Logs a conversation's line, with the function's memory where Lambda says it.
 pub fn log_conversation(timeline: &Timeline, namespace: &str, ending: ConversationEnd) {
     let memory_mb = std::env::var("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").ok().and_then(|m| m.parse().ok());

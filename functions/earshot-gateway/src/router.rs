@@ -100,9 +100,12 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
     if let Err(e) = request::check_conversation_id(&id) {
         return e.into_response();
     }
-    let heard_ms = match interrupt_body(request).await {
-        Ok(heard_ms) => heard_ms,
-        Err(e) => return e.into_response(),
+    // Read under the same deadline as a speak request's body: a declared body never sent holds nothing.
+    let timeout = gw.settings().limits.body_timeout;
+    let heard_ms = match tokio::time::timeout(timeout, interrupt_body(request)).await {
+        Ok(Ok(heard_ms)) => heard_ms,
+        Ok(Err(e)) => return e.into_response(),
+        Err(_) => return ApiError::timeout("body_timeout", format!("the body did not arrive within {} s", timeout.as_secs_f64())).into_response(),
     };
     // Only the caller's own conversation under this id: another owner's is as unknown as one never used.
     let key = owner.key(&gw.settings().conversation_secret, &id);

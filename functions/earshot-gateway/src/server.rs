@@ -10,7 +10,9 @@
 //! of an HTTP/1 request, or HTTP/2's whole 24-byte preface), else it is closed unanswered; an HTTP/2
 //! connection carries at most `max_streams_per_connection` requests at once (more are refused by
 //! HTTP/2's own flow, `REFUSED_STREAM`); a connection with no request in flight for `idle_timeout` is
-//! closed, HTTP/1 keep-alive and HTTP/2 alike ([`crate::idle`]); and the gateway speaks at most
+//! closed, HTTP/1 keep-alive and HTTP/2 alike, and so is one whose responses have held a frame their client
+//! did not take for `write_timeout` with nothing else on it moving ([`crate::idle`]); IPv6 callers are
+//! counted against the per-address cap by their `/64` (`ipv6_prefix`); and the gateway speaks at most
 //! `max_conversations` at once whatever the connections (over it, `503 server_busy` with `Retry-After`).
 //!
 //! Written on hyper-util's connection builder and graceful-shutdown watcher (the pieces `axum::serve`
@@ -62,6 +64,15 @@ pub struct ServerLimits {
     /// How long a connection may stay open with no request in flight (a keep-alive HTTP/1 connection,
     /// an HTTP/2 connection with no stream): past it, it is closed and its slot given back.
     pub idle_timeout: Duration,
+    /// How long a response may hold a frame its client does not take (an HTTP/2 window left at zero, an
+    /// HTTP/1 client that never reads) with nothing else on its connection moving: past it, the connection is
+    /// closed and its slot given back ([`crate::idle`]).
+    pub write_timeout: Duration,
+    /// IPv6 callers are counted against the per-address cap by this many leading bits of their address (a
+    /// /64 is one subscriber's: a caller with a /64 has 2^64 addresses); IPv4 callers by their whole address.
+    pub ipv6_prefix: u8,
+    /// Where a closed connection's metric line goes (`None`: no line).
+    pub metrics_namespace: Option<String>,
     /// On shutdown, how long live conversations may go on before they are ended.
     pub drain: Duration,
     /// After the drain, how long the server waits for the ended streams to reach their clients.
@@ -78,6 +89,9 @@ impl Default for ServerLimits {
             max_header_bytes: 16 * 1024,
             max_headers: 100,
             idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
+            ipv6_prefix: 64,
+            metrics_namespace: None,
             drain: Duration::from_secs(5),
             grace: Duration::from_secs(2),
         }
@@ -142,7 +156,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
     let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let per_address = AddressSlots::new(limits.max_connections_per_address);
+    let per_address = AddressSlots::new(limits.max_connections_per_address).ipv6_prefix(limits.ipv6_prefix);
     tokio::pin!(signal);
     loop {
         let (stream, peer) = tokio::select! {
@@ -196,7 +210,9 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
                 response.map(|r| r.map(|body| Body::new(BusyBody::new(body, busy))))
             }
         });
-        let (builder, watcher, first_bytes, idle_limit) = (builder.clone(), graceful.watcher(), limits.header_timeout, limits.idle_timeout);
+        let (builder, watcher, first_bytes, idle_limit, write_limit) =
+            (builder.clone(), graceful.watcher(), limits.header_timeout, limits.idle_timeout, limits.write_timeout);
+        let namespace = limits.metrics_namespace.clone();
         tokio::spawn(async move {
             // A connection that sends nothing, or half of HTTP/2's preface, does not keep its slot.
             if !matches!(tokio::time::timeout(first_bytes, shows_its_protocol(&stream)).await, Ok(true)) {
@@ -210,6 +226,12 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
                     tracing::debug!("connection ended: {e}");
                 },
                 _ = idle.idle_for(idle_limit) => tracing::debug!("a connection had no request for {idle_limit:?}: closed"),
+                _ = idle.stalled_for(write_limit) => {
+                    tracing::info!(address = %peer.ip(), "a response made no write progress for {write_limit:?} (its client took nothing): connection closed, its slot free");
+                    if let Some(namespace) = &namespace {
+                        crate::metrics::log_connection_closed("write_stalled", namespace);
+                    }
+                }
             }
             drop(slot);
         });

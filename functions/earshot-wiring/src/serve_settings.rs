@@ -54,6 +54,14 @@ pub struct ServeSettings {
     /// connection with no stream) before it is closed.
     #[arg(long, env = "EARSHOT_IDLE_TIMEOUT", default_value_t = 60.0)]
     pub idle_timeout: f64,
+    /// Seconds a response may hold data its client does not take (an HTTP/2 window left at zero, an HTTP/1
+    /// client that never reads) with nothing else on its connection moving, before the connection is closed.
+    #[arg(long, env = "EARSHOT_WRITE_TIMEOUT", default_value_t = 30.0)]
+    pub write_timeout: f64,
+    /// The leading bits of an IPv6 caller's address that count as one caller for
+    /// `--max-connections-per-address` (a subscriber is given a /64; 128: the exact address).
+    #[arg(long, env = "EARSHOT_IPV6_CALLER_PREFIX", default_value_t = 64)]
+    pub ipv6_caller_prefix: u8,
     /// Listen on an address other machines reach with no authentication (`--auth none`): only when
     /// something in front of the server checks its callers.
     #[arg(long, env = "EARSHOT_ALLOW_UNAUTHENTICATED")]
@@ -96,6 +104,8 @@ impl ServeSettings {
             max_header_bytes: count(self.max_header_bytes, 1024, earshot_gateway::server::HARD_HEADER_BYTES as u64, "max-header-bytes")?,
             max_headers: count(self.max_headers, 8, 1000, "max-headers")?,
             idle_timeout: time_limit(self.idle_timeout, "idle-timeout")?,
+            write_timeout: time_limit(self.write_timeout, "write-timeout")?,
+            ipv6_prefix: count(usize::from(self.ipv6_caller_prefix), 16, 128, "ipv6-caller-prefix")? as u8,
             drain: seconds(self.drain, "drain")?,
             ..Default::default()
         };

@@ -41,7 +41,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     built.settings.limits.body_timeout = served.body_timeout;
     built.settings.max_conversations = Some(served.max_conversations);
     built.settings.allowed_hosts = served.allowed_hosts;
-    let (limits, addr) = (served.limits, served.addr);
+    let (mut limits, addr) = (served.limits, served.addr);
+    limits.metrics_namespace = built.settings.metrics_namespace.clone();
     let (gateway, mut watches) = built.gateway();
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     tracing::info!("earshot is listening on http://{addr}");
