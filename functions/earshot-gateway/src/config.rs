@@ -66,6 +66,9 @@ pub struct GatewaySettings {
     /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
     /// check (Lambda, where the function URL and IAM stand in front).
     pub allowed_hosts: Option<AllowedHosts>,
+    /// Behind IAM, whether each session of an assumed role is an owner of its own (its name is the caller's
+    /// choice, so a new one escapes every per-owner limit); off: the role is the owner ([`crate::owner`]).
+    pub iam_session_owners: bool,
     /// The sentence cache: its scope, its bounds and the openers rendered into it at start.
     pub cache: CacheSettings,
     /// The cache's shared tier (an S3 prefix) and the backends that use it; `None`: memory only.
@@ -94,6 +97,7 @@ impl Default for GatewaySettings {
             max_conversations: None,
             auth: None,
             allowed_hosts: None,
+            iam_session_owners: false,
             max_conversations_per_owner: Some(4),
             max_chars_per_owner_hour: Some(30_000),
             cache: CacheSettings::default(),

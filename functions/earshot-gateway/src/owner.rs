@@ -12,7 +12,11 @@
 //!   token), so that two bearers without one never share conversations (a refreshed token then does not
 //!   reach the old one's: give tokens a `sub`);
 //! - behind IAM (the Lambda function URL with `AWS_IAM` auth), the caller's IAM principal, which the
-//!   Lambda binary puts on the request ([`IamCaller`]) from the function URL's request context;
+//!   Lambda binary puts on the request ([`IamCaller`]) from the function URL's request context. An
+//!   assumed role's principal names the session too (`arn:aws:sts::…:assumed-role/Role/Session`), and the
+//!   session name is whatever the caller chose when it assumed the role: so the owner is the role
+//!   ([`Owner::iam_principal`]), and two sessions of one role share its limits, its interrupts and its
+//!   agent sessions, unless the deployment makes each session an owner (`EARSHOT_IAM_SESSION_OWNERS`);
 //! - otherwise (`earshot serve` without tokens, a local stack), `local`: one owner, as one machine's
 //!   user.
 //!
@@ -61,10 +65,32 @@ impl Owner {
         self.0.starts_with("iam:")
     }
 
-    /// The owner of a request that carries no token: its IAM caller, else `local`.
-    pub fn of_request(extensions: &axum::http::Extensions) -> Self {
+    /// An IAM principal as the owner of what it starts: an assumed role's session is its role (the ARN
+    /// `arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION`, or the unique id `AROA…:SESSION` a request context
+    /// gives where it has no ARN, less the session), unless `sessions` (the deployment's choice) makes each
+    /// session an owner. Any other principal (a user, a root) is itself.
+    pub fn iam_principal(principal: &str, sessions: bool) -> Self {
+        if sessions {
+            return Owner::iam(principal);
+        }
+        if let Some((head, rest)) = principal.split_once(":assumed-role/") {
+            if head.starts_with("arn:") {
+                let role = rest.split('/').next().unwrap_or(rest);
+                return Owner::iam(&format!("{head}:assumed-role/{role}"));
+            }
+        }
+        // A role's unique id starts `AROA`; the session follows its colon.
+        match principal.split_once(':') {
+            Some((id, _session)) if id.starts_with("AROA") => Owner::iam(id),
+            _ => Owner::iam(principal),
+        }
+    }
+
+    /// The owner of a request that carries no token: its IAM caller (its role, unless `iam_sessions`), else
+    /// `local`.
+    pub fn of_request(extensions: &axum::http::Extensions, iam_sessions: bool) -> Self {
         match extensions.get::<IamCaller>() {
-            Some(IamCaller(principal)) => Owner::iam(principal),
+            Some(IamCaller(principal)) => Owner::iam_principal(principal, iam_sessions),
             None => Owner::local(),
         }
     }
@@ -167,6 +193,22 @@ mod tests {
         assert_ne!(alice.assignment_unit("call:1"), Owner::subject("bob").assignment_unit("call:1"));
         assert_eq!(Owner::local().assignment_unit("call:1"), "call:1");
         assert_ne!(Owner::local().assignment_unit("call:1"), Owner::local().assignment_unit("call:2"));
+    }
+
+    #[test]
+    fn an_assumed_roles_sessions_are_its_role_unless_the_deployment_says_otherwise() {
+        let arn = |session: &str| format!("arn:aws:sts::123456789012:assumed-role/voice-app/{session}");
+        // Two session names the caller chose: one owner, the role; its key is the same for both.
+        assert_eq!(Owner::iam_principal(&arn("alice-1"), false), Owner::iam_principal(&arn("new-name-every-time"), false));
+        assert_eq!(Owner::iam_principal(&arn("alice-1"), false), Owner::iam("arn:aws:sts::123456789012:assumed-role/voice-app"));
+        assert_ne!(Owner::iam_principal(&arn("x"), false), Owner::iam_principal("arn:aws:sts::123456789012:assumed-role/other-role/x", false));
+        // The unique id form, where the context has no ARN.
+        assert_eq!(Owner::iam_principal("AROAEXAMPLEID:alice", false), Owner::iam_principal("AROAEXAMPLEID:mallory", false));
+        // A user is itself; in another partition the role is kept as it is written.
+        assert_eq!(Owner::iam_principal("arn:aws:iam::123456789012:user/ops", false), Owner::iam("arn:aws:iam::123456789012:user/ops"));
+        assert_eq!(Owner::iam_principal("arn:aws-cn:sts::123456789012:assumed-role/r/s", false), Owner::iam("arn:aws-cn:sts::123456789012:assumed-role/r"));
+        // Opted in: each session its own owner.
+        assert_ne!(Owner::iam_principal(&arn("alice-1"), true), Owner::iam_principal(&arn("bob-1"), true));
     }
 
     #[test]

@@ -53,7 +53,7 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
             Ok(bearer) => (Some(bearer.claims), bearer.owner),
             Err(e) => return e.into_response(),
         },
-        None => (None, Owner::of_request(body.extensions())),
+        None => (None, Owner::of_request(body.extensions(), gw.settings().iam_session_owners)),
     };
     let limit = gw.settings().limits.max_body_bytes;
     let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
@@ -95,7 +95,7 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
             Ok(owner) => owner,
             Err(e) => return e.into_response(),
         },
-        None => Owner::of_request(request.extensions()),
+        None => Owner::of_request(request.extensions(), gw.settings().iam_session_owners),
     };
     if let Err(e) = request::check_conversation_id(&id) {
         return e.into_response();

@@ -94,6 +94,10 @@ pub struct Settings {
     /// claim lists the backends, may).
     #[arg(long, env = "EARSHOT_AB_ALLOW_OVERRIDE", default_value_t = true, action = ArgAction::Set, value_name = "true|false")]
     pub ab_allow_override: bool,
+    /// Behind IAM, make each session of an assumed role an owner of its own (its limits, interrupts and agent
+    /// sessions); off (the default), the role is the owner, since the session name is the caller's to choose.
+    #[arg(long, env = "EARSHOT_IAM_SESSION_OWNERS", default_value_t = false, default_missing_value = "true", num_args = 0..=1, action = ArgAction::Set, value_name = "true|false")]
+    pub iam_session_owners: bool,
     /// Hand a conversation to the next backend when its own fails before any audio, or is full.
     #[arg(long, env = "EARSHOT_FAILOVER", default_value_t = false, default_missing_value = "true", num_args = 0..=1, action = ArgAction::Set, value_name = "true|false")]
     pub failover: bool,
@@ -642,6 +646,7 @@ impl Settings {
             },
             auth,
             conversation_secret,
+            iam_session_owners: self.iam_session_owners,
             ..defaults
         };
         Ok(gateway)

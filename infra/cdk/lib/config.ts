@@ -146,6 +146,8 @@ export interface EarshotConfig {
   readonly logLevel: string;
   /** `AWS_IAM` (default) or `NONE`, the explicit opt-in for public demos. */
   readonly authType: 'AWS_IAM' | 'NONE' | 'TOKEN';
+  /** AWS_IAM: each session of an assumed role an owner of its own (its name is the caller's choice); false: the role. */
+  readonly iamSessionOwners: boolean;
   /** Browser origins allowed when authType is NONE or TOKEN. */
   readonly corsAllowedOrigins: string[];
   /** TOKEN: the Secrets Manager secret with the token keys (JSON {"kid": "secret"}); '' for one the stack creates. */
@@ -237,6 +239,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   metricsNamespace: 'string',
   logLevel: 'string',
   authType: 'string',
+  iamSessionOwners: 'boolean',
   corsAllowedOrigins: 'list',
   tokenKeysSecret: 'string',
   tokenAudience: 'string',

@@ -58,6 +58,7 @@ export const ENV_NAMES = [
   'EARSHOT_AGENT_MAX_EVENT_BYTES',
   'EARSHOT_LOG',
   'EARSHOT_AUTH',
+  'EARSHOT_IAM_SESSION_OWNERS',
   'EARSHOT_CONVERSATION_SECRET_ID',
   'EARSHOT_TOKEN_KEYS_REFRESH_SECONDS',
   'EARSHOT_TOKEN_KEYS_SECRET',
@@ -166,6 +167,8 @@ export function lambdaEnvironment(
   // Token mode: the function URL is public at the AWS level and the gateway checks a token on every request.
   // AWS_IAM: `none`, and the gateway refuses a request the URL did not authenticate; NONE: `public`, anyone on purpose.
   env.EARSHOT_AUTH = c.authType === 'TOKEN' ? 'token' : c.authType === 'NONE' ? 'public' : 'none';
+  // Behind IAM the owner is the caller's role, unless each session is to be one (docs/access.md).
+  env.EARSHOT_IAM_SESSION_OWNERS = String(c.iamSessionOwners);
   if (c.authType === 'TOKEN') {
     if (tokenKeysSecret === undefined) throw new Error('token mode needs the token keys secret');
     env.EARSHOT_TOKEN_KEYS_SECRET = tokenKeysSecret;
