@@ -1,6 +1,6 @@
 //! The sentence cache end to end: a sentence said again plays from memory, at once and byte for byte,
 //! on the real Kokoro model; another voice or language is synthesized anew; the store gives up its least
-//! recently used sentences by bytes; scope `owner` keeps two callers apart; and the warm-up fills the
+//! recently used sentences by bytes; no caller hears another's sentence from it; and the warm-up fills the
 //! cache without holding up the first caller. The bounds, scope and warm-up go through `earshot serve`'s
 //! own flags where the test is about them.
 
@@ -105,20 +105,36 @@ fn token_for(sub: &str) -> CallOptions {
     CallOptions { bearer: Some(String::from_utf8(out.stdout).unwrap().trim().to_string()), ..Default::default() }
 }
 
+/// No caller hears another's sentence from the cache, whatever the scope: a hit is faster than a miss, so
+/// caller b's `cached` (or its first audio) would tell him caller a was told "Your order has shipped.".
+/// Token callers are owners, so the default scope is `owner` (nothing shared, no warm-up); under
+/// `deployment` the sentences the deployment declared (the warm-up's) are heard from the cache by both.
 #[tokio::test]
-async fn scope_owner_keeps_two_callers_apart_and_scope_deployment_does_not() {
-    for (scope, b_hears_a) in [("owner", false), ("deployment", true)] {
-        let earshot =
-            EarshotProcess::start(&["--backends", "synthetic", "--auth", "token", "--token-keys", KEYS, "--cache", scope, "--cache-warmup", "none"]).await;
+async fn no_caller_hears_another_s_sentence_and_the_declared_ones_are_heard_by_all_under_deployment() {
+    for scope in [None, Some("deployment")] {
+        let mut args = vec!["--backends", "synthetic", "--auth", "token", "--token-keys", KEYS, "--cache-warmup", r#"["Sure."]"#];
+        args.extend(scope.iter().flat_map(|s| ["--cache", s]));
+        let earshot = EarshotProcess::start(&args).await;
         earshot.healthy().await;
+        let scope = scope.unwrap_or("default");
+        let log = earshot.log_path();
+        if scope == "deployment" {
+            let done = wait_for_line(&log, "cache warm-up done", Duration::from_secs(60)).await;
+            assert!(done.contains("1 sentences rendered"), "{done}");
+        } else {
+            wait_for_line(&log, "each caller hears only its own sentences", Duration::from_secs(10)).await;
+        }
         let (alice, bob) = (token_for("caller-a"), token_for("caller-b"));
-        let say = |who: &CallOptions, id: &str| {
-            let (url, who, id) = (earshot.url.clone(), who.clone(), id.to_string());
-            async move { cached(&speak(&url, &said("Your order has shipped.", &id), &who).await.expect("spoken"))[0] }
+        let say = |who: &CallOptions, text: &str, id: &str| {
+            let (url, who, text, id) = (earshot.url.clone(), who.clone(), text.to_string(), id.to_string());
+            async move { cached(&speak(&url, &said(&text, &id), &who).await.expect("spoken"))[0] }
         };
-        assert!(!say(&alice, "a1").await, "{scope}: caller a, the first time");
-        assert!(say(&alice, "a2").await, "{scope}: caller a hears her own sentence from the cache");
-        assert_eq!(say(&bob, "b1").await, b_hears_a, "{scope}: whether caller b's hit would tell him caller a was told this");
+        assert!(!say(&alice, "Your order has shipped.", "a1").await, "{scope}: caller a, the first time");
+        assert!(say(&alice, "Your order has shipped.", "a2").await, "{scope}: caller a hears her own sentence from the cache");
+        assert!(!say(&bob, "Your order has shipped.", "b1").await, "{scope}: caller b's sentence is synthesized anew");
+        let declared_heard = scope == "deployment";
+        assert_eq!(say(&alice, "Sure.", "a3").await, declared_heard, "{scope}: the declared sentence, caller a");
+        assert_eq!(say(&bob, "Sure.", "b2").await, declared_heard, "{scope}: the declared sentence, caller b");
     }
 }
 

@@ -4,9 +4,10 @@
 //!
 //! A sentence is found again only under everything that changes its sound: the backend, the voice, the
 //! language its front end reads it in, the audio format, and the text exactly as sent to the backend
-//! (its spoken form, after normalisation). A [`Partition`] keeps callers apart where the deployment
-//! asks for it (`owner` scope): a hit is faster than a miss, which tells a caller that the sentence was
-//! said before, so a deployment shared by callers who must learn nothing of each other keys by owner.
+//! (its spoken form, after normalisation). A [`Partition`] keeps callers apart: a hit is faster than a
+//! miss, which tells a caller that the sentence was said before, so what one owner's conversation made is
+//! never heard from the cache by another. What every caller may hear is only what the deployment itself
+//! declared and rendered (the warm-up's sentences, in the deployment's own partition, `None`).
 //!
 //! The store holds whole sentences only: one that was cut (an interrupt, a failure) is never kept.
 //! Least recently used sentences go first once the bytes held pass the bound. The recency order is the
@@ -26,9 +27,10 @@ use crate::protocol::AudioFormat;
 /// Which conversations may hear each other's cached sentences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheScope {
-    /// Every conversation of the deployment: the most hits.
+    /// An owner's own sentences, and the sentences the deployment declared (the warm-up's), rendered
+    /// by the deployment and heard by every caller.
     Deployment,
-    /// Only the same owner's: a hit never crosses callers.
+    /// Only the owner's own sentences: nothing is shared, and no warm-up runs.
     Owner,
     /// No cache.
     Off,
@@ -56,8 +58,8 @@ impl std::str::FromStr for CacheScope {
     }
 }
 
-/// The part of the store a conversation may read and fill: the whole deployment's (`None`), or one
-/// owner's.
+/// A part of the store: the deployment's own (`None`: the sentences it declared and rendered itself),
+/// or one owner's.
 pub type Partition = Option<String>;
 
 /// Everything that changes how a sentence sounds, and the partition it was said in.

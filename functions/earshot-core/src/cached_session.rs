@@ -44,8 +44,28 @@ const CACHE_CHANNEL: usize = 8;
 #[derive(Clone)]
 pub struct CacheUse {
     pub cache: Arc<SentenceCache>,
+    /// The part this conversation reads and fills.
     pub partition: Partition,
+    /// A part this conversation also reads and never fills: the deployment's declared sentences,
+    /// rendered by the deployment itself, so a hit there tells a caller nothing of another.
+    pub declared: Option<Partition>,
     pub shared: Option<SharedUse>,
+}
+
+impl CacheUse {
+    /// A use that reads and fills `partition` alone.
+    pub fn only(cache: Arc<SentenceCache>, partition: Partition) -> Self {
+        CacheUse { cache, partition, declared: None, shared: None }
+    }
+
+    /// The sentence kept under `key` in this conversation's part, else in the declared part (one hit or
+    /// one miss counted either way).
+    fn find(&self, key: &CacheKey) -> Option<Arc<CachedSentence>> {
+        match &self.declared {
+            Some(declared) if !self.cache.contains(key) => self.cache.get(&CacheKey { partition: declared.clone(), ..key.clone() }),
+            _ => self.cache.get(key),
+        }
+    }
 }
 
 /// A shared tier and the backends whose sentences go there: those that bill each character, where a
@@ -242,7 +262,7 @@ impl Relay {
         };
         let index = request.index;
         let key = self.cache.cache.admits(&request.text).then(|| self.key.for_request(&self.cache.partition, &request));
-        match (key.as_ref().and_then(|k| self.cache.cache.get(k)), key, &self.shared) {
+        match (key.as_ref().and_then(|k| self.cache.find(k)), key, &self.shared) {
             (Some(sentence), _, _) => self.pending.push_back(Pending::Hit { index, sentence }),
             (None, Some(key), Some(shared)) => {
                 let (tier, limit, looked_up) = (shared.tier.clone(), shared.fetch_limit, key.clone());
@@ -456,7 +476,7 @@ mod tests {
     }
 
     fn store(partition: Option<&str>, cache: &Arc<SentenceCache>) -> CacheUse {
-        CacheUse { cache: cache.clone(), partition: partition.map(str::to_string), shared: None }
+        CacheUse::only(cache.clone(), partition.map(str::to_string))
     }
 
     /// Each event as a short word: `0:Su`, `0:end`, `0:end(cached)`, `closed`.
@@ -492,6 +512,25 @@ mod tests {
         assert_eq!(asked, ["Sure."], "owner b's sentence is synthesized anew");
         let (events, asked) = speak(&store(Some("owner-a"), &cache), &["Sure."]).await;
         assert!(asked.is_empty() && told(&events).contains(&"0:end(cached)".to_string()));
+    }
+
+    #[tokio::test]
+    async fn the_declared_part_is_heard_by_every_owner_and_filled_by_none() {
+        let cache = Arc::new(SentenceCache::new(CacheLimits::default()));
+        // The deployment renders its declared sentence into its own part.
+        speak(&store(None, &cache), &["Sure."]).await;
+        let owner = |name: &str| CacheUse { declared: Some(None), ..store(Some(name), &cache) };
+        for name in ["owner-a", "owner-b"] {
+            let (events, asked) = speak(&owner(name), &["Sure.", "Your order has shipped."]).await;
+            assert_eq!(asked, ["Your order has shipped."], "{name} hears the declared sentence from the cache");
+            assert!(told(&events).contains(&"0:end(cached)".to_string()), "{name}");
+        }
+        let stats = cache.stats();
+        assert_eq!((stats.hits, stats.misses), (2, 3), "a declared hit is one hit, not a miss and a hit");
+        let (_, asked) = speak(&owner("owner-c"), &["Your order has shipped."]).await;
+        assert_eq!(asked, ["Your order has shipped."], "an owner's own sentence never reaches the declared part");
+        let (_, asked) = speak(&store(None, &cache), &["Your order has shipped."]).await;
+        assert_eq!(asked, ["Your order has shipped."], "the declared part holds only what the deployment rendered");
     }
 
     #[tokio::test]
@@ -558,7 +597,7 @@ mod tests {
     /// A process of its own (its own memory) sharing `tier`, for the backend `kokoro`.
     fn process_with(tier: &Arc<MemoryTier>, limit: Duration) -> CacheUse {
         let shared = SharedUse { tier: tier.clone(), backends: vec!["kokoro".into()], fetch_limit: limit };
-        CacheUse { cache: Arc::new(SentenceCache::new(CacheLimits::default())), partition: None, shared: Some(shared) }
+        CacheUse { shared: Some(shared), ..CacheUse::only(Arc::new(SentenceCache::new(CacheLimits::default())), None) }
     }
 
     #[tokio::test]

@@ -198,12 +198,20 @@ impl Gateway {
         self.cache.as_ref()
     }
 
-    /// What `owner`'s conversation reads and fills of the cache: the deployment's part, or the owner's
-    /// own under scope `owner`.
+    /// What `owner`'s conversation reads and fills of the cache: the owner's own part, and under scope
+    /// `deployment` also the sentences the deployment declared (read, never filled: a hit never tells one
+    /// caller what another heard).
     pub fn cache_use(&self, owner: &crate::owner::Owner) -> Option<CacheUse> {
         let cache = self.cache.clone()?;
-        let partition = (self.settings.cache.scope == CacheScope::Owner).then(|| owner.as_str().to_string());
-        Some(CacheUse { cache, partition, shared: self.settings.cache_shared.clone() })
+        let declared = (self.settings.cache.scope == CacheScope::Deployment).then_some(None);
+        Some(CacheUse { cache, partition: Some(owner.as_str().to_string()), declared, shared: self.settings.cache_shared.clone() })
+    }
+
+    /// What the warm-up fills: the deployment's own part, where every caller finds the sentences it
+    /// declared (`None` unless the scope is `deployment`).
+    pub fn declared_cache_use(&self) -> Option<CacheUse> {
+        let cache = self.cache.clone().filter(|_| self.settings.cache.scope == CacheScope::Deployment)?;
+        Some(CacheUse { shared: self.settings.cache_shared.clone(), ..CacheUse::only(cache, None) })
     }
 
     /// A place for one more conversation, held until it ends; `Err` when every place is taken.

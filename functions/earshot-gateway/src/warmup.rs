@@ -10,8 +10,9 @@
 //! ended, until the environment is frozen, and goes on in the next. Each opener is rendered in each
 //! backend's default voice, or in the voices the list names; a backend still starting is waited for.
 //!
-//! It is off where the cache is (`scope` `off`) and under scope `owner`, whose callers must not share a
-//! part of the cache that one of them could have filled.
+//! The warm-up's sentences are the deployment's declared ones: rendered into the deployment's own part
+//! of the cache, which every caller reads and none fills, so a hit there tells a caller nothing of
+//! another. It is off where the cache is (`scope` `off`) and under scope `owner`, which shares nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,7 +49,7 @@ pub fn start(gw: Arc<Gateway>, begin: Begin) -> Option<tokio::task::JoinHandle<R
     if settings.scope != CacheScope::Deployment || settings.warmup.openers.is_empty() {
         return None;
     }
-    let cache = gw.cache_use(&crate::owner::Owner::local())?;
+    let cache = gw.declared_cache_use()?;
     Some(tokio::spawn(async move {
         if begin == Begin::AfterFirstConversation {
             let mut live = gw.live_conversations();

@@ -22,6 +22,7 @@ use std::time::Duration;
 use earshot_agents::{ScriptedAgent, ScriptedConfig, Tokens};
 use earshot_backends::{KokoroBackend, KokoroConfig, SyntheticBackend, SyntheticConfig};
 use earshot_core::agent::AgentSource;
+use earshot_core::cache::CacheScope;
 use earshot_core::speech::{SpeechBackend, SpeechError};
 use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::{ConversationSecret, Gateway, GatewaySettings, Interrupts};
@@ -158,6 +159,14 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsE
         tracing::warn!(
             "no conversation secret given: this process keys conversations with its own, so an interrupt sent through another process sharing the interrupt table finds nothing; give every process the same EARSHOT_CONVERSATION_SECRET"
         );
+    }
+    match gateway.cache.scope {
+        CacheScope::Deployment => tracing::info!(
+            "the sentence cache: each caller hears its own sentences from it, and every caller the {} the deployment declared (the warm-up's); never another caller's",
+            gateway.cache.warmup.openers.len()
+        ),
+        CacheScope::Owner => tracing::info!("the sentence cache: each caller hears only its own sentences from it (scope owner, no warm-up)"),
+        CacheScope::Off => tracing::info!("the sentence cache is off"),
     }
     if let Some(bucket) = &settings.cache_bucket {
         let tier = aws().sentence_tier(bucket, &settings.cache_prefix, settings.cache_endpoint.as_deref());

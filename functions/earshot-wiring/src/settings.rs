@@ -291,11 +291,12 @@ pub struct Settings {
     /// interrupt table where there is one. A server without callers of its own (no token, no IAM) has none.
     #[arg(long, env = "EARSHOT_MAX_CHARS_PER_OWNER_HOUR", default_value_t = 30_000)]
     pub max_chars_per_owner_hour: u64,
-    /// Which conversations may hear each other's cached sentences: `deployment` (every caller's: the
-    /// most hits), `owner` (a hit never crosses callers, since a hit is faster and so tells a caller
-    /// the sentence was said before) or `off`.
-    #[arg(long, env = "EARSHOT_CACHE", default_value = "deployment", value_parser = cache_scope)]
-    pub cache: CacheScope,
+    /// What a caller may hear from the cache: `deployment` (its own sentences and the ones the deployment
+    /// declared, the warm-up's: the default where every caller is one local owner), `owner` (its own
+    /// only, no warm-up: the default where callers are owners, tokens or IAM) or `off`. No caller ever
+    /// hears another's sentence from the cache: a hit is faster, and would tell it the sentence was said.
+    #[arg(long, env = "EARSHOT_CACHE", value_parser = cache_scope)]
+    pub cache: Option<CacheScope>,
     /// The sentence cache's bound, in MiB of audio (least recently used sentences go first; a fraction
     /// such as 0.5 is allowed).
     #[arg(long, env = "EARSHOT_CACHE_MIB", default_value_t = 64.0)]
@@ -465,10 +466,21 @@ impl Settings {
         (self.client_read_timeout_ms > 0).then(|| Duration::from_millis(self.client_read_timeout_ms))
     }
 
+    /// The cache's scope: as set, else `owner` where callers are owners of their own (tokens; IAM on
+    /// Lambda) and `deployment` where every caller is the one local owner.
+    pub fn cache_scope(&self, place: Place) -> CacheScope {
+        let owners = match self.auth {
+            AuthMode::Token => true,
+            AuthMode::None => place == Place::Lambda,
+            AuthMode::Public => false,
+        };
+        self.cache.unwrap_or(if owners { CacheScope::Owner } else { CacheScope::Deployment })
+    }
+
     /// The sentence cache's settings.
-    pub fn cache(&self) -> Result<CacheSettings, SettingsError> {
+    pub fn cache(&self, place: Place) -> Result<CacheSettings, SettingsError> {
         Ok(CacheSettings {
-            scope: self.cache,
+            scope: self.cache_scope(place),
             limits: CacheLimits { max_bytes: (self.cache_mib * (1 << 20) as f64) as usize, max_chars: self.cache_max_chars },
             warmup: self.cache_warmup()?,
         })
@@ -535,7 +547,7 @@ impl Settings {
             if !prefix_ok {
                 return refuse("cache-prefix", format!("`{}` must be letters, digits, - _ . and /, ending with /", self.cache_prefix));
             }
-            if self.cache == CacheScope::Off {
+            if self.cache == Some(CacheScope::Off) {
                 return refuse("cache-bucket", "the cache is off (EARSHOT_CACHE=off): a shared tier needs it on".into());
             }
         }
@@ -636,7 +648,7 @@ impl Settings {
             max_conversation: (self.max_conversation_seconds > 0).then(|| Duration::from_secs(self.max_conversation_seconds)),
             max_conversations_per_owner: (self.max_conversations_per_owner > 0).then_some(self.max_conversations_per_owner),
             max_chars_per_owner_hour: (self.max_chars_per_owner_hour > 0).then_some(self.max_chars_per_owner_hour),
-            cache: self.cache()?,
+            cache: self.cache(place)?,
             output_format: self.output_format,
             interrupts: match place {
                 // Conversations run in other invocations, out of this process's reach (unless a shared
@@ -782,6 +794,18 @@ mod tests {
     fn served(vars: &[(&str, &str)]) -> Result<GatewaySettings, SettingsError> {
         let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Settings::from_vars(|name| map.get(name).cloned(), Place::Serve)?.gateway_settings(Place::Serve)
+    }
+
+    #[test]
+    fn callers_that_are_owners_share_nothing_of_the_cache_unless_told() {
+        let read = |vars: &[(&str, &str)], place| {
+            let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            Settings::from_vars(|name| map.get(name).cloned(), Place::Serve).unwrap().cache_scope(place)
+        };
+        assert_eq!(read(&[], Place::Lambda), CacheScope::Owner, "IAM callers on Lambda are owners");
+        assert_eq!(read(&[], Place::Serve), CacheScope::Deployment, "a local server's callers are the one local owner");
+        assert_eq!(read(&[("EARSHOT_AUTH", "public")], Place::Lambda), CacheScope::Deployment, "auth NONE: every caller is the local owner");
+        assert_eq!(read(&[("EARSHOT_CACHE", "deployment")], Place::Lambda), CacheScope::Deployment);
     }
 
     #[test]
@@ -1009,7 +1033,14 @@ mod tests {
             (&[("EARSHOT_BACKENDS", "kokoro,polly"), ("EARSHOT_AB_WEIGHTS", "kokoro=70,polly=30"), ("EARSHOT_FAILOVER", "true")], |g| {
                 g.routing.weights == [("kokoro".to_string(), 70), ("polly".to_string(), 30)] && g.routing.failover
             }),
-            (&[("EARSHOT_AUTH", "token"), ("EARSHOT_TOKEN_KEYS", "k1=0123456789abcdef0123456789abcdef")], |g| g.auth.is_some()),
+            (&[("EARSHOT_AUTH", "token"), ("EARSHOT_TOKEN_KEYS", "k1=0123456789abcdef0123456789abcdef")], |g| {
+                g.auth.is_some() && g.cache.scope == CacheScope::Owner
+            }),
+            (&[("EARSHOT_AUTH", "token"), ("EARSHOT_TOKEN_KEYS", "k1=0123456789abcdef0123456789abcdef"), ("EARSHOT_CACHE", "deployment")], |g| {
+                g.cache.scope == CacheScope::Deployment
+            }),
+            (&[("EARSHOT_AUTH", "public")], |g| g.cache.scope == CacheScope::Deployment),
+            (&[], |g| g.cache.scope == CacheScope::Deployment),
         ];
         for (vars, reads) in table {
             let converted = served(vars).unwrap_or_else(|e| panic!("{vars:?}: {e}"));

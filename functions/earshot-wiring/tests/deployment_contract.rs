@@ -91,7 +91,7 @@ fn the_cdk_apps_default_per_caller_limit_is_the_gateways() {
 fn the_cdk_apps_default_cache_is_the_gateways() {
     let config: serde_json::Value = serde_json::from_str(&cdk("earshot.config.json")).expect("earshot.config.json is JSON");
     let defaults = Settings::from_vars(|_: &str| None, earshot_wiring::Place::Serve).expect("the defaults parse");
-    assert_eq!(config["cacheScope"].as_str(), Some(defaults.cache.as_str()));
+    assert_eq!(config["cacheScope"].as_str(), Some(defaults.cache_scope(earshot_wiring::Place::Serve).as_str()));
     assert_eq!(config["cacheMib"].as_f64(), Some(defaults.cache_mib));
     assert_eq!(config["cacheMaxChars"].as_u64(), Some(defaults.cache_max_chars as u64));
     assert_eq!(config["cacheWarmup"].as_str(), Some(""), "'' leaves the gateway's own openers");

@@ -162,7 +162,7 @@ export interface EarshotConfig {
   readonly maxConversationsPerOwner: number;
   /** Characters one caller may have spoken in a rolling hour (0: no budget). */
   readonly maxCharsPerOwnerHour: number;
-  /** Which conversations share the sentence cache: `deployment`, `owner` (a hit never crosses callers) or `off`. */
+  /** What a caller hears from the sentence cache: `deployment` (its own sentences and the warm-up's declared ones), `owner` (its own only) or `off`; never another caller's. */
   readonly cacheScope: 'deployment' | 'owner' | 'off';
   /** The audio format of an answer whose request names none (docs/protocol.md, "Audio formats"); '': each backend's own PCM. */
   readonly outputFormat: string;
