@@ -1,6 +1,7 @@
 //! The `owner` suite: what a caller's own limits cost at first audio. Each conversation of a caller with a
-//! token takes one of its places (`--max-conversations-per-owner`) and the first block of its character budget
-//! (`--max-chars-per-owner-hour`) before anything upstream is called, and its sentences pass through the
+//! token takes one of its places (`--max-conversations-per-owner`), the first block of its character budget
+//! (`--max-chars-per-owner-hour`), its input characters (`--max-input-chars-per-owner-hour`) and a request of
+//! its minute (`--max-requests-per-owner-minute`) before anything upstream is called, and its sentences pass through the
 //! budget's relay. Three gateways in token mode with the synthetic voice (its first audio a fixed 20 ms, so the
 //! differences are the gateway's): the checks off, the checks kept in the process (`earshot serve`), and the
 //! checks kept in the DynamoDB interrupt table as on Lambda (moto's server: a local round trip, where
@@ -31,7 +32,22 @@ pub async fn run(paths: &Paths, trials: usize, moto_server: &Path) -> Result<Vec
     let (_moto, moto_url) = crate::interrupt::moto_with_table(paths, moto_server).await?;
     let common = ["--backends", "synthetic", "--synthetic-latency-ms", "20", "--auth", "token", "--token-keys", KEYS];
     let args = |more: &[&str]| common.iter().chain(more).map(|s| s.to_string()).collect::<Vec<String>>();
-    let off = stack::gateway(paths, "gateway-owner-off", &args(&["--max-conversations-per-owner", "0", "--max-chars-per-owner-hour", "0"]), &[]).await?;
+    let off = stack::gateway(
+        paths,
+        "gateway-owner-off",
+        &args(&[
+            "--max-conversations-per-owner",
+            "0",
+            "--max-chars-per-owner-hour",
+            "0",
+            "--max-input-chars-per-owner-hour",
+            "0",
+            "--max-requests-per-owner-minute",
+            "0",
+        ]),
+        &[],
+    )
+    .await?;
     let local = stack::gateway(paths, "gateway-owner-local", &args(&[]), &[]).await?;
     let shared =
         stack::gateway(paths, "gateway-owner-shared", &args(&["--interrupt-table", "interrupts", "--interrupt-endpoint", &moto_url]), &stack::aws_env())

@@ -135,6 +135,22 @@ class Rehearsal:
         check(not unknown, f"calls no stand-in knows: {[[c['tool'], *c['argv']] for c in unknown]}", output)
         return output, calls
 
+    def seed(self, stacks):
+        """The account as a scenario finds it: these stacks, the CDK bootstrapped, the cache's bucket empty."""
+        with open(os.path.join(self.dir, "state.json"), "w") as f:
+            json.dump({"bootstrapped": True, "stacks": stacks, "images": [], "bucket_objects": 0}, f)
+
+    def path_without(self, tool):
+        """PATH with the stand-ins but `tool`, and no folder of this machine that has a real one."""
+        bin_dir = os.path.join(self.work, f"bin-without-{tool}")
+        if not os.path.isdir(bin_dir):
+            os.makedirs(bin_dir)
+            for other in TOOLS:
+                if other != tool:
+                    os.symlink(os.path.join(HERE, "standin.py"), os.path.join(bin_dir, other))
+        rest = [p for p in self.env["PATH"].split(os.pathsep)[1:] if not os.path.exists(os.path.join(p, tool))]
+        return os.pathsep.join([bin_dir, *rest])
+
     def state(self):
         with open(os.path.join(self.dir, "state.json")) as f:
             return json.load(f)
@@ -283,6 +299,32 @@ def polly_only(r):
     check(context(calls_of(calls, "npx", "deploy")[0]).get("pollyOnly") == "true", "POLLY_ONLY reaches cdk", out)
 
 
+def destroy_whatever_is_left(r):
+    r.scenario("destroy after a deploy cut short, twice, on a stack rolled back, refused, and without the aws CLI")
+    model = {"EndpointName": "earshot-kokoro", "ImageUri": "kokoro"}
+    # A deploy cut short while the endpoint came up: the model stack bills, there is no gateway stack.
+    r.seed({"EarshotKokoroModel": model})
+    out, calls = r.make("destroy")
+    check(calls_of(calls, "aws", "cloudformation", "describe-stacks", "EarshotGateway"), "the gateway's bucket was asked for", out)
+    check(calls_of(calls, "npx", "destroy"), "a missing gateway stack does not stop destroy before cdk", out)
+    check(r.state()["stacks"] == {} and "nothing of earshot's bills" in out, "the model stack went, and destroy says nothing bills", out)
+    out, calls = r.make("destroy")
+    check("nothing of earshot's bills" in out, "run again, destroy says so and succeeds", out)
+    # A first deploy that failed leaves its stack in ROLLBACK_COMPLETE: it is deleted like any other.
+    r.seed({"EarshotGateway": {"_status": "ROLLBACK_COMPLETE"}})
+    out, calls = r.make("destroy")
+    check(r.state()["stacks"] == {} and "nothing of earshot's bills" in out, "a stack in ROLLBACK_COMPLETE is removed", out)
+    # CloudFormation could not delete a stack: destroy lists what is left, billing, and fails.
+    r.seed({"EarshotKokoroModel": {**model, "_status": "DELETE_FAILED"}})
+    out, calls = r.make("destroy", expect_ok=False, REHEARSAL_DESTROY="fail")
+    check("still there, and billing while it is: EarshotKokoroModel (DELETE_FAILED)" in out, "a stack left is named with its status", out)
+    # No aws CLI: cdk alone removes the stacks, and destroy says what it could not check.
+    r.seed({"EarshotKokoroModel": model, "EarshotGateway": {"CacheBucket": "earshotgateway-cachebucket-rehearsal"}})
+    out, calls = r.make("destroy", PATH=r.path_without("aws"))
+    check(not calls_of(calls, "aws") and calls_of(calls, "npx", "destroy"), "without the aws CLI, cdk destroy still runs", out)
+    check(r.state()["stacks"] == {} and "without the aws CLI what is left cannot be listed" in out, "both stacks went, and destroy says what it could not check", out)
+
+
 def main():
     if len(sys.argv) != 3 or not all(os.access(b, os.X_OK) for b in sys.argv[1:]):
         raise SystemExit("usage: rehearse.py EARSHOT_BINARY STANDINS_BINARY")
@@ -292,6 +334,7 @@ def main():
         first_deploy(r)
         denied_and_throttled(r)
         polly_only(r)
+        destroy_whatever_is_left(r)
     finally:
         r.close()
     say(f"make deploy, doctor and destroy ran as written ({time.time() - started:.0f} s)")

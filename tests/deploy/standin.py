@@ -15,6 +15,10 @@ destroy and a later deploy see it. Environment variables choose the unhappy answ
   REHEARSAL_LAMBDA_CONCURRENCY  1000 | N    (lambda get-account-settings: the account's concurrency; new accounts have 10)
   REHEARSAL_SUBSCRIBED  0 | 1 | pending     (sns list-subscriptions-by-topic)
   REHEARSAL_FUNCTION_URL                    (the FunctionUrl output a deploy writes)
+  REHEARSAL_DESTROY  ok | fail              (cdk destroy: fail is a stack CloudFormation could not delete)
+
+A stack's `_status` in state.json is its StackStatus (CREATE_COMPLETE when absent): a scenario writes
+ROLLBACK_COMPLETE there for a first deploy that failed.
 
 A call no stand-in knows exits 252 with the call on stderr, and rehearse.py fails on any such call: the
 recipes may not grow a step that nothing here has seen. What cdk deploy does with Docker is modelled on
@@ -110,10 +114,15 @@ def aws():
         if stack is None:
             service_error("ValidationError", "DescribeStacks", f"Stack with id {name} does not exist")
         query = option("--query", "")
+        status = stack.get("_status", "CREATE_COMPLETE")
         if "OutputKey=='CacheBucket'" in query:
             print(stack.get("CacheBucket", "None"))
             sys.exit(0)
-        out({"Stacks": [{"StackName": name, "StackStatus": "CREATE_COMPLETE", "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in stack.items()]}]})
+        if query == "Stacks[0].StackStatus":
+            print(status)
+            sys.exit(0)
+        outputs = [{"OutputKey": k, "OutputValue": v} for k, v in stack.items() if not k.startswith("_")]
+        out({"Stacks": [{"StackName": name, "StackStatus": status, "Outputs": outputs}]})
     if words == ["s3", "rm"]:
         s = state()
         s["bucket_objects"] = 0
@@ -210,6 +219,10 @@ def npx():
     if verb == "destroy":
         if "--force" not in command:
             print("Are you sure you want to delete: EarshotGateway (y/n)? ", file=sys.stderr)
+            sys.exit(1)
+        if os.environ.get("REHEARSAL_DESTROY") == "fail":
+            # As CloudFormation's DELETE_FAILED reaches cdk: a resource it could not delete (a role in use).
+            print("❌ EarshotKokoroModel: destroy failed: Resource handler returned message: role in use (Service: Iam, Status Code: 409)", file=sys.stderr)
             sys.exit(1)
         if s["bucket_objects"] > 0 and "EarshotGateway" in s["stacks"]:
             print("❌ EarshotGateway: destroy failed: The bucket you tried to delete is not empty", file=sys.stderr)

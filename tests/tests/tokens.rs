@@ -19,6 +19,12 @@ async fn gateway() -> EarshotProcess {
     earshot
 }
 
+/// `earshot serve` in token mode with the synthetic voice, and `more` flags.
+async fn token_gateway(more: &[&str]) -> EarshotProcess {
+    let args: Vec<&str> = ["--backends", "synthetic", "--auth", "token", "--token-keys", KEYS].iter().copied().chain(more.iter().copied()).collect();
+    EarshotProcess::start(&args).await
+}
+
 /// A token from the `earshot token` command.
 fn token(args: &[&str]) -> String {
     let out = Command::new(earshot_bin()).arg("token").args(args).env("EARSHOT_TOKEN_KEYS", KEYS).output().expect("earshot token runs");
@@ -202,7 +208,7 @@ async fn token_edge_cases_each_have_their_code_and_a_challenge() {
 
 #[tokio::test]
 async fn one_caller_holds_at_most_its_share_of_live_conversations() {
-    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "token", "--token-keys", KEYS, "--max-conversations-per-owner", "2"]).await;
+    let earshot = token_gateway(&["--max-conversations-per-owner", "2"]).await;
     let alice = token(&["--sub", "alice", "--conversation", "a:*"]);
     let bob = token(&["--sub", "bob", "--conversation", "b:*"]);
     let first = speaking_long(&earshot.url, "a:1", &alice).await;
@@ -230,19 +236,7 @@ async fn one_caller_holds_at_most_its_share_of_live_conversations() {
 
 #[tokio::test]
 async fn a_token_narrows_its_owners_limits_and_never_widens_them() {
-    let earshot = EarshotProcess::start(&[
-        "--backends",
-        "synthetic",
-        "--auth",
-        "token",
-        "--token-keys",
-        KEYS,
-        "--max-conversations-per-owner",
-        "2",
-        "--max-chars-per-owner-hour",
-        "4000",
-    ])
-    .await;
+    let earshot = token_gateway(&["--max-conversations-per-owner", "2", "--max-chars-per-owner-hour", "4000"]).await;
     let url = earshot.url.as_str();
     let too_many = |r: Result<earshot_client::Received, ClientError>| refused(r) == (429, "too_many_conversations".to_string());
     let hello = |id: &str| SpeakBody { conversation_id: Some(id.into()), ..text("Hello there.") };
@@ -342,4 +336,67 @@ async fn a_key_removed_from_secrets_manager_stops_verifying_without_a_restart() 
     assert_eq!(speak(&earshot.url, &hello, &bearer("k2", k2)).await.unwrap().status, 200, "k2, added, verifies");
     let log = std::fs::read_to_string(earshot.log_path()).unwrap();
     assert!(log.contains("token keys read again: `k2`"), "{log}");
+}
+
+/// A request that sends 900 characters of earlier turns for a two-letter prompt answered "Ok.": what the
+/// agent bills as input, whatever the answer's length.
+fn heavy(id: &str) -> SpeakBody {
+    let turn = |role: &str, content: String| earshot_client::Turn { role: role.into(), content };
+    SpeakBody {
+        prompt: Some("ok".into()),
+        messages: Some(vec![turn("user", "x".repeat(900)), turn("assistant", "Ok.".into())]),
+        conversation_id: Some(id.into()),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn what_a_caller_sends_is_budgeted_even_when_it_leaves_after_the_headers() {
+    let earshot = token_gateway(&["--script", "ok=Ok.", "--max-input-chars-per-owner-hour", "2000"]).await;
+    let (frank, grace) = (token(&["--sub", "frank"]), token(&["--sub", "grace"]));
+    for id in ["f:1", "f:2"] {
+        let answered = speak(&earshot.url, &heavy(id), &with(&frank)).await.expect("within the budget");
+        assert!(answered.error.is_none(), "{:?}", answered.error);
+    }
+    // 1,810 sent: a third would pass 2,000, however short its answer.
+    match speak(&earshot.url, &heavy("f:3"), &with(&frank)).await {
+        Err(ClientError::Refused { status, code, message }) => {
+            assert_eq!((status, code.as_str()), (429, "input_budget_spent"), "{message}");
+            assert!(message.contains("2000 characters"), "{message}");
+        }
+        other => panic!("a caller past its input budget was not refused: {:?}", other.map(|r| r.status)),
+    }
+    // Another caller's budget is its own.
+    assert!(speak(&earshot.url, &heavy("g:1"), &with(&grace)).await.unwrap().error.is_none());
+    // A caller that leaves once the headers come has still sent its input to the agent: charged.
+    let client = reqwest::Client::new();
+    let mut body = serde_json::to_value(heavy("g:2")).unwrap();
+    body["format"] = "sse".into();
+    let left = client.post(format!("{}/v1/speak", earshot.url)).bearer_auth(&grace).json(&body).send().await.expect("headers");
+    assert_eq!(left.status(), 200);
+    drop(left);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        refused(speak(&earshot.url, &heavy("g:3"), &with(&grace)).await),
+        (429, "input_budget_spent".into()),
+        "the request left after its headers stayed charged"
+    );
+}
+
+#[tokio::test]
+async fn a_caller_past_its_requests_a_minute_waits_for_the_minute_to_end() {
+    let earshot = token_gateway(&["--max-requests-per-owner-minute", "2"]).await;
+    let (heidi, ivan) = (token(&["--sub", "heidi"]), token(&["--sub", "ivan"]));
+    // Three requests inside one clock minute: start where the minute has time left.
+    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 60 > 45 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    for id in ["h:1", "h:2"] {
+        assert!(speak(&earshot.url, &SpeakBody { conversation_id: Some(id.into()), ..text("Hi.") }, &with(&heidi)).await.unwrap().error.is_none());
+    }
+    match speak(&earshot.url, &SpeakBody { conversation_id: Some("h:3".into()), ..text("Hi.") }, &with(&heidi)).await {
+        Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (429, "request_rate_exceeded")),
+        other => panic!("a third request in a minute was not refused: {:?}", other.map(|r| r.status)),
+    }
+    assert!(speak(&earshot.url, &SpeakBody { conversation_id: Some("i:1".into()), ..text("Hi.") }, &with(&ivan)).await.unwrap().error.is_none());
 }

@@ -167,13 +167,14 @@ impl DynamoStore {
 
     /// Reads `key_`'s spending, lets `change` alter it and writes it back unless another writer came
     /// first, then reads again and retries; gives back what `change` said.
-    async fn change_window<R>(&self, key_: &str, change: impl Fn(&mut SpendWindow) -> R) -> Result<R, Error> {
+    async fn change_window<R>(&self, key_: &str, span_minutes: u64, change: impl Fn(&mut SpendWindow) -> R) -> Result<R, Error> {
         for _ in 0..PLACE_ATTEMPTS {
             let item = self.read_item(key_).await?;
             let item = item.as_ref();
             let version = item.and_then(|i| i.get("version")).and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()).unwrap_or(0);
             let entries = item.and_then(|i| i.get("spent")).and_then(|p| p.as_ss().ok()).into_iter().flatten();
-            let mut window = SpendWindow::from_entries(entries.filter_map(|e| e.split_once(':').and_then(|(m, c)| Some((m.parse().ok()?, c.parse().ok()?)))));
+            let stored = entries.filter_map(|e| e.split_once(':').and_then(|(m, c)| Some((m.parse().ok()?, c.parse().ok()?))));
+            let mut window = SpendWindow::spanning(span_minutes).with_entries(stored);
             let before = window.clone();
             let answer = change(&mut window);
             if window == before {
@@ -307,14 +308,14 @@ impl ConversationStore for DynamoStore {
         .await
         .map(|_| ())
     }
-    async fn reserve_chars(&self, key_: &str, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error> {
+    async fn reserve_chars(&self, key_: &str, span_minutes: u64, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error> {
         let now = now_s();
-        self.change_window(key_, |window| window.reserve(now, want, at_least, limit)).await
+        self.change_window(key_, span_minutes, |window| window.reserve(now, want, at_least, limit)).await
     }
 
     async fn refund_chars(&self, key_: &str, chars: u64) -> Result<(), Error> {
         let now = now_s();
-        self.change_window(key_, |window| window.refund(now, chars)).await
+        self.change_window(key_, earshot_core::budget::WINDOW_MINUTES, |window| window.refund(now, chars)).await
     }
 }
 

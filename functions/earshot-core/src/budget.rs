@@ -10,13 +10,21 @@
 
 use std::collections::BTreeMap;
 
-/// How many minutes a spend counts for.
+/// How many minutes a spend counts for, unless a window says otherwise.
 pub const WINDOW_MINUTES: u64 = 60;
 
-/// One owner's spending: characters reserved per minute (Unix seconds / 60), the last hour's only.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One owner's spending: characters (or requests) reserved per minute (Unix seconds / 60), the last
+/// `span_minutes`' only (an hour, unless made with [`SpendWindow::spanning`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpendWindow {
     minutes: BTreeMap<u64, u64>,
+    span_minutes: u64,
+}
+
+impl Default for SpendWindow {
+    fn default() -> Self {
+        SpendWindow::spanning(WINDOW_MINUTES)
+    }
 }
 
 /// What a reservation got.
@@ -29,13 +37,22 @@ pub struct Reservation {
 }
 
 impl SpendWindow {
-    /// A window from stored `(minute, characters)` entries.
-    pub fn from_entries(entries: impl IntoIterator<Item = (u64, u64)>) -> Self {
-        let mut window = SpendWindow::default();
+    /// An empty window whose spending counts for `minutes` (at least one: the current minute).
+    pub fn spanning(minutes: u64) -> Self {
+        SpendWindow { minutes: BTreeMap::new(), span_minutes: minutes.max(1) }
+    }
+
+    /// The window with stored `(minute, characters)` entries added.
+    pub fn with_entries(mut self, entries: impl IntoIterator<Item = (u64, u64)>) -> Self {
         for (minute, chars) in entries {
-            *window.minutes.entry(minute).or_default() += chars;
+            *self.minutes.entry(minute).or_default() += chars;
         }
-        window
+        self
+    }
+
+    /// An hour's window from stored `(minute, characters)` entries.
+    pub fn from_entries(entries: impl IntoIterator<Item = (u64, u64)>) -> Self {
+        SpendWindow::default().with_entries(entries)
     }
 
     /// The entries to store (the last hour's, oldest first).
@@ -45,7 +62,7 @@ impl SpendWindow {
 
     /// Forgets the minutes that no longer count at `now_s`.
     fn lapse(&mut self, now_s: u64) {
-        let first = (now_s / 60).saturating_sub(WINDOW_MINUTES - 1);
+        let first = (now_s / 60).saturating_sub(self.span_minutes - 1);
         self.minutes.retain(|minute, chars| *minute >= first && *chars > 0);
     }
 
@@ -93,19 +110,19 @@ impl SpendWindow {
             spent -= chars;
             if spent < limit {
                 // This minute lapses when the window's first minute passes it.
-                return ((minute + WINDOW_MINUTES) * 60).saturating_sub(now_s).max(1);
+                return ((minute + self.span_minutes) * 60).saturating_sub(now_s).max(1);
             }
         }
         if spent < limit {
             0
         } else {
-            WINDOW_MINUTES * 60
+            self.span_minutes * 60
         }
     }
 
     /// The last Unix second at which the window still counts anything (a stored copy may expire then).
     pub fn expires_at_s(&self) -> u64 {
-        self.minutes.keys().next_back().map_or(0, |m| (m + WINDOW_MINUTES) * 60)
+        self.minutes.keys().next_back().map_or(0, |m| (m + self.span_minutes) * 60)
     }
 }
 
@@ -135,6 +152,18 @@ mod tests {
         assert_eq!(w.spent(T + 180), 950);
         // 200 are left once the first minute's 900 lapse, not when 50 would be.
         assert_eq!(refused.retry_after_s, 3_600 - 180);
+    }
+
+    #[test]
+    fn a_window_of_a_minute_counts_the_current_minute_only() {
+        let mut w = SpendWindow::spanning(1);
+        assert_eq!(w.reserve(T + 10, 1, 1, 2).granted, 1);
+        assert_eq!(w.reserve(T + 20, 1, 1, 2).granted, 1);
+        let refused = w.reserve(T + 30, 1, 1, 2);
+        assert_eq!(refused, Reservation { granted: 0, retry_after_s: 30 }, "free when the minute ends");
+        assert_eq!(w.reserve(T + 60, 1, 1, 2).granted, 1, "a new minute");
+        assert_eq!(w.expires_at_s(), T + 120);
+        assert_eq!(SpendWindow::spanning(1).with_entries([(T / 60, 2)]).reserve(T + 59, 1, 1, 2).granted, 0);
     }
 
     #[test]

@@ -38,10 +38,11 @@ pub trait ConversationStore: Send + Sync {
     async fn claim(&self, key: &str, token: &str, max: usize, ttl: Duration) -> Result<bool, Error>;
     /// Gives back the place `token` holds under `key` (nothing when it holds none).
     async fn release(&self, key: &str, token: &str) -> Result<(), Error>;
-    /// Reserves up to `want` of the characters `key` (an owner's budget) may spend in a rolling hour
-    /// under `limit`, none unless `at_least` are left ([`crate::budget::SpendWindow::reserve`]), shared by
-    /// every process that uses the store.
-    async fn reserve_chars(&self, key: &str, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error>;
-    /// Gives back `chars` reserved under `key` and not spoken.
+    /// Reserves up to `want` of what `key` (an owner's budget: characters spoken or sent, requests) may
+    /// spend in a rolling window of `span_minutes` under `limit`, none unless `at_least` are left
+    /// ([`crate::budget::SpendWindow::reserve`]), shared by every process that uses the store. A key is
+    /// always used with the same span.
+    async fn reserve_chars(&self, key: &str, span_minutes: u64, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error>;
+    /// Gives back `chars` reserved under `key` (an hour's window) and not spoken.
     async fn refund_chars(&self, key: &str, chars: u64) -> Result<(), Error>;
 }

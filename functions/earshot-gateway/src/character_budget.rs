@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use earshot_core::budget::{Reservation, SpendWindow};
+use earshot_core::budget::{Reservation, SpendWindow, WINDOW_MINUTES};
 use earshot_core::error::codes::CHARACTER_BUDGET_SPENT;
 use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use earshot_core::store::ConversationStore;
@@ -69,16 +69,26 @@ impl Ledger {
         }
     }
 
+    /// Reserves up to `want` of `key`'s hour under `limit`, none unless `at_least` are left.
     async fn reserve(&self, key: &str, want: u64, at_least: u64, limit: u64) -> Result<Reservation, SpeechError> {
+        self.reserve_within(key, WINDOW_MINUTES, want, at_least, limit).await
+    }
+
+    /// Reserves up to `want` of what `key` may spend in `span_minutes` under `limit` (a key is always used
+    /// with one span).
+    pub(crate) async fn reserve_within(&self, key: &str, span_minutes: u64, want: u64, at_least: u64, limit: u64) -> Result<Reservation, SpeechError> {
         match self {
             Ledger::Local(budgets) => {
-                Ok(budgets.lock().unwrap_or_else(|p| p.into_inner()).entry(key.to_string()).or_default().reserve(now_s(), want, at_least, limit))
+                let mut budgets = budgets.lock().unwrap_or_else(|p| p.into_inner());
+                let window = budgets.entry(key.to_string()).or_insert_with(|| SpendWindow::spanning(span_minutes));
+                Ok(window.reserve(now_s(), want, at_least, limit))
             }
-            Ledger::Shared(store) => store.reserve_chars(key, want, at_least, limit).await,
+            Ledger::Shared(store) => store.reserve_chars(key, span_minutes, want, at_least, limit).await,
         }
     }
 
-    async fn refund(&self, key: &str, chars: u64) -> Result<(), SpeechError> {
+    /// Gives back `chars` of `key`'s hour.
+    pub(crate) async fn refund(&self, key: &str, chars: u64) -> Result<(), SpeechError> {
         match self {
             Ledger::Local(budgets) => {
                 let mut budgets = budgets.lock().unwrap_or_else(|p| p.into_inner());

@@ -27,6 +27,8 @@ const OWN: &[&str] = &[
     codes::AGENT_ENDED,
     crate::owner_places::TOO_MANY_CONVERSATIONS,
     codes::CHARACTER_BUDGET_SPENT,
+    crate::input_budget::INPUT_BUDGET_SPENT,
+    crate::input_budget::REQUEST_RATE_EXCEEDED,
 ];
 
 /// `error` as a client may see it; logs what it replaces.

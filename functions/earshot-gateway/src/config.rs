@@ -19,6 +19,7 @@ use crate::auth::TokenAuth;
 pub use crate::cache_settings::CacheSettings;
 use crate::character_budget::{Budget, Ledger};
 use crate::host_check::AllowedHosts;
+use crate::input_budget::InputCharge;
 use crate::interrupts::{Interrupts, Registry};
 use crate::owner_places::{LocalPlaces, OwnerPlace};
 pub use crate::request::Limits;
@@ -63,6 +64,9 @@ pub struct GatewaySettings {
     /// answer ends with `character_budget_spent`, and the next request is refused with 429); `None`: no
     /// budget. The one `local` owner has none (see [`crate::character_budget`]).
     pub max_chars_per_owner_hour: Option<u64>,
+    /// What one owner may send: input characters (prompts, earlier turns, texts) per rolling hour and
+    /// requests per minute (past either, `429`; see [`crate::input_budget`]).
+    pub input_limits: crate::input_budget::InputLimits,
     /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
     /// check (Lambda, where the function URL and IAM stand in front).
     pub allowed_hosts: Option<AllowedHosts>,
@@ -100,6 +104,7 @@ impl Default for GatewaySettings {
             iam_session_owners: false,
             max_conversations_per_owner: Some(4),
             max_chars_per_owner_hour: Some(30_000),
+            input_limits: crate::input_budget::InputLimits::default(),
             cache: CacheSettings::default(),
             cache_shared: None,
             output_format: None,
@@ -285,6 +290,12 @@ impl Gateway {
             None => self.settings.max_chars_per_owner_hour,
         };
         Budget::open(&self.budgets, owner, limit, &self.tasks).await
+    }
+
+    /// Counts `owner`'s request and charges what it sends (`input_chars`), or `429`
+    /// (`input_budget_spent`, `request_rate_exceeded`); see [`crate::input_budget`].
+    pub async fn input_charge(&self, owner: &crate::owner::Owner, input_chars: u64) -> Result<Option<InputCharge>, crate::api_error::ApiError> {
+        crate::input_budget::admit(&self.budgets, owner, self.settings.input_limits, input_chars, &self.tasks).await
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.

@@ -60,19 +60,23 @@ pub struct Started {
 /// or sent upstream under the conversation is keyed by its owner and id together ([`Owner::key`]).
 pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims>, owner: Owner, clock: Clock) -> Result<Started, ApiError> {
     let slot = gw.conversation_slot()?;
-    // Live from here: the cache's warm-up steps aside until it ends (warmup.rs).
-    let live = gw.conversation_began();
     let route = route(&gw, &request, scope.as_ref(), &owner)?;
     let key = owner.key(&gw.settings().conversation_secret, &request.conversation_id);
     let request_id = uuid::Uuid::new_v4().to_string();
     // What failed upstream is told in earshot's words (client_error.rs), with the request id.
     let for_client = |e: ApiError| ApiError { error: client_error::for_client(e.error, &request_id), ..e };
-    // Before anything upstream: the caller's own share of the server and of the voices' bill, asked
-    // together (one store round trip's wait on Lambda; a refused one gives the other back when dropped;
-    // a store that fails is upstream).
-    let (owner_place, budget) = tokio::join!(gw.owner_place(&owner, &request_id, scope.as_ref()), gw.character_budget(&owner, scope.as_ref()));
-    let owner_place = owner_place.map_err(for_client)?;
-    let budget = budget.map_err(for_client)?;
+    // Before anything upstream: the caller's own share of the server, of the voices' bill and of what it
+    // may send, asked together (one store round trip's wait on Lambda; a refused one gives the others
+    // back when dropped; a store that fails is upstream).
+    let (owner_place, budget, input) = tokio::join!(
+        gw.owner_place(&owner, &request_id, scope.as_ref()),
+        gw.character_budget(&owner, scope.as_ref()),
+        gw.input_charge(&owner, request.input_chars() as u64)
+    );
+    let (input, owner_place, budget) = (input.map_err(for_client)?, owner_place.map_err(for_client)?, budget.map_err(for_client)?);
+    // Live from here, not before (a refused request costs the warm-up nothing): the cache's warm-up
+    // steps aside until it ends (warmup.rs).
+    let live = gw.conversation_began();
     let stopper = Stopper::child_of(gw.shutdown());
     // Neither the request nor its text told the language, and no voice was named: the answer's first
     // sentence will (the core's switcher).
@@ -87,6 +91,11 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         opened.session = crate::character_budget::wrap(opened.session, budget);
     }
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
+    // Sent upstream from here: what the request sends stays charged whatever becomes of the answer (a
+    // request refused before is given it back).
+    if let Some(charge) = input {
+        charge.sent();
+    }
     let input = request.input.clone().for_conversation(&key);
     let agent = match gw.settings().agent_deadlines.start(gw.agent().as_ref(), input, stopper.token().child_token()).await {
         Ok(agent) => agent,

@@ -18,6 +18,7 @@ pub mod conversation;
 pub mod conversation_scope;
 pub mod host_check;
 pub mod idle;
+pub mod input_budget;
 pub mod interrupts;
 pub mod metrics;
 pub mod owner;

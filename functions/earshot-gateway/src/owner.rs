@@ -120,6 +120,17 @@ impl Owner {
         format!("owner-{}", hex(&digest.finalize()))
     }
 
+    /// The key of this owner's limit `what` (`input`, `requests`) in the shared store: `what`, `-` and a
+    /// digest.
+    pub fn limit_key(&self, what: &str) -> String {
+        let mut digest = Sha256::new();
+        digest.update(b"earshot owner limit\0");
+        digest.update(what.as_bytes());
+        digest.update(b"\0");
+        digest.update(self.0.as_bytes());
+        format!("{what}-{}", hex(&digest.finalize()))
+    }
+
     /// The key of this owner's character budget in the shared store (`budget-` and a digest).
     pub fn budget_key(&self) -> String {
         let mut digest = Sha256::new();

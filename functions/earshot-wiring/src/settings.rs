@@ -291,6 +291,15 @@ pub struct Settings {
     /// interrupt table where there is one. A server without callers of its own (no token, no IAM) has none.
     #[arg(long, env = "EARSHOT_MAX_CHARS_PER_OWNER_HOUR", default_value_t = 30_000)]
     pub max_chars_per_owner_hour: u64,
+    /// Characters one caller may send in a rolling hour: prompts, earlier turns (`messages`) and texts,
+    /// what the agent bills as input whatever the answer's length (0: no limit). Past it a request is
+    /// refused `429 input_budget_spent`; what a request sent stays charged. The default, about 75,000
+    /// input tokens, is $0.23 an hour at $3 per million. Shared across instances as the character budget is.
+    #[arg(long, env = "EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR", default_value_t = 300_000)]
+    pub max_input_chars_per_owner_hour: u64,
+    /// Requests one caller may make in a minute (0: no limit); past it `429 request_rate_exceeded`.
+    #[arg(long, env = "EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE", default_value_t = 30)]
+    pub max_requests_per_owner_minute: u64,
     /// What a caller may hear from the cache: `deployment` (its own sentences and the ones the deployment
     /// declared, the warm-up's: the default where every caller is one local owner), `owner` (its own
     /// only, no warm-up: the default where callers are owners, tokens or IAM) or `off`. No caller ever
@@ -648,6 +657,10 @@ impl Settings {
             max_conversation: (self.max_conversation_seconds > 0).then(|| Duration::from_secs(self.max_conversation_seconds)),
             max_conversations_per_owner: (self.max_conversations_per_owner > 0).then_some(self.max_conversations_per_owner),
             max_chars_per_owner_hour: (self.max_chars_per_owner_hour > 0).then_some(self.max_chars_per_owner_hour),
+            input_limits: earshot_gateway::input_budget::InputLimits {
+                chars_per_hour: (self.max_input_chars_per_owner_hour > 0).then_some(self.max_input_chars_per_owner_hour),
+                requests_per_minute: (self.max_requests_per_owner_minute > 0).then_some(self.max_requests_per_owner_minute),
+            },
             cache: self.cache(place)?,
             output_format: self.output_format,
             interrupts: match place {
@@ -1022,6 +1035,8 @@ mod tests {
             (&[("EARSHOT_MAX_CONVERSATION_SECONDS", "0")], |g| g.max_conversation.is_none()),
             (&[("EARSHOT_MAX_CONVERSATIONS_PER_OWNER", "0")], |g| g.max_conversations_per_owner.is_none()),
             (&[("EARSHOT_MAX_CHARS_PER_OWNER_HOUR", "0")], |g| g.max_chars_per_owner_hour.is_none()),
+            (&[("EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR", "0")], |g| g.input_limits.chars_per_hour.is_none()),
+            (&[("EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE", "5")], |g| g.input_limits.requests_per_minute == Some(5)),
             (&[("EARSHOT_FAST_FIRST", "3")], |g| g.scheduler.segmenter.fast_first_min_words == Some(3)),
             (&[("EARSHOT_MAX_IN_FLIGHT", "2")], |g| g.scheduler.max_in_flight == 2),
             (&[("EARSHOT_KEEP_ALIVE_MS", "2500")], |g| g.keep_alive == Duration::from_millis(2500)),

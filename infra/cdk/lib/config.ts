@@ -162,6 +162,10 @@ export interface EarshotConfig {
   readonly maxConversationsPerOwner: number;
   /** Characters one caller may have spoken in a rolling hour (0: no budget). */
   readonly maxCharsPerOwnerHour: number;
+  /** Characters of prompts, earlier turns and texts one caller may send in a rolling hour (what the agent bills as input); 0: no limit. */
+  readonly maxInputCharsPerOwnerHour: number;
+  /** Requests one caller may make in a minute; 0: no limit. */
+  readonly maxRequestsPerOwnerMinute: number;
   /** What a caller hears from the sentence cache: `deployment` (its own sentences and the warm-up's declared ones), `owner` (its own only) or `off`; never another caller's. */
   readonly cacheScope: 'deployment' | 'owner' | 'off';
   /** The audio format of an answer whose request names none (docs/protocol.md, "Audio formats"); '': each backend's own PCM. */
@@ -247,6 +251,8 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   reservedConcurrency: 'integer',
   maxConversationsPerOwner: 'integer',
   maxCharsPerOwnerHour: 'integer',
+  maxInputCharsPerOwnerHour: 'integer',
+  maxRequestsPerOwnerMinute: 'integer',
   cacheScope: 'string',
   cacheMib: 'integer',
   outputFormat: 'string',
@@ -395,6 +401,8 @@ function check(c: EarshotConfig): void {
   within('reservedConcurrency', 0, 10_000);
   within('maxConversationsPerOwner', 0, 10_000);
   within('maxCharsPerOwnerHour', 0, 100_000_000);
+  within('maxInputCharsPerOwnerHour', 0, 1_000_000_000);
+  within('maxRequestsPerOwnerMinute', 0, 100_000);
   if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
   within('cacheMib', 1, 4096);
   if (c.outputFormat !== '' && !OUTPUT_FORMATS.includes(c.outputFormat as (typeof OUTPUT_FORMATS)[number])) {

@@ -382,6 +382,8 @@ export function spendGuards(c: EarshotConfig): string {
     c.maxCharsPerOwnerHour > 0
       ? `${n(c.maxCharsPerOwnerHour)} characters per caller per rolling hour${polly ? ` (about $${((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly at ${prices.asOf} list prices)` : ''}`
       : 'characters per caller: no budget',
+    c.maxInputCharsPerOwnerHour > 0 ? `${n(c.maxInputCharsPerOwnerHour)} characters sent per caller per rolling hour (the agent's input)` : 'characters sent per caller: no budget',
+    c.maxRequestsPerOwnerMinute > 0 ? `${n(c.maxRequestsPerOwnerMinute)} requests per caller per minute` : 'requests per caller: no cap',
   ];
   const alarms = [
     c.alarmInvocationsPerHour > 0 ? `${n(c.alarmInvocationsPerHour)} conversations an hour` : undefined,

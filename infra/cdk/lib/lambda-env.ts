@@ -46,6 +46,8 @@ export const ENV_NAMES = [
   'EARSHOT_KEEP_ALIVE_MS',
   'EARSHOT_MAX_CONVERSATIONS_PER_OWNER',
   'EARSHOT_MAX_CHARS_PER_OWNER_HOUR',
+  'EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR',
+  'EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE',
   'EARSHOT_CACHE',
   'EARSHOT_CACHE_MIB',
   'EARSHOT_OUTPUT_FORMAT',
@@ -146,6 +148,8 @@ export function lambdaEnvironment(
     // Kept in the interrupt table across invocations (docs/protocol.md, 429 too_many_conversations).
     EARSHOT_MAX_CONVERSATIONS_PER_OWNER: String(c.maxConversationsPerOwner),
     EARSHOT_MAX_CHARS_PER_OWNER_HOUR: String(c.maxCharsPerOwnerHour),
+    EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: String(c.maxInputCharsPerOwnerHour),
+    EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: String(c.maxRequestsPerOwnerMinute),
     // The sentence cache, in each warm Lambda's memory (docs/cache.md).
     EARSHOT_CACHE: c.cacheScope,
     EARSHOT_CACHE_MIB: String(c.cacheMib),

@@ -195,6 +195,8 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_KEEP_ALIVE_MS: '15000',
       EARSHOT_MAX_CONVERSATIONS_PER_OWNER: '4',
       EARSHOT_MAX_CHARS_PER_OWNER_HOUR: '30000',
+      EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: '300000',
+      EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: '30',
       EARSHOT_CACHE: 'deployment',
       EARSHOT_CACHE_MIB: '64',
       EARSHOT_CACHE_MAX_CHARS: '200',
@@ -256,6 +258,8 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_KEEP_ALIVE_MS: '15000',
       EARSHOT_MAX_CONVERSATIONS_PER_OWNER: '4',
       EARSHOT_MAX_CHARS_PER_OWNER_HOUR: '30000',
+      EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: '300000',
+      EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: '30',
       EARSHOT_CACHE: 'owner',
       EARSHOT_CACHE_MIB: '32',
       EARSHOT_CACHE_MAX_CHARS: '120',
@@ -373,9 +377,9 @@ describe('the conversation secret', () => {
 describe('token mode and spend guards', () => {
   it('says what bounds the spend beside the alarms: the caps, with the budget priced, then the alarms', () => {
     const said = synth().gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
-    assert.match(said, /^caps: 20 requests at once, conversations and interrupts together \(reservedConcurrency\); 4 live per caller; 30,000 characters per caller per rolling hour \(about \$\d+\.\d\d of Polly at \d{4}-\d\d-\d\d list prices\)\. alarms \(notify only\): 5,000 conversations an hour; 500,000 Polly characters an hour$/);
-    const open = synth({ reservedConcurrency: '0', maxCharsPerOwnerHour: '0', alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
-    assert.equal(open, 'caps: requests at once: no cap (reservedConcurrency 0); 4 live per caller; characters per caller: no budget. alarms (notify only): none');
+    assert.match(said, /^caps: 20 requests at once, conversations and interrupts together \(reservedConcurrency\); 4 live per caller; 30,000 characters per caller per rolling hour \(about \$\d+\.\d\d of Polly at \d{4}-\d\d-\d\d list prices\); 300,000 characters sent per caller per rolling hour \(the agent's input\); 30 requests per caller per minute\. alarms \(notify only\): 5,000 conversations an hour; 500,000 Polly characters an hour$/);
+    const open = synth({ reservedConcurrency: '0', maxCharsPerOwnerHour: '0', maxInputCharsPerOwnerHour: '0', maxRequestsPerOwnerMinute: '0', alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
+    assert.equal(open, 'caps: requests at once: no cap (reservedConcurrency 0); 4 live per caller; characters per caller: no budget; characters sent per caller: no budget; requests per caller: no cap. alarms (notify only): none');
   });
 
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
