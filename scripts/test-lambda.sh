@@ -121,6 +121,8 @@ EARSHOT_OPENAI_BASE_URL="http://127.0.0.1:$agents_port/v1"
 EARSHOT_OPENAI_MODEL="standin"
 EARSHOT_AGENT_KEY_SECRET="earshot/openai"
 EARSHOT_AUTH="token"
+# As the CDK deploys it: the callers' own sentences, and the warm-up's shared by all.
+EARSHOT_CACHE="deployment"
 EARSHOT_TOKEN_KEYS_SECRET="earshot/token-keys"
 EARSHOT_CONVERSATION_SECRET_ID="earshot/conversation"
 EARSHOT_INTERRUPT_TABLE="interrupts"

@@ -755,7 +755,7 @@ fn owner(o: &mut String, rows: &[crate::owner::Row]) {
     let _ = writeln!(o, "## 17. Owner checks: what a caller's places and character budget add to first audio\n");
     let _ = writeln!(
         o,
-        "Three gateways in token mode with the synthetic voice (its own first audio a fixed 20 ms), one caller's token, the cells in a shuffled order each round: the checks off (`--max-conversations-per-owner 0 --max-chars-per-owner-hour 0`), kept in the process (`earshot serve`'s defaults), and kept in the DynamoDB interrupt table as on Lambda (moto's server on this machine: a local round trip). The client's time to first audio; the difference is each cell's median less the first's.\n"
+        "Three gateways in token mode with the synthetic voice (its own first audio a fixed 20 ms), one caller's token, the cells in a shuffled order each round: the checks off (`--max-conversations-per-owner 0 --max-chars-per-owner-hour 0 --max-input-chars-per-owner-hour 0 --max-requests-per-owner-minute 0`), kept in the process (`earshot serve`'s defaults), and kept in the DynamoDB interrupt table as on Lambda (moto's server on this machine: a local round trip). The client's time to first audio; the difference is each cell's median less the first's.\n"
     );
     let _ = writeln!(o, "| cell | first audio (median / p90 / p99 (n)) | median less the checks off |");
     let _ = writeln!(o, "|---|---|---|");

@@ -1,5 +1,6 @@
-"""Every image keeps the SageMaker contract (streaming label, port 8080, pinned inputs); the SageMaker images run
-as root, as SageMaker's container documentation expects, and the local CPU image as an unprivileged user. The
+"""Every image keeps the SageMaker contract (streaming label, port 8080, pinned inputs); every image runs as root,
+as SageMaker's container documentation expects (the CPU image goes to CPU endpoints too), and the CPU image
+has an unprivileged user a local run may ask for (`docker run --user 10001`), owning what the server writes. The
 production image runs the onnx engine (the one every test runs) on CUDA, with no torch in it."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def test_image_declares_bidirectional_streaming(name: str) -> None:
     assert parsed(name).labels["com.amazonaws.sagemaker.capabilities.bidirectional-streaming"] == "true"
 
 
-@pytest.mark.parametrize(("name", "root"), [("Dockerfile", True), ("Dockerfile.cpu", False), ("Dockerfile.torch", True)])
+@pytest.mark.parametrize(("name", "root"), [("Dockerfile", True), ("Dockerfile.cpu", True), ("Dockerfile.torch", True)])
 def test_image_exposes_8080_and_runs_as_its_platform_expects(name: str, root: bool) -> None:
     instructions = parsed(name).structure
     exposed = [i["value"].split() for i in instructions if i["instruction"] == "EXPOSE"]
@@ -41,6 +42,12 @@ def test_image_exposes_8080_and_runs_as_its_platform_expects(name: str, root: bo
         assert users and users[-1].split(":")[0] not in ("root", "0")
         last_user = max(i["startline"] for i in instructions if i["instruction"] == "USER")
         assert all(i["startline"] > last_user for i in entry)
+
+
+def test_the_cpu_image_has_an_unprivileged_user_for_local_runs() -> None:
+    runs = [i["value"] for i in parsed("Dockerfile.cpu").structure if i["instruction"] == "RUN"]
+    assert any("useradd" in r and "--uid 10001" in r for r in runs), runs
+    assert any("chown -R 10001:10001" in r and "$KOKORO_CACHE_DIR" in r for r in runs), runs
 
 
 @pytest.mark.parametrize(
