@@ -105,6 +105,12 @@ EARSHOT_INTERRUPT_TABLE="interrupts"
 EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 EARSHOT_KEEP_ALIVE_MS="1000"
 EARSHOT_AUTH="public"
+# Anyone may call, so each caller address is an owner with limits of its own; every test here calls from
+# loopback, one owner, and measures the model rather than the limits (tests/tests/public.rs tests them).
+EARSHOT_MAX_CONVERSATIONS_PER_OWNER="0"
+EARSHOT_MAX_CHARS_PER_OWNER_HOUR="0"
+EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR="0"
+EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE="0"
 EARSHOT_CONVERSATION_SECRET="lambda-test-conversation-secret-0123456789abcdef"
 # The streaming tests measure the model and its cancellation: no sentence from the cache, no warm-up loading
 # the container between them (the second function keeps the cache and its warm-up, as deployed).

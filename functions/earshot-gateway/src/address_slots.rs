@@ -27,10 +27,28 @@ pub struct AddressSlot {
     open: Option<Arc<Mutex<HashMap<IpAddr, usize>>>>,
 }
 
+/// The leading bits of an IPv6 address that name its caller unless set otherwise: a subscriber's /64.
+pub const DEFAULT_IPV6_PREFIX: u8 = 64;
+
+/// The caller `address` stands for: an IPv4 address whole (also written as IPv6), an IPv6 one cut to its
+/// first `ipv6_prefix` bits (1 to 128).
+pub fn caller_of(address: IpAddr, ipv6_prefix: u8) -> IpAddr {
+    match address {
+        IpAddr::V4(_) => address,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mask = u128::MAX << (128 - u32::from(ipv6_prefix.clamp(1, 128)));
+                IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        },
+    }
+}
+
 impl AddressSlots {
     /// At most `max` connections an address (0: no cap).
     pub fn new(max: usize) -> Self {
-        AddressSlots { max: (max > 0).then_some(max), ipv6_prefix: 64, open: Arc::default() }
+        AddressSlots { max: (max > 0).then_some(max), ipv6_prefix: DEFAULT_IPV6_PREFIX, open: Arc::default() }
     }
 
     /// IPv6 callers counted by this many leading bits of their address (1 to 128).
@@ -41,16 +59,7 @@ impl AddressSlots {
 
     /// The caller an address stands for: an IPv4 address whole, an IPv6 one cut to its prefix.
     pub fn caller(&self, address: IpAddr) -> IpAddr {
-        match address {
-            IpAddr::V4(_) => address,
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => IpAddr::V4(v4),
-                None => {
-                    let mask = u128::MAX << (128 - u32::from(self.ipv6_prefix));
-                    IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & mask))
-                }
-            },
-        }
+        caller_of(address, self.ipv6_prefix)
     }
 
     /// A place for one more connection from `address`, or `None` when its caller already holds its cap.

@@ -73,6 +73,10 @@ pub struct GatewaySettings {
     /// Behind IAM, whether each session of an assumed role is an owner of its own (its name is the caller's
     /// choice, so a new one escapes every per-owner limit); off: the role is the owner ([`crate::owner`]).
     pub iam_session_owners: bool,
+    /// Whether a caller with no token and no IAM principal is known by its network address (auth
+    /// `public`: anyone may call, so each address has its own places, budgets and conversation ids);
+    /// off: every such caller is the one `local` owner ([`crate::owner`]).
+    pub address_owners: bool,
     /// The sentence cache: its scope, its bounds and the openers rendered into it at start.
     pub cache: CacheSettings,
     /// The cache's shared tier (an S3 prefix) and the backends that use it; `None`: memory only.
@@ -102,6 +106,7 @@ impl Default for GatewaySettings {
             auth: None,
             allowed_hosts: None,
             iam_session_owners: false,
+            address_owners: false,
             max_conversations_per_owner: Some(4),
             max_chars_per_owner_hour: Some(30_000),
             input_limits: crate::input_budget::InputLimits::default(),

@@ -33,7 +33,7 @@ pub mod warmup;
 
 pub use config::{Gateway, GatewaySettings, Limits};
 pub use interrupts::{ConversationStore, Interrupts};
-pub use owner::{ConversationSecret, IamCaller, Owner};
+pub use owner::{CallerAddress, ConversationSecret, IamCaller, Owner};
 pub use router::router;
 pub use routing::Routing;
 pub use server::{serve, stop_signal, ServerLimits};

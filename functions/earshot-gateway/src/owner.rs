@@ -17,6 +17,10 @@
 //!   session name is whatever the caller chose when it assumed the role: so the owner is the role
 //!   ([`Owner::iam_principal`]), and two sessions of one role share its limits, its interrupts and its
 //!   agent sessions, unless the deployment makes each session an owner (`EARSHOT_IAM_SESSION_OWNERS`);
+//! - where anyone may call on purpose (auth `public`: a function URL with auth NONE, `earshot serve
+//!   --allow-unauthenticated`), the caller's network address ([`CallerAddress`]: an IPv6 one by its /64),
+//!   kept as a digest, so that a stranger has its own places, budgets and conversation ids, and cannot
+//!   interrupt another's answer or continue its agent session by guessing its id;
 //! - otherwise (`earshot serve` without tokens, a local stack), `local`: one owner, as one machine's
 //!   user.
 //!
@@ -39,6 +43,12 @@ pub struct Owner(String);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IamCaller(pub String);
 
+/// The caller's network address, as its caller (an IPv6 address cut to its prefix:
+/// [`crate::address_slots::caller_of`]): the socket's peer under `earshot serve`, the function URL's
+/// `sourceIp` on Lambda. Inserted as a request extension by whichever sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerAddress(pub std::net::IpAddr);
+
 impl Owner {
     /// Everything in one process with no caller identity.
     pub fn local() -> Self {
@@ -53,6 +63,15 @@ impl Owner {
     /// A token without a subject: the token itself, as a digest (the token is never kept).
     pub fn bearer(token: &str) -> Self {
         Owner(format!("bearer:{}", &hex(&Sha256::digest(token.as_bytes()))[..32]))
+    }
+
+    /// A caller known only by its network address (auth `public`): a digest of it, so that neither the
+    /// logs nor the shared store hold the address.
+    pub fn address(address: std::net::IpAddr) -> Self {
+        let mut digest = Sha256::new();
+        digest.update(b"earshot caller address\0");
+        digest.update(address.to_string().as_bytes());
+        Owner(format!("address:{}", &hex(&digest.finalize())[..32]))
     }
 
     /// An IAM principal.
@@ -87,11 +106,12 @@ impl Owner {
     }
 
     /// The owner of a request that carries no token: its IAM caller (its role, unless `iam_sessions`), else
-    /// `local`.
-    pub fn of_request(extensions: &axum::http::Extensions, iam_sessions: bool) -> Self {
-        match extensions.get::<IamCaller>() {
-            Some(IamCaller(principal)) => Owner::iam_principal(principal, iam_sessions),
-            None => Owner::local(),
+    /// its address where callers are known by it (`by_address`: auth `public`), else `local`.
+    pub fn of_request(extensions: &axum::http::Extensions, iam_sessions: bool, by_address: bool) -> Self {
+        match (extensions.get::<IamCaller>(), extensions.get::<CallerAddress>()) {
+            (Some(IamCaller(principal)), _) => Owner::iam_principal(principal, iam_sessions),
+            (None, Some(CallerAddress(address))) if by_address => Owner::address(*address),
+            _ => Owner::local(),
         }
     }
 

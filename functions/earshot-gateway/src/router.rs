@@ -53,7 +53,7 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
             Ok(bearer) => (Some(bearer.claims), bearer.owner),
             Err(e) => return e.into_response(),
         },
-        None => (None, Owner::of_request(body.extensions(), gw.settings().iam_session_owners)),
+        None => (None, Owner::of_request(body.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners)),
     };
     let limit = gw.settings().limits.max_body_bytes;
     let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
@@ -95,7 +95,7 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
             Ok(owner) => owner,
             Err(e) => return e.into_response(),
         },
-        None => Owner::of_request(request.extensions(), gw.settings().iam_session_owners),
+        None => Owner::of_request(request.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners),
     };
     if let Err(e) = request::check_conversation_id(&id) {
         return e.into_response();
@@ -250,6 +250,9 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
     let mut all_ok = true;
     let mut report = serde_json::Map::new();
     let sick = gw.arm_health().report();
+    // Where strangers may ask (token mode, where `/healthz` takes no token; auth `public`), they learn
+    // whether each backend is healthy, never why: a message may name the container's address or the endpoint.
+    let strangers = gw.settings().auth.is_some() || gw.settings().address_owners;
     for b in gw.backends() {
         // Healthy means a conversation would be taken now: a backend that still learns its voices
         // is not ready, whatever its own health check says.
@@ -259,9 +262,8 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
         };
         let status = match checked {
             Ok(Ok(())) => serde_json::json!({"ok": true}),
-            // In token mode `/healthz` is open to anyone: healthy or not, with no message (it may name
-            // the container's address or the endpoint); the logs have it.
-            Ok(Err(e)) if gw.settings().auth.is_some() => {
+            // Healthy or not, with no message; the logs have it.
+            Ok(Err(e)) if strangers => {
                 all_ok = false;
                 tracing::warn!(backend = b.name(), code = %e.code, "health check failed: {}", earshot_core::redact::redact(&e.message));
                 serde_json::json!({"ok": false})
@@ -279,10 +281,10 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
         // Remembered as sick: conversations pass it over until its probe answers (its code only: no
         // upstream text here).
         if let Some(s) = sick.get(b.name()) {
-            // In token mode a stranger may learn that, not why.
-            status["passed_over"] = match gw.settings().auth {
-                Some(_) => serde_json::json!(true),
-                None => serde_json::json!({"code": s.code, "for_s": s.since.as_secs(), "probe_in_s": s.probe_in.as_secs()}),
+            // A stranger may learn that, not why.
+            status["passed_over"] = match strangers {
+                true => serde_json::json!(true),
+                false => serde_json::json!({"code": s.code, "for_s": s.since.as_secs(), "probe_in_s": s.probe_in.as_secs()}),
             };
         }
         report.insert(b.name().to_string(), status);

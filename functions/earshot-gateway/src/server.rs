@@ -197,7 +197,9 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         let header_limits = limits.clone();
         let idle = IdleWatch::default();
         let requests = idle.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let caller = crate::owner::CallerAddress(per_address.caller(peer.ip()));
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(caller);
             let busy = requests.busy();
             let refused = oversized_headers(request.headers(), &header_limits);
             let mut router = router.clone();

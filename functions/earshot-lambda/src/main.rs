@@ -29,6 +29,8 @@ async fn main() -> Result<(), Error> {
     // `none` means the function URL's IAM stands in front: a request it did not authenticate means the
     // URL is open (auth NONE) without the deployment saying so (`public`), and is refused.
     let iam_in_front = settings.auth == AuthMode::None;
+    // Where anyone may call, a caller is its address: an IPv6 one by its /64, as `earshot serve` counts it.
+    let ipv6_prefix = earshot_gateway::address_slots::DEFAULT_IPV6_PREFIX;
     // The runtime loop ends with an error when its connection to the runtime API breaks (seen when a
     // client leaves mid-stream under cargo lambda's emulator): the process would exit and the next
     // invocation pay a cold start. Start the loop again instead; the gateway is already built.
@@ -41,10 +43,14 @@ async fn main() -> Result<(), Error> {
                 if iam_in_front && caller.is_none() {
                     return Ok(no_iam_caller());
                 }
+                let address = caller_address(&request, ipv6_prefix);
                 let (parts, body) = request.into_parts();
                 let mut request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
                 if let Some(caller) = caller {
                     request.extensions_mut().insert(caller);
+                }
+                if let Some(address) = address {
+                    request.extensions_mut().insert(address);
                 }
                 let response = router.oneshot(request).await?;
                 Ok::<_, Error>(response)
@@ -67,6 +73,22 @@ fn no_iam_caller() -> axum::response::Response {
                    sign requests (SigV4) against an AWS_IAM URL, deploy with authType TOKEN, or set EARSHOT_AUTH=public \
                    (authType NONE) to let anyone call";
     ApiError::forbidden("iam_caller_missing", message).into_response()
+}
+
+/// The caller's network address, from the function URL's request context (`http.sourceIp`, the client's
+/// own: AWS, "Invoking Lambda function URLs", the request payload), as its caller (an IPv6 one by its
+/// prefix). Where anyone may call (auth `public`), the owner of what it starts.
+fn caller_address(request: &Request, ipv6_prefix: u8) -> Option<earshot_gateway::CallerAddress> {
+    use lambda_http::request::RequestContext;
+    use lambda_http::RequestExt;
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(context) => {
+            let address: std::net::IpAddr = context.http.source_ip.as_deref()?.parse().ok()?;
+            Some(earshot_gateway::CallerAddress(earshot_gateway::address_slots::caller_of(address, ipv6_prefix)))
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
 }
 
 /// The caller's IAM principal, where the function URL authenticated it (`AWS_IAM` auth): the owner of

@@ -50,7 +50,8 @@ pub enum AuthMode {
     /// A signed, short-lived token on every speak and interrupt.
     Token,
     /// Anyone may call, on purpose: a function URL with auth NONE, or `earshot serve` on a public
-    /// address (as `--allow-unauthenticated`). Every caller is the one local owner.
+    /// address (as `--allow-unauthenticated`). Each caller is its network address (an IPv6 one by its
+    /// /64), with places, budgets and conversation ids of its own.
     Public,
 }
 
@@ -672,6 +673,8 @@ impl Settings {
             auth,
             conversation_secret,
             iam_session_owners: self.iam_session_owners,
+            // Anyone may call: each caller is its address, with places, budgets and conversation ids of its own.
+            address_owners: self.auth == AuthMode::Public,
             ..defaults
         };
         Ok(gateway)

@@ -376,14 +376,16 @@ export function spendGuards(c: EarshotConfig): string {
   const n = (x: number) => x.toLocaleString('en-US');
   const polly = deployedBackends(c).includes('polly');
   const prices = publishedPrices();
+  // Auth NONE: a caller is its network address (docs/access.md), so every per-caller cap is per address.
+  const caller = c.authType === 'NONE' ? 'caller address' : 'caller';
   const caps = [
     c.reservedConcurrency > 0 ? `${n(c.reservedConcurrency)} requests at once, conversations and interrupts together (reservedConcurrency)` : 'requests at once: no cap (reservedConcurrency 0)',
-    c.maxConversationsPerOwner > 0 ? `${n(c.maxConversationsPerOwner)} live per caller` : 'live per caller: no cap',
+    c.maxConversationsPerOwner > 0 ? `${n(c.maxConversationsPerOwner)} live per ${caller}` : `live per ${caller}: no cap`,
     c.maxCharsPerOwnerHour > 0
-      ? `${n(c.maxCharsPerOwnerHour)} characters per caller per rolling hour${polly ? ` (about $${((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly at ${prices.asOf} list prices)` : ''}`
-      : 'characters per caller: no budget',
-    c.maxInputCharsPerOwnerHour > 0 ? `${n(c.maxInputCharsPerOwnerHour)} characters sent per caller per rolling hour (the agent's input)` : 'characters sent per caller: no budget',
-    c.maxRequestsPerOwnerMinute > 0 ? `${n(c.maxRequestsPerOwnerMinute)} requests per caller per minute` : 'requests per caller: no cap',
+      ? `${n(c.maxCharsPerOwnerHour)} characters per ${caller} per rolling hour${polly ? ` (about $${((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly at ${prices.asOf} list prices)` : ''}`
+      : `characters per ${caller}: no budget`,
+    c.maxInputCharsPerOwnerHour > 0 ? `${n(c.maxInputCharsPerOwnerHour)} characters sent per ${caller} per rolling hour (the agent's input)` : `characters sent per ${caller}: no budget`,
+    c.maxRequestsPerOwnerMinute > 0 ? `${n(c.maxRequestsPerOwnerMinute)} requests per ${caller} per minute` : `requests per ${caller}: no cap`,
   ];
   const alarms = [
     c.alarmInvocationsPerHour > 0 ? `${n(c.alarmInvocationsPerHour)} conversations an hour` : undefined,

@@ -380,6 +380,9 @@ describe('token mode and spend guards', () => {
     assert.match(said, /^caps: 20 requests at once, conversations and interrupts together \(reservedConcurrency\); 4 live per caller; 30,000 characters per caller per rolling hour \(about \$\d+\.\d\d of Polly at \d{4}-\d\d-\d\d list prices\); 300,000 characters sent per caller per rolling hour \(the agent's input\); 30 requests per caller per minute\. alarms \(notify only\): 5,000 conversations an hour; 500,000 Polly characters an hour$/);
     const open = synth({ reservedConcurrency: '0', maxCharsPerOwnerHour: '0', maxInputCharsPerOwnerHour: '0', maxRequestsPerOwnerMinute: '0', alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
     assert.equal(open, 'caps: requests at once: no cap (reservedConcurrency 0); 4 live per caller; characters per caller: no budget; characters sent per caller: no budget; requests per caller: no cap. alarms (notify only): none');
+    // Auth NONE: strangers are known by their address, and the caps say so.
+    const strangers = synth({ authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com' }).gatewayTemplate.findOutputs('SpendGuards').SpendGuards.Value;
+    assert.match(strangers, /4 live per caller address; 30,000 characters per caller address per rolling hour .*; 30 requests per caller address per minute\./);
   });
 
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;

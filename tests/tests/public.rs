@@ -1,0 +1,72 @@
+//! A gateway anyone may call (auth `public`: a function URL with auth NONE, or `earshot serve --auth
+//! public`) keeps strangers apart by their network address: each address is an owner, with a character
+//! budget and conversation ids of its own, so one stranger cannot spend another's budget, interrupt its
+//! answer or continue its agent session by guessing its id; and `/healthz` tells a stranger whether each
+//! backend is healthy, never the upstream's words. Callers come from several loopback addresses
+//! (127.0.0.2, 127.0.0.3, …: all loopback on Linux) to the real `earshot serve`.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use earshot_e2e::EarshotProcess;
+
+/// An HTTP client whose connections come from `address`.
+fn from(address: &str) -> reqwest::Client {
+    reqwest::Client::builder().local_address(address.parse::<IpAddr>().ok()).build().expect("a client")
+}
+
+/// Speaks `text` under `id` from `client`: the status and the whole body.
+async fn speak(client: &reqwest::Client, url: &str, text: &str, id: &str) -> (u16, String) {
+    let body = serde_json::json!({ "text": text, "conversation_id": id, "format": "sse" });
+    let response = client.post(format!("{url}/v1/speak")).json(&body).send().await.expect("a response");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+async fn interrupt(client: &reqwest::Client, url: &str, id: &str) -> u16 {
+    client.post(format!("{url}/v1/conversations/{id}/interrupt")).send().await.expect("a response").status().as_u16()
+}
+
+#[tokio::test]
+async fn each_address_has_its_own_budget() {
+    // 40 characters an hour: one 31-character sentence, and less than a block (10) is left.
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public", "--max-chars-per-owner-hour", "40"]).await;
+    earshot.healthy().await;
+    let sentence = "Hello there, how are you today?";
+    let (one, two) = (from("127.0.0.2"), from("127.0.0.3"));
+    let (status, body) = speak(&one, &earshot.url, sentence, "a").await;
+    assert!(status == 200 && body.contains("event: done"), "{status}: {body}");
+    let (status, body) = speak(&one, &earshot.url, sentence, "b").await;
+    assert_eq!(status, 429, "127.0.0.2 spent its budget: {body}");
+    assert!(body.contains("character_budget_spent"), "{body}");
+    let (status, body) = speak(&two, &earshot.url, sentence, "a").await;
+    assert!(status == 200 && body.contains("event: done"), "127.0.0.3's budget is its own: {status}: {body}");
+}
+
+#[tokio::test]
+async fn a_stranger_cannot_interrupt_another_address_s_conversation_by_its_id() {
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public"]).await;
+    earshot.healthy().await;
+    let (owner, stranger) = (from("127.0.0.4"), from("127.0.0.5"));
+    let long = "This answer goes on for a while, so that there is time to try to stop it from elsewhere. And then it goes on some more.";
+    let speaking = tokio::spawn({
+        let (owner, url) = (owner.clone(), earshot.url.clone());
+        async move { speak(&owner, &url, long, "support-1").await }
+    });
+    // The conversation is live once its first audio could have come; the synthetic voice needs 200 ms.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(interrupt(&stranger, &earshot.url, "support-1").await, 404, "the id is nothing of the stranger's");
+    assert_eq!(interrupt(&owner, &earshot.url, "support-1").await, 202, "its own address stops it");
+    let (status, body) = speaking.await.unwrap();
+    assert!(status == 200 && body.contains("\"interrupted\""), "the answer ended interrupted: {body}");
+}
+
+#[tokio::test]
+async fn a_stranger_learns_whether_a_backend_is_healthy_never_why() {
+    // A Kokoro container that is not there: its health check fails with a message naming its address.
+    let earshot = EarshotProcess::start(&["--backends", "synthetic,kokoro", "--kokoro-url", "http://127.0.0.1:9", "--auth", "public"]).await;
+    let health = from("127.0.0.6").get(format!("{}/healthz", earshot.url)).send().await.expect("a response").text().await.unwrap();
+    let report: serde_json::Value = serde_json::from_str(&health).expect("JSON");
+    assert_eq!(report["backends"]["kokoro"]["ok"], false, "{report}");
+    assert!(!health.contains("127.0.0.1:9") && report["backends"]["kokoro"].get("error").is_none(), "no upstream text: {health}");
+}
