@@ -2,7 +2,8 @@
 //
 // It holds no protocol or audio logic of its own (that is earshot.js), only what a person sees:
 // the choices sent with each request, what is being heard, how long it took, and errors in words.
-// The gateway is this page's origin unless `?api=<url>` (or the Gateway field) names another one.
+// The gateway is this page's origin unless the Gateway field names another one (or `?api=<url>`, where the
+// page may trust it: see `linkedGateway`).
 //
 // For automated checks it exposes `window.earshot` (the player, every conversation's record) and
 // `window.earshotLast` (the latest record).
@@ -11,12 +12,44 @@ import { speak, interrupt, unlock, player, curlCommand, heardText } from './ears
 import { Captions } from './captions.js';
 import { renderTimeline } from './timeline-chart.js';
 
-// The gateway (this page's origin unless `?api=` or the Gateway field names another, a deployed function
-// URL for example) and its token in token mode (`?token=` or the Token field; an app's backend mints it).
-const query = new URLSearchParams(location.search);
-let api = query.get('api') ?? '';
-let token = query.get('token') ?? '';
+// The gateway (this page's origin unless the Gateway field names another, a deployed function URL for
+// example) and its token in token mode (the Token field; an app's backend mints it).
 const $ = (id) => document.getElementById(id);
+let { api, token } = linkedGateway();
+
+/**
+ * The gateway and token a link names (`?api=`, `?token=`), where the page may use them: a gateway of the
+ * page's own origin, or one the page's server declared (`<meta name="earshot-gateways" content="URL …">`).
+ * Any other would let a crafted link send a user's prompts, and the token, to a server of its choosing: it
+ * is said, not used. The token leaves the address bar once read (history and a Referer would keep it).
+ */
+function linkedGateway() {
+  const query = new URLSearchParams(location.search);
+  const originOf = (url) => {
+    try {
+      return new URL(url, location.href).origin;
+    } catch {
+      return null;
+    }
+  };
+  const declared = (document.querySelector('meta[name="earshot-gateways"]')?.content ?? '').split(/\s+/).filter(Boolean).map(originOf);
+  const linked = query.get('api') ?? '';
+  const linkedToken = query.get('token') ?? '';
+  const trusted = linked === '' || [location.origin, ...declared].includes(originOf(linked));
+  if (query.has('token')) {
+    query.delete('token');
+    const rest = query.toString();
+    history.replaceState(null, '', `${location.pathname}${rest ? `?${rest}` : ''}${location.hash}`);
+  }
+  if (!trusted) {
+    const note = $('link-note');
+    note.hidden = false;
+    note.closest('details').open = true;
+    note.textContent = `The link named another gateway (${originOf(linked) ?? linked}); this page speaks to its own. Type that URL above to use it.`;
+    return { api: '', token: '' };
+  }
+  return { api: linked, token: linkedToken };
+}
 const form = $('speak-form');
 const promptBox = $('prompt');
 const stopButton = $('stop');
@@ -465,6 +498,7 @@ checkGateway();
 
 $('gateway-url').value = api;
 $('gateway-token').value = token;
+$('gateway-form').addEventListener('submit', (event) => event.preventDefault());
 $('gateway-form').addEventListener('change', () => {
   const url = $('gateway-url').value.trim();
   const changed = url !== api;

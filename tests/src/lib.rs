@@ -333,7 +333,9 @@ impl EarshotProcess {
             .arg("--pdeathsig")
             .arg("KILL")
             .arg(earshot_bin())
-            .args(["serve", "--port", &port.to_string(), "--web-dir", ""])
+            .args(["serve", "--port", &port.to_string()])
+            // No demo page unless the test names one.
+            .args(if args.contains(&"--web-dir") { &[][..] } else { &["--web-dir", ""][..] })
             .args(args)
             .env("EARSHOT_LOG", "info")
             .envs(env.iter().copied())

@@ -243,8 +243,9 @@ async fn a_callers_character_budget_is_one_across_instances_sharing_the_table() 
     // The store holds it as a rolling hour: what the first answer reserved and did not speak was given back.
     let store = DynamoStore::new(&config, "interrupts");
     let owner_key = earshot_gateway::owner::Owner::subject("carol").budget_key();
-    assert_eq!(store.reserve_chars(&owner_key, 60, 30, 1, 100).await.unwrap().granted, 30);
-    store.refund_chars(&owner_key, 10).await.unwrap();
+    let reserved = store.reserve_chars(&owner_key, 60, 30, 1, 100).await.unwrap();
+    assert_eq!(reserved.granted, 30);
+    store.refund_chars(&owner_key, &[(reserved.minute, 10)]).await.unwrap();
     assert_eq!(store.reserve_chars(&owner_key, 60, 100, 1, 100).await.unwrap().granted, 80, "20 spent, 80 left");
     // A window of a minute (requests per minute) through the same table.
     let requests = earshot_gateway::owner::Owner::subject("carol").limit_key("requests");

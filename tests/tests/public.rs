@@ -2,7 +2,8 @@
 //! public`) keeps strangers apart by their network address: each address is an owner, with a character
 //! budget and conversation ids of its own, so one stranger cannot spend another's budget, interrupt its
 //! answer or continue its agent session by guessing its id; and `/healthz` tells a stranger whether each
-//! backend is healthy, never the upstream's words. Callers come from several loopback addresses
+//! backend is healthy, never the upstream's words; the demo page it serves runs only its own scripts and
+//! sends no referrer. Callers come from several loopback addresses
 //! (127.0.0.2, 127.0.0.3, …: all loopback on Linux) to the real `earshot serve`.
 
 use std::net::IpAddr;
@@ -69,4 +70,21 @@ async fn a_stranger_learns_whether_a_backend_is_healthy_never_why() {
     let report: serde_json::Value = serde_json::from_str(&health).expect("JSON");
     assert_eq!(report["backends"]["kokoro"]["ok"], false, "{report}");
     assert!(!health.contains("127.0.0.1:9") && report["backends"]["kokoro"].get("error").is_none(), "no upstream text: {health}");
+}
+
+#[tokio::test]
+async fn the_demo_page_runs_only_its_own_scripts_and_sends_no_referrer() {
+    let web = concat!(env!("CARGO_MANIFEST_DIR"), "/../web");
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public", "--web-dir", web]).await;
+    for path in ["/", "/app.js"] {
+        let page = reqwest::get(format!("{}{path}", earshot.url)).await.expect("the page");
+        assert_eq!(page.status(), 200, "{path}");
+        let header = |name: &str| page.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        assert_eq!(header("content-security-policy"), earshot_gateway::router::PAGE_CONTENT_SECURITY_POLICY, "{path}");
+        assert!(header("content-security-policy").contains("script-src 'self';"), "no inline script, no eval");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+    }
+    // The page itself has nothing the policy refuses: no inline script or handler.
+    let html = std::fs::read_to_string(format!("{web}/index.html")).unwrap();
+    assert!(!html.contains("onsubmit=") && !html.contains("onclick=") && !html.contains("<script>"), "inline script in index.html");
 }

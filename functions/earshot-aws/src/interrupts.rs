@@ -313,9 +313,9 @@ impl ConversationStore for DynamoStore {
         self.change_window(key_, span_minutes, |window| window.reserve(now, want, at_least, limit)).await
     }
 
-    async fn refund_chars(&self, key_: &str, chars: u64) -> Result<(), Error> {
+    async fn refund_chars(&self, key_: &str, grants: &earshot_core::budget::Grants) -> Result<(), Error> {
         let now = now_s();
-        self.change_window(key_, earshot_core::budget::WINDOW_MINUTES, |window| window.refund(now, chars)).await
+        self.change_window(key_, earshot_core::budget::WINDOW_MINUTES, |window| window.refund(now, grants)).await
     }
 }
 

@@ -34,7 +34,12 @@ pub struct Reservation {
     pub granted: u64,
     /// When none was granted: seconds until some of the spending lapses.
     pub retry_after_s: u64,
+    /// The minute (Unix seconds / 60) the grant is dated: what is given back of it is given back there.
+    pub minute: u64,
 }
+
+/// Characters to give back, each where it was reserved: `(minute, characters)`.
+pub type Grants = [(u64, u64)];
 
 impl SpendWindow {
     /// An empty window whose spending counts for `minutes` (at least one: the current minute).
@@ -78,22 +83,22 @@ impl SpendWindow {
         let at_least = at_least.clamp(1, limit.max(1));
         let left = limit.saturating_sub(self.spent(now_s));
         if left < at_least {
-            return Reservation { granted: 0, retry_after_s: self.retry_after_s(now_s, limit - at_least + 1) };
+            return Reservation { granted: 0, retry_after_s: self.retry_after_s(now_s, limit - at_least + 1), minute: now_s / 60 };
         }
         let granted = want.min(left);
         *self.minutes.entry(now_s / 60).or_default() += granted;
-        Reservation { granted, retry_after_s: 0 }
+        Reservation { granted, retry_after_s: 0, minute: now_s / 60 }
     }
 
-    /// Gives back `chars` reserved and not spoken, from the latest minutes first.
-    pub fn refund(&mut self, now_s: u64, mut chars: u64) {
+    /// Gives back what was reserved and not spoken, each part in the minute it was reserved in (never
+    /// below nothing; a minute that has lapsed has nothing to give back). Given back elsewhere (the latest
+    /// minutes, say) it would re-date spending: an older minute would keep characters another conversation
+    /// spent later, and lapse with them early, so the rolling hour would admit more than its budget.
+    pub fn refund(&mut self, now_s: u64, grants: &Grants) {
         self.lapse(now_s);
-        for spent in self.minutes.values_mut().rev() {
-            let back = chars.min(*spent);
-            *spent -= back;
-            chars -= back;
-            if chars == 0 {
-                break;
+        for (minute, chars) in grants {
+            if let Some(spent) = self.minutes.get_mut(minute) {
+                *spent -= (*chars).min(*spent);
             }
         }
         self.lapse(now_s);
@@ -135,7 +140,7 @@ mod tests {
     #[test]
     fn a_budget_is_granted_up_to_its_limit_then_refused_until_the_oldest_minutes_lapse() {
         let mut w = SpendWindow::default();
-        assert_eq!(w.reserve(T, 1_000, 1, 1_500), Reservation { granted: 1_000, retry_after_s: 0 });
+        assert_eq!(w.reserve(T, 1_000, 1, 1_500), Reservation { granted: 1_000, retry_after_s: 0, minute: T / 60 });
         assert_eq!(w.reserve(T + 600, 1_000, 100, 1_500).granted, 500, "what is left of the hour");
         let refused = w.reserve(T + 1_200, 10, 1, 1_500);
         assert_eq!(refused.granted, 0);
@@ -160,22 +165,33 @@ mod tests {
         assert_eq!(w.reserve(T + 10, 1, 1, 2).granted, 1);
         assert_eq!(w.reserve(T + 20, 1, 1, 2).granted, 1);
         let refused = w.reserve(T + 30, 1, 1, 2);
-        assert_eq!(refused, Reservation { granted: 0, retry_after_s: 30 }, "free when the minute ends");
+        assert_eq!((refused.granted, refused.retry_after_s), (0, 30), "free when the minute ends");
         assert_eq!(w.reserve(T + 60, 1, 1, 2).granted, 1, "a new minute");
         assert_eq!(w.expires_at_s(), T + 120);
         assert_eq!(SpendWindow::spanning(1).with_entries([(T / 60, 2)]).reserve(T + 59, 1, 1, 2).granted, 0);
     }
 
     #[test]
-    fn what_was_reserved_and_not_spoken_is_given_back() {
+    fn what_was_reserved_and_not_spoken_is_given_back_where_it_was_reserved() {
         let mut w = SpendWindow::default();
         w.reserve(T, 1_000, 1, 2_000);
         w.reserve(T + 60, 1_000, 1, 2_000);
-        w.refund(T + 90, 1_200);
-        assert_eq!(w.entries(), vec![(T / 60, 800)], "the latest minute first, emptied minutes forgotten");
-        w.refund(T + 90, 5_000);
-        assert_eq!(w.spent(T + 90), 0, "never below nothing");
+        w.refund(T + 90, &[(T / 60, 900)]);
+        assert_eq!(w.entries(), vec![(T / 60, 100), (T / 60 + 1, 1_000)], "given back in its own minute, not the latest");
+        w.refund(T + 90, &[(T / 60, 5_000), (T / 60 + 1, 5_000)]);
+        assert_eq!(w.spent(T + 90), 0, "never below nothing, emptied minutes forgotten");
         assert_eq!(SpendWindow::from_entries([(T / 60, 5), (T / 60, 7)]).entries(), vec![(T / 60, 12)]);
+    }
+
+    #[test]
+    fn a_refund_never_lets_the_rolling_hour_admit_more_than_its_budget() {
+        // A reserves 1,000 at minute 0 and speaks 100; B reserves the other 1,000 at minute 30 and speaks all;
+        // A gives back its 900 at minute 31. At minute 60 A's minute lapses: 100 free, not 1,000.
+        let mut w = SpendWindow::default();
+        let a = w.reserve(T, 1_000, 1, 2_000);
+        w.reserve(T + 30 * 60, 1_000, 1, 2_000);
+        w.refund(T + 31 * 60, &[(a.minute, 900)]);
+        assert_eq!(w.reserve(T + 60 * 60, 2_000, 1, 2_000).granted, 1_000, "B's 1,000 still count");
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub trait ConversationStore: Send + Sync {
     /// ([`crate::budget::SpendWindow::reserve`]), shared by every process that uses the store. A key is
     /// always used with the same span.
     async fn reserve_chars(&self, key: &str, span_minutes: u64, want: u64, at_least: u64, limit: u64) -> Result<Reservation, Error>;
-    /// Gives back `chars` reserved under `key` (an hour's window) and not spoken.
-    async fn refund_chars(&self, key: &str, chars: u64) -> Result<(), Error>;
+    /// Gives back what was reserved under `key` (an hour's window) and not spoken, each part in the
+    /// minute it was reserved in ([`crate::budget::SpendWindow::refund`]).
+    async fn refund_chars(&self, key: &str, grants: &crate::budget::Grants) -> Result<(), Error>;
 }

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use earshot_core::budget::{Reservation, SpendWindow, WINDOW_MINUTES};
+use earshot_core::budget::{Grants, Reservation, SpendWindow, WINDOW_MINUTES};
 use earshot_core::error::codes::CHARACTER_BUDGET_SPENT;
 use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use earshot_core::store::ConversationStore;
@@ -87,20 +87,20 @@ impl Ledger {
         }
     }
 
-    /// Gives back `chars` of `key`'s hour.
-    pub(crate) async fn refund(&self, key: &str, chars: u64) -> Result<(), SpeechError> {
+    /// Gives back `grants` of `key`'s hour, each in the minute it was reserved in.
+    pub(crate) async fn refund(&self, key: &str, grants: &Grants) -> Result<(), SpeechError> {
         match self {
             Ledger::Local(budgets) => {
                 let mut budgets = budgets.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(window) = budgets.get_mut(key) {
-                    window.refund(now_s(), chars);
+                    window.refund(now_s(), grants);
                 }
                 // Owners whose spending has all lapsed are forgotten: a long-running server does not grow.
                 let now = now_s();
                 budgets.retain(|_, window| window.spent(now) > 0);
                 Ok(())
             }
-            Ledger::Shared(store) => store.refund_chars(key, chars).await,
+            Ledger::Shared(store) => store.refund_chars(key, grants).await,
         }
     }
 }
@@ -112,6 +112,8 @@ pub struct Budget {
     limit: u64,
     reserved: u64,
     used: u64,
+    /// Each reservation, `(minute, characters)`, oldest first: what is not spoken goes back where it came from.
+    grants: Vec<(u64, u64)>,
     tasks: TaskTracker,
 }
 
@@ -131,7 +133,8 @@ impl Budget {
             let retry_after = first.retry_after_s.clamp(1, u32::MAX as u64) as u32;
             return Err(ApiError::too_many(CHARACTER_BUDGET_SPENT, spent_message(limit), retry_after));
         }
-        Ok(Some(Budget { ledger: ledger.clone(), key, limit, reserved: first.granted, used: 0, tasks: tasks.clone() }))
+        let grants = vec![(first.minute, first.granted)];
+        Ok(Some(Budget { ledger: ledger.clone(), key, limit, reserved: first.granted, used: 0, grants, tasks: tasks.clone() }))
     }
 
     /// Charges `chars` for a sentence, reserving more when they are not covered: `Err` where the budget
@@ -140,12 +143,13 @@ impl Budget {
         if self.used + chars > self.reserved {
             let needed = self.used + chars - self.reserved;
             let more = self.ledger.reserve(&self.key, needed.max(block(self.limit)), needed, self.limit).await?;
-            self.reserved += more.granted;
+            self.take(more);
             if self.used + chars > self.reserved {
                 // Spent: the rest of the hour's budget is taken and stays spent, so the caller's next request
                 // is refused before any speech rather than started on a remnant and cut at its first sentence.
-                let rest = self.ledger.reserve(&self.key, self.limit, 1, self.limit).await.map_or(0, |r| r.granted);
-                self.reserved += rest;
+                if let Ok(rest) = self.ledger.reserve(&self.key, self.limit, 1, self.limit).await {
+                    self.take(rest);
+                }
                 self.used = self.reserved;
                 return Err(SpeechError::new(CHARACTER_BUDGET_SPENT, spent_message(self.limit), false));
             }
@@ -154,13 +158,34 @@ impl Budget {
         Ok(())
     }
 
+    fn take(&mut self, granted: Reservation) {
+        if granted.granted > 0 {
+            self.reserved += granted.granted;
+            self.grants.push((granted.minute, granted.granted));
+        }
+    }
+
+    /// What was reserved and not spoken, as the latest reservations' parts: `(minute, characters)`.
+    fn unspoken(&self) -> Vec<(u64, u64)> {
+        let mut left = self.reserved - self.used;
+        let mut back = Vec::new();
+        for &(minute, granted) in self.grants.iter().rev() {
+            if left == 0 {
+                break;
+            }
+            back.push((minute, granted.min(left)));
+            left -= granted.min(left);
+        }
+        back
+    }
+
     /// Gives back now what was reserved and not spoken (the session closed: nothing more is spoken).
     async fn settle(&mut self) {
         let unspoken = self.reserved - self.used;
         if unspoken == 0 {
             return;
         }
-        match self.ledger.refund(&self.key, unspoken).await {
+        match self.ledger.refund(&self.key, &self.unspoken()).await {
             Ok(()) => self.reserved = self.used,
             Err(e) => tracing::warn!(
                 "cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {}",
@@ -177,9 +202,9 @@ impl Drop for Budget {
         if unspoken == 0 {
             return;
         }
-        let (ledger, key) = (self.ledger.clone(), std::mem::take(&mut self.key));
+        let (ledger, key, grants) = (self.ledger.clone(), std::mem::take(&mut self.key), self.unspoken());
         self.tasks.spawn(async move {
-            if let Err(e) = ledger.refund(&key, unspoken).await {
+            if let Err(e) = ledger.refund(&key, &grants).await {
                 tracing::warn!(
                     "cannot give back {unspoken} unspoken characters of an owner's budget (they lapse within the hour): {}",
                     earshot_core::redact::redact(&e.to_string())

@@ -51,6 +51,8 @@ pub struct InputCharge {
     ledger: Ledger,
     key: String,
     chars: u64,
+    /// The minute the charge is dated.
+    minute: u64,
     tasks: TaskTracker,
 }
 
@@ -66,9 +68,9 @@ impl Drop for InputCharge {
         if self.chars == 0 {
             return;
         }
-        let (ledger, key, chars) = (self.ledger.clone(), std::mem::take(&mut self.key), self.chars);
+        let (ledger, key, chars, minute) = (self.ledger.clone(), std::mem::take(&mut self.key), self.chars, self.minute);
         self.tasks.spawn(async move {
-            if let Err(e) = ledger.refund(&key, chars).await {
+            if let Err(e) = ledger.refund(&key, &[(minute, chars)]).await {
                 tracing::warn!(
                     "cannot give back {chars} input characters of a refused request (they lapse within the hour): {}",
                     earshot_core::redact::redact(&e.to_string())
@@ -119,7 +121,7 @@ async fn charge_input(ledger: &Ledger, owner: &Owner, limit: Option<u64>, input_
         let message = format!("this caller has sent the {limit} characters of prompts and text it may in an hour; the budget frees as the hour rolls on");
         return Err(ApiError::too_many(INPUT_BUDGET_SPENT, message, retry_after(charged.retry_after_s)));
     }
-    Ok(Some(InputCharge { ledger: ledger.clone(), key, chars: charged.granted, tasks: tasks.clone() }))
+    Ok(Some(InputCharge { ledger: ledger.clone(), key, chars: charged.granted, minute: charged.minute, tasks: tasks.clone() }))
 }
 
 fn retry_after(seconds: u64) -> u32 {

@@ -31,7 +31,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .route("/v1/voices", get(voices))
         .route("/healthz", get(healthz));
     if let Some(dir) = &gw.settings().web_dir {
-        router = router.fallback_service(tower_http::services::ServeDir::new(dir));
+        router = router.fallback_service(demo_page(dir));
     }
     let allowed_hosts = gw.settings().allowed_hosts.clone();
     let router = router.layer(DefaultBodyLimit::disable()).with_state(gw);
@@ -43,6 +43,24 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         })),
         None => router,
     }
+}
+
+/// What the demo page may load and reach: its own scripts, styles and images only (no inline script, no
+/// `eval`, no plug-ins, no frames around it), and any HTTPS gateway or a local one, since its Gateway
+/// field may name a deployed function URL. A script injected into it could run nothing of its own.
+pub const PAGE_CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+     connect-src 'self' https: http://localhost:* http://127.0.0.1:*; object-src 'none'; base-uri 'none'; \
+     form-action 'self'; frame-ancestors 'none'";
+
+/// The demo page's files, each with [`PAGE_CONTENT_SECURITY_POLICY`] and `Referrer-Policy: no-referrer`
+/// (a page address that held a token would otherwise go with every request it makes elsewhere).
+fn demo_page(
+    dir: &std::path::Path,
+) -> tower_http::set_header::SetResponseHeader<tower_http::set_header::SetResponseHeader<tower_http::services::ServeDir, HeaderValue>, HeaderValue> {
+    use tower_http::set_header::SetResponseHeader;
+    let files = tower_http::services::ServeDir::new(dir);
+    let csp = SetResponseHeader::overriding(files, header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE_CONTENT_SECURITY_POLICY));
+    SetResponseHeader::overriding(csp, header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"))
 }
 
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
