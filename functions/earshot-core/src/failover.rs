@@ -190,7 +190,8 @@ impl Failover {
                     tracing::warn!(
                         "{name} cannot take the conversation ({}: {}); {}",
                         cause.code,
-                        cause.message,
+                        // The upstream's words may carry a URL's key or an account's ARN: redacted, as every log line of them.
+                        crate::redact::redact(&cause.message),
                         if cause.code == codes::BUSY { "spilling over" } else { "failing over" }
                     );
                     handovers.push(Handover { from: name, cause });

@@ -102,6 +102,7 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
         ));
     }
     let starting = chosen.readiness().err();
+    let chosen_name = chosen.name().to_string();
     let mut arms = if forbidden { Vec::new() } else { vec![Arm { backend: chosen, voice }] };
     for name in routing.fallbacks(&choice, &capable) {
         let Some(backend) = gw.backend(&name).cloned() else { continue };
@@ -112,8 +113,14 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     }
     match arms.first() {
         None => {
-            let starting = starting.unwrap_or_else(|| SpeechError::new(codes::NOT_READY, "the backend is starting", true));
-            return Err(ApiError::from_backend(starting));
+            // The backend's own words may name its address (the container's URL, the endpoint): the log
+            // has them, the caller is told in earshot's.
+            if let Some(e) = &starting {
+                tracing::info!(backend = %chosen_name, code = %e.code, "refused while starting: {}", earshot_core::redact::redact(&e.message));
+            }
+            let code = starting.map_or(codes::NOT_READY.to_string(), |e| e.code);
+            let said = SpeechError::new(&code, format!("{chosen_name} is starting, and no other voice this caller may use is ready: retry shortly"), true);
+            return Err(ApiError::from_backend(said));
         }
         // The chosen arm was left out: the next speaks, as a failover (the A/B arm stays the assigned one).
         Some(first) if forbidden => {
@@ -244,7 +251,7 @@ mod tests {
             if self.ready {
                 Ok(())
             } else {
-                Err(SpeechError::new(codes::NOT_READY, "loading", true))
+                Err(SpeechError::new(codes::NOT_READY, "loading from http://10.0.0.7:8080", true))
             }
         }
     }
@@ -426,6 +433,7 @@ mod tests {
         let loading = gateway(false, true);
         let later = route(&loading, &request(r#"{"text":"Hi","backend":"kokoro"}"#), Some(&scope(&["Joanna"])), &Owner::local()).err().unwrap();
         assert_eq!((later.status.as_u16(), later.error.code.as_str()), (503, codes::NOT_READY));
+        assert!(!later.error.message.contains("10.0.0.7") && later.error.message.contains("kokoro is starting"), "{}", later.error.message);
         let fallback = route(&loading, &request(r#"{"text":"Hi"}"#), Some(&scope(&["Joanna"])), &Owner::local()).unwrap();
         assert_eq!(arms(&fallback), vec![("polly".into(), "Joanna".into())], "the starting arm whose default is forbidden is left out");
         let loading = gateway(false, true);
