@@ -161,6 +161,8 @@ fi
 # --- the tests -----------------------------------------------------------------------------------
 
 export CHROMIUM_BIN=$chromium
+# What the gateway says of each conversation's end (the page's own tests read it: how an answer ended).
+export EARSHOT_LOG_FILE="$logs/earshot.log"
 say "running node --test on tests/web (browser: $chromium)"
 # A limit on the whole run (it takes about three minutes): every test passing and then a browser that never
 # closes would otherwise hold the stage until CI's own limit (seen once, in a version with two browsers).

@@ -54,6 +54,19 @@ export function interrupt() {
   player.stopAll();
 }
 
+// A page that goes lets go of its answer. A function URL does not stop a streaming response when its
+// client leaves: a closed tab would keep the Lambda (a reserved-concurrency slot, the caller's place) and
+// the voice working for minutes. So the interrupt is sent as the page goes: on `pagehide` (closed,
+// navigated away, put in the back-forward cache), and when it is hidden while an answer runs (a tab
+// switched away, a phone locked: a hidden page's timers and audio may be frozen, and a frozen page sends
+// nothing). Its fetch is `keepalive`, so it outlives the page.
+if (typeof window !== 'undefined' && typeof document !== 'undefined') {
+  window.addEventListener('pagehide', () => interrupt());
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'hidden' && current?.record.outcome === 'running') interrupt();
+  });
+}
+
 const REQUEST_FIELDS = {
   prompt: 'prompt',
   text: 'text',

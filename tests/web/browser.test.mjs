@@ -12,7 +12,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -537,6 +537,56 @@ test('a link naming another gateway is said, not followed, and a token leaves th
   await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
   assert.equal(await page.inputValue('#gateway-url'), EARSHOT_URL);
   assert.equal(await page.isVisible('#link-note'), false);
+  await page.goto(`${EARSHOT_URL}/`);
+});
+
+/** The gateway's log from byte `from` on, without its colours, as lines. */
+function gatewayLog(from) {
+  // eslint-disable-next-line no-control-regex
+  return readFileSync(process.env.EARSHOT_LOG_FILE).subarray(from).toString('utf8').replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+}
+
+/** The first of the gateway's log lines from byte `from` on that `matches`, within `withinMs`; `null` if none. */
+async function gatewaySays(from, matches, withinMs) {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const line = gatewayLog(from).find(matches);
+    if (line) return line;
+    if (Date.now() > deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+test('a page that goes lets go of its answer: the gateway is told to stop, not left to notice', { skip: skip || !process.env.EARSHOT_LOG_FILE, timeout: 90_000 }, async () => {
+  for (const leave of ['navigate', 'hide']) {
+    await page.goto(`${EARSHOT_URL}/`);
+    await page.waitForFunction(() => document.getElementById('gateway-status').dataset.state !== 'checking');
+    await speakOnPage({ input: 'prompt', value: 'long' });
+    await page.waitForFunction(() => window.earshotLast.playedOrder.length >= 1, null, { timeout: 60_000 });
+    const id = await page.evaluate(() => window.earshotLast.conversationId);
+    const from = statSync(process.env.EARSHOT_LOG_FILE).size;
+    const left = Date.now();
+    if (leave === 'navigate') {
+      await page.goto('about:blank');
+    } else {
+      // As a tab switched away: the page is hidden while it speaks.
+      await page.evaluate(() => {
+        Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+        document.dispatchEvent(new Event('visibilitychange'));
+      });
+    }
+    // Told, not left to notice: `earshot serve` also ends an answer whose request closed (`client_left`), but a
+    // function URL does not, so the page must send the interrupt as it goes (a keepalive fetch, which outlives
+    // it). Navigating away, the closed request and the interrupt race to the gateway; hidden, the page waits
+    // for the interrupt's answer before it closes the request.
+    const ended = await gatewaySays(from, (l) => l.includes('earshot_gateway::conversation') && l.includes(`conversation=${id}`), 1000);
+    assert.ok(ended && Date.now() - left < 1500, `${leave}: the answer ended at the gateway within a second (${Date.now() - left} ms)`);
+    const ending = /ending="?(\w+)/.exec(ended)?.[1] ?? ended;
+    const asked = await gatewaySays(from, (l) => l.includes('interrupt asked') && l.includes(`conversation=${id}`), 2000);
+    assert.ok(asked, `${leave}: the page sent the interrupt as it went`);
+    if (leave === 'hide') assert.equal(ending, 'interrupted', 'hidden: the answer ended interrupted');
+    else assert.ok(['interrupted', 'client_left'].includes(ending), `navigated away: the answer ended at the gateway within a second (${ending})`);
+  }
   await page.goto(`${EARSHOT_URL}/`);
 });
 

@@ -127,8 +127,14 @@ async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, heade
     };
     // Only the caller's own conversation under this id: another owner's is as unknown as one never used.
     let key = owner.key(&gw.settings().conversation_secret, &id);
-    let accepted = || (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response();
-    let unknown = || ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response();
+    let accepted = || {
+        tracing::info!(conversation = %id, "interrupt asked: the conversation stops");
+        (StatusCode::ACCEPTED, Json(serde_json::json!({"conversation_id": id, "interrupted": true}))).into_response()
+    };
+    let unknown = || {
+        tracing::info!(conversation = %id, "interrupt asked: no conversation of this caller is live under the id");
+        ApiError::not_found("unknown_conversation", format!("no conversation is live under `{id}`")).into_response()
+    };
     match &gw.settings().interrupts {
         Interrupts::Local if gw.registry().interrupt(&key, heard_ms) => accepted(),
         Interrupts::Local => unknown(),
