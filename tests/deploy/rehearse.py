@@ -325,6 +325,19 @@ def destroy_whatever_is_left(r):
     check(r.state()["stacks"] == {} and "without the aws CLI what is left cannot be listed" in out, "both stacks went, and destroy says what it could not check", out)
 
 
+def deploy_cut_short(r):
+    r.scenario("a deploy whose gateway stack is refused after the endpoint is up, with and without the aws CLI", REHEARSAL_SUBSCRIBED="1")
+    out, calls = r.make("deploy", expect_ok=False, REHEARSAL_DEPLOY="gateway_refused")
+    check("UnreservedConcurrentExecution below its minimum value of [10]" in out, "cdk's own reason is shown", out)
+    check("EarshotKokoroModel (CREATE_COMPLETE): the Kokoro endpoint, 1 × ml.g5.xlarge at $1.41 an hour each" in out, "the billing endpoint is named with its price", out)
+    check("EarshotGateway (ROLLBACK_COMPLETE)" in out and "remove it all with: make destroy" in out, "the rolled-back stack and the one command", out)
+    r.seed({})
+    out, calls = r.make("deploy", expect_ok=False, REHEARSAL_DEPLOY="gateway_refused", PATH=r.path_without("aws"))
+    check("without the aws CLI what exists cannot be listed; the deploy may have made:" in out and "EarshotKokoroModel: the Kokoro endpoint" in out, "without the aws CLI, what may bill", out)
+    out, calls = r.make("destroy")
+    check("nothing of earshot's bills" in out, "and destroy clears it", out)
+
+
 def main():
     if len(sys.argv) != 3 or not all(os.access(b, os.X_OK) for b in sys.argv[1:]):
         raise SystemExit("usage: rehearse.py EARSHOT_BINARY STANDINS_BINARY")
@@ -335,6 +348,7 @@ def main():
         denied_and_throttled(r)
         polly_only(r)
         destroy_whatever_is_left(r)
+        deploy_cut_short(r)
     finally:
         r.close()
     say(f"make deploy, doctor and destroy ran as written ({time.time() - started:.0f} s)")

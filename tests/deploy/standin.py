@@ -16,6 +16,7 @@ destroy and a later deploy see it. Environment variables choose the unhappy answ
   REHEARSAL_SUBSCRIBED  0 | 1 | pending     (sns list-subscriptions-by-topic)
   REHEARSAL_FUNCTION_URL                    (the FunctionUrl output a deploy writes)
   REHEARSAL_DESTROY  ok | fail              (cdk destroy: fail is a stack CloudFormation could not delete)
+  REHEARSAL_DEPLOY   ok | gateway_refused   (cdk deploy: the gateway stack refused after the model stack is up)
 
 A stack's `_status` in state.json is its StackStatus (CREATE_COMPLETE when absent): a scenario writes
 ROLLBACK_COMPLETE there for a first deploy that failed.
@@ -197,6 +198,16 @@ def npx():
                     sys.exit(1)
             s["images"].append(tag)
             s["stacks"]["EarshotKokoroModel"] = {"EndpointName": "earshot-kokoro", "ImageUri": tag}
+        if os.environ.get("REHEARSAL_DEPLOY") == "gateway_refused":
+            # A new account's 10 concurrent executions: CloudFormation refuses the gateway's reservation after the
+            # model stack (and its endpoint) is up, as cdk reports it.
+            save(s)
+            print("❌  EarshotGateway failed: Error: The stack named EarshotGateway failed creation, it may need to be manually deleted from the AWS console: "
+                  "ROLLBACK_COMPLETE: Resource handler returned message: \"Specified ReservedConcurrentExecutions for function decreases account's "
+                  "UnreservedConcurrentExecution below its minimum value of [10].\"", file=sys.stderr)
+            s["stacks"]["EarshotGateway"] = {"_status": "ROLLBACK_COMPLETE"}
+            save(s)
+            sys.exit(1)
         topic = f"arn:aws:sns:{region}:{ACCOUNT}:EarshotGateway-AlarmTopic-R3H34RS4L"
         gateway = {
             "FunctionUrl": os.environ.get("REHEARSAL_FUNCTION_URL", f"https://abcdefgh.lambda-url.{region}.on.aws/"),

@@ -1,10 +1,12 @@
 // Prints what a make target produced, in a few lines: the resources of each synthesized template
 // (`templates DIR`) or the URL and endpoint of a deployment (`outputs FILE`, cdk deploy's --outputs-file).
 // After a deploy it also asks SNS (through the aws CLI, where it is installed) who receives the spend
-// alarms, and says plainly when no one does: an alarm that reaches no one only looks like a guard.
+// alarms, and says plainly when no one does: an alarm that reaches no one only looks like a guard. After a
+// deploy that failed or was stopped (`left`), it says which earshot stacks exist and what they cost an hour.
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { CDK_ROOT, DEFAULT_CONFIG_FILE, instancePricePerHour, readConfigFile, resolveConfig } from '../lib/config';
 
 const [what, where] = process.argv.slice(2);
 
@@ -23,9 +25,52 @@ if (what === 'templates') {
   }
   const topic = Object.values(outputs).find((values) => values.AlarmTopicArn !== undefined)?.AlarmTopicArn;
   if (topic !== undefined) console.log(alarmReceivers(topic));
+} else if (what === 'left') {
+  console.log(whatBills(process.argv.slice(3)));
 } else {
-  console.error('usage: report.ts templates DIR | outputs FILE');
+  console.error('usage: report.ts templates DIR | outputs FILE | left [key=value ...]');
   process.exit(2);
+}
+
+/**
+ * After a deploy that did not finish: which earshot stacks exist now, what each costs an hour at list price,
+ * and the one command that removes them. Asked of CloudFormation through the aws CLI where it is installed;
+ * without it, what the deploy may have made. `context` is the deploy's own `key=value` settings.
+ */
+function whatBills(context: string[]): string {
+  const settings = Object.fromEntries(context.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  let endpoint = 'billed by the hour per instance, day and night (SageMaker pricing, real-time inference)';
+  try {
+    const file = readConfigFile(settings.configFile ? path.resolve(CDK_ROOT, settings.configFile) : DEFAULT_CONFIG_FILE);
+    const config = resolveConfig(file, (key) => settings[key], process.env.AWS_REGION ?? 'us-east-1');
+    const each = instancePricePerHour(config);
+    endpoint = `${config.minInstances} × ${config.instanceType} at $${each.toFixed(2)} an hour each (list price): $${(config.minInstances * each).toFixed(2)} an hour, day and night`;
+  } catch {
+    // A configuration the deploy refused: the price is not known from it, the rest of the report stands.
+  }
+  const costs: Record<string, string> = {
+    EarshotKokoroModel: `the Kokoro endpoint, ${endpoint}`,
+    EarshotGateway: 'the gateway: billed per use (Lambda, Polly, DynamoDB on demand), nothing while no one calls',
+  };
+  const ask = (stack: string) => spawnSync('aws', ['cloudformation', 'describe-stacks', '--stack-name', stack, '--query', 'Stacks[0].StackStatus', '--output', 'text'], { encoding: 'utf8', timeout: 30_000 });
+  const lines = ['earshot: the deploy did not finish.'];
+  if ((ask('EarshotGateway').error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+    lines.push('    without the aws CLI what exists cannot be listed; the deploy may have made:');
+    for (const [stack, cost] of Object.entries(costs)) lines.push(`      ${stack}: ${cost}`);
+  } else {
+    const found = Object.keys(costs).flatMap((stack) => {
+      const r = ask(stack);
+      const status = r.status === 0 ? r.stdout.trim() : '';
+      return status && status !== 'DELETE_COMPLETE' ? [`      ${stack} (${status}): ${costs[stack]}`] : [];
+    });
+    if (found.length === 0) {
+      lines.push('    nothing of earshot exists in this account and Region: nothing bills');
+      return lines.join('\n');
+    }
+    lines.push('    what exists now, and bills while it does:', ...found);
+  }
+  lines.push('    remove it all with: make destroy   (or fix what failed, above, and run make deploy again)');
+  return lines.join('\n');
 }
 
 /** Who the spend alarms reach, in one line: confirmed subscriptions, ones awaiting confirmation, or no one. */
