@@ -140,6 +140,10 @@ export class KokoroModelStack extends Stack {
     this.endpoint = new sagemaker.CfnEndpoint(this, 'Endpoint', {
       endpointName: c.endpointName,
       endpointConfigName: endpointConfig.attrEndpointConfigName,
+      // A redeploy (a new image, a new model) makes a new endpoint config with `initialInstanceCount: 1`: without
+      // this, the update would set a scaled-out endpoint back to one instance under load (UpdateEndpoint's
+      // RetainAllVariantProperties, SageMaker API reference). The count stays what autoscaling made it.
+      retainAllVariantProperties: true,
     });
     // The group exists before the endpoint writes to it, and outlives it on deletion until the endpoint is gone.
     this.endpoint.node.addDependency(endpointLogs);

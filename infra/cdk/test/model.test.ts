@@ -77,6 +77,12 @@ describe('model and endpoint', () => {
     assert.deepEqual(endpoint.EndpointConfigName, { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::EndpointConfig'), 'EndpointConfigName'] });
     t!.hasOutput('EndpointName', { Value: { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::Endpoint'), 'EndpointName'] } });
   });
+
+  it('keeps the instance count autoscaling chose when a redeploy brings a new endpoint config', () => {
+    const endpoint = only(t!, 'AWS::SageMaker::Endpoint').Properties;
+    assert.equal(endpoint.RetainAllVariantProperties, true);
+    assert.equal(endpoint.ExcludeRetainedVariantProperties, undefined, 'no property is taken from the new config instead');
+  });
 });
 
 describe('execution role', () => {
