@@ -29,7 +29,7 @@ export LAMBDA_PINS := cargo-lambda==1.9.2 ziglang==0.17.1
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: help run run-aws doctor test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -217,7 +217,18 @@ build-lambda: lambda-tools
 	echo "$$arch" > $(CARGO_TARGET_DIR)/lambda-arch && \
 	ls -l $(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap/bootstrap | awk '{print "==> bootstrap size: " $$5 " bytes"}'
 
-deploy: build-lambda
+# Before any build (minutes on a laptop): credentials and a Region, where the aws CLI can tell.
+deploy-credentials:
+	@if command -v aws >/dev/null; then \
+	  aws sts get-caller-identity >/dev/null 2>&1 || { echo "earshot: no AWS credentials: 'aws sts get-caller-identity' failed (run 'aws configure' or 'aws sso login', or set AWS_PROFILE); nothing was built or created"; exit 1; }; \
+	  region="$${AWS_REGION:-$${AWS_DEFAULT_REGION:-$$(aws configure get region 2>/dev/null || true)}}"; \
+	  [ -n "$$region" ] || { echo "earshot: no AWS Region: set AWS_REGION or 'aws configure set region …'; nothing was built or created"; exit 1; }; \
+	  echo "==> deploying to $$region with the credentials of $$(aws sts get-caller-identity --query Arn --output text 2>/dev/null)"; \
+	else \
+	  echo "    the aws CLI is not installed: the credentials are checked by cdk, after the build"; \
+	fi
+
+deploy: deploy-credentials build-lambda
 	@arch=$$(cat $(CARGO_TARGET_DIR)/lambda-arch); \
 	$(MAKE) --no-print-directory -C infra/cdk deps deploy BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap CDK_ARGS="$(CDK_ARGS) -c lambdaArchitecture=$$arch"
 

@@ -151,6 +151,15 @@ class Rehearsal:
         rest = [p for p in self.env["PATH"].split(os.pathsep)[1:] if not os.path.exists(os.path.join(p, tool))]
         return os.pathsep.join([bin_dir, *rest])
 
+    def path_with(self, *tools):
+        """PATH with the stand-ins and `tools` too (standin.py answers as each: `uname` says Darwin)."""
+        bin_dir = os.path.join(self.work, "bin-with-" + "-".join(tools))
+        if not os.path.isdir(bin_dir):
+            os.makedirs(bin_dir)
+            for tool in tools:
+                os.symlink(os.path.join(HERE, "standin.py"), os.path.join(bin_dir, tool))
+        return os.pathsep.join([bin_dir, self.env["PATH"]])
+
     def state(self):
         with open(os.path.join(self.dir, "state.json")) as f:
             return json.load(f)
@@ -338,6 +347,23 @@ def deploy_cut_short(r):
     check("nothing of earshot's bills" in out, "and destroy clears it", out)
 
 
+def a_laptop(r):
+    r.scenario("a first deploy from a laptop: no credentials yet, a Mac without cmake")
+    out, calls = r.make("deploy", expect_ok=False, REHEARSAL_CREDENTIALS="none")
+    check("no AWS credentials" in out and "nothing was built or created" in out, "the credentials are asked for first", out)
+    check(not calls_of(calls, "cargo") and not calls_of(calls, "npx"), "nothing is built or created without them", out)
+    # On a Mac the packages the build needs come from Homebrew (the one a tool is missing from is asked for).
+    mac = r.path_with("uname", "brew")
+    script = os.path.join(r.repo, "scripts/debian-packages.sh")
+    env = {**r.env, **r.scenario_env, "PATH": mac}
+    done = subprocess.run(["bash", script, "earshot-rehearsal-missing:opus-tools"], env=env, capture_output=True, text=True)
+    asked = [json.loads(line) for line in open(os.path.join(r.dir, "calls.jsonl")) if '"brew"' in line]
+    check(done.returncode == 0 and "installing opus-tools (Homebrew)" in done.stdout, "a Mac installs with Homebrew", done.stdout + done.stderr)
+    check(asked and asked[-1]["argv"] == ["install", "opus-tools"], f"brew install opus-tools: {asked}", done.stdout)
+    without = subprocess.run(["bash", script, "earshot-rehearsal-missing:opus-tools"], env={**env, "PATH": r.path_with("uname")}, capture_output=True, text=True)
+    check(without.returncode == 1 and "install Homebrew" in without.stderr, "a Mac without Homebrew is told what to install", without.stdout + without.stderr)
+
+
 def main():
     if len(sys.argv) != 3 or not all(os.access(b, os.X_OK) for b in sys.argv[1:]):
         raise SystemExit("usage: rehearse.py EARSHOT_BINARY STANDINS_BINARY")
@@ -349,6 +375,7 @@ def main():
         polly_only(r)
         destroy_whatever_is_left(r)
         deploy_cut_short(r)
+        a_laptop(r)
     finally:
         r.close()
     say(f"make deploy, doctor and destroy ran as written ({time.time() - started:.0f} s)")

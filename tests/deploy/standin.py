@@ -17,6 +17,9 @@ destroy and a later deploy see it. Environment variables choose the unhappy answ
   REHEARSAL_FUNCTION_URL                    (the FunctionUrl output a deploy writes)
   REHEARSAL_DESTROY  ok | fail              (cdk destroy: fail is a stack CloudFormation could not delete)
   REHEARSAL_DEPLOY   ok | gateway_refused   (cdk deploy: the gateway stack refused after the model stack is up)
+  REHEARSAL_CREDENTIALS  ok | none          (sts get-caller-identity: none is a laptop not yet configured)
+
+As `uname` it says Darwin (a Mac), and as `brew` it records what it was asked to install.
 
 A stack's `_status` in state.json is its StackStatus (CREATE_COMPLETE when absent): a scenario writes
 ROLLBACK_COMPLETE there for a first deploy that failed.
@@ -86,6 +89,12 @@ def aws():
     region = option("--region", os.environ.get("AWS_REGION", ""))
     words = [a for a in ARGS if not a.startswith("--")][:2]
     if words == ["sts", "get-caller-identity"]:
+        if os.environ.get("REHEARSAL_CREDENTIALS") == "none":
+            print("\nUnable to locate credentials. You can configure credentials by running \"aws configure\".", file=sys.stderr)
+            sys.exit(255)
+        if option("--query") == "Arn":
+            print(f"arn:aws:iam::{ACCOUNT}:user/new-user")
+            sys.exit(0)
         out({"UserId": "AIDAREHEARSAL", "Account": ACCOUNT, "Arn": f"arn:aws:iam::{ACCOUNT}:user/new-user"})
     if words == ["configure", "get"]:
         print(os.environ.get("AWS_REGION", ""))
@@ -268,4 +277,17 @@ def rustup():
     unknown()
 
 
-{"aws": aws, "docker": docker, "npx": npx, "cargo": cargo, "rustup": rustup}.get(NAME, unknown)()
+def uname():
+    record()
+    print("Darwin" if ARGS[:1] == ["-s"] else "Darwin Kernel Version 24.1.0")
+    sys.exit(0)
+
+
+def brew():
+    record()
+    if ARGS[:1] == ["install"]:
+        sys.exit(0)
+    unknown()
+
+
+{"aws": aws, "docker": docker, "npx": npx, "cargo": cargo, "rustup": rustup, "uname": uname, "brew": brew}.get(NAME, unknown)()
