@@ -10,6 +10,7 @@
 pub mod address_slots;
 pub mod api_error;
 pub mod auth;
+pub mod backend_cap;
 pub mod cache_settings;
 pub mod character_budget;
 pub mod client_error;

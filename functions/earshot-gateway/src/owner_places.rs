@@ -117,16 +117,35 @@ pub async fn take(
             RETRY_AFTER_S,
         )
     };
+    match claim(owner.as_str(), owner.places_key(), token, max, interrupts, local, tasks, ttl).await {
+        Ok(Some(place)) => Ok(place),
+        Ok(None) => Err(refused()),
+        Err(e) => Err(ApiError::from_upstream(e)),
+    }
+}
+
+/// One of at most `max` places counted under a name: `local_key` in this process, `shared_key` in the shared
+/// store where conversations run in other processes too; `Ok(None)` when all are taken. What an owner's
+/// places are made of, and any other count of live conversations a deployment keeps (a backend's).
+#[allow(clippy::too_many_arguments)]
+pub async fn claim(
+    local_key: &str,
+    shared_key: String,
+    token: &str,
+    max: usize,
+    interrupts: &Interrupts,
+    local: &Arc<LocalPlaces>,
+    tasks: &TaskTracker,
+    ttl: Duration,
+) -> Result<Option<OwnerPlace>, earshot_core::error::Error> {
     match interrupts {
-        Interrupts::Shared { store, .. } => {
-            let key = owner.places_key();
-            match store.claim(&key, token, max, ttl).await {
-                Ok(true) => Ok(OwnerPlace::Shared { store: store.clone(), key, token: token.to_string(), tasks: tasks.clone() }),
-                Ok(false) => Err(refused()),
-                Err(e) => Err(ApiError::from_upstream(e)),
-            }
-        }
-        _ => local.take(owner.as_str(), max).ok_or_else(refused),
+        Interrupts::Shared { store, .. } => Ok(store.claim(&shared_key, token, max, ttl).await?.then(|| OwnerPlace::Shared {
+            store: store.clone(),
+            key: shared_key,
+            token: token.to_string(),
+            tasks: tasks.clone(),
+        })),
+        _ => Ok(local.take(local_key, max)),
     }
 }
 

@@ -179,6 +179,20 @@ pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsE
         let store = aws().interrupt_store(table, settings.interrupt_endpoint.as_deref());
         gateway.interrupts = Interrupts::Shared { store, poll };
     }
+    // A backend whose service has a concurrency quota holds at most so many conversations, counted where the
+    // owners' places are (the interrupt table, where there is one).
+    let ttl = gateway.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
+    let places = earshot_gateway::backend_cap::Places::new(gateway.interrupts.clone(), ttl);
+    let backends = backends
+        .into_iter()
+        .map(|backend| match settings.backend_conversations.of(backend.name()) {
+            Some(max) => {
+                tracing::info!("{}: at most {max} conversations at once across the deployment", backend.name());
+                Arc::new(earshot_gateway::backend_cap::CappedBackend::new(backend, max, places.clone())) as Arc<dyn SpeechBackend>
+            }
+            None => backend,
+        })
+        .collect();
     Ok(Built { backends, agent, settings: gateway, watches })
 }
 

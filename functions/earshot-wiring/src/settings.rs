@@ -301,6 +301,13 @@ pub struct Settings {
     /// Requests one caller may make in a minute (0: no limit); past it `429 request_rate_exceeded`.
     #[arg(long, env = "EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE", default_value_t = 30)]
     pub max_requests_per_owner_minute: u64,
+    /// Conversations a backend may hold at once across the deployment, `NAME=N` separated by commas, where
+    /// its service has a concurrency quota: Polly's generative voices allow 26 concurrent requests and a
+    /// conversation holds up to 3 streams, so 8 (raise it with the quota; `polly=0`: no cap). Past it a
+    /// conversation goes to the next arm, or is refused `503 backend_busy`. Counted in the interrupt table
+    /// where there is one.
+    #[arg(long, env = "EARSHOT_BACKEND_CONVERSATIONS", default_value = "polly=8", value_parser = backend_conversations)]
+    pub backend_conversations: BackendCaps,
     /// What a caller may hear from the cache: `deployment` (its own sentences and the ones the deployment
     /// declared, the warm-up's: the default where every caller is one local owner), `owner` (its own
     /// only, no warm-up: the default where callers are owners, tokens or IAM) or `off`. No caller ever
@@ -700,6 +707,32 @@ impl Settings {
     }
 }
 
+/// Conversations each named backend may hold at once across the deployment: `polly=8,kokoro=40` (0: no cap).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackendCaps(pub Vec<(String, usize)>);
+
+impl BackendCaps {
+    /// The cap of the backend `name`, where it has one.
+    pub fn of(&self, name: &str) -> Option<usize> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, max)| *max).filter(|max| *max > 0)
+    }
+}
+
+fn backend_conversations(spec: &str) -> Result<BackendCaps, String> {
+    let mut caps = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, max) = part.split_once('=').ok_or_else(|| format!("`{part}` is not BACKEND=N (polly=8)"))?;
+        let name = name.trim();
+        let kind: BackendKind = clap::ValueEnum::from_str(name, true).map_err(|_| format!("`{name}` is not a backend (kokoro, polly, synthetic)"))?;
+        let max: usize = max.trim().parse().map_err(|_| format!("`{part}`: the cap must be a whole number (0: no cap)"))?;
+        if caps.iter().any(|(n, _): &(String, usize)| *n == kind.name()) {
+            return Err(format!("{name} is given a cap twice"));
+        }
+        caps.push((kind.name(), max));
+    }
+    Ok(BackendCaps(caps))
+}
+
 /// An experiment's name: a metric property and a hash input, so short and printable.
 /// A voice for each language: `fr=ff_siwis,zh=zf_xiaobei` (BCP 47 tags, read as their language).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -810,6 +843,18 @@ mod tests {
     fn served(vars: &[(&str, &str)]) -> Result<GatewaySettings, SettingsError> {
         let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Settings::from_vars(|name| map.get(name).cloned(), Place::Serve)?.gateway_settings(Place::Serve)
+    }
+
+    #[test]
+    fn a_backend_s_cap_is_a_backend_and_a_whole_number() {
+        assert_eq!(backend_conversations("polly=8").unwrap().of("polly"), Some(8));
+        assert_eq!(backend_conversations("Polly=8, synthetic=0").unwrap().of("synthetic"), None, "0: no cap");
+        assert_eq!(backend_conversations("").unwrap(), BackendCaps::default());
+        for bad in ["polly", "polly=many", "voice=3", "polly=1,polly=2"] {
+            assert!(backend_conversations(bad).is_err(), "{bad} is refused");
+        }
+        let defaults = Settings::from_vars(|_: &str| None, Place::Serve).unwrap();
+        assert_eq!(defaults.backend_conversations.of("polly"), Some(8), "Polly's generative quota by default");
     }
 
     #[test]

@@ -166,6 +166,8 @@ export interface EarshotConfig {
   readonly maxInputCharsPerOwnerHour: number;
   /** Requests one caller may make in a minute; 0: no limit. */
   readonly maxRequestsPerOwnerMinute: number;
+  /** Conversations Polly may hold at once across the deployment (26 concurrent generative requests, up to 3 a conversation); 0: no cap. */
+  readonly pollyConversations: number;
   /** What a caller hears from the sentence cache: `deployment` (its own sentences and the warm-up's declared ones), `owner` (its own only) or `off`; never another caller's. */
   readonly cacheScope: 'deployment' | 'owner' | 'off';
   /** The audio format of an answer whose request names none (docs/protocol.md, "Audio formats"); '': each backend's own PCM. */
@@ -253,6 +255,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   maxCharsPerOwnerHour: 'integer',
   maxInputCharsPerOwnerHour: 'integer',
   maxRequestsPerOwnerMinute: 'integer',
+  pollyConversations: 'integer',
   cacheScope: 'string',
   cacheMib: 'integer',
   outputFormat: 'string',
@@ -403,6 +406,7 @@ function check(c: EarshotConfig): void {
   within('maxCharsPerOwnerHour', 0, 100_000_000);
   within('maxInputCharsPerOwnerHour', 0, 1_000_000_000);
   within('maxRequestsPerOwnerMinute', 0, 100_000);
+  within('pollyConversations', 0, 100_000);
   if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
   within('cacheMib', 1, 4096);
   if (c.outputFormat !== '' && !OUTPUT_FORMATS.includes(c.outputFormat as (typeof OUTPUT_FORMATS)[number])) {

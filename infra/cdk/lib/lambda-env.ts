@@ -48,6 +48,7 @@ export const ENV_NAMES = [
   'EARSHOT_MAX_CHARS_PER_OWNER_HOUR',
   'EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR',
   'EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE',
+  'EARSHOT_BACKEND_CONVERSATIONS',
   'EARSHOT_CACHE',
   'EARSHOT_CACHE_MIB',
   'EARSHOT_OUTPUT_FORMAT',
@@ -150,6 +151,7 @@ export function lambdaEnvironment(
     EARSHOT_MAX_CHARS_PER_OWNER_HOUR: String(c.maxCharsPerOwnerHour),
     EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: String(c.maxInputCharsPerOwnerHour),
     EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: String(c.maxRequestsPerOwnerMinute),
+    EARSHOT_BACKEND_CONVERSATIONS: `polly=${c.pollyConversations}`,
     // The sentence cache, in each warm Lambda's memory (docs/cache.md).
     EARSHOT_CACHE: c.cacheScope,
     EARSHOT_CACHE_MIB: String(c.cacheMib),
