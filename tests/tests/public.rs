@@ -74,7 +74,8 @@ async fn a_stranger_learns_whether_a_backend_is_healthy_never_why() {
 
 #[tokio::test]
 async fn the_demo_page_runs_only_its_own_scripts_and_sends_no_referrer() {
-    let web = concat!(env!("CARGO_MANIFEST_DIR"), "/../web");
+    let web = earshot_e2e::package_dir().join("../web");
+    let web = web.to_str().expect("a path in UTF-8");
     let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public", "--web-dir", web]).await;
     for path in ["/", "/app.js"] {
         let page = reqwest::get(format!("{}{path}", earshot.url)).await.expect("the page");
