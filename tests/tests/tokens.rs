@@ -399,4 +399,25 @@ async fn a_caller_past_its_requests_a_minute_waits_for_the_minute_to_end() {
         other => panic!("a third request in a minute was not refused: {:?}", other.map(|r| r.status)),
     }
     assert!(speak(&earshot.url, &SpeakBody { conversation_id: Some("i:1".into()), ..text("Hi.") }, &with(&ivan)).await.unwrap().error.is_none());
+    // A token narrows the rate for its bearer: one request a minute.
+    let judy = token(&["--sub", "judy", "--max-requests-per-minute", "1"]);
+    assert!(speak(&earshot.url, &SpeakBody { conversation_id: Some("j:1".into()), ..text("Hi.") }, &with(&judy)).await.unwrap().error.is_none());
+    let narrowed = speak(&earshot.url, &SpeakBody { conversation_id: Some("j:2".into()), ..text("Hi.") }, &with(&judy)).await;
+    assert_eq!(refused(narrowed), (429, "request_rate_exceeded".into()), "the token's one request a minute holds");
+}
+
+#[tokio::test]
+async fn a_token_in_the_query_reaches_no_log_at_any_level() {
+    let args = ["--backends", "synthetic", "--auth", "token", "--token-keys", KEYS];
+    let earshot = EarshotProcess::start_with_env(&args, &[("EARSHOT_LOG", "trace")]).await;
+    let bearer = token(&["--sub", "kim"]);
+    let url = format!("{}/v1/speak?access_token={bearer}", earshot.url);
+    let response = reqwest::Client::new().post(&url).json(&serde_json::json!({"text": "Hi there."})).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap();
+    let log = std::fs::read_to_string(earshot.log_path()).unwrap();
+    assert!(log.contains("token accepted"), "the request was logged at all: {log}");
+    // The signature is the secret part: neither it nor the whole token is written.
+    let signature = bearer.rsplit('.').next().unwrap();
+    assert!(!log.contains(signature), "the token reached the log at trace level");
 }

@@ -12,7 +12,7 @@
 //! | `backends`, `voices`, `releases` | the backends, voices and release modes the bearer may use |
 //! | `max_chars` | the most characters a request may send (prompt, earlier turns, or text) |
 //! | `conversations` | the conversation ids the bearer may speak under and interrupt (an id, `*`, or whole segments then `:*`: `conversation_scope.rs`) |
-//! | `max_conversations`, `max_chars_per_hour` | the owner's live conversations and characters spoken per rolling hour, narrowed below the gateway's own limits (a token narrows them, never widens: the lower of the two holds) |
+//! | `max_conversations`, `max_chars_per_hour`, `max_input_chars_per_hour`, `max_requests_per_minute` | the owner's live conversations, characters spoken and sent per rolling hour, and requests per minute, narrowed below the gateway's own limits (a token narrows them, never widens: the lower of the two holds) |
 //!
 //! A claim left out allows anything, except `conversations`: without it the bearer may interrupt nothing.
 //! Each failure has its own code (401, with `WWW-Authenticate: Bearer`: `token_missing`,
@@ -132,6 +132,14 @@ pub struct Claims {
     /// the gateway's `max_chars_per_owner_hour` it narrows it; above, the gateway's holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars_per_hour: Option<u64>,
+    /// The most characters of prompts, turns and texts the owner may send in a rolling hour when this token
+    /// speaks (narrows `max_input_chars_per_owner_hour`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_chars_per_hour: Option<u64>,
+    /// The most requests the owner may make in a minute when this token speaks (narrows
+    /// `max_requests_per_owner_minute`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests_per_minute: Option<u64>,
 }
 
 impl TokenAuth {
@@ -275,8 +283,12 @@ impl TokenAuth {
             ErrorKind::MissingRequiredClaim(claim) => ApiError::unauthorized("token_malformed", format!("the token has no `{claim}` claim")),
             _ => ApiError::unauthorized("token_malformed", format!("the token cannot be read: {e}")),
         })?;
-        if data.claims.max_conversations == Some(0) || data.claims.max_chars_per_hour == Some(0) {
-            return Err(ApiError::unauthorized("token_malformed", "the token's `max_conversations` and `max_chars_per_hour` must be at least 1 where given"));
+        let c = &data.claims;
+        if c.max_conversations == Some(0) || [c.max_chars_per_hour, c.max_input_chars_per_hour, c.max_requests_per_minute].contains(&Some(0)) {
+            return Err(ApiError::unauthorized(
+                "token_malformed",
+                "the token's `max_conversations`, `max_chars_per_hour`, `max_input_chars_per_hour` and `max_requests_per_minute` must be at least 1 where given",
+            ));
         }
         for pattern in data.claims.conversations.iter().flatten() {
             check_pattern(pattern).map_err(|why| ApiError::unauthorized("token_malformed", format!("the token's `conversations` claim: {why}")))?;
@@ -386,6 +398,14 @@ impl Claims {
     /// token's `max_chars_per_hour` (`None`: no budget).
     pub fn chars_per_hour_limit(&self, gateway: Option<u64>) -> Option<u64> {
         narrowed(gateway, self.max_chars_per_hour)
+    }
+
+    /// What the owner may send under this token: the gateway's limits, each narrowed by its claim.
+    pub fn input_limits(&self, gateway: crate::input_budget::InputLimits) -> crate::input_budget::InputLimits {
+        crate::input_budget::InputLimits {
+            chars_per_hour: narrowed(gateway.chars_per_hour, self.max_input_chars_per_hour),
+            requests_per_minute: narrowed(gateway.requests_per_minute, self.max_requests_per_minute),
+        }
     }
 
     pub fn allows_backend(&self, name: &str) -> bool {
@@ -511,6 +531,11 @@ mod tests {
         assert_eq!((narrow.conversations_limit(None), narrow.chars_per_hour_limit(None)), (Some(1), Some(2_000)), "a gateway without limits");
         assert_eq!((claims().conversations_limit(Some(4)), claims().chars_per_hour_limit(None)), (Some(4), None), "no claim: the gateway's");
         let zero = Claims { max_conversations: Some(0), ..claims() };
+        assert_eq!(code(auth().verify(&mint("k2", KEY, &zero).unwrap())), (401, "token_malformed".into()));
+        let gateway = crate::input_budget::InputLimits { chars_per_hour: Some(300_000), requests_per_minute: Some(30) };
+        let sending = Claims { max_input_chars_per_hour: Some(5_000), max_requests_per_minute: Some(60), ..claims() };
+        assert_eq!(sending.input_limits(gateway), crate::input_budget::InputLimits { chars_per_hour: Some(5_000), requests_per_minute: Some(30) });
+        let zero = Claims { max_requests_per_minute: Some(0), ..claims() };
         assert_eq!(code(auth().verify(&mint("k2", KEY, &zero).unwrap())), (401, "token_malformed".into()));
     }
 

@@ -299,8 +299,18 @@ impl Gateway {
 
     /// Counts `owner`'s request and charges what it sends (`input_chars`), or `429`
     /// (`input_budget_spent`, `request_rate_exceeded`); see [`crate::input_budget`].
-    pub async fn input_charge(&self, owner: &crate::owner::Owner, input_chars: u64) -> Result<Option<InputCharge>, crate::api_error::ApiError> {
-        crate::input_budget::admit(&self.budgets, owner, self.settings.input_limits, input_chars, &self.tasks).await
+    /// `scope`: the bearer's token, which may narrow both limits.
+    pub async fn input_charge(
+        &self,
+        owner: &crate::owner::Owner,
+        scope: Option<&crate::auth::Claims>,
+        input_chars: u64,
+    ) -> Result<Option<InputCharge>, crate::api_error::ApiError> {
+        let limits = match scope {
+            Some(claims) => claims.input_limits(self.settings.input_limits),
+            None => self.settings.input_limits,
+        };
+        crate::input_budget::admit(&self.budgets, owner, limits, input_chars, &self.tasks).await
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.

@@ -71,7 +71,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let (owner_place, budget, input) = tokio::join!(
         gw.owner_place(&owner, &request_id, scope.as_ref()),
         gw.character_budget(&owner, scope.as_ref()),
-        gw.input_charge(&owner, request.input_chars() as u64)
+        gw.input_charge(&owner, scope.as_ref(), request.input_chars() as u64)
     );
     let (input, owner_place, budget) = (input.map_err(for_client)?, owner_place.map_err(for_client)?, budget.map_err(for_client)?);
     // Live from here, not before (a refused request costs the warm-up nothing): the cache's warm-up

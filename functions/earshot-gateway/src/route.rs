@@ -357,6 +357,8 @@ mod tests {
             conversations: None,
             max_conversations: None,
             max_chars_per_hour: None,
+            max_input_chars_per_hour: None,
+            max_requests_per_minute: None,
         }
     }
 

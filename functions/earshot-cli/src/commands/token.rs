@@ -46,6 +46,13 @@ pub struct TokenArgs {
     /// budget, never widens it).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     max_chars_per_hour: Option<u64>,
+    /// The most characters of prompts, turns and texts the bearer's owner may send in a rolling hour
+    /// (narrows the gateway's input budget, never widens it).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_input_chars_per_hour: Option<u64>,
+    /// The most requests the bearer's owner may make in a minute (narrows the gateway's, never widens it).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    max_requests_per_minute: Option<u64>,
 }
 
 pub fn run(args: TokenArgs) -> Result<(), String> {
@@ -72,6 +79,8 @@ pub fn run(args: TokenArgs) -> Result<(), String> {
         conversations: some(args.conversations),
         max_conversations: args.max_conversations.map(|n| n as usize),
         max_chars_per_hour: args.max_chars_per_hour,
+        max_input_chars_per_hour: args.max_input_chars_per_hour,
+        max_requests_per_minute: args.max_requests_per_minute,
     };
     println!("{}", mint(kid, secret, &claims)?);
     Ok(())
