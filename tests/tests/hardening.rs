@@ -408,15 +408,21 @@ fn idle_http2_peer(port: u16, opened: Instant) -> Option<Duration> {
         if stream.read_exact(&mut payload).is_err() {
             return Some(opened.elapsed());
         }
-        let (kind, flags) = (header[3], header[4]);
-        let answer: Option<Vec<u8>> = match (kind, flags & 1) {
-            (4, 0) => Some(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00".to_vec()),
-            (6, 0) => Some([&b"\x00\x00\x08\x06\x01\x00\x00\x00\x00"[..], &payload].concat()),
-            _ => None,
-        };
-        if let Some(answer) = answer {
-            let _ = stream.write_all(&answer);
-        }
+        answer_control_frame(&mut stream, &header, &payload);
+    }
+}
+
+/// What an HTTP/2 peer that stays connected owes the server: an ACK of each SETTINGS frame and an answer
+/// to each PING (`header` the frame's 9-byte header, `payload` its body).
+fn answer_control_frame(stream: &mut TcpStream, header: &[u8], payload: &[u8]) {
+    let (kind, flags) = (header[3], header[4]);
+    let answer: Option<Vec<u8>> = match (kind, flags & 1) {
+        (4, 0) => Some(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00".to_vec()),
+        (6, 0) => Some([&b"\x00\x00\x08\x06\x01\x00\x00\x00\x00"[..], payload].concat()),
+        _ => None,
+    };
+    if let Some(answer) = answer {
+        let _ = stream.write_all(&answer);
     }
 }
 
@@ -488,17 +494,10 @@ fn zero_window_http2_peer(port: u16, opened: Instant) -> (Option<Duration>, bool
         if stream.read_exact(&mut payload).is_err() {
             return (Some(opened.elapsed()), headers);
         }
-        let (kind, flags) = (header[3], header[4]);
+        let kind = header[3];
         assert_ne!(kind, 0, "a DATA frame came through a window of zero");
         headers |= kind == 1;
-        let answer: Option<Vec<u8>> = match (kind, flags & 1) {
-            (4, 0) => Some(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00".to_vec()),
-            (6, 0) => Some([&b"\x00\x00\x08\x06\x01\x00\x00\x00\x00"[..], &payload].concat()),
-            _ => None,
-        };
-        if let Some(answer) = answer {
-            let _ = stream.write_all(&answer);
-        }
+        answer_control_frame(&mut stream, &header, &payload);
     }
 }
 
