@@ -103,7 +103,7 @@ test-rust: deps-rust
 
 conformance: deps-rust
 	@echo "==> sentence-boundary conformance scores (data: $(EARSHOT_TESTDATA)/sbd)"
-	$(CARGO) test --quiet --locked -p earshot-core --test conformance -- --nocapture
+	$(CARGO) test --quiet --locked -p earshot-text --test conformance -- --nocapture
 
 test-kokoro:
 	@echo "==> Kokoro container tests (real model, onnx engine)"

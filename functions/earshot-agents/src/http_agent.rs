@@ -166,7 +166,7 @@ where
     E: std::fmt::Display + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
-    tokio::spawn(async move {
+    earshot_core::tasks::spawn(async move {
         match format {
             AnswerFormat::Sse => read_sse(http_stream::bounded_records(body, RecordEnd::BlankLine, max_event_bytes), text, tx, cancel).await,
             AnswerFormat::Ndjson => read_ndjson(http_stream::bounded_records(body, RecordEnd::Newline, max_event_bytes), text, tx, cancel).await,

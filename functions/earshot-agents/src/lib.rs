@@ -23,7 +23,7 @@ pub use scripted::{Sample, Script, ScriptItem, ScriptedAgent, ScriptedConfig, To
 /// Text to speak as given needs no agent: it is streamed as it is, so that it takes the same path.
 pub fn spoken_as_given(text: String) -> AgentStream {
     let (tx, rx) = tokio::sync::mpsc::channel(2);
-    tokio::spawn(async move {
+    earshot_core::tasks::spawn(async move {
         if tx.send(Ok(AgentEvent::Delta(text))).await.is_ok() {
             let _ = tx.send(Ok(AgentEvent::Done)).await;
         }

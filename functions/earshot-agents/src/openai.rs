@@ -98,7 +98,7 @@ impl AgentSource for OpenAiAgent {
         }
         let bounded = http_stream::bounded_records(response.bytes_stream(), http_stream::RecordEnd::BlankLine, self.settings.max_event_bytes);
         let mut events = http_stream::lossy_utf8(bounded).eventsource();
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             // An answer whose last chunk gave its finish_reason is complete even if the server then
             // closes without `[DONE]` (some compatible servers do); one that stops before is broken.
             let mut finished = false;

@@ -247,7 +247,7 @@ impl ScriptedAgent {
         let interval = Duration::from_secs_f64(1.0 / self.config.tokens_per_second.max(0.001));
         let first_delay = self.config.first_token_delay;
         let cut = self.config.tokens;
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             let send = |event| {
                 let tx = tx.clone();
                 let cancel = cancel.clone();

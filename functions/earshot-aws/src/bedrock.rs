@@ -104,7 +104,7 @@ impl AgentSource for BedrockAgent {
                 None => AgentError::new("agent_unreachable", format!("cannot reach Bedrock: {e:?}"), true),
             })?;
         let mut stream = output.stream;
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             loop {
                 let event = tokio::select! {
                     _ = cancel.cancelled() => return,

@@ -232,7 +232,7 @@ impl Opener {
             })?;
         let mut stream = output.event_stream;
         let (to_session, cancel) = (self.output.clone(), self.cancel.clone());
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             loop {
                 let received = tokio::select! {
                     _ = cancel.cancelled() => return,
@@ -373,7 +373,7 @@ impl SpeechBackend for PollyBackend {
             finishing: false,
             finished_at: None,
         };
-        tokio::spawn(session.drive(commands, from_streams, opened));
+        earshot_core::tasks::spawn(session.drive(commands, from_streams, opened));
         Ok(SpeechSession { commands: commands_tx, events, format: AudioFormat::pcm_s16le(sample_rate), voice: options.voice })
     }
 
@@ -506,7 +506,7 @@ impl Session {
         self.opening = true;
         let (opener, opened, id) = (self.opener.clone(), self.opened_tx.clone(), self.next_id);
         self.next_id += 1;
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             let result = opener.open(id).await;
             let _ = opened.send(result).await;
         });

@@ -165,7 +165,7 @@ impl SpeechBackend for SageMakerBackend {
         let mut body = output.body;
         // The receiver is drained by a task of its own, so that the session can race a channel
         // (cancel-safe) rather than the SDK's receiver.
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             loop {
                 let item = match body.recv().await {
                     Ok(Some(ResponseStreamEvent::PayloadPart(part))) => {

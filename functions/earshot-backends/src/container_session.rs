@@ -64,7 +64,7 @@ pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed
         live: HashMap::new(),
         skipped: BTreeSet::new(),
     };
-    tokio::spawn(session.drive(commands_rx));
+    earshot_core::tasks::spawn(session.drive(commands_rx));
     SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
 }
 

@@ -42,6 +42,9 @@ pub struct SyntheticConfig {
     /// How far ahead of its playback audio is sent, as a backend faster than real time sends it. Zero sends
     /// each chunk when it would start playing, so any delay in scheduling is a gap the listener hears.
     pub lead: Duration,
+    /// How long a session takes to close once it ends, however it ends (a real service's closing
+    /// handshake): the session counts as live until then.
+    pub closing: Duration,
 }
 
 impl Default for SyntheticConfig {
@@ -53,6 +56,7 @@ impl Default for SyntheticConfig {
             chunk: Duration::from_millis(100),
             sessions: None,
             lead: Duration::ZERO,
+            closing: Duration::ZERO,
         }
     }
 }
@@ -130,19 +134,24 @@ impl SpeechBackend for SyntheticBackend {
         let guard = LiveGuard::new(&self.live);
         let config = self.config.clone();
         let workers = self.workers.clone();
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             let _guard = guard;
-            // Held until the session ends, however it ends. Commands queue in the channel meanwhile, and a
-            // sentence's latency runs from when a worker takes it.
-            let _worker = match workers {
-                Some(workers) => tokio::select! {
-                    _ = options.cancel.cancelled() => return,
-                    _ = events_tx.closed() => return,
-                    permit = workers.acquire_owned() => Some(permit.expect("the semaphore is never closed")),
-                },
-                None => None,
-            };
-            drive(config, commands_rx, events_tx, options).await
+            let closing = config.closing;
+            async move {
+                // Held until the session ends, however it ends. Commands queue in the channel meanwhile, and a
+                // sentence's latency runs from when a worker takes it.
+                let _worker = match workers {
+                    Some(workers) => tokio::select! {
+                        _ = options.cancel.cancelled() => return,
+                        _ = events_tx.closed() => return,
+                        permit = workers.acquire_owned() => Some(permit.expect("the semaphore is never closed")),
+                    },
+                    None => None,
+                };
+                drive(config, commands_rx, events_tx, options).await
+            }
+            .await;
+            tokio::time::sleep(closing).await;
         });
         Ok(SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(self.config.sample_rate), voice: "tone".into() })
     }

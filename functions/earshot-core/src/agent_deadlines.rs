@@ -68,7 +68,7 @@ impl AgentDeadlines {
             }
         };
         let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
-        tokio::spawn(relay(inner, tx, *self, agent.name().to_string(), cancel));
+        crate::tasks::spawn(relay(inner, tx, *self, agent.name().to_string(), cancel));
         Ok(rx)
     }
 }

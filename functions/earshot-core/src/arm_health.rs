@@ -113,7 +113,7 @@ impl ArmHealth {
         };
         if let Some(generation) = started {
             tracing::warn!("{name} is passed over until it answers its health check ({}: {})", cause.code, crate::redact::redact(&cause.message));
-            tokio::spawn(self.clone().probe(backend.clone(), generation));
+            crate::tasks::spawn(self.clone().probe(backend.clone(), generation));
         }
     }
 
@@ -136,14 +136,20 @@ impl ArmHealth {
     }
 
     /// Probes a sick arm after each backoff until its health check answers (or something else forgets
-    /// it: a conversation that opened it as the last arm).
+    /// it: a conversation that opened it as the last arm), or the server stops.
     async fn probe(self: Arc<Self>, backend: Arc<dyn SpeechBackend>, generation: u64) {
         let name = backend.name().to_string();
         let this = |s: &Sick| s.generation == generation;
         loop {
             let Some(at) = self.sick.lock().expect("arm health").get(&name).filter(|s| this(s)).map(|s| s.probe_at) else { return };
-            tokio::time::sleep_until(at).await;
-            let answered = matches!(tokio::time::timeout(PROBE_LIMIT, backend.health()).await, Ok(Ok(())));
+            // A server that stops does not wait for an arm to recover.
+            let answered = tokio::select! {
+                _ = crate::tasks::stopping() => return,
+                answered = async {
+                    tokio::time::sleep_until(at).await;
+                    matches!(tokio::time::timeout(PROBE_LIMIT, backend.health()).await, Ok(Ok(())))
+                } => answered,
+            };
             let mut sick = self.sick.lock().expect("arm health");
             let Some(entry) = sick.get_mut(&name).filter(|s| this(s)) else { return };
             if answered {

@@ -124,7 +124,7 @@ pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: O
         failed: false,
         fetched_tx,
     };
-    tokio::spawn(relay.run(from_scheduler, to_scheduler, fetched, cancel));
+    crate::tasks::spawn(relay.run(from_scheduler, to_scheduler, fetched, cancel));
     SpeechSession { commands, events, format, voice }
 }
 
@@ -267,7 +267,7 @@ impl Relay {
             (None, Some(key), Some(shared)) => {
                 let (tier, limit, looked_up) = (shared.tier.clone(), shared.fetch_limit, key.clone());
                 let answer = Answer { index, to_relay: Some(self.fetched_tx.clone()) };
-                tokio::spawn(async move {
+                crate::tasks::spawn(async move {
                     let found = match tokio::time::timeout(limit, tier.get(&looked_up)).await {
                         Ok(Ok(found)) => found,
                         Ok(Err(e)) => {
@@ -369,7 +369,7 @@ impl Relay {
     fn keep(&self, key: CacheKey, sentence: CachedSentence) {
         if let Some(shared) = &self.shared {
             let (tier, key, sentence) = (shared.tier.clone(), key.clone(), sentence.clone());
-            tokio::spawn(async move {
+            crate::tasks::spawn(async move {
                 if let Err(e) = tier.put(&key, &sentence).await {
                     tracing::warn!("the shared sentence cache: {}; the sentence stays in this process only", crate::redact::redact(&e.to_string()));
                 }

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::arm::OpenWith;
 pub use crate::arm::{Arm, DEFAULT_OPEN_TIMEOUT, OPEN_TIMEOUT};
@@ -70,24 +69,13 @@ pub struct Failover {
     health: Option<Arc<ArmHealth>>,
     language_route: Option<LanguageRoute>,
     reroute: Option<LanguageRoute>,
-    tasks: Option<TaskTracker>,
 }
 
 impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover {
-            arms,
-            open_timeout: DEFAULT_OPEN_TIMEOUT,
-            language: None,
-            sample_rate: None,
-            cache: None,
-            health: None,
-            language_route: None,
-            reroute: None,
-            tasks: None,
-        }
+        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, sample_rate: None, cache: None, health: None, language_route: None, reroute: None }
     }
 
     /// The arms' remembered health, shared with other conversations ([`crate::arm_health`]); `None`:
@@ -137,13 +125,6 @@ impl Failover {
         self
     }
 
-    /// The tracker the relay's task is spawned on, so that a server's shutdown can wait for it; `None`:
-    /// a plain task.
-    pub fn tasks(mut self, tasks: Option<TaskTracker>) -> Self {
-        self.tasks = tasks;
-        self
-    }
-
     /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
     /// of the last arm tried beside its error.
     pub async fn open_arms(&self, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, (String, SpeechError)> {
@@ -176,7 +157,7 @@ impl Failover {
                 Ok(session) => {
                     let switcher =
                         Switcher { current: session, current_arm: arm, rest, with, settle: self.language_route.clone(), reroute: self.reroute.clone() };
-                    let session = switcher.spawn(self.tasks.as_ref());
+                    let session = switcher.spawn();
                     return Ok(Opened { session, backend: name, handovers });
                 }
                 Err(cause) if rest.is_empty() && !deferred.is_empty() => {

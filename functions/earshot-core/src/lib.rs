@@ -2,13 +2,16 @@
 //! it. The TTS backends, the agent sources and the binaries build on this crate; it depends on none of
 //! them.
 //!
-//! - [`text`]: the streaming sentence segmenter and the speech normaliser; [`language`]: which language
-//!   an answer is spoken in (a request's BCP 47 tag, or detected).
+//! - [`text`]: the text path, which is its own crate (`earshot-text`, no async runtime): the streaming
+//!   sentence segmenter, the speech normaliser and spoken forms; [`language`]: which language an answer
+//!   is spoken in (a request's BCP 47 tag, or detected); [`words`]: the words of a sentence and when each
+//!   is heard. Re-exported here so that the core's users name one crate.
 //! - [`scheduler`]: agent text to ordered speech, with a release policy, bounded queues and
 //!   cancellation.
 //! - [`agent`] and [`speech`]: the interfaces of agent sources and TTS backends ([`agent_deadlines`]: the
 //!   time limits every agent runs under); [`error`]: the one
 //!   failure shape they, the transport and the protocol share.
+//! - [`tasks`]: the one tracker every task of a conversation is spawned on, however deep.
 //! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait.
 //! - [`failover`]: several backends in order, the first that opens ([`arm`]: one of them, opened);
 //!   [`switcher`]: the one place a conversation changes session before its first audio (a failure, or
@@ -17,10 +20,11 @@
 //!   session that answers them from it.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames); [`output`]: the
 //!   audio format a client plays, and the encoder that turns a backend's PCM into it.
-//! - [`words`]: the words of a sentence and when each is heard (from the voice, or estimated from its
-//!   audio).
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
 //!   simulated listener whose silences they count.
+
+pub use earshot_text as text;
+pub use earshot_text::{language, words};
 
 pub mod agent;
 pub mod agent_deadlines;
@@ -31,7 +35,6 @@ pub mod cache;
 pub mod cached_session;
 pub mod error;
 pub mod failover;
-pub mod language;
 pub mod output;
 pub mod playback;
 pub mod protocol;
@@ -41,6 +44,5 @@ pub mod speech;
 pub mod stats;
 pub mod store;
 pub mod switcher;
-pub mod text;
+pub mod tasks;
 pub mod timeline;
-pub mod words;

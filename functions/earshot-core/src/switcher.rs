@@ -36,7 +36,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use tokio_util::task::TaskTracker;
 
 use crate::arm::{Arm, OpenWith};
 use crate::error::codes as error_codes;
@@ -101,16 +100,13 @@ pub(crate) struct Switcher {
 
 impl Switcher {
     /// Puts the relay between the scheduler and the session; see the module docs.
-    pub fn spawn(self, tasks: Option<&TaskTracker>) -> SpeechSession {
+    pub fn spawn(self) -> SpeechSession {
         let (commands, from_scheduler) = mpsc::channel(RELAY_CHANNEL);
         let (to_scheduler, events) = mpsc::channel(RELAY_CHANNEL);
         let (format, voice) = (self.current.format.clone(), self.current.voice.clone());
         let relay = Relay { s: self, unfinished: VecDeque::new(), finishing: false, heard: false, told: None };
         let run = relay.run(from_scheduler, to_scheduler);
-        match tasks {
-            Some(tasks) => drop(tasks.spawn(run)),
-            None => drop(tokio::spawn(run)),
-        }
+        drop(crate::tasks::spawn(run));
         SpeechSession { commands, events, format, voice }
     }
 }

@@ -4,7 +4,7 @@
 //! before a code from outside, `"tts_{code}"`) is found too, and its prefix must be documented as
 //! `` `tts_…` ``.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 const PREFIXES: &[&str] = &[
     "agent_",
@@ -43,17 +43,6 @@ const NOT_CODES: &[&str] = &[
     // An answer's characters in the bench's results.json (its `capacity` section), read by `earshot plan`.
     "answer_characters",
 ];
-
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a source folder") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// String literals of `source` that look like error codes.
 fn codes(source: &str) -> Vec<String> {
@@ -98,14 +87,8 @@ fn the_scan_sees_literal_and_formatted_codes() {
 
 #[test]
 fn every_code_the_gateway_can_send_is_documented() {
-    let functions = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder")).join("..");
-    let mut files = Vec::new();
-    for krate in std::fs::read_dir(&functions).expect("functions/") {
-        let src = krate.expect("a crate").path().join("src");
-        if src.is_dir() {
-            sources(&src, &mut files);
-        }
-    }
+    let functions = common::functions_dir();
+    let files = common::crate_sources();
     let protocol = std::fs::read_to_string(functions.join("../docs/protocol.md")).expect("docs/protocol.md");
     let mut found = std::collections::BTreeSet::new();
     let mut prefixes = std::collections::BTreeSet::new();

@@ -17,7 +17,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use earshot_core::language::Language;
 use earshot_core::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
-use tokio_util::task::TaskTracker;
 
 use crate::interrupts::Interrupts;
 use crate::owner_places::LocalPlaces;
@@ -27,14 +26,13 @@ use crate::owner_places::LocalPlaces;
 pub struct Places {
     pub interrupts: Interrupts,
     pub local: Arc<LocalPlaces>,
-    pub tasks: TaskTracker,
     pub ttl: Duration,
 }
 
 impl Places {
     /// Counted in the shared store where `interrupts` has one, else in this process.
     pub fn new(interrupts: Interrupts, ttl: Duration) -> Self {
-        Places { interrupts, local: Arc::default(), tasks: TaskTracker::new(), ttl }
+        Places { interrupts, local: Arc::default(), ttl }
     }
 }
 
@@ -71,10 +69,12 @@ impl SpeechBackend for CappedBackend {
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
-        let Places { interrupts, local, tasks, ttl } = &self.places;
+        let Places { interrupts, local, ttl } = &self.places;
+        // A shared place is given back by a task of the conversation's own tracker.
+        let tasks = earshot_core::tasks::current();
         let token = uuid::Uuid::new_v4().to_string();
         let local_key = format!("backend:{}", self.inner.name());
-        let Some(place) = crate::owner_places::claim(&local_key, self.shared_key(), &token, self.max, interrupts, local, tasks, *ttl).await? else {
+        let Some(place) = crate::owner_places::claim(&local_key, self.shared_key(), &token, self.max, interrupts, local, &tasks, *ttl).await? else {
             let message = format!(
                 "{} holds the {} conversations this deployment lets it hold at once (its service's concurrency quota); retry shortly",
                 self.inner.name(),
@@ -85,7 +85,7 @@ impl SpeechBackend for CappedBackend {
         let ended = options.cancel.clone();
         let session = self.inner.open(options).await?;
         // Given back when the conversation ends, however it ends.
-        tokio::spawn(async move {
+        earshot_core::tasks::spawn(async move {
             ended.cancelled().await;
             drop(place);
         });

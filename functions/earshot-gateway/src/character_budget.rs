@@ -29,8 +29,8 @@ use earshot_core::budget::{Grants, Reservation, SpendWindow, WINDOW_MINUTES};
 use earshot_core::error::codes::CHARACTER_BUDGET_SPENT;
 use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
 use earshot_core::store::ConversationStore;
+use earshot_core::tasks::Tasks;
 use tokio::sync::mpsc;
-use tokio_util::task::TaskTracker;
 
 use crate::api_error::ApiError;
 use crate::interrupts::Interrupts;
@@ -114,7 +114,7 @@ pub struct Budget {
     used: u64,
     /// Each reservation, `(minute, characters)`, oldest first: what is not spoken goes back where it came from.
     grants: Vec<(u64, u64)>,
-    tasks: TaskTracker,
+    tasks: Tasks,
 }
 
 /// The message of a caller whose budget is spent.
@@ -125,7 +125,7 @@ fn spent_message(limit: u64) -> String {
 impl Budget {
     /// The first block of `owner`'s budget for a new conversation, or `429 character_budget_spent`.
     /// `limit` none (or the `local` owner): no budget.
-    pub async fn open(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &TaskTracker) -> Result<Option<Budget>, ApiError> {
+    pub async fn open(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &Tasks) -> Result<Option<Budget>, ApiError> {
         let Some(limit) = limit.filter(|_| *owner != Owner::local()) else { return Ok(None) };
         let key = owner.budget_key();
         let first = ledger.reserve(&key, block(limit), block(limit), limit).await.map_err(ApiError::from_upstream)?;
@@ -226,7 +226,7 @@ pub fn wrap(session: SpeechSession, budget: Budget) -> SpeechSession {
     let budget = Arc::new(tokio::sync::Mutex::new(budget));
     let refused: Arc<Mutex<Option<SpeechError>>> = Arc::default();
     let (charging, refusal) = (budget.clone(), refused.clone());
-    tokio::spawn(async move {
+    earshot_core::tasks::spawn(async move {
         while let Some(command) = from_scheduler.recv().await {
             if let SpeechCommand::Speak(request) = &command {
                 let charged = charging.lock().await.charge(request.text.chars().count() as u64).await;
@@ -244,7 +244,7 @@ pub fn wrap(session: SpeechSession, budget: Budget) -> SpeechSession {
             }
         }
     });
-    tokio::spawn(async move {
+    earshot_core::tasks::spawn(async move {
         while let Some(event) = inner_events.recv().await {
             let event = match event {
                 SpeechEvent::Closed { billed_characters } => {
@@ -285,7 +285,7 @@ mod tests {
     #[tokio::test]
     async fn a_conversation_reserves_in_blocks_and_gives_back_what_it_did_not_speak() {
         let ledger = Ledger::Local(Arc::default());
-        let tasks = TaskTracker::new();
+        let tasks = Tasks::new();
         let mut budget = Budget::open(&ledger, &owner("a"), Some(5_000), &tasks).await.unwrap().expect("a budget");
         assert_eq!(budget.reserved, BLOCK);
         budget.charge(900).await.unwrap();
@@ -306,7 +306,7 @@ mod tests {
     #[tokio::test]
     async fn a_sentence_the_budget_cannot_cover_is_refused_and_the_next_request_too() {
         let ledger = Ledger::Local(Arc::default());
-        let tasks = TaskTracker::new();
+        let tasks = Tasks::new();
         // A budget of 100 is taken 25 at a time: one conversation never holds all of it.
         let mut budget = Budget::open(&ledger, &owner("b"), Some(100), &tasks).await.unwrap().unwrap();
         assert_eq!(budget.reserved, 25);
@@ -327,7 +327,7 @@ mod tests {
         use earshot_core::protocol::AudioFormat;
         use earshot_core::speech::{SpeechCommand, SpeechRequest};
         let ledger = Ledger::Local(Arc::default());
-        let tasks = TaskTracker::new();
+        let tasks = Tasks::new();
         let budget = Budget::open(&ledger, &owner("d"), Some(100), &tasks).await.unwrap().unwrap();
         // A voice that closes, having billed 42 characters, once it is told to finish.
         let (commands, mut voice_commands) = tokio::sync::mpsc::channel(8);

@@ -11,9 +11,9 @@ use earshot_core::cache::{CacheScope, SentenceCache};
 use earshot_core::cached_session::{CacheUse, SharedUse};
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
+use earshot_core::tasks::Tasks;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::auth::TokenAuth;
 pub use crate::cache_settings::CacheSettings;
@@ -135,7 +135,7 @@ pub struct Gateway {
     /// Every task a conversation spawns (its scheduler, its supervisor, its watchers, the core's
     /// switcher): a server that stops waits for them, so that nothing a conversation does
     /// after its stream ends (its metric line, clearing the interrupt store) is cut off.
-    tasks: TaskTracker,
+    tasks: Tasks,
     /// Each owner's live conversations in this process.
     owner_places: Arc<LocalPlaces>,
     /// Where each owner's character budget is kept (this process, or the shared store).
@@ -178,7 +178,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             registry: Arc::default(),
             conversation_slots,
-            tasks: TaskTracker::new(),
+            tasks: Tasks::new(),
             owner_places: Arc::default(),
             budgets,
             cache,
@@ -314,7 +314,7 @@ impl Gateway {
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.
-    pub fn tasks(&self) -> &TaskTracker {
+    pub fn tasks(&self) -> &Tasks {
         &self.tasks
     }
 

@@ -23,11 +23,11 @@ use earshot_core::failover::Opened;
 use earshot_core::protocol::{BackendReason, Delivery, ErrorInfo, ServerEvent, SessionInfo, PROTOCOL_VERSION};
 use earshot_core::redact::redact;
 use earshot_core::scheduler::{self, Conversation, Outcome, TimelineCell};
+use earshot_core::tasks::Tasks;
 use earshot_core::timeline::{Clock, Timeline};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::api_error::ApiError;
 use crate::auth::Claims;
@@ -276,7 +276,7 @@ pub(crate) struct Ending {
     /// Its metric line, written once it has ended.
     pub counting: Counting,
     /// Where the tasks it spawns are tracked (the gateway's).
-    pub tasks: TaskTracker,
+    pub tasks: Tasks,
     /// One of its owner's places, given back when it ends.
     pub owner_place: OwnerPlace,
     /// Counts it as live until it ends.
@@ -432,7 +432,7 @@ mod tests {
             tracked: Tracked { registered, store: None },
             slot: None,
             counting: uncounted(),
-            tasks: TaskTracker::new(),
+            tasks: Tasks::new(),
             owner_place: OwnerPlace::Unlimited,
             live: crate::config::Live::detached(),
         };
@@ -514,7 +514,7 @@ mod tests {
                 tracked: Tracked { registered, store: None },
                 slot: None,
                 counting: uncounted(),
-                tasks: TaskTracker::new(),
+                tasks: Tasks::new(),
                 owner_place: OwnerPlace::Unlimited,
                 live: crate::config::Live::detached(),
             };

@@ -19,7 +19,7 @@
 //! these (no place, no character budget) is given back its input: nothing went upstream. The one `local`
 //! owner (no token, no IAM caller) has no budgets, as it has no places.
 
-use tokio_util::task::TaskTracker;
+use earshot_core::tasks::Tasks;
 
 use crate::api_error::ApiError;
 use crate::character_budget::Ledger;
@@ -53,7 +53,7 @@ pub struct InputCharge {
     chars: u64,
     /// The minute the charge is dated.
     minute: u64,
-    tasks: TaskTracker,
+    tasks: Tasks,
 }
 
 impl InputCharge {
@@ -83,7 +83,7 @@ impl Drop for InputCharge {
 /// Counts `owner`'s request and charges its `input_chars`, both asked at once (one store round trip's wait
 /// on Lambda); `429` past either limit. `Ok(None)`: nothing to charge (no input budget, or the `local`
 /// owner).
-pub async fn admit(ledger: &Ledger, owner: &Owner, limits: InputLimits, input_chars: u64, tasks: &TaskTracker) -> Result<Option<InputCharge>, ApiError> {
+pub async fn admit(ledger: &Ledger, owner: &Owner, limits: InputLimits, input_chars: u64, tasks: &Tasks) -> Result<Option<InputCharge>, ApiError> {
     if *owner == Owner::local() {
         return Ok(None);
     }
@@ -104,7 +104,7 @@ async fn count_request(ledger: &Ledger, owner: &Owner, limit: Option<u64>) -> Re
     Ok(())
 }
 
-async fn charge_input(ledger: &Ledger, owner: &Owner, limit: Option<u64>, input_chars: u64, tasks: &TaskTracker) -> Result<Option<InputCharge>, ApiError> {
+async fn charge_input(ledger: &Ledger, owner: &Owner, limit: Option<u64>, input_chars: u64, tasks: &Tasks) -> Result<Option<InputCharge>, ApiError> {
     let Some(limit) = limit else { return Ok(None) };
     if input_chars == 0 {
         return Ok(None);
@@ -135,7 +135,7 @@ mod tests {
 
     #[tokio::test]
     async fn input_is_charged_whole_and_refused_past_the_hour_s_budget() {
-        let (ledger, tasks) = (Ledger::Local(Arc::default()), TaskTracker::new());
+        let (ledger, tasks) = (Ledger::Local(Arc::default()), Tasks::new());
         let limits = InputLimits { chars_per_hour: Some(1_000), requests_per_minute: None };
         let a = Owner::subject("a");
         admit(&ledger, &a, limits, 600, &tasks).await.unwrap().expect("charged").sent();
@@ -151,7 +151,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_refused_elsewhere_gets_its_input_back() {
-        let (ledger, tasks) = (Ledger::Local(Arc::default()), TaskTracker::new());
+        let (ledger, tasks) = (Ledger::Local(Arc::default()), Tasks::new());
         let limits = InputLimits { chars_per_hour: Some(1_000), requests_per_minute: None };
         let a = Owner::subject("a");
         drop(admit(&ledger, &a, limits, 900, &tasks).await.unwrap());
@@ -162,7 +162,7 @@ mod tests {
 
     #[tokio::test]
     async fn requests_past_the_minute_s_limit_are_refused_until_it_ends() {
-        let (ledger, tasks) = (Ledger::Local(Arc::default()), TaskTracker::new());
+        let (ledger, tasks) = (Ledger::Local(Arc::default()), Tasks::new());
         let limits = InputLimits { chars_per_hour: None, requests_per_minute: Some(2) };
         let a = Owner::subject("a");
         for _ in 0..2 {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use earshot_core::store::ConversationStore;
-use tokio_util::task::TaskTracker;
+use earshot_core::tasks::Tasks;
 
 use crate::api_error::ApiError;
 use crate::interrupts::Interrupts;
@@ -63,7 +63,7 @@ pub enum OwnerPlace {
         store: Arc<dyn ConversationStore>,
         key: String,
         token: String,
-        tasks: TaskTracker,
+        tasks: Tasks,
     },
 }
 
@@ -103,7 +103,7 @@ pub async fn take(
     max: Option<usize>,
     interrupts: &Interrupts,
     local: &Arc<LocalPlaces>,
-    tasks: &TaskTracker,
+    tasks: &Tasks,
     ttl: Duration,
 ) -> Result<OwnerPlace, ApiError> {
     let Some(max) = max else { return Ok(OwnerPlace::Unlimited) };
@@ -135,7 +135,7 @@ pub async fn claim(
     max: usize,
     interrupts: &Interrupts,
     local: &Arc<LocalPlaces>,
-    tasks: &TaskTracker,
+    tasks: &Tasks,
     ttl: Duration,
 ) -> Result<Option<OwnerPlace>, earshot_core::error::Error> {
     match interrupts {
@@ -156,7 +156,7 @@ mod tests {
     #[tokio::test]
     async fn an_owner_holds_at_most_its_places_and_gets_them_back_as_conversations_end() {
         let local = Arc::new(LocalPlaces::default());
-        let tasks = TaskTracker::new();
+        let tasks = Tasks::new();
         let take = |owner: Owner| {
             let local = local.clone();
             let tasks = tasks.clone();

@@ -198,8 +198,7 @@ pub(crate) async fn open(
         .cache(gw.cache_use(owner))
         .arm_health(Some(gw.arm_health().clone()))
         .language_route(language_route)
-        .reroute(reroute)
-        .tasks(Some(gw.tasks().clone()));
+        .reroute(reroute);
     match failover.open_arms(conversation_id, cancel).await {
         Ok(opened) => Ok(opened),
         Err((backend, e)) => {

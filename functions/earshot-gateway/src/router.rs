@@ -97,7 +97,8 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         }
         tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
     }
-    let started = match conversation::start(gw.clone(), request, scope, owner, clock).await {
+    // Whatever starting it spawns (the voice's session, the relays around it) is on the gateway's tracker.
+    let started = match gw.tasks().clone().scope(conversation::start(gw.clone(), request, scope, owner, clock)).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };

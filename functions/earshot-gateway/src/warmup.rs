@@ -50,7 +50,8 @@ pub fn start(gw: Arc<Gateway>, begin: Begin) -> Option<tokio::task::JoinHandle<R
         return None;
     }
     let cache = gw.declared_cache_use()?;
-    Some(tokio::spawn(async move {
+    let tasks = gw.tasks().clone();
+    Some(tasks.spawn(async move {
         if begin == Begin::AfterFirstConversation {
             let mut live = gw.live_conversations();
             let shutdown = gw.shutdown().clone();

@@ -104,7 +104,7 @@ mod with_aws {
             };
             let backend = Arc::new(earshot_aws::PollyBackend::new(&self.sdk, polly).map_err(|e| e.to_string())?);
             let described = backend.clone();
-            tokio::spawn(async move {
+            earshot_core::tasks::spawn(async move {
                 if let Err(e) = described.describe_voices().await {
                     tracing::warn!("Polly's voices stay the built-in list: {}", earshot_core::redact::redact(&e.message));
                 }

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 
 from kokoro_onnx.chunker import CLAUSE_MARKS, SENTENCE_MARKS, pause_after, split_phonemes
 
+from .unavailable import EngineUnavailable
+
 MAX_PHONEMES = 510
 # Sentences longer than this are cut at clauses, so a long first sentence does not delay the first audio.
 PIECE_PHONEMES = 150
@@ -110,8 +112,6 @@ def english_g2p(choice: str = "auto") -> G2P:
     (misaki where installed, espeak-ng otherwise)."""
     if choice == "misaki" or (choice == "auto" and misaki_available()):
         if not misaki_available():
-            from .engines.base import EngineUnavailable
-
             raise EngineUnavailable(
                 "KOKORO_ENGLISH_G2P=misaki but misaki or its spaCy model (en_core_web_sm) is not installed: "
                 "the GPU image installs them (requirements-gpu.txt)"
@@ -158,8 +158,6 @@ def chinese_g2p(choice: str = "auto") -> G2P:
     (misaki where installed, espeak-ng's ``cmn`` otherwise)."""
     if choice == "misaki" or (choice == "auto" and misaki_chinese_available()):
         if not misaki_chinese_available():
-            from .engines.base import EngineUnavailable
-
             raise EngineUnavailable(
                 "KOKORO_CHINESE_G2P=misaki but misaki's Chinese front end (misaki, jieba, pypinyin, cn2an, ordered-set) "
                 "is not installed: the images install it (requirements-gpu.txt, requirements-cpu.txt)"

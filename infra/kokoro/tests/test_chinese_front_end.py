@@ -10,7 +10,7 @@ import json
 import pytest
 
 from kokoro_server import phonemes
-from kokoro_server.engines.base import EngineUnavailable
+from kokoro_server.unavailable import EngineUnavailable
 from kokoro_server.phonemes import EspeakG2P, MisakiChineseG2P, chinese_g2p, keep_known, misaki_chinese_available
 
 needs_misaki = pytest.mark.skipif(not misaki_chinese_available(), reason="misaki's Chinese front end is not installed")

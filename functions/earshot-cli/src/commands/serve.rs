@@ -71,8 +71,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let grace = limits.grace;
     earshot_gateway::serve(listener, earshot_gateway::router(gateway.clone()), limits, signal, conversations).await;
-    // The streams have ended; what their conversations still do (their metric lines, clearing the
+    // The streams have ended: the background work with no end of its own (the cache's warm-up, a sick
+    // arm's probe) stops, and what the conversations still do (their metric lines, clearing the
     // interrupt store) is waited for within the same grace.
+    gateway.shutdown().cancel();
     gateway.tasks().close();
     if tokio::time::timeout(grace, gateway.tasks().wait()).await.is_err() {
         tracing::warn!("{} conversation tasks were still running {} s after the streams ended", gateway.tasks().len(), grace.as_secs_f64());

@@ -6,7 +6,8 @@ Each engine module is imported only when chosen, so running the onnx engine neve
 from __future__ import annotations
 
 from ..config import Settings
-from .base import Engine, EngineUnavailable, Piece, Rendered, Stop, Stopped, Voice
+from ..unavailable import EngineUnavailable
+from .base import Engine, Piece, Rendered, Stop, Stopped, Voice
 
 __all__ = ["Engine", "EngineUnavailable", "Piece", "Rendered", "Stop", "Stopped", "Voice", "create_engine"]
 

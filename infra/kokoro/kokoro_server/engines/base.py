@@ -21,10 +21,6 @@ from ..protocol import ProtocolError
 SAMPLE_RATE = 24000
 
 
-class EngineUnavailable(RuntimeError):
-    """The configured engine cannot run in this installation (for example torch is not installed)."""
-
-
 @dataclass(frozen=True)
 class Voice:
     name: str

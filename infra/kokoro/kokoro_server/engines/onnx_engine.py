@@ -25,7 +25,8 @@ from .. import cuda_libraries, model_files
 from ..config import Settings
 from ..headroom import Headroom
 from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, chinese_g2p, english_g2p
-from .base import Engine, EngineUnavailable, Rendered, Stop, Stopped, Voice
+from ..unavailable import EngineUnavailable
+from .base import Engine, Rendered, Stop, Stopped, Voice
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ import numpy as np
 from ..config import Settings
 from ..model_files import HF_FILES, HF_REPO, verify_files
 from ..phonemes import JapaneseG2P
-from .base import Engine, EngineUnavailable, Rendered, Stop, Voice
+from ..unavailable import EngineUnavailable
+from .base import Engine, Rendered, Stop, Voice
 
 log = logging.getLogger(__name__)
 

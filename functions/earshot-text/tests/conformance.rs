@@ -8,9 +8,9 @@
 //! Where earshot judges a case differently from the data, the case is listed in `KNOWN_DIFFERENCES`
 //! with the reason, and the test checks that exactly those cases differ.
 
-use earshot_core::language::Language;
-use earshot_core::text::chars::is_cjk;
-use earshot_core::text::{Segmenter, SegmenterConfig};
+use earshot_text::chars::is_cjk;
+use earshot_text::language::Language;
+use earshot_text::{Segmenter, SegmenterConfig};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

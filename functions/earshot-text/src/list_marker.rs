@@ -4,7 +4,7 @@
 //! items. Once a sentence starts with a marker, the segmenter expects the next marker of the same
 //! style and starts a new sentence there.
 
-use super::chars::is_bullet;
+use crate::chars::is_bullet;
 
 /// The label of a list item: a number or a single letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 
 mod common;
 
-use earshot_core::language::Language;
-use earshot_core::text::{Segmenter, SegmenterConfig};
+use earshot_text::language::Language;
+use earshot_text::{Segmenter, SegmenterConfig};
 use proptest::prelude::*;
 
 /// Pieces an agent's answer is made of, including the hard cases.

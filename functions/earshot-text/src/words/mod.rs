@@ -2,7 +2,7 @@
 //! an interrupted answer was heard, to the word.
 //!
 //! Timings come two ways. A backend that knows them sends them (the Kokoro container times each word from
-//! its model's durations, exact to the model's 25 ms frames): [`crate::speech::SpeechEvent::Words`]. For
+//! its model's durations, exact to the model's 25 ms frames; earshot-core's `SpeechEvent::Words`). For
 //! one that does not (Polly's bidirectional stream gives no speech marks), the scheduler estimates them from
 //! the sentence's own audio once it is complete ([`estimate()`]): silences found in the PCM, then the words'
 //! syllables shared out between them. Either way a sentence's words are its written words ([`written`]), in

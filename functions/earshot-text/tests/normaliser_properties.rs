@@ -3,7 +3,7 @@
 
 mod common;
 
-use earshot_core::text::{normalise, Normaliser};
+use earshot_text::{normalise, Normaliser};
 use proptest::prelude::*;
 
 fn markdown() -> impl Strategy<Value = String> {

@@ -8,8 +8,8 @@
 
 mod common;
 
-use earshot_core::language::Language;
-use earshot_core::text::{normalise, Normaliser, Segmenter, SegmenterConfig};
+use earshot_text::language::Language;
+use earshot_text::{normalise, Normaliser, Segmenter, SegmenterConfig};
 use proptest::prelude::*;
 
 /// A character from every corner of Unicode the path must survive: any scalar value, and the ones

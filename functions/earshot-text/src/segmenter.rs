@@ -26,13 +26,13 @@
 //! - Options: a fast first fragment (the first clause of an answer, after a minimum number of words)
 //!   and a maximum length (over-long sentences split at clause marks, else at spaces).
 
-use super::abbreviations::{is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number};
-use super::chars::{
+use crate::abbreviations::{is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number};
+use crate::chars::{
     is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot, is_lower, is_opener, is_terminator,
     straight_quote_opens,
 };
-use super::list_marker::{self, ListMarker, Parsed};
 use crate::language::Language;
+use crate::list_marker::{self, ListMarker, Parsed};
 
 /// How far (bytes) an unclosed bracket or quotation may reach before its contents may end sentences.
 const BRACKET_REACH: usize = 400;

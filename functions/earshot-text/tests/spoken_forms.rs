@@ -3,9 +3,9 @@
 //! it releases, put together, must be the line's expected form. So a rule holds whatever the chunking, and
 //! no abbreviation, decimal or time is cut in two by a sentence boundary.
 
-use earshot_core::language::Language;
-use earshot_core::text::spoken::spoken;
-use earshot_core::text::{Segmenter, SegmenterConfig};
+use earshot_text::language::Language;
+use earshot_text::spoken::spoken;
+use earshot_text::{Segmenter, SegmenterConfig};
 
 /// The segmenter's settings in the scheduler (`SchedulerConfig::default`).
 fn scheduler_segmenter() -> Segmenter {

@@ -1,0 +1,38 @@
+//! Text on its way from a language model to a voice: everything earshot does to text, as a library with
+//! no async runtime, no clock and no I/O, usable alone (as ripgrep's `grep-*` crates are).
+//!
+//! - [`normaliser`]: Markdown made speakable as it streams (emphasis, links, code, tables and list
+//!   markers become what a voice should say).
+//! - [`segmenter`]: the streaming sentence segmenter: text in, in chunks of any size; sentences out as
+//!   soon as they are certain, the same however the text was chunked. Its word lists are
+//!   [`abbreviations`], its character classes [`chars`], its list markers [`list_marker`].
+//! - [`spoken`]: each sentence's numbers, times and money in words for its language (French and
+//!   Mandarin), with a map back to the written words.
+//! - [`language`]: BCP 47 tags, and detection by script then by trigram profile.
+//! - [`words`]: the written words of a sentence, when each is heard (from a voice, or estimated from the
+//!   sentence's audio), and the map from a spoken form's word timings back to the written words.
+//!
+//! ```
+//! use earshot_text::{Segmenter, SegmenterConfig};
+//!
+//! let mut segmenter = Segmenter::new(SegmenterConfig::default());
+//! let mut sentences = Vec::new();
+//! for chunk in ["Dr. Smith paid $3.50 at 9 a.m. to", "day. It rained."] {
+//!     sentences.extend(segmenter.push(chunk).into_iter().map(|s| s.text));
+//! }
+//! sentences.extend(segmenter.flush().into_iter().map(|s| s.text));
+//! assert_eq!(sentences, ["Dr. Smith paid $3.50 at 9 a.m. today.", "It rained."]);
+//! ```
+
+pub mod abbreviations;
+pub mod chars;
+pub mod language;
+pub mod list_marker;
+pub mod normaliser;
+pub mod segmenter;
+pub mod spoken;
+pub mod words;
+
+pub use language::Language;
+pub use normaliser::{normalise, Normaliser};
+pub use segmenter::{split, BoundaryKind, Segmenter, SegmenterConfig, Sentence};
