@@ -1,11 +1,16 @@
 //! One arm of a conversation: a backend with the voice it would speak in, and how one is opened.
 //!
-//! Both places that open sessions for a conversation use this: [`crate::failover`] at the start (the
-//! arms in order, the first that takes it) and [`crate::switcher`] before the first audio (the next arm
-//! after a failure, or the arms routed for the language the first sentence turns out to be in). Opening
-//! is bounded in time, goes through the sentence cache where one is on, and tells the arms' remembered
-//! health ([`crate::arm_health`]) what happened.
+//! Both places that open sessions for a conversation walk the arms the same way, with
+//! [`first_that_opens`]: [`crate::failover`] at the start (the arms in order, the first that takes it) and
+//! [`crate::switcher`] before the first audio (the next arm after a failure, or the arms routed for the
+//! language the first sentence turns out to be in). Opening is bounded in time, goes through the sentence
+//! cache where one is on, and tells the arms' remembered health ([`crate::arm_health`]) what happened.
+//!
+//! The walk: each arm in order; one remembered as sick is passed over and *tried last*, once every arm
+//! after it has failed (never passed over when it is the last one left); one that fails hands over to the
+//! next. Whatever was passed over or failed is a [`Handover`], in order.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::arm_health::ArmHealth;
 use crate::cached_session::{self, CacheUse};
 use crate::language::Language;
-use crate::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession};
+use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession};
 
 /// How long an arm may take to open a session, by default: a voice's handshake takes milliseconds, a
 /// cold container's first one a second or two.
@@ -28,6 +33,97 @@ pub const OPEN_TIMEOUT: &str = "backend_open_timeout";
 pub struct Arm {
     pub backend: Arc<dyn SpeechBackend>,
     pub voice: String,
+}
+
+/// An arm passed over when the conversation opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handover {
+    /// The arm's backend name.
+    pub from: String,
+    pub cause: SpeechError,
+}
+
+impl Handover {
+    /// The arm was full: the conversation spilled over rather than failed over.
+    pub fn is_overflow(&self) -> bool {
+        self.cause.code == codes::BUSY
+    }
+}
+
+/// The arm that opened, its session, and the walk that led there.
+pub(crate) struct Walked {
+    pub session: SpeechSession,
+    pub arm: Arm,
+    /// The arms not tried (those passed over as sick at their end): the failover order from here.
+    pub rest: VecDeque<Arm>,
+    /// The arms before it that could not, in order.
+    pub handovers: Vec<Handover>,
+}
+
+/// Opens the first of `arms` that takes the conversation (see the module docs). `Err`: every arm was
+/// passed over or failed (the last handover is the last arm's answer), or the conversation was
+/// cancelled meanwhile (the handovers so far, perhaps none).
+pub(crate) async fn first_that_opens(with: &OpenWith, mut arms: VecDeque<Arm>) -> Result<Walked, Vec<Handover>> {
+    let mut handovers = Vec::new();
+    // Arms passed over as remembered sick, tried last if every other arm fails.
+    let mut deferred: VecDeque<Arm> = VecDeque::new();
+    let mut must_try = false;
+    loop {
+        let arm = match arms.pop_front() {
+            Some(arm) => arm,
+            None if !deferred.is_empty() => {
+                // Every arm that was not passed over failed: the ones that were get their chance.
+                arms = std::mem::take(&mut deferred);
+                must_try = true;
+                continue;
+            }
+            None => return Err(handovers),
+        };
+        let name = arm.backend.name().to_string();
+        if let Some(cause) = with.passed_over(&arm, must_try || (arms.is_empty() && deferred.is_empty())) {
+            handovers.push(Handover { from: name, cause });
+            deferred.push_back(arm);
+            continue;
+        }
+        let opened = tokio::select! {
+            biased;
+            _ = with.cancel.cancelled() => return Err(handovers),
+            opened = with.open(&arm) => opened,
+        };
+        match opened {
+            Ok(session) => {
+                arms.extend(deferred);
+                return Ok(Walked { session, arm, rest: arms, handovers });
+            }
+            Err(cause) => {
+                let next = if arms.is_empty() && deferred.is_empty() {
+                    "no arm is left"
+                } else if cause.code == codes::BUSY {
+                    "spilling over"
+                } else {
+                    "failing over"
+                };
+                // The upstream's words may carry a URL's key or an account's ARN: redacted, as every log line of them.
+                tracing::warn!("{name} cannot take the conversation ({}: {}); {next}", cause.code, crate::redact::redact(&cause.message));
+                handovers.push(Handover { from: name, cause });
+            }
+        }
+    }
+}
+
+/// Opens `arm` alone, as a conversation's first arm is opened (within `limit`, through `cache` where one
+/// is given), with no failover, no switcher and no health remembered: what renders a sentence into the
+/// cache outside any conversation (the gateway's warm-up).
+pub async fn open_alone(
+    arm: &Arm,
+    conversation_id: &str,
+    sample_rate: Option<u32>,
+    cache: Option<CacheUse>,
+    limit: Duration,
+    cancel: &CancellationToken,
+) -> Result<SpeechSession, SpeechError> {
+    let with = OpenWith { conversation_id: conversation_id.to_string(), language: None, sample_rate, cancel: cancel.clone(), limit, cache, health: None };
+    with.open(arm).await
 }
 
 /// What every arm of one conversation is opened with.

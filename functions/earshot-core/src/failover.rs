@@ -20,34 +20,19 @@
 //! is passed over at once by the next conversations (but never when it is the last arm left) until a
 //! background probe finds it healthy again.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::arm::OpenWith;
-pub use crate::arm::{Arm, DEFAULT_OPEN_TIMEOUT, OPEN_TIMEOUT};
+use crate::arm::{first_that_opens, OpenWith, Walked};
+pub use crate::arm::{Arm, Handover, DEFAULT_OPEN_TIMEOUT, OPEN_TIMEOUT};
 use crate::arm_health::ArmHealth;
 use crate::cached_session::CacheUse;
+use crate::error::codes as error_codes;
 use crate::language::Language;
-use crate::speech::{codes, SpeechError, SpeechSession};
+use crate::speech::{SpeechError, SpeechSession};
 use crate::switcher::{LanguageRoute, Switcher};
-
-/// An arm passed over when the conversation opened.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Handover {
-    /// The arm's backend name.
-    pub from: String,
-    pub cause: SpeechError,
-}
-
-impl Handover {
-    /// The arm was full: the conversation spilled over rather than failed over.
-    pub fn is_overflow(&self) -> bool {
-        self.cause.code == codes::BUSY
-    }
-}
 
 /// A session opened on one of the arms.
 pub struct Opened {
@@ -128,8 +113,6 @@ impl Failover {
     /// Opens the first arm that takes the conversation; see the module docs. `Err` carries the name
     /// of the last arm tried beside its error.
     pub async fn open_arms(&self, conversation_id: &str, cancel: &CancellationToken) -> Result<Opened, (String, SpeechError)> {
-        let mut rest: VecDeque<Arm> = self.arms.iter().cloned().collect();
-        let mut handovers = Vec::new();
         let with = OpenWith {
             conversation_id: conversation_id.to_string(),
             language: self.language.clone(),
@@ -139,46 +122,21 @@ impl Failover {
             cache: self.cache.clone(),
             health: self.health.clone(),
         };
-        // Arms passed over as remembered sick, tried last if every other arm fails.
-        let mut deferred: VecDeque<Arm> = VecDeque::new();
-        let mut passing_over = true;
-        while let Some(arm) = rest.pop_front() {
-            let name = arm.backend.name().to_string();
-            // Remembered as sick: straight on to the next arm (the last one left is always tried).
-            if let Some(cause) = with.passed_over(&arm, !passing_over || rest.is_empty()) {
-                handovers.push(Handover { from: name, cause });
-                deferred.push_back(arm);
-                continue;
+        let Walked { session, arm, rest, handovers } = match first_that_opens(&with, self.arms.iter().cloned().collect()).await {
+            Ok(walked) => walked,
+            Err(mut handovers) => {
+                return Err(match handovers.pop() {
+                    Some(last) => (last.from, last.cause),
+                    // Before the conversation is tracked only the server's shutdown cancels it.
+                    None => (self.arms[0].backend.name().to_string(), SpeechError::new(error_codes::SHUTTING_DOWN, "the server is shutting down", true)),
+                });
             }
-            match with.open(&arm).await {
-                Ok(session) if rest.is_empty() && self.language_route.is_none() && self.reroute.is_none() => {
-                    return Ok(Opened { session, backend: name, handovers })
-                }
-                Ok(session) => {
-                    let switcher =
-                        Switcher { current: session, current_arm: arm, rest, with, settle: self.language_route.clone(), reroute: self.reroute.clone() };
-                    let session = switcher.spawn();
-                    return Ok(Opened { session, backend: name, handovers });
-                }
-                Err(cause) if rest.is_empty() && !deferred.is_empty() => {
-                    // Every arm that was not passed over failed: the ones that were get their chance.
-                    handovers.push(Handover { from: name, cause });
-                    rest = std::mem::take(&mut deferred);
-                    passing_over = false;
-                }
-                Err(cause) if rest.is_empty() => return Err((name, cause)),
-                Err(cause) => {
-                    tracing::warn!(
-                        "{name} cannot take the conversation ({}: {}); {}",
-                        cause.code,
-                        // The upstream's words may carry a URL's key or an account's ARN: redacted, as every log line of them.
-                        crate::redact::redact(&cause.message),
-                        if cause.code == codes::BUSY { "spilling over" } else { "failing over" }
-                    );
-                    handovers.push(Handover { from: name, cause });
-                }
-            }
+        };
+        let backend = arm.backend.name().to_string();
+        if rest.is_empty() && self.language_route.is_none() && self.reroute.is_none() {
+            return Ok(Opened { session, backend, handovers });
         }
-        unreachable!("the loop returns on its last arm")
+        let switcher = Switcher { current: session, current_arm: arm, rest, with, settle: self.language_route.clone(), reroute: self.reroute.clone() };
+        Ok(Opened { session: switcher.spawn(), backend, handovers })
     }
 }

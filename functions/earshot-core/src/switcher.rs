@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::arm::{Arm, OpenWith};
+use crate::arm::{first_that_opens, Arm, OpenWith, Walked};
 use crate::error::codes as error_codes;
 use crate::language::{self, Language};
 use crate::protocol::BackendReason;
@@ -322,53 +322,28 @@ impl Relay {
         }
     }
 
-    /// Opens the next arm that takes the conversation, in place of the current session. An arm remembered
-    /// as sick is tried last, when every arm after it has failed ([`crate::arm_health`]); those not reached
-    /// stay in the failover order, at its end.
+    /// Opens the next arm that takes the conversation, in place of the current session, walking the
+    /// failover order as the start does ([`crate::arm::first_that_opens`]: an arm remembered as sick is
+    /// tried last).
     async fn hand_over(&mut self, cause: &SpeechError, reason: BackendReason) -> Option<Switch> {
-        let mut deferred: VecDeque<Arm> = VecDeque::new();
-        let mut must_try = false;
-        loop {
-            let arm = match self.s.rest.pop_front() {
-                Some(arm) => arm,
-                None if !deferred.is_empty() => {
-                    self.s.rest = std::mem::take(&mut deferred);
-                    must_try = true;
-                    continue;
-                }
-                None => return None,
-            };
-            if self.s.with.passed_over(&arm, must_try || (self.s.rest.is_empty() && deferred.is_empty())).is_some() {
-                deferred.push_back(arm);
-                continue;
-            }
-            let opened = tokio::select! {
-                biased;
-                _ = self.s.with.cancel.cancelled() => return None,
-                opened = self.s.with.open(&arm) => opened,
-            };
-            match opened {
-                Ok(session) => {
-                    if reason == BackendReason::Failover {
-                        tracing::warn!("{}: {}; continuing on {}", cause.code, crate::redact::redact(&cause.message), arm.backend.name());
-                    }
-                    let switch = Switch {
-                        backend: arm.backend.name().to_string(),
-                        voice: session.voice.clone(),
-                        format: session.format.clone(),
-                        cause: cause.clone(),
-                        reason: Some(reason),
-                        language: None,
-                    };
-                    // The old session is dropped here, which cancels it.
-                    self.s.current = session;
-                    self.s.current_arm = arm;
-                    self.s.rest.extend(deferred);
-                    return Some(switch);
-                }
-                Err(e) => tracing::warn!("{} cannot take over ({}: {})", arm.backend.name(), e.code, crate::redact::redact(&e.message)),
-            }
+        let arms = std::mem::take(&mut self.s.rest);
+        let Walked { session, arm, rest, .. } = first_that_opens(&self.s.with, arms).await.ok()?;
+        if reason == BackendReason::Failover {
+            tracing::warn!("{}: {}; continuing on {}", cause.code, crate::redact::redact(&cause.message), arm.backend.name());
         }
+        let switch = Switch {
+            backend: arm.backend.name().to_string(),
+            voice: session.voice.clone(),
+            format: session.format.clone(),
+            cause: cause.clone(),
+            reason: Some(reason),
+            language: None,
+        };
+        // The old session is dropped here, which cancels it.
+        self.s.current = session;
+        self.s.current_arm = arm;
+        self.s.rest = rest;
+        Some(switch)
     }
 }
 

@@ -132,6 +132,13 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     Ok(Route { choice, arms, language, language_from, output })
 }
 
+/// The rate a conversation's arms are opened at for the client's `output` format (Polly's 8 kHz for
+/// telephony; `None`: each arm's own). The cache's keys hold it, so whatever renders into the cache
+/// outside a conversation (the warm-up) opens at this rate too.
+pub(crate) fn session_rate(output: Option<OutputFormat>) -> Option<u32> {
+    output.map(|o| o.sample_rate())
+}
+
 /// 400 `language_unsupported`: the named backend (or every one) cannot speak `language`; says what
 /// each can speak.
 fn language_unsupported(gw: &Gateway, names: &[String], language: &Language, named: Option<&str>) -> ApiError {
@@ -194,7 +201,7 @@ pub(crate) async fn open(
     let failover = Failover::new(route.arms.clone())
         .open_timeout(gw.settings().backend_open_timeout)
         .language(language)
-        .sample_rate(route.output.map(|o| o.sample_rate()))
+        .sample_rate(session_rate(route.output))
         .cache(gw.cache_use(owner))
         .arm_health(Some(gw.arm_health().clone()))
         .language_route(language_route)

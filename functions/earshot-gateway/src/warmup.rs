@@ -17,9 +17,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use earshot_core::arm::{open_alone, Arm};
 use earshot_core::cache::CacheScope;
 use earshot_core::cached_session::CacheUse;
-use earshot_core::failover::{Arm, Failover};
 use earshot_core::speech::{SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest};
 use tokio_util::sync::CancellationToken;
 
@@ -159,14 +159,12 @@ enum Render {
 async fn render(gw: &Gateway, backend: &Arc<dyn SpeechBackend>, voice: &str, sentence: &str, cache: &CacheUse) -> Render {
     let cancel = gw.shutdown().child_token();
     let arm = Arm { backend: backend.clone(), voice: voice.to_string() };
-    // At the rate conversations open the arm with (Polly's 8 kHz for telephony), so that their keys match.
-    let failover = Failover::new(vec![arm])
-        .open_timeout(gw.settings().backend_open_timeout)
-        .sample_rate(gw.settings().output_format.map(|f| f.sample_rate()))
-        .cache(Some(cache.clone()));
+    // At the rate conversations with the deployment's output format open the arm at, so that their keys match.
+    let rate = crate::route::session_rate(gw.settings().output_format);
     let mut live = gw.live_conversations();
     let work = async {
-        let mut session = failover.open_arms("earshot-cache-warmup", &cancel).await.map_err(|(_, e)| e.message)?.session;
+        let mut session =
+            open_alone(&arm, "earshot-cache-warmup", rate, Some(cache.clone()), gw.settings().backend_open_timeout, &cancel).await.map_err(|e| e.message)?;
         let request = SpeechRequest { index: 0, text: sentence.to_string(), language: None };
         for command in [SpeechCommand::Speak(request), SpeechCommand::Finish] {
             session.commands.send(command).await.map_err(|_| "the session ended".to_string())?;
