@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::arm_health::ArmHealth;
-use crate::cached_session::{self, CacheUse};
+use crate::cached_session::CacheUse;
 use crate::language::Language;
 use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession};
 
@@ -177,10 +177,7 @@ impl OpenWith {
             cancel: session_cancel.clone(),
         };
         match tokio::time::timeout(self.limit, arm.backend.open(options)).await {
-            Ok(Ok(session)) => Ok(match &self.cache {
-                Some(cache) => cached_session::wrap(session, arm.backend.clone(), self.language.clone(), cache.clone(), session_cancel),
-                None => session,
-            }),
+            Ok(Ok(session)) => Ok(crate::session_stack::per_arm(session, arm.backend.clone(), self.language.clone(), self.cache.clone(), session_cancel)),
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 session_cancel.cancel();

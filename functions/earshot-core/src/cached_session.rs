@@ -17,28 +17,27 @@
 //! speaks in the scheduler's order. A sentence the backend speaks whole is stored there too, in the
 //! background.
 //!
-//! The relay wraps each backend's own session, inside failover ([`crate::failover`]): a hit is that
+//! The layer wraps each backend's own session, inside the switcher ([`crate::switcher`]): a hit is that
 //! backend's audio, so once it has played the conversation keeps its voice, as with any audio.
 //!
-//! Like failover's relay, it never waits on one side while the other could be waiting on it: events for
-//! the scheduler queue in the relay (at most one sentence's kept chunks beyond one backend event, as the
-//! backend is not read while any wait) and commands for the backend are taken only once the previous one
-//! is, so the bounded channels on both sides keep their backpressure.
+//! It is a layer of the session stack ([`crate::session_stack`]), run by the one relay of
+//! [`crate::session_layer`], whose backpressure rule holds here too: events for the scheduler queue in the
+//! relay (at most one sentence's kept chunks beyond one backend event, as the backend is not read while
+//! any wait) and commands for the backend are taken only once the previous one is.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{format_key, CacheKey, CachedSentence, Partition, SentenceCache, SharedTier};
 use crate::language::Language;
+use crate::session_layer::{self, Ctx, SessionLayer};
 use crate::speech::{FinishReport, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
-
-/// The relay's channels: small, as the session's own channels already buffer.
-const CACHE_CHANNEL: usize = 8;
 
 /// A conversation's use of the store: which store, which part of it, and the shared tier.
 #[derive(Clone)]
@@ -106,26 +105,10 @@ impl SessionKey {
 
 /// Puts the cache in front of `session`, opened on `backend` in `language`; see the module docs.
 pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: Option<Language>, cache: CacheUse, cancel: CancellationToken) -> SpeechSession {
-    let (commands, from_scheduler) = mpsc::channel(CACHE_CHANNEL);
-    let (to_scheduler, events) = mpsc::channel(CACHE_CHANNEL);
-    let (format, voice) = (session.format.clone(), session.voice.clone());
     let shared = cache.shared.clone().filter(|s| s.backends.iter().any(|b| b == backend.name()));
-    let key = SessionKey { backend, voice: voice.clone(), language, format: format_key(&format) };
-    let (fetched_tx, fetched) = mpsc::unbounded_channel();
-    let relay = Relay {
-        inner: session,
-        key,
-        cache,
-        shared,
-        pending: VecDeque::new(),
-        outbox: VecDeque::new(),
-        to_inner: VecDeque::new(),
-        finish_held: false,
-        failed: false,
-        fetched_tx,
-    };
-    crate::tasks::spawn(relay.run(from_scheduler, to_scheduler, fetched, cancel));
-    SpeechSession { commands, events, format, voice }
+    let key = SessionKey { backend, voice: session.voice.clone(), language, format: format_key(&session.format) };
+    let caching = Caching { key, cache, shared, pending: VecDeque::new(), finish_held: false, failed: false };
+    session_layer::relay(caching, session, cancel)
 }
 
 /// A sentence sent and not yet finished for the scheduler.
@@ -137,14 +120,6 @@ enum Pending {
     /// For the backend (`request` until it is handed over); its audio is kept as it comes, where the
     /// sentence may be cached.
     Miss { index: u32, key: Option<CacheKey>, request: Option<SpeechRequest>, chunks: Vec<Bytes>, bytes: usize },
-}
-
-/// What a turn of the relay's loop took in.
-enum Step {
-    None,
-    Command(SpeechCommand),
-    Event(SpeechEvent),
-    Fetched(u32, Option<CachedSentence>),
 }
 
 /// A shared tier's answer for the sentence `index`.
@@ -173,91 +148,47 @@ impl Drop for Answer {
     }
 }
 
-struct Relay {
-    inner: SpeechSession,
+/// The cache's rule, as a layer around one arm's session.
+struct Caching {
     key: SessionKey,
     cache: CacheUse,
     /// The shared tier, where this session's backend uses one.
     shared: Option<SharedUse>,
     /// Sentences in the scheduler's order, not yet finished for it.
     pending: VecDeque<Pending>,
-    /// Events for the scheduler, in order.
-    outbox: VecDeque<SpeechEvent>,
-    /// Commands for the backend not yet taken.
-    to_inner: VecDeque<SpeechCommand>,
     /// The scheduler said `Finish`; it goes on once every sentence before it has.
     finish_held: bool,
     /// The backend failed: the session is over, and nothing more is answered, from the cache or not.
     failed: bool,
-    fetched_tx: mpsc::UnboundedSender<Fetched>,
 }
 
-impl Relay {
-    async fn run(
-        mut self,
-        mut from_scheduler: mpsc::Receiver<SpeechCommand>,
-        to_scheduler: mpsc::Sender<SpeechEvent>,
-        mut fetched: mpsc::UnboundedReceiver<Fetched>,
-        cancel: CancellationToken,
-    ) {
-        // The backend's events have ended: what is queued is passed on, then the relay ends.
-        let mut inner_ended = false;
-        let mut step = Step::None;
-        loop {
-            if inner_ended && self.outbox.is_empty() {
-                return;
-            }
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return,
-                // The scheduler has ended: whatever the session is doing, let it go.
-                _ = to_scheduler.closed() => return,
-                permit = to_scheduler.reserve(), if !self.outbox.is_empty() => {
-                    let Ok(permit) = permit else { return };
-                    let event = self.outbox.pop_front().expect("an event to send");
-                    let closed = matches!(event, SpeechEvent::Closed { .. });
-                    permit.send(event);
-                    if closed {
-                        return;
-                    }
-                }
-                permit = self.inner.commands.reserve(), if !self.to_inner.is_empty() => {
-                    // A session that is gone says so on its event channel; its commands are dropped.
-                    match permit {
-                        Ok(permit) => permit.send(self.to_inner.pop_front().expect("a command to send")),
-                        Err(_) => self.to_inner.clear(),
-                    }
-                }
-                Some((index, found)) = fetched.recv() => step = Step::Fetched(index, found),
-                command = from_scheduler.recv(), if self.to_inner.is_empty() => match command {
-                    Some(command) => step = Step::Command(command),
-                    // The scheduler let go: dropping the backend's session cancels it.
-                    None => return,
-                },
-                event = self.inner.events.recv(), if self.outbox.is_empty() && !inner_ended => match event {
-                    Some(event) => step = Step::Event(event),
-                    None => inner_ended = true,
-                },
-            }
-            // Outside the select: its branches borrow the relay's channels.
-            match std::mem::replace(&mut step, Step::None) {
-                Step::Command(command) => self.take(command),
-                Step::Event(event) => self.backend_said(event),
-                Step::Fetched(index, found) => self.fetched(index, found),
-                Step::None => {}
-            }
-        }
+#[async_trait]
+impl SessionLayer for Caching {
+    type Note = Fetched;
+
+    async fn command(&mut self, command: SpeechCommand, ctx: &mut Ctx<Fetched>) {
+        self.take(command, ctx);
     }
 
+    async fn event(&mut self, event: SpeechEvent, ctx: &mut Ctx<Fetched>) {
+        self.backend_said(event, ctx);
+    }
+
+    async fn note(&mut self, (index, found): Fetched, ctx: &mut Ctx<Fetched>) {
+        self.fetched(index, found, ctx);
+    }
+}
+
+impl Caching {
     /// A command from the scheduler: a sentence heard before is answered here, one the shared tier may
     /// hold is looked for there, the rest go on.
-    fn take(&mut self, command: SpeechCommand) {
+    fn take(&mut self, command: SpeechCommand, ctx: &mut Ctx<Fetched>) {
         if self.failed {
             return;
         }
         let SpeechCommand::Speak(request) = command else {
             self.finish_held = true;
-            self.dispatch();
+            self.dispatch(ctx);
             return;
         };
         let index = request.index;
@@ -266,7 +197,7 @@ impl Relay {
             (Some(sentence), _, _) => self.pending.push_back(Pending::Hit { index, sentence }),
             (None, Some(key), Some(shared)) => {
                 let (tier, limit, looked_up) = (shared.tier.clone(), shared.fetch_limit, key.clone());
-                let answer = Answer { index, to_relay: Some(self.fetched_tx.clone()) };
+                let answer = Answer { index, to_relay: Some(ctx.notes()) };
                 crate::tasks::spawn(async move {
                     let found = match tokio::time::timeout(limit, tier.get(&looked_up)).await {
                         Ok(Ok(found)) => found,
@@ -282,13 +213,13 @@ impl Relay {
             }
             (None, key, _) => self.pending.push_back(Pending::Miss { index, key, request: Some(request), chunks: Vec::new(), bytes: 0 }),
         }
-        self.dispatch();
-        self.play_hits();
+        self.dispatch(ctx);
+        self.play_hits(ctx);
     }
 
     /// The shared tier's answer for a sentence: a hit plays in its turn (and is kept in memory), a miss
     /// goes to the backend.
-    fn fetched(&mut self, index: u32, found: Option<CachedSentence>) {
+    fn fetched(&mut self, index: u32, found: Option<CachedSentence>, ctx: &mut Ctx<Fetched>) {
         let Some(at) = self.pending.iter().position(|p| matches!(p, Pending::Fetching { index: i, .. } if *i == index)) else { return };
         let Pending::Fetching { key, request, .. } =
             std::mem::replace(&mut self.pending[at], Pending::Hit { index, sentence: Arc::new(CachedSentence { chunks: Vec::new() }) })
@@ -302,31 +233,31 @@ impl Relay {
             }
             None => Pending::Miss { index, key: Some(key), request: Some(request), chunks: Vec::new(), bytes: 0 },
         };
-        self.dispatch();
-        self.play_hits();
+        self.dispatch(ctx);
+        self.play_hits(ctx);
     }
 
     /// Hands the backend every sentence it may speak now: those before the first one still looked for in
     /// the shared tier; then `Finish`, once nothing is left before it.
-    fn dispatch(&mut self) {
+    fn dispatch(&mut self, ctx: &mut Ctx<Fetched>) {
         for pending in self.pending.iter_mut() {
             match pending {
                 Pending::Fetching { .. } => return,
                 Pending::Miss { request, .. } => {
                     if let Some(request) = request.take() {
-                        self.to_inner.push_back(SpeechCommand::Speak(request));
+                        ctx.send_on(SpeechCommand::Speak(request));
                     }
                 }
                 Pending::Hit { .. } => {}
             }
         }
         if std::mem::take(&mut self.finish_held) {
-            self.to_inner.push_back(SpeechCommand::Finish);
+            ctx.send_on(SpeechCommand::Finish);
         }
     }
 
     /// An event from the backend: passed on, its audio kept for the sentence it belongs to.
-    fn backend_said(&mut self, event: SpeechEvent) {
+    fn backend_said(&mut self, event: SpeechEvent, ctx: &mut Ctx<Fetched>) {
         match &event {
             SpeechEvent::Audio { index, pcm } => {
                 let limit = self.cache.cache.limits().max_bytes;
@@ -341,7 +272,7 @@ impl Relay {
                         }
                     }
                 }
-                self.outbox.push_back(event);
+                ctx.tell(event);
             }
             SpeechEvent::Finished { index, .. } => {
                 if matches!(self.pending.front(), Some(Pending::Miss { index: head, .. }) if head == index) {
@@ -351,17 +282,17 @@ impl Relay {
                         }
                     }
                 }
-                self.outbox.push_back(event);
-                self.play_hits();
+                ctx.tell(event);
+                self.play_hits(ctx);
             }
             SpeechEvent::Failed(_) => {
                 // The session is over: sentences after the failure are not played, kept or not.
                 self.pending.clear();
                 self.failed = true;
-                self.outbox.push_back(event);
+                ctx.tell(event);
             }
             // A hit's words are estimated from its audio by the scheduler: the store keeps audio only.
-            SpeechEvent::Words { .. } | SpeechEvent::Closed { .. } | SpeechEvent::Billed { .. } | SpeechEvent::Switched(_) => self.outbox.push_back(event),
+            SpeechEvent::Words { .. } | SpeechEvent::Closed { .. } | SpeechEvent::Billed { .. } | SpeechEvent::Switched(_) => ctx.tell(event),
         }
     }
 
@@ -379,13 +310,13 @@ impl Relay {
     }
 
     /// Plays every hit now at the head of the order.
-    fn play_hits(&mut self) {
+    fn play_hits(&mut self, ctx: &mut Ctx<Fetched>) {
         while let Some(Pending::Hit { .. }) = self.pending.front() {
             let Some(Pending::Hit { index, sentence }) = self.pending.pop_front() else { unreachable!("a hit is at the head") };
             for pcm in &sentence.chunks {
-                self.outbox.push_back(SpeechEvent::Audio { index, pcm: pcm.clone() });
+                ctx.tell(SpeechEvent::Audio { index, pcm: pcm.clone() });
             }
-            self.outbox.push_back(SpeechEvent::Finished { index, report: FinishReport { cached: true, ..Default::default() } });
+            ctx.tell(SpeechEvent::Finished { index, report: FinishReport { cached: true, ..Default::default() } });
         }
     }
 }

@@ -136,7 +136,8 @@ impl Failover {
         if rest.is_empty() && self.language_route.is_none() && self.reroute.is_none() {
             return Ok(Opened { session, backend, handovers });
         }
-        let switcher = Switcher { current: session, current_arm: arm, rest, with, settle: self.language_route.clone(), reroute: self.reroute.clone() };
-        Ok(Opened { session: switcher.spawn(), backend, handovers })
+        let cancel = with.cancel.clone();
+        let switcher = Switcher::new(arm, rest, with, self.language_route.clone(), self.reroute.clone());
+        Ok(Opened { session: crate::session_stack::across_arms(switcher, session, cancel), backend, handovers })
     }
 }

@@ -18,6 +18,8 @@
 //!   the language its first sentence settles).
 //! - [`cache`]: the audio of sentences said before, bounded in bytes; [`cached_session`]: a backend
 //!   session that answers them from it.
+//! - [`session_layer`]: a layer around a speech session (the budget, the switcher, the cache) and the one
+//!   relay each runs in; [`session_stack`]: their order, written once.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames); [`output`]: the
 //!   audio format a client plays, and the encoder that turns a backend's PCM into it.
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
@@ -40,6 +42,8 @@ pub mod playback;
 pub mod protocol;
 pub mod redact;
 pub mod scheduler;
+pub mod session_layer;
+pub mod session_stack;
 pub mod speech;
 pub mod stats;
 pub mod store;

@@ -28,24 +28,22 @@
 //! Each switch is announced as [`SpeechEvent::Switched`] before any of the new session's audio, so the
 //! scheduler tells the client which backend now speaks (a second `session`).
 //!
-//! The relay never waits on one side while the other could be waiting on it: it holds at most one
-//! event for the scheduler and the commands not yet taken by the session, and selects on both, so the
-//! bounded channels on each side keep their backpressure and no cycle of full channels can form.
+//! It is a layer of the session stack ([`crate::session_stack`]), run by the one relay of
+//! [`crate::session_layer`]: the relay's backpressure rule holds it to at most one event for the scheduler
+//! and the commands not yet taken by the session, so no cycle of full channels can form.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use async_trait::async_trait;
 
 use crate::arm::{first_that_opens, Arm, OpenWith, Walked};
 use crate::error::codes as error_codes;
 use crate::language::{self, Language};
 use crate::protocol::BackendReason;
-use crate::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession, Switch};
+use crate::session_layer::{Ctx, SessionLayer};
+use crate::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, Switch};
 use crate::text::spoken;
-
-/// The relay's channels: small, since each side's own channel already buffers.
-const RELAY_CHANNEL: usize = 8;
 
 /// The cause a switch for the first sentence's language gives (its log says so too).
 pub const LANGUAGE_DETECTED: &str = "language_detected";
@@ -83,36 +81,19 @@ pub fn decide(backend: &str, voice: &str, routed: (&str, &str), language: &Langu
     }
 }
 
-/// The relay's state: the live session and what it would take to replace it.
+/// The switcher's rule, as a layer around the live session ([`crate::session_layer`]): what it would take to
+/// replace the session, and what a new one must be sent again.
 pub(crate) struct Switcher {
-    pub current: SpeechSession,
-    /// The arm whose session `current` is.
-    pub current_arm: Arm,
+    /// The arm whose session is the live one.
+    current_arm: Arm,
     /// Arms not yet tried: the failover order.
-    pub rest: VecDeque<Arm>,
-    pub with: OpenWith,
+    rest: VecDeque<Arm>,
+    with: OpenWith,
     /// Until the first command: how to route the conversation for its first sentence's language.
-    pub settle: Option<LanguageRoute>,
+    settle: Option<LanguageRoute>,
     /// Until the first audio: how to route the conversation for the language of a sentence the voice passed
     /// over; `None`: a sentence passed over stays so.
-    pub reroute: Option<LanguageRoute>,
-}
-
-impl Switcher {
-    /// Puts the relay between the scheduler and the session; see the module docs.
-    pub fn spawn(self) -> SpeechSession {
-        let (commands, from_scheduler) = mpsc::channel(RELAY_CHANNEL);
-        let (to_scheduler, events) = mpsc::channel(RELAY_CHANNEL);
-        let (format, voice) = (self.current.format.clone(), self.current.voice.clone());
-        let relay = Relay { s: self, unfinished: VecDeque::new(), finishing: false, heard: false, told: None };
-        let run = relay.run(from_scheduler, to_scheduler);
-        drop(crate::tasks::spawn(run));
-        SpeechSession { commands, events, format, voice }
-    }
-}
-
-struct Relay {
-    s: Switcher,
+    reroute: Option<LanguageRoute>,
     /// Sentences sent and not finished: what a new session must speak again.
     unfinished: VecDeque<SpeechRequest>,
     /// The scheduler has said `Finish`.
@@ -123,111 +104,93 @@ struct Relay {
     told: Option<Language>,
 }
 
-impl Relay {
-    async fn run(mut self, mut from_scheduler: mpsc::Receiver<SpeechCommand>, to_scheduler: mpsc::Sender<SpeechEvent>) {
-        let mut to_session: VecDeque<SpeechCommand> = VecDeque::new();
-        let mut to_send: Option<SpeechEvent> = None;
-        let mut failure: Option<SpeechError> = None;
-        let mut accepted: Option<SpeechCommand> = None;
-        let mut first: Option<(LanguageRoute, SpeechCommand)> = None;
-        // A sentence the voice passed over before any audio, while another arm might speak it.
-        let mut passed_over: Option<SpeechEvent> = None;
-        loop {
-            tokio::select! {
-                biased;
-                _ = self.s.with.cancel.cancelled() => return,
-                // The scheduler has ended: whatever the session is doing, let it go.
-                _ = to_scheduler.closed() => return,
-                permit = to_scheduler.reserve(), if to_send.is_some() => {
-                    let Ok(permit) = permit else { return };
-                    let event = to_send.take().expect("an event to send");
-                    let closed = matches!(event, SpeechEvent::Closed { .. });
-                    permit.send(event);
-                    if closed {
-                        return;
-                    }
+#[async_trait]
+impl SessionLayer for Switcher {
+    type Note = ();
+
+    /// The first command waits for room to announce a switch it may call for.
+    fn takes_command(&self, ctx: &Ctx<()>) -> bool {
+        self.settle.is_none() || ctx.events_queued() == 0
+    }
+
+    async fn command(&mut self, command: SpeechCommand, ctx: &mut Ctx<()>) {
+        if let Some(route) = self.settle.take() {
+            if let SpeechCommand::Speak(request) = &command {
+                if let Some(switch) = self.settle(&route, &request.text, ctx).await {
+                    ctx.tell(SpeechEvent::Switched(switch));
                 }
-                permit = self.s.current.commands.reserve(), if !to_session.is_empty() => {
-                    // A session that is gone says so on its event channel; its commands are dropped.
-                    if let Ok(permit) = permit {
-                        permit.send(to_session.pop_front().expect("a command to send"));
-                    } else {
-                        to_session.clear();
-                    }
-                }
-                // The first command waits for room to announce a switch it may call for.
-                command = from_scheduler.recv(), if to_session.is_empty() && (self.s.settle.is_none() || to_send.is_none()) => {
-                    // The scheduler let go: dropping the session cancels it.
-                    let Some(command) = command else { return };
-                    match self.s.settle.take() {
-                        Some(route) => first = Some((route, command)),
-                        None => accepted = Some(command),
-                    }
-                }
-                event = self.s.current.events.recv(), if to_send.is_none() => match event {
-                    Some(SpeechEvent::Failed(e)) if !self.heard && !self.s.rest.is_empty() => failure = Some(e),
-                    None if !self.heard && !self.s.rest.is_empty() => {
-                        failure = Some(SpeechError::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true));
-                    }
-                    // Dropping the scheduler's event channel tells it the session is gone.
-                    None => return,
-                    // Passed over before anything was heard: another arm may speak it (below).
-                    Some(event) if !self.heard && self.s.reroute.is_some() && matches!(&event, SpeechEvent::Finished { report, .. } if report.skipped.is_some()) => {
-                        passed_over = Some(event);
-                    }
-                    Some(event) => {
-                        match &event {
-                            SpeechEvent::Audio { .. } => self.heard = true,
-                            SpeechEvent::Finished { index, .. } => self.unfinished.retain(|r| r.index != *index),
-                            _ => {}
-                        }
-                        to_send = Some(event);
-                    }
-                },
-            }
-            // Outside the select: its branches borrow the relay.
-            if let Some(command) = accepted.take() {
-                to_session.push_back(self.accept(command));
-            }
-            if let Some((route, command)) = first.take() {
-                if let SpeechCommand::Speak(request) = &command {
-                    to_send = self.settle(&route, &request.text).await.map(SpeechEvent::Switched);
-                }
-                to_session.push_back(self.accept(command));
-            }
-            if let Some(event) = passed_over.take() {
-                let SpeechEvent::Finished { index, .. } = &event else { unreachable!("only a finished sentence is held") };
-                let index = *index;
-                match self.reroute_for(index).await {
-                    Some(switch) => {
-                        to_session = self.unfinished.iter().cloned().map(SpeechCommand::Speak).collect();
-                        if self.finishing {
-                            to_session.push_back(SpeechCommand::Finish);
-                        }
-                        to_send = Some(SpeechEvent::Switched(switch));
-                    }
-                    None => {
-                        self.unfinished.retain(|r| r.index != index);
-                        to_send = Some(event);
-                    }
-                }
-            }
-            if let Some(cause) = failure.take() {
-                self.s.with.remember_failed(&self.s.current_arm, &cause);
-                let Some(switch) = self.hand_over(&cause, BackendReason::Failover).await else {
-                    // Cancelled while opening, or no arm left that opens: the first failure is the answer.
-                    if !self.s.with.cancel.is_cancelled() {
-                        let _ = to_scheduler.send(SpeechEvent::Failed(cause)).await;
-                    }
-                    return;
-                };
-                to_session = self.unfinished.iter().cloned().map(SpeechCommand::Speak).collect();
-                if self.finishing {
-                    to_session.push_back(SpeechCommand::Finish);
-                }
-                to_send = Some(SpeechEvent::Switched(switch));
             }
         }
+        let command = self.accept(command);
+        ctx.send_on(command);
+    }
+
+    async fn event(&mut self, event: SpeechEvent, ctx: &mut Ctx<()>) {
+        match event {
+            SpeechEvent::Failed(cause) if !self.heard && !self.rest.is_empty() => self.fail_over(cause, ctx).await,
+            // Passed over before anything was heard: another arm may speak it.
+            SpeechEvent::Finished { index, ref report } if !self.heard && self.reroute.is_some() && report.skipped.is_some() => {
+                match self.reroute_for(index, ctx).await {
+                    Some(switch) => self.switched(switch, ctx),
+                    None => {
+                        self.unfinished.retain(|r| r.index != index);
+                        ctx.tell(event);
+                    }
+                }
+            }
+            event => {
+                match &event {
+                    SpeechEvent::Audio { .. } => self.heard = true,
+                    SpeechEvent::Finished { index, .. } => self.unfinished.retain(|r| r.index != *index),
+                    _ => {}
+                }
+                ctx.tell(event);
+            }
+        }
+    }
+
+    async fn inner_ended(&mut self, ctx: &mut Ctx<()>) {
+        if !self.heard && !self.rest.is_empty() {
+            self.fail_over(SpeechError::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true), ctx).await;
+        } else {
+            // Ending tells the scheduler the session is gone.
+            ctx.end();
+        }
+    }
+}
+
+impl Switcher {
+    pub(crate) fn new(current_arm: Arm, rest: VecDeque<Arm>, with: OpenWith, settle: Option<LanguageRoute>, reroute: Option<LanguageRoute>) -> Self {
+        Switcher { current_arm, rest, with, settle, reroute, unfinished: VecDeque::new(), finishing: false, heard: false, told: None }
+    }
+
+    /// The session failed before the first audio: the next arm that opens takes over, or the failure is the
+    /// answer.
+    async fn fail_over(&mut self, cause: SpeechError, ctx: &mut Ctx<()>) {
+        self.with.remember_failed(&self.current_arm, &cause);
+        match self.hand_over(&cause, BackendReason::Failover, ctx).await {
+            Some(switch) => self.switched(switch, ctx),
+            None => {
+                // Cancelled while opening, or no arm left that opens: the first failure is the answer.
+                if !self.with.cancel.is_cancelled() {
+                    ctx.tell(SpeechEvent::Failed(cause));
+                }
+                ctx.end();
+            }
+        }
+    }
+
+    /// A new session took over: every unfinished sentence (and `Finish`, if said) goes to it again, after
+    /// the switch is announced.
+    fn switched(&mut self, switch: Switch, ctx: &mut Ctx<()>) {
+        ctx.clear_commands();
+        for request in &self.unfinished {
+            ctx.send_on(SpeechCommand::Speak(request.clone()));
+        }
+        if self.finishing {
+            ctx.send_on(SpeechCommand::Finish);
+        }
+        ctx.tell(SpeechEvent::Switched(switch));
     }
 
     /// A command from the scheduler on its way to the session: told the settled language, and kept
@@ -247,39 +210,39 @@ impl Relay {
 
     /// What the first sentence's language calls for (see [`decide`]), done: the switch to announce, or
     /// `None` where nothing changes (or a reopening failed, and the conversation stays where it was).
-    async fn settle(&mut self, route: &LanguageRoute, text: &str) -> Option<Switch> {
+    async fn settle(&mut self, route: &LanguageRoute, text: &str, ctx: &mut Ctx<()>) -> Option<Switch> {
         let language = language::detect(text)?;
         let arms = route(&language).filter(|arms| !arms.is_empty())?;
         let cause = SpeechError::new(LANGUAGE_DETECTED, format!("the answer is in {language}"), false);
-        let speaking = self.s.current_arm.backend.name().to_string();
-        let conversation = self.s.with.conversation_id.clone();
-        match decide(&speaking, &self.s.current.voice, (arms[0].backend.name(), &arms[0].voice), &language, text) {
+        let speaking = self.current_arm.backend.name().to_string();
+        let conversation = self.with.conversation_id.clone();
+        match decide(&speaking, &ctx.inner().voice, (arms[0].backend.name(), &arms[0].voice), &language, text) {
             Decision::Keep => None,
             Decision::Tell => {
                 self.told = Some(language.clone());
                 // The same voice goes on; should it fail before the first audio, the language's other arms
                 // speak it, opened in it.
-                self.s.rest = arms.into_iter().skip(1).collect();
-                self.s.with.language = Some(language.clone());
-                let (voice, format) = (self.s.current.voice.clone(), self.s.current.format.clone());
+                self.rest = arms.into_iter().skip(1).collect();
+                self.with.language = Some(language.clone());
+                let (voice, format) = (ctx.inner().voice.clone(), ctx.inner().format.clone());
                 tracing::info!(%conversation, "{LANGUAGE_DETECTED}: the answer is in {language}; {speaking} is told so");
                 Some(Switch { backend: speaking, voice, format, cause, reason: None, language: Some(language) })
             }
             Decision::Reopen => {
-                let rest = std::mem::replace(&mut self.s.rest, arms.into());
-                let spoken = self.s.with.language.replace(language.clone());
-                match self.hand_over(&cause, BackendReason::Language).await {
+                let rest = std::mem::replace(&mut self.rest, arms.into());
+                let spoken = self.with.language.replace(language.clone());
+                match self.hand_over(&cause, BackendReason::Language, ctx).await {
                     Some(switch) => {
                         tracing::info!(%conversation, "{LANGUAGE_DETECTED}: the answer is in {language}; {} speaks it in {}", switch.backend, switch.voice);
                         self.told = Some(language.clone());
                         Some(Switch { language: Some(language), ..switch })
                     }
                     None => {
-                        if !self.s.with.cancel.is_cancelled() {
+                        if !self.with.cancel.is_cancelled() {
                             tracing::warn!(%conversation, "the answer is in {language}, but no voice for it opened (each arm's cause above); it stays with {speaking}");
                         }
-                        self.s.rest = rest;
-                        self.s.with.language = spoken;
+                        self.rest = rest;
+                        self.with.language = spoken;
                         None
                     }
                 }
@@ -290,21 +253,21 @@ impl Relay {
     /// Moves the conversation to an arm that speaks the language of sentence `index`, which the voice passed
     /// over: the switch to announce, or `None` where its language cannot be told, no other arm here speaks it,
     /// or none of those opens (the sentence then stays passed over).
-    async fn reroute_for(&mut self, index: u32) -> Option<Switch> {
+    async fn reroute_for(&mut self, index: u32, ctx: &mut Ctx<()>) -> Option<Switch> {
         let text = self.unfinished.iter().find(|r| r.index == index)?.text.clone();
         let language = language::detect(&text)?;
-        let route = self.s.reroute.clone()?;
-        let speaking = (self.s.current_arm.backend.name().to_string(), self.s.current.voice.clone());
+        let route = self.reroute.clone()?;
+        let speaking = (self.current_arm.backend.name().to_string(), ctx.inner().voice.clone());
         let arms: VecDeque<Arm> =
             route(&language)?.into_iter().filter(|a| (a.backend.name(), a.voice.as_str()) != (speaking.0.as_str(), speaking.1.as_str())).collect();
         if arms.is_empty() {
             return None;
         }
         let cause = SpeechError::new(LANGUAGE_DETECTED, format!("a sentence is in {language}, which {} cannot read", speaking.0), false);
-        let rest = std::mem::replace(&mut self.s.rest, arms);
-        let spoken = self.s.with.language.replace(language.clone());
-        let conversation = self.s.with.conversation_id.clone();
-        match self.hand_over(&cause, BackendReason::Language).await {
+        let rest = std::mem::replace(&mut self.rest, arms);
+        let spoken = self.with.language.replace(language.clone());
+        let conversation = self.with.conversation_id.clone();
+        match self.hand_over(&cause, BackendReason::Language, ctx).await {
             Some(switch) => {
                 tracing::info!(%conversation, "{} passed over a sentence in {language}; {} speaks the answer in {}", speaking.0, switch.backend, switch.voice);
                 self.told = Some(language.clone());
@@ -315,8 +278,8 @@ impl Relay {
                 Some(Switch { language: Some(language), ..switch })
             }
             None => {
-                self.s.rest = rest;
-                self.s.with.language = spoken;
+                self.rest = rest;
+                self.with.language = spoken;
                 None
             }
         }
@@ -325,9 +288,9 @@ impl Relay {
     /// Opens the next arm that takes the conversation, in place of the current session, walking the
     /// failover order as the start does ([`crate::arm::first_that_opens`]: an arm remembered as sick is
     /// tried last).
-    async fn hand_over(&mut self, cause: &SpeechError, reason: BackendReason) -> Option<Switch> {
-        let arms = std::mem::take(&mut self.s.rest);
-        let Walked { session, arm, rest, .. } = first_that_opens(&self.s.with, arms).await.ok()?;
+    async fn hand_over(&mut self, cause: &SpeechError, reason: BackendReason, ctx: &mut Ctx<()>) -> Option<Switch> {
+        let arms = std::mem::take(&mut self.rest);
+        let Walked { session, arm, rest, .. } = first_that_opens(&self.with, arms).await.ok()?;
         if reason == BackendReason::Failover {
             tracing::warn!("{}: {}; continuing on {}", cause.code, crate::redact::redact(&cause.message), arm.backend.name());
         }
@@ -340,9 +303,9 @@ impl Relay {
             language: None,
         };
         // The old session is dropped here, which cancels it.
-        self.s.current = session;
-        self.s.current_arm = arm;
-        self.s.rest = rest;
+        ctx.replace_inner(session);
+        self.current_arm = arm;
+        self.rest = rest;
         Some(switch)
     }
 }

@@ -260,3 +260,14 @@ fn the_container_package_has_no_import_circle() {
         panic!("an import circle in the container's package: {}", found.join(" → "));
     }
 }
+
+#[test]
+fn the_architecture_draws_the_session_stack_in_the_codes_order() {
+    let functions = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder")).join("..");
+    let architecture = std::fs::read_to_string(functions.join("../docs/architecture.md")).expect("docs/architecture.md");
+    let marker = "<!-- session stack: checked against earshot_core::session_stack::LAYERS -->";
+    let after = architecture.split(marker).nth(1).expect("docs/architecture.md marks its drawing of the session stack");
+    let drawing = after.lines().map(str::trim).find(|l| l.starts_with("scheduler")).expect("the drawing's line");
+    let drawn: Vec<&str> = drawing.split('▶').map(|part| part.trim().trim_end_matches('─').trim()).skip(1).collect();
+    assert_eq!(drawn, earshot_core::session_stack::LAYERS, "docs/architecture.md draws `{drawing}`");
+}

@@ -25,12 +25,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use async_trait::async_trait;
 use earshot_core::budget::{Grants, Reservation, SpendWindow, WINDOW_MINUTES};
 use earshot_core::error::codes::CHARACTER_BUDGET_SPENT;
-use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use earshot_core::session_layer::{Ctx, SessionLayer};
+use earshot_core::speech::{SpeechCommand, SpeechError, SpeechEvent};
 use earshot_core::store::ConversationStore;
 use earshot_core::tasks::Tasks;
-use tokio::sync::mpsc;
 
 use crate::api_error::ApiError;
 use crate::interrupts::Interrupts;
@@ -44,9 +45,6 @@ pub const BLOCK: u64 = 1_000;
 pub fn block(limit: u64) -> u64 {
     BLOCK.min(limit / 4).max(1)
 }
-/// The relay's channel: small, as the session's own channels already buffer.
-const RELAY_CHANNEL: usize = 8;
-
 fn now_s() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -214,64 +212,59 @@ impl Drop for Budget {
     }
 }
 
-/// Puts `budget` between the scheduler and `session`: each sentence is charged before the voice gets it.
-/// A sentence the budget cannot cover is not sent; the voice is told to finish the sentences it has, and
-/// the session's close is turned into the `character_budget_spent` failure, so that the audio of every
-/// sentence charged before it is heard whole and the answer ends there.
-pub fn wrap(session: SpeechSession, budget: Budget) -> SpeechSession {
-    let SpeechSession { commands: inner, events: mut inner_events, format, voice } = session;
-    let (commands, mut from_scheduler) = mpsc::channel::<SpeechCommand>(RELAY_CHANNEL);
-    let (to_scheduler, events) = mpsc::channel::<SpeechEvent>(RELAY_CHANNEL);
-    // Charged by the commands' task, settled by the events' task when the session closes.
-    let budget = Arc::new(tokio::sync::Mutex::new(budget));
-    let refused: Arc<Mutex<Option<SpeechError>>> = Arc::default();
-    let (charging, refusal) = (budget.clone(), refused.clone());
-    earshot_core::tasks::spawn(async move {
-        while let Some(command) = from_scheduler.recv().await {
-            if let SpeechCommand::Speak(request) = &command {
-                let charged = charging.lock().await.charge(request.text.chars().count() as u64).await;
-                if let Err(e) = charged {
-                    *refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    let _ = inner.send(SpeechCommand::Finish).await;
-                    // The session lives on (a dropped sender would cancel it) until the scheduler, told of
-                    // the refusal at the session's close, lets go; what it still sends is not spoken.
-                    while from_scheduler.recv().await.is_some() {}
-                    return;
-                }
-            }
-            if inner.send(command).await.is_err() {
+/// The budget as a layer around a conversation's session ([`earshot_core::session_layer`]): each sentence
+/// is charged before the voice gets it. A sentence the budget cannot cover is not sent; the voice is told
+/// to finish the sentences it has, and the session's close is turned into the `character_budget_spent`
+/// failure, so that the audio of every sentence charged before it is heard whole and the answer ends there.
+pub struct Charging {
+    budget: Budget,
+    /// The refusal, until the session's close reports it.
+    refusal: Option<SpeechError>,
+    /// A sentence was refused: what the scheduler still sends is not spoken.
+    refused: bool,
+}
+
+impl Charging {
+    pub fn new(budget: Budget) -> Self {
+        Charging { budget, refusal: None, refused: false }
+    }
+}
+
+#[async_trait]
+impl SessionLayer for Charging {
+    type Note = ();
+
+    async fn command(&mut self, command: SpeechCommand, ctx: &mut Ctx<()>) {
+        if self.refused {
+            return;
+        }
+        if let SpeechCommand::Speak(request) = &command {
+            if let Err(e) = self.budget.charge(request.text.chars().count() as u64).await {
+                // The session lives on (dropping it would cancel it) until the scheduler, told of the refusal
+                // at the session's close, lets go.
+                (self.refusal, self.refused) = (Some(e), true);
+                ctx.send_on(SpeechCommand::Finish);
                 return;
             }
         }
-    });
-    earshot_core::tasks::spawn(async move {
-        while let Some(event) = inner_events.recv().await {
-            let event = match event {
-                SpeechEvent::Closed { billed_characters } => {
-                    // Given back before the scheduler sends `done`: the caller's next request sees it.
-                    budget.lock().await.settle().await;
-                    let refusal = refused.lock().unwrap_or_else(|p| p.into_inner()).take();
-                    match refusal {
-                        Some(e) => {
-                            // The cut ends the answer, but what the voice billed for it is still counted.
-                            if let Some(characters) = billed_characters {
-                                if to_scheduler.send(SpeechEvent::Billed { characters }).await.is_err() {
-                                    return;
-                                }
-                            }
-                            SpeechEvent::Failed(e)
-                        }
-                        None => event,
-                    }
+        ctx.send_on(command);
+    }
+
+    async fn event(&mut self, event: SpeechEvent, ctx: &mut Ctx<()>) {
+        let SpeechEvent::Closed { billed_characters } = event else { return ctx.tell(event) };
+        // Given back before the scheduler sends `done`: the caller's next request sees it.
+        self.budget.settle().await;
+        match self.refusal.take() {
+            Some(e) => {
+                // The cut ends the answer, but what the voice billed for it is still counted.
+                if let Some(characters) = billed_characters {
+                    ctx.tell(SpeechEvent::Billed { characters });
                 }
-                event => event,
-            };
-            if to_scheduler.send(event).await.is_err() {
-                return;
+                ctx.tell(SpeechEvent::Failed(e));
             }
+            None => ctx.tell(event),
         }
-    });
-    SpeechSession { commands, events, format, voice }
+    }
 }
 
 #[cfg(test)]
@@ -325,7 +318,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_the_budget_cuts_still_counts_what_the_voice_billed() {
         use earshot_core::protocol::AudioFormat;
-        use earshot_core::speech::{SpeechCommand, SpeechRequest};
+        use earshot_core::speech::{SpeechCommand, SpeechRequest, SpeechSession};
         let ledger = Ledger::Local(Arc::default());
         let tasks = Tasks::new();
         let budget = Budget::open(&ledger, &owner("d"), Some(100), &tasks).await.unwrap().unwrap();
@@ -340,7 +333,7 @@ mod tests {
             }
         });
         let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
-        let mut session = wrap(inner, budget);
+        let mut session = earshot_core::session_layer::relay(Charging::new(budget), inner, tokio_util::sync::CancellationToken::new());
         let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None });
         session.commands.send(sentence(0, 20)).await.unwrap();
         session.commands.send(sentence(1, 200)).await.unwrap();

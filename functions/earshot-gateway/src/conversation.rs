@@ -86,9 +86,9 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let reroute = (gw.backend_names().len() > 1).then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));
     let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token(), settle, reroute).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
-    // Outermost, so that a sentence is charged once whichever voice ends up speaking it.
+    // The session stack's outermost layer (earshot_core::session_stack): a sentence is charged once whichever voice ends up speaking it.
     if let Some(budget) = budget {
-        opened.session = crate::character_budget::wrap(opened.session, budget);
+        opened.session = earshot_core::session_stack::outermost(crate::character_budget::Charging::new(budget), opened.session, stopper.token());
     }
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
     // Sent upstream from here: what the request sends stays charged whatever becomes of the answer (a
