@@ -100,7 +100,7 @@ impl AgentSource for HttpAgent {
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
         let (prompt, history, conversation_id) = match input {
-            AgentInput::Text(text) => return Ok(crate::spoken_as_given(text)),
+            AgentInput::Text(text) => return self.speak_text(text, cancel).await,
             AgentInput::Prompt { prompt, history, conversation_id } => (prompt, history, conversation_id),
         };
         let mut request = self.http.post(&self.settings.url).json(&request_body(&prompt, &history, conversation_id.as_deref()));

@@ -14,19 +14,6 @@ pub mod openai;
 pub mod scripted;
 pub mod tokens;
 
-use earshot_core::agent::{AgentEvent, AgentStream};
-
 pub use http_agent::{AnswerFormat, HttpAgent, HttpAgentSettings};
 pub use openai::{OpenAiAgent, OpenAiSettings};
 pub use scripted::{Sample, Script, ScriptItem, ScriptedAgent, ScriptedConfig, Tokens};
-
-/// Text to speak as given needs no agent: it is streamed as it is, so that it takes the same path.
-pub fn spoken_as_given(text: String) -> AgentStream {
-    let (tx, rx) = tokio::sync::mpsc::channel(2);
-    earshot_core::tasks::spawn(async move {
-        if tx.send(Ok(AgentEvent::Delta(text))).await.is_ok() {
-            let _ = tx.send(Ok(AgentEvent::Done)).await;
-        }
-    });
-    rx
-}

@@ -79,7 +79,7 @@ impl AgentSource for OpenAiAgent {
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
         let (tx, rx) = mpsc::channel(AGENT_CHANNEL);
         let (prompt, history) = match input {
-            AgentInput::Text(text) => return Ok(crate::spoken_as_given(text)),
+            AgentInput::Text(text) => return self.speak_text(text, cancel).await,
             AgentInput::Prompt { prompt, history, .. } => (prompt, history),
         };
         let url = format!("{}/chat/completions", self.settings.base_url.trim_end_matches('/'));

@@ -325,6 +325,12 @@ impl AgentSource for ScriptedAgent {
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
         Ok(self.stream(self.script_for(&input), cancel))
     }
+
+    /// Paced as the scripted answers are: a stand-in for a model streams what it is given as a model
+    /// would, so that `text` mode exercises the same release path at the same pace (the benches rely on it).
+    async fn speak_text(&self, text: String, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
+        Ok(self.stream(Script::plain(&text), cancel))
+    }
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ impl AgentSource for AgentCoreAgent {
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
         let (prompt, history, conversation_id) = match input {
-            AgentInput::Text(text) => return Ok(earshot_agents::spoken_as_given(text)),
+            AgentInput::Text(text) => return self.speak_text(text, cancel).await,
             AgentInput::Prompt { prompt, history, conversation_id } => (prompt, history, conversation_id),
         };
         let payload = request_body(&prompt, &history, conversation_id.as_deref()).to_string();

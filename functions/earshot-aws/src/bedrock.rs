@@ -76,7 +76,7 @@ impl AgentSource for BedrockAgent {
 
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
         let (prompt, history) = match input {
-            AgentInput::Text(text) => return Ok(earshot_agents::spoken_as_given(text)),
+            AgentInput::Text(text) => return self.speak_text(text, cancel).await,
             AgentInput::Prompt { prompt, history, .. } => (prompt, history),
         };
         let (tx, rx) = mpsc::channel(AGENT_CHANNEL);

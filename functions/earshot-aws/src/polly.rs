@@ -694,7 +694,8 @@ fn text_pieces(text: &str, max: usize) -> Vec<String> {
     let mut rest = text;
     while rest.chars().count() > max {
         let limit = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
-        let cut = rest[..limit].rfind(char::is_whitespace).map(|i| i + 1).filter(|i| *i > 0).unwrap_or(limit);
+        // After the white space, however many bytes it takes (an ideographic space is three).
+        let cut = rest[..limit].char_indices().rev().find(|(_, c)| c.is_whitespace()).map(|(i, c)| i + c.len_utf8()).unwrap_or(limit);
         pieces.push(rest[..cut].to_string());
         rest = &rest[cut..];
     }
@@ -726,5 +727,17 @@ mod tests {
         assert_eq!(text_pieces("Short.", MAX_EVENT_CHARS), vec!["Short."]);
         let unbroken = "x".repeat(7000);
         assert_eq!(text_pieces(&unbroken, MAX_EVENT_CHARS).concat(), unbroken);
+    }
+
+    #[test]
+    fn a_cut_after_white_space_of_several_bytes_lands_between_characters() {
+        for space in ['\u{3000}', '\u{a0}', '\u{2003}'] {
+            let text: String = std::iter::repeat_n(format!("字{space}"), 3000).collect();
+            let pieces = text_pieces(&text, MAX_EVENT_CHARS);
+            assert!(pieces.len() >= 2);
+            assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with(space)), "{space:?}");
+            assert!(pieces.iter().all(|p| p.chars().count() <= MAX_EVENT_CHARS));
+            assert_eq!(pieces.concat(), text);
+        }
     }
 }

@@ -92,6 +92,27 @@ pub const AGENT_CHANNEL: usize = 16;
 #[async_trait]
 pub trait AgentSource: Send + Sync {
     fn name(&self) -> &str;
-    /// Starts answering. The answer stops when `cancel` fires or the stream is dropped.
+    /// Starts answering. The answer stops when `cancel` fires or the stream is dropped. A conversation
+    /// starts its agent through [`crate::agent_deadlines`], which sends text to speak as given to
+    /// [`AgentSource::speak_text`] and never here; a source called directly with it answers as
+    /// `speak_text` does.
     async fn start(&self, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError>;
+
+    /// Text to speak as given (`/v1/speak`'s `text`), decided once for every source: streamed as it is,
+    /// with no model asked ([`spoken_as_given`]). A source that stands in for a model (the scripted agent)
+    /// streams it at its own pace instead.
+    async fn speak_text(&self, text: String, _cancel: CancellationToken) -> Result<AgentStream, AgentError> {
+        Ok(spoken_as_given(text))
+    }
+}
+
+/// Text to speak as given needs no agent: it is streamed as it is, so that it takes the same path.
+pub fn spoken_as_given(text: String) -> AgentStream {
+    let (tx, rx) = mpsc::channel(2);
+    crate::tasks::spawn(async move {
+        if tx.send(Ok(AgentEvent::Delta(text))).await.is_ok() {
+            let _ = tx.send(Ok(AgentEvent::Done)).await;
+        }
+    });
+    rx
 }

@@ -40,10 +40,24 @@ pub struct AgentDeadlines {
     pub between_events: Duration,
 }
 
+/// The agent's time limits by default, in milliseconds (the settings' flags read them too).
+pub mod defaults {
+    /// From the request to the agent's answer starting.
+    pub const RESPONSE_MS: u64 = 10_000;
+    /// From the answer starting to its first event.
+    pub const FIRST_EVENT_MS: u64 = 30_000;
+    /// Between two events.
+    pub const BETWEEN_EVENTS_MS: u64 = 30_000;
+}
+
 impl Default for AgentDeadlines {
     /// Limits that suit voice: a caller waits seconds, not minutes, before hearing that something broke.
     fn default() -> Self {
-        AgentDeadlines { response: Duration::from_secs(10), first_event: Duration::from_secs(30), between_events: Duration::from_secs(30) }
+        AgentDeadlines {
+            response: Duration::from_millis(defaults::RESPONSE_MS),
+            first_event: Duration::from_millis(defaults::FIRST_EVENT_MS),
+            between_events: Duration::from_millis(defaults::BETWEEN_EVENTS_MS),
+        }
     }
 }
 
@@ -60,7 +74,14 @@ impl AgentDeadlines {
 
     /// Starts `agent` under these deadlines: its stream, relayed with the between-event limits.
     pub async fn start(&self, agent: &dyn AgentSource, input: AgentInput, cancel: CancellationToken) -> Result<AgentStream, AgentError> {
-        let inner = match tokio::time::timeout(self.response, agent.start(input, cancel.clone())).await {
+        // Text to speak as given goes to `speak_text`, the one place it is decided.
+        let started = async {
+            match input {
+                AgentInput::Text(text) => agent.speak_text(text, cancel.clone()).await,
+                input => agent.start(input, cancel.clone()).await,
+            }
+        };
+        let inner = match tokio::time::timeout(self.response, started).await {
             Ok(started) => started?,
             Err(_) => {
                 cancel.cancel();

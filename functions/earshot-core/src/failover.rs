@@ -2,7 +2,7 @@
 //!
 //! - **Opening** ([`Failover::open_arms`]): the arms are tried in order. One that is still starting
 //!   (`readiness`) or fails to open hands over to the next (a *failover*); one that is full
-//!   ([`codes::BUSY`]) spills over to it (an *overflow*). What was passed over, and why, comes back
+//!   ([`crate::speech::codes::BUSY`]) spills over to it (an *overflow*). What was passed over, and why, comes back
 //!   with the session ([`Opened::handovers`]), since no stream exists yet to announce it on. With
 //!   every arm refused, the last one's error is the answer.
 //! - **After it**, until the first audio, the arms not used are the [`crate::switcher`]'s: a session

@@ -102,16 +102,30 @@ pub struct SchedulerConfig {
     pub client_read_timeout: Option<Duration>,
 }
 
+/// The scheduler's defaults, named once: `SchedulerConfig::default` and the settings' flags both read them.
+pub mod defaults {
+    /// How long the agent's silence releases a finished-looking sentence.
+    pub const IDLE_RELEASE_MS: u64 = 150;
+    /// Sentences sent to the voice and not yet finished, at most.
+    pub const MAX_IN_FLIGHT: usize = 4;
+    /// The longest answer spoken, in characters.
+    pub const MAX_ANSWER_CHARS: usize = 20_000;
+    /// How long a voice may stay silent on a sentence it was sent.
+    pub const BACKEND_SILENCE_MS: u64 = 15_000;
+    /// How long a client may leave the stream unread.
+    pub const CLIENT_READ_TIMEOUT_MS: u64 = 30_000;
+}
+
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
-            idle_release: Some(Duration::from_millis(150)),
+            idle_release: Some(Duration::from_millis(defaults::IDLE_RELEASE_MS)),
             segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
             normalise_markdown: true,
-            max_in_flight: 4,
-            max_answer_chars: 20_000,
-            backend_silence: Some(Duration::from_secs(15)),
-            client_read_timeout: Some(Duration::from_secs(30)),
+            max_in_flight: defaults::MAX_IN_FLIGHT,
+            max_answer_chars: defaults::MAX_ANSWER_CHARS,
+            backend_silence: Some(Duration::from_millis(defaults::BACKEND_SILENCE_MS)),
+            client_read_timeout: Some(Duration::from_millis(defaults::CLIENT_READ_TIMEOUT_MS)),
         }
     }
 }

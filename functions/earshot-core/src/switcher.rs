@@ -1,7 +1,7 @@
 //! The one place a conversation changes session: a relay between the scheduler and the live session
 //! until the first audio.
 //!
-//! The scheduler speaks to one [`SpeechSession`] and knows nothing of arms. Two things may call for
+//! The scheduler speaks to one [`crate::speech::SpeechSession`] and knows nothing of arms. Two things may call for
 //! another session before anything is heard, and both are decided here, by one relay:
 //!
 //! - **A failure** (failover): a session that fails, or vanishes, before any of its audio has been passed

@@ -88,14 +88,27 @@ pub struct GatewaySettings {
     pub conversation_secret: crate::owner::ConversationSecret,
 }
 
+/// The gateway's own defaults the settings' flags also read (the scheduler's, the request limits' and
+/// the agent's are beside their types).
+pub mod defaults {
+    /// How long a quiet stream waits before a keep-alive.
+    pub const KEEP_ALIVE_MS: u64 = 15_000;
+    /// Live conversations an owner may hold at once.
+    pub const MAX_CONVERSATIONS_PER_OWNER: usize = 4;
+    /// Characters an owner may have spoken an hour.
+    pub const MAX_CHARS_PER_OWNER_HOUR: u64 = 30_000;
+    /// The metric lines' namespace.
+    pub const METRICS_NAMESPACE: &str = "earshot";
+}
+
 impl Default for GatewaySettings {
     fn default() -> Self {
         GatewaySettings {
             scheduler: SchedulerConfig::default(),
             limits: Limits::default(),
-            keep_alive: Duration::from_secs(15),
+            keep_alive: Duration::from_millis(defaults::KEEP_ALIVE_MS),
             client_buffer: 64,
-            metrics_namespace: Some("earshot".into()),
+            metrics_namespace: Some(defaults::METRICS_NAMESPACE.into()),
             web_dir: None,
             routing: Routing::default(),
             interrupts: Interrupts::Local,
@@ -107,8 +120,8 @@ impl Default for GatewaySettings {
             allowed_hosts: None,
             iam_session_owners: false,
             address_owners: false,
-            max_conversations_per_owner: Some(4),
-            max_chars_per_owner_hour: Some(30_000),
+            max_conversations_per_owner: Some(defaults::MAX_CONVERSATIONS_PER_OWNER),
+            max_chars_per_owner_hour: Some(defaults::MAX_CHARS_PER_OWNER_HOUR),
             input_limits: crate::input_budget::InputLimits::default(),
             cache: CacheSettings::default(),
             cache_shared: None,

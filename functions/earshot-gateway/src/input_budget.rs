@@ -37,11 +37,16 @@ pub struct InputLimits {
     pub requests_per_minute: Option<u64>,
 }
 
+/// Input characters an owner may send an hour, by default (the settings' flags read it too).
+pub const DEFAULT_CHARS_PER_HOUR: u64 = 300_000;
+/// Requests an owner may make a minute, by default.
+pub const DEFAULT_REQUESTS_PER_MINUTE: u64 = 30;
+
 impl Default for InputLimits {
     /// 300,000 characters an hour (about 75,000 input tokens: $0.23 an hour at $3 per million), 30
     /// requests a minute.
     fn default() -> Self {
-        InputLimits { chars_per_hour: Some(300_000), requests_per_minute: Some(30) }
+        InputLimits { chars_per_hour: Some(DEFAULT_CHARS_PER_HOUR), requests_per_minute: Some(DEFAULT_REQUESTS_PER_MINUTE) }
     }
 }
 

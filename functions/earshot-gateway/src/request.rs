@@ -56,12 +56,20 @@ pub struct Limits {
     pub body_timeout: Duration,
 }
 
+/// The request limits' defaults the settings' flags also read.
+pub mod defaults {
+    /// The longest prompt, in characters.
+    pub const MAX_PROMPT_CHARS: usize = 4_000;
+    /// The longest text to speak, in characters.
+    pub const MAX_TEXT_CHARS: usize = 20_000;
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_body_bytes: 64 * 1024,
-            max_prompt_chars: 4_000,
-            max_text_chars: 20_000,
+            max_prompt_chars: defaults::MAX_PROMPT_CHARS,
+            max_text_chars: defaults::MAX_TEXT_CHARS,
             max_messages: 40,
             max_history_chars: 16_000,
             body_timeout: Duration::from_secs(10),

@@ -17,9 +17,11 @@ async fn main() -> Result<(), Error> {
     let requested = std::env::var(earshot_wiring::settings::LOG_VARIABLE).ok();
     let filter = tracing_subscriber::EnvFilter::try_new(earshot_wiring::settings::log_directives(requested.as_deref())).unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).without_time().with_writer(std::io::stderr).init();
-    let settings = Settings::from_vars(|name| std::env::var(name).ok(), Place::Lambda)?;
+    // Read, then checked and converted once.
+    let resolved = Settings::parse_vars(|name| std::env::var(name).ok())?.resolve(Place::Lambda)?;
+    let auth = resolved.settings().auth;
     // Kokoro on Lambda is a SageMaker endpoint: there is no container to watch come up.
-    let built = earshot_wiring::build(&settings, Place::Lambda).await?;
+    let built = earshot_wiring::connect(resolved).await?;
     let (gateway, _watches) = built.gateway();
     let gateway = Arc::new(gateway);
     // The openers into the sentence cache: rendered while no conversation is live, from the end of the
@@ -28,7 +30,7 @@ async fn main() -> Result<(), Error> {
     let router = earshot_gateway::router(gateway);
     // `none` means the function URL's IAM stands in front: a request it did not authenticate means the
     // URL is open (auth NONE) without the deployment saying so (`public`), and is refused.
-    let iam_in_front = settings.auth == AuthMode::None;
+    let iam_in_front = auth == AuthMode::None;
     // Where anyone may call, a caller is its address: an IPv6 one by its /64, as `earshot serve` counts it.
     let ipv6_prefix = earshot_gateway::address_slots::DEFAULT_IPV6_PREFIX;
     // The runtime loop ends with an error when its connection to the runtime API breaks (seen when a

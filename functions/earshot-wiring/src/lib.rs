@@ -7,7 +7,11 @@
 //! - [`serve_settings`]: what only `earshot serve` has (address, page, connection limits), converted
 //!   the same way.
 //! - [`settings_error`]: the one error every refused setting is, `SETTING: why`.
-//! - [`build`]: the backends, the agent and the gateway that the settings describe, connected.
+//! - [`Resolved`]: the settings made once (ripgrep's `HiArgs`): every rule checked, once, and everything
+//!   the gateway runs with that needs no connection decided, `earshot serve`'s own settings included;
+//!   what needs a connection (secrets, stores, the AWS parts) is left for [`connect`].
+//! - [`connect`] (and [`build`], both steps at once): the backends, the agent and the gateway that the
+//!   settings describe, connected.
 //! - `aws_edge`: the AWS parts among them, behind the cargo feature `aws` (on by default; `make run`
 //!   builds without it and refuses AWS settings with a message saying so).
 
@@ -38,8 +42,7 @@ const SAGEMAKER_DEFAULT_VOICE: &str = "af_heart";
 
 /// What a gateway is made of, and the background tasks that watch its backends come up: one ends
 /// with an error when a backend can never be used (a default voice the container lacks), and the
-/// server should stop. The binary may add its own settings (`earshot serve`: the demo page, body
-/// timeout) before [`Built::gateway`] makes the gateway.
+/// server should stop.
 pub struct Built {
     pub backends: Vec<Arc<dyn SpeechBackend>>,
     pub agent: Arc<dyn AgentSource>,
@@ -54,12 +57,59 @@ impl Built {
     }
 }
 
-/// Builds the gateway the settings describe: the pure conversion first
-/// ([`Settings::gateway_settings`], every rule checked), then what needs a connection: the AWS
-/// configuration where a setting names an AWS part, the backends, the agent, and the secrets and
-/// stores kept outside the process. Must run inside a tokio runtime.
+/// The settings made once: checked, and converted into the gateway's settings as far as that needs no
+/// connection. The only way from [`Settings`] to a gateway ([`connect`]).
+pub struct Resolved {
+    /// What the gateway runs with, but for the parts [`connect`] fills in (token keys and the
+    /// conversation secret kept outside the process, the interrupt store, the cache's shared tier).
+    pub gateway: GatewaySettings,
+    /// The raw settings those parts are read from.
+    settings: Settings,
+    place: Place,
+}
+
+impl Resolved {
+    /// `earshot serve`'s own settings ([`Served`]), applied where the gateway runs with them: the demo
+    /// page (where it has an `index.html`), the body deadline, the server's conversation cap and the
+    /// names it answers to.
+    pub fn serving(mut self, served: &Served) -> Self {
+        match &served.web_dir {
+            Some(web_dir) if web_dir.join("index.html").is_file() => self.gateway.web_dir = Some(web_dir.clone()),
+            Some(web_dir) => tracing::warn!("no index.html in {}: the demo page is not served", web_dir.display()),
+            None => {}
+        }
+        self.gateway.limits.body_timeout = served.body_timeout;
+        self.gateway.max_conversations = Some(served.max_conversations);
+        self.gateway.allowed_hosts = served.allowed_hosts.clone();
+        self
+    }
+
+    /// The raw settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl Settings {
+    /// Every rule checked, once, and the conversion that needs no connection done
+    /// ([`Settings::gateway_settings`]).
+    pub fn resolve(&self, place: Place) -> Result<Resolved, SettingsError> {
+        Ok(Resolved { gateway: self.gateway_settings(place)?, settings: self.clone(), place })
+    }
+}
+
+/// Builds the gateway the settings describe: [`Settings::resolve`], then [`connect`]. Must run inside a
+/// tokio runtime.
 pub async fn build(settings: &Settings, place: Place) -> Result<Built, SettingsError> {
-    let mut gateway = settings.gateway_settings(place)?;
+    connect(settings.resolve(place)?).await
+}
+
+/// Connects what the resolved settings describe: the AWS configuration where a setting names an AWS
+/// part, the backends, the agent, and the secrets and stores kept outside the process. Must run inside a
+/// tokio runtime.
+pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
+    let Resolved { mut gateway, settings, place } = resolved;
+    let settings = &settings;
     let aws = match aws_edge::needs_aws(settings) {
         Some(_) => Some(aws_edge::connect(settings).await?),
         None => None,

@@ -6,10 +6,13 @@
 //! apart, and `--help` lists the variable beside each flag.
 
 use clap::{ArgAction, Args, CommandFactory, Parser, ValueEnum};
+use earshot_core::agent_deadlines::defaults as agent_defaults;
 use earshot_core::cache::{CacheLimits, CacheScope};
 use earshot_core::language::Language;
+use earshot_core::scheduler::defaults as scheduler_defaults;
 use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::cache_settings::{CacheSettings, Warmup};
+use earshot_gateway::config::defaults as gateway_defaults;
 use earshot_gateway::{ConversationSecret, GatewaySettings, Interrupts, Routing};
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,23 +214,23 @@ pub struct Settings {
     #[arg(long, env = "EARSHOT_TOKEN_MAX_LIFETIME_SECONDS", default_value_t = earshot_gateway::auth::DEFAULT_MAX_LIFETIME_SECONDS)]
     pub token_max_lifetime_seconds: u64,
     /// The longest prompt accepted, in characters.
-    #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = 4_000)]
+    #[arg(long, env = "EARSHOT_MAX_PROMPT_CHARS", default_value_t = earshot_gateway::request::defaults::MAX_PROMPT_CHARS)]
     pub max_prompt_chars: usize,
     /// The longest text accepted, in characters.
-    #[arg(long, env = "EARSHOT_MAX_TEXT_CHARS", default_value_t = 20_000)]
+    #[arg(long, env = "EARSHOT_MAX_TEXT_CHARS", default_value_t = earshot_gateway::request::defaults::MAX_TEXT_CHARS)]
     pub max_text_chars: usize,
     /// The longest answer spoken, in characters: an agent that writes on past it is stopped and the
     /// stream ends with `answer_too_long` (the answer's cap, as the text's is the input's).
-    #[arg(long, env = "EARSHOT_MAX_ANSWER_CHARS", default_value_t = 20_000)]
+    #[arg(long, env = "EARSHOT_MAX_ANSWER_CHARS", default_value_t = scheduler_defaults::MAX_ANSWER_CHARS)]
     pub max_answer_chars: usize,
     /// Release a finished sentence after this much agent silence, in milliseconds (0: never).
-    #[arg(long, env = "EARSHOT_IDLE_RELEASE_MS", default_value_t = 150)]
+    #[arg(long, env = "EARSHOT_IDLE_RELEASE_MS", default_value_t = scheduler_defaults::IDLE_RELEASE_MS)]
     pub idle_release_ms: u64,
     /// Release the first clause of an answer early once it has this many words.
     #[arg(long, env = "EARSHOT_FAST_FIRST", value_name = "WORDS")]
     pub fast_first: Option<usize>,
     /// Sentences at the backend and not finished, at most.
-    #[arg(long, env = "EARSHOT_MAX_IN_FLIGHT", default_value_t = 4)]
+    #[arg(long, env = "EARSHOT_MAX_IN_FLIGHT", default_value_t = scheduler_defaults::MAX_IN_FLIGHT)]
     pub max_in_flight: usize,
     /// The DynamoDB table through which an interrupt reaches the invocation that speaks (Lambda; none:
     /// interrupts stay in this process, and on Lambda are refused with 501).
@@ -242,15 +245,15 @@ pub struct Settings {
     pub interrupt_poll_ms: u64,
     /// The longest the agent may take to answer a request (an HTTP agent: its response headers), in
     /// milliseconds (`agent_no_response`).
-    #[arg(long, env = "EARSHOT_AGENT_RESPONSE_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(long, env = "EARSHOT_AGENT_RESPONSE_TIMEOUT_MS", default_value_t = agent_defaults::RESPONSE_MS)]
     pub agent_response_timeout_ms: u64,
     /// The longest the agent may take from its answer's start to its first event, in milliseconds
     /// (`agent_first_token_timeout`).
-    #[arg(long, env = "EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS", default_value_t = 30_000)]
+    #[arg(long, env = "EARSHOT_AGENT_FIRST_TOKEN_TIMEOUT_MS", default_value_t = agent_defaults::FIRST_EVENT_MS)]
     pub agent_first_token_timeout_ms: u64,
     /// The longest the agent may be silent between events (a tool call included), in milliseconds
     /// (`agent_stalled`).
-    #[arg(long, env = "EARSHOT_AGENT_IDLE_TIMEOUT_MS", default_value_t = 30_000)]
+    #[arg(long, env = "EARSHOT_AGENT_IDLE_TIMEOUT_MS", default_value_t = agent_defaults::BETWEEN_EVENTS_MS)]
     pub agent_idle_timeout_ms: u64,
     /// The most bytes one SSE event or NDJSON line of an HTTP or OpenAI-compatible agent may hold
     /// (`agent_event_too_large`).
@@ -258,20 +261,20 @@ pub struct Settings {
     pub agent_max_event_bytes: usize,
     /// The longest a backend may stay silent while it has sentences to speak, in milliseconds
     /// (`backend_stalled`; Polly's sentence with no audio for as long: `polly_timeout`; 0: no limit).
-    #[arg(long, env = "EARSHOT_BACKEND_SILENCE_TIMEOUT_MS", default_value_t = 15_000)]
+    #[arg(long, env = "EARSHOT_BACKEND_SILENCE_TIMEOUT_MS", default_value_t = scheduler_defaults::BACKEND_SILENCE_MS)]
     pub backend_silence_timeout_ms: u64,
     /// The longest a client may leave the stream untaken once earshot's queue to it is full, in
     /// milliseconds (0: no limit): past it the conversation ends, its place and the backend's session
     /// are given back and the connection is let go.
-    #[arg(long, env = "EARSHOT_CLIENT_READ_TIMEOUT_MS", default_value_t = 30_000)]
+    #[arg(long, env = "EARSHOT_CLIENT_READ_TIMEOUT_MS", default_value_t = scheduler_defaults::CLIENT_READ_TIMEOUT_MS)]
     pub client_read_timeout_ms: u64,
     /// How long a stream may go quiet before a keep-alive is sent, in milliseconds: what keeps a proxy
     /// from closing a quiet stream, and (under Lambda's emulator) how soon a departed client is noticed.
-    #[arg(long, env = "EARSHOT_KEEP_ALIVE_MS", default_value_t = 15_000)]
+    #[arg(long, env = "EARSHOT_KEEP_ALIVE_MS", default_value_t = gateway_defaults::KEEP_ALIVE_MS)]
     pub keep_alive_ms: u64,
     /// The longest a backend may take to open a session before the next in the failover order is tried,
     /// in milliseconds (`backend_open_timeout`).
-    #[arg(long, env = "EARSHOT_BACKEND_OPEN_TIMEOUT_MS", default_value_t = 5_000)]
+    #[arg(long, env = "EARSHOT_BACKEND_OPEN_TIMEOUT_MS", default_value_t = earshot_core::arm::DEFAULT_OPEN_TIMEOUT.as_millis() as u64)]
     pub backend_open_timeout_ms: u64,
     /// The longest a conversation may run, in seconds (0: no limit); under the Lambda's timeout.
     #[arg(long, env = "EARSHOT_MAX_CONVERSATION_SECONDS", default_value_t = 280)]
@@ -284,22 +287,22 @@ pub struct Settings {
     /// Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; more are
     /// refused `429 too_many_conversations` (0: no limit). Shared across instances through the
     /// interrupt table where there is one.
-    #[arg(long, env = "EARSHOT_MAX_CONVERSATIONS_PER_OWNER", default_value_t = 4)]
+    #[arg(long, env = "EARSHOT_MAX_CONVERSATIONS_PER_OWNER", default_value_t = gateway_defaults::MAX_CONVERSATIONS_PER_OWNER)]
     pub max_conversations_per_owner: usize,
     /// Characters one caller may have spoken in a rolling hour (what the voices bill); a sentence past
     /// it is not spoken (the answer ends with `character_budget_spent`) and the caller's next request is
     /// refused `429` until the hour rolls on (0: no budget). Shared across instances through the
     /// interrupt table where there is one. A server without callers of its own (no token, no IAM) has none.
-    #[arg(long, env = "EARSHOT_MAX_CHARS_PER_OWNER_HOUR", default_value_t = 30_000)]
+    #[arg(long, env = "EARSHOT_MAX_CHARS_PER_OWNER_HOUR", default_value_t = gateway_defaults::MAX_CHARS_PER_OWNER_HOUR)]
     pub max_chars_per_owner_hour: u64,
     /// Characters one caller may send in a rolling hour: prompts, earlier turns (`messages`) and texts,
     /// what the agent bills as input whatever the answer's length (0: no limit). Past it a request is
     /// refused `429 input_budget_spent`; what a request sent stays charged. The default, about 75,000
     /// input tokens, is $0.23 an hour at $3 per million. Shared across instances as the character budget is.
-    #[arg(long, env = "EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR", default_value_t = 300_000)]
+    #[arg(long, env = "EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR", default_value_t = earshot_gateway::input_budget::DEFAULT_CHARS_PER_HOUR)]
     pub max_input_chars_per_owner_hour: u64,
     /// Requests one caller may make in a minute (0: no limit); past it `429 request_rate_exceeded`.
-    #[arg(long, env = "EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE", default_value_t = 30)]
+    #[arg(long, env = "EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE", default_value_t = earshot_gateway::input_budget::DEFAULT_REQUESTS_PER_MINUTE)]
     pub max_requests_per_owner_minute: u64,
     /// Conversations a backend may hold at once across the deployment, `NAME=N` separated by commas, where
     /// its service has a concurrency quota: Polly's generative voices allow 26 concurrent requests and a
@@ -342,7 +345,7 @@ pub struct Settings {
     #[arg(long, env = "EARSHOT_CACHE_ENDPOINT")]
     pub cache_endpoint: Option<String>,
     /// The CloudWatch namespace of the metrics line logged after each conversation.
-    #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = "earshot")]
+    #[arg(long, env = "EARSHOT_METRICS_NAMESPACE", default_value = gateway_defaults::METRICS_NAMESPACE)]
     pub metrics_namespace: String,
     /// The scripted agent's pace, in tokens per second.
     #[arg(long, env = "EARSHOT_SCRIPTED_TOKENS_PER_SECOND", default_value_t = 30.0)]
@@ -442,9 +445,17 @@ struct FromEnv {
 }
 
 impl Settings {
-    /// Reads the settings from variables alone (the Lambda: `get` is the process environment). An
-    /// empty variable counts as unset; a bad value names its variable.
+    /// Reads the settings from variables alone and checks them for `place` (tests and tools; the Lambda
+    /// reads them with [`Settings::parse_vars`] and checks them once, in [`Settings::resolve`]).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>, place: Place) -> Result<Settings, SettingsError> {
+        let settings = Settings::parse_vars(get)?;
+        settings.check(place)?;
+        Ok(settings)
+    }
+
+    /// Reads the settings from variables alone (the Lambda: `get` is the process environment), unchecked.
+    /// An empty variable counts as unset; a bad value names its variable.
+    pub fn parse_vars(get: impl Fn(&str) -> Option<String>) -> Result<Settings, SettingsError> {
         // Each variable becomes its flag, so that both go through the same parser and defaults.
         let mut argv = vec!["bootstrap".to_string()];
         for arg in FromEnv::command().get_arguments() {
@@ -453,9 +464,7 @@ impl Settings {
                 argv.push(format!("--{long}={value}"));
             }
         }
-        let settings = FromEnv::try_parse_from(argv).map_err(|e| explain(&e))?.settings;
-        settings.check(place)?;
-        Ok(settings)
+        Ok(FromEnv::try_parse_from(argv).map_err(|e| explain(&e))?.settings)
     }
 
     /// Every variable the settings read.
@@ -910,6 +919,21 @@ mod tests {
         assert!(s.polly_language_voices.0.is_empty());
         assert_eq!(s.idle_release_ms, 0);
         assert_eq!(s.system_prompt, None, "an empty variable is unset");
+    }
+
+    #[test]
+    fn with_nothing_set_the_gateway_runs_with_its_own_defaults() {
+        // The flags' defaults are the gateway's constants; this holds the conversions to them.
+        let (converted, defaults) = (served(&[]).unwrap(), GatewaySettings::default());
+        assert_eq!(format!("{:?}", converted.scheduler), format!("{:?}", defaults.scheduler));
+        assert_eq!(format!("{:?}", converted.limits), format!("{:?}", defaults.limits));
+        assert_eq!(converted.agent_deadlines, defaults.agent_deadlines);
+        assert_eq!(converted.input_limits, defaults.input_limits);
+        assert_eq!(
+            (converted.keep_alive, converted.backend_open_timeout, converted.max_conversations_per_owner, converted.max_chars_per_owner_hour),
+            (defaults.keep_alive, defaults.backend_open_timeout, defaults.max_conversations_per_owner, defaults.max_chars_per_owner_hour)
+        );
+        assert_eq!(converted.metrics_namespace, defaults.metrics_namespace);
     }
 
     #[test]

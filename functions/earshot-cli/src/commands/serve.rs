@@ -32,15 +32,8 @@ pub fn init_logging() {
 async fn serve(args: ServeArgs) -> Result<(), String> {
     // Every setting is converted and checked before anything connects or listens.
     let served = args.serve.served(args.settings.auth)?;
-    let mut built = earshot_wiring::build(&args.settings, Place::Serve).await?;
-    match served.web_dir {
-        Some(web_dir) if web_dir.join("index.html").is_file() => built.settings.web_dir = Some(web_dir),
-        Some(web_dir) => tracing::warn!("no index.html in {}: the demo page is not served", web_dir.display()),
-        None => {}
-    }
-    built.settings.limits.body_timeout = served.body_timeout;
-    built.settings.max_conversations = Some(served.max_conversations);
-    built.settings.allowed_hosts = served.allowed_hosts;
+    let resolved = args.settings.resolve(Place::Serve)?.serving(&served);
+    let built = earshot_wiring::connect(resolved).await?;
     let (mut limits, addr) = (served.limits, served.addr);
     limits.metrics_namespace = built.settings.metrics_namespace.clone();
     let (gateway, mut watches) = built.gateway();
