@@ -45,7 +45,7 @@ use crate::protocol::{
     AudioChunk, AudioFormat, BackendReason, Done, ErrorInfo, SentenceEnd, SentenceText, SentenceWords, ServerEvent, SessionInfo, TextDelta, TimingSource,
     WordTiming,
 };
-use crate::speech::{SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
+use crate::speech::{FinishReport, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession, Switch};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
 use crate::timeline::{Clock, SentenceMarks, Timeline};
 use crate::words::{estimate, Envelope};
@@ -305,15 +305,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         speaking: std::collections::HashMap::new(),
         passed_over: Vec::new(),
     };
-    let mut last_text = Instant::now();
-    let mut idle_checked = true;
-    // Silence is the agent's only while earshot listens: when the release queue is full the agent is
-    // not read, and its next delta may already be waiting. The idle window counts from the later of
-    // the last delta and the moment reading resumed.
-    let mut listening_since = Instant::now();
-    let mut was_pulling = true;
-    // How long the backend has been silent while it had work, counted only while listening.
-    let mut backend_silent_for = Duration::ZERO;
+    let mut clocks = Clocks::new();
 
     if let Flow::End(outcome) = s.send(ServerEvent::Session(s.info.clone())).await {
         return outcome;
@@ -324,20 +316,10 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
                 Release::Incremental => s.queue.is_empty(),
                 Release::Buffered => true,
             };
-        if can_pull && !was_pulling {
-            listening_since = Instant::now();
-        }
-        was_pulling = can_pull;
-        let idle_at = match cfg.idle_release {
-            Some(window) if !idle_checked && can_pull => Some(last_text.max(listening_since) + window),
-            _ => None,
-        };
-        let backend_has_work = s.in_flight > 0 || s.finish_sent;
-        if !backend_has_work {
-            backend_silent_for = Duration::ZERO;
-        }
+        clocks.pulling(can_pull);
+        let idle_at = clocks.idle_at(cfg.idle_release, can_pull);
         let listening = Instant::now();
-        let backend_deadline = cfg.backend_silence.filter(|_| backend_has_work).map(|limit| listening + limit.saturating_sub(backend_silent_for));
+        let backend_deadline = clocks.backend_deadline(cfg.backend_silence, s.in_flight > 0 || s.finish_sent, listening);
         let mut heard_backend = false;
         // When the select woke for something else: what its handler then spends (waiting on the
         // client, say) is not the backend's silence.
@@ -352,8 +334,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
             event = agent.recv(), if can_pull => {
                 woke = Some(Instant::now());
                 if matches!(event, Some(Ok(AgentEvent::Delta(_)))) {
-                    last_text = Instant::now();
-                    idle_checked = false;
+                    clocks.text_arrived();
                 }
                 s.on_agent(event).await
             }
@@ -364,7 +345,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
             }
             _ = sleep_until_opt(idle_at), if idle_at.is_some() => {
                 woke = Some(Instant::now());
-                idle_checked = true;
+                clocks.idle_checked = true;
                 if s.segmenter.pending_is_complete() {
                     let sentences: Vec<Sentence> = s.segmenter.flush().collect();
                     s.release_all(sentences)
@@ -373,7 +354,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
                 }
             }
         };
-        backend_silent_for = if heard_backend { Duration::ZERO } else { backend_silent_for + woke.unwrap_or_else(Instant::now).duration_since(listening) };
+        clocks.after_turn(heard_backend, woke, listening);
         if let Flow::End(outcome) = flow {
             break outcome;
         }
@@ -385,6 +366,67 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         }
     };
     outcome
+}
+
+/// The scheduler's clocks between turns of its loop. Silence is the agent's only while earshot listens:
+/// when the release queue is full the agent is not read, and its next delta may already be waiting, so
+/// the idle window counts from the later of the last delta and the moment reading resumed. The backend's
+/// silence is counted only while it has work and earshot listens.
+struct Clocks {
+    /// When the agent's last delta came.
+    last_text: Instant,
+    /// The idle window has fired since the last delta (or none has come).
+    idle_checked: bool,
+    /// When reading the agent last resumed.
+    listening_since: Instant,
+    was_pulling: bool,
+    /// How long the backend has been silent while it had work.
+    backend_silent_for: Duration,
+}
+
+impl Clocks {
+    fn new() -> Self {
+        let now = Instant::now();
+        Clocks { last_text: now, idle_checked: true, listening_since: now, was_pulling: true, backend_silent_for: Duration::ZERO }
+    }
+
+    /// Whether the agent is read this turn.
+    fn pulling(&mut self, can_pull: bool) {
+        if can_pull && !self.was_pulling {
+            self.listening_since = Instant::now();
+        }
+        self.was_pulling = can_pull;
+    }
+
+    /// When the idle window releases a finished-looking sentence, if it may this turn.
+    fn idle_at(&self, window: Option<Duration>, can_pull: bool) -> Option<Instant> {
+        match window {
+            Some(window) if !self.idle_checked && can_pull => Some(self.last_text.max(self.listening_since) + window),
+            _ => None,
+        }
+    }
+
+    /// When the backend's silence becomes a stall, counted from `now`, if it has work.
+    fn backend_deadline(&mut self, limit: Option<Duration>, has_work: bool, now: Instant) -> Option<Instant> {
+        if !has_work {
+            self.backend_silent_for = Duration::ZERO;
+        }
+        limit.filter(|_| has_work).map(|limit| now + limit.saturating_sub(self.backend_silent_for))
+    }
+
+    /// A delta came from the agent.
+    fn text_arrived(&mut self) {
+        self.last_text = Instant::now();
+        self.idle_checked = false;
+    }
+
+    /// After a turn that began listening at `listening`: the backend was heard, or its silence goes on
+    /// (until `woke`, when the select woke for something else: what that handler then spent, waiting on
+    /// the client say, is not the backend's silence).
+    fn after_turn(&mut self, heard_backend: bool, woke: Option<Instant>, listening: Instant) {
+        self.backend_silent_for =
+            if heard_backend { Duration::ZERO } else { self.backend_silent_for + woke.unwrap_or_else(Instant::now).duration_since(listening) };
+    }
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {
@@ -601,144 +643,162 @@ impl Scheduler<'_> {
         Some(ErrorInfo::new(error_codes::NOTHING_SPEAKABLE, message, false))
     }
 
+    /// An event of the speech session, handed to its kind's own handler.
     async fn on_speech(&mut self, event: Option<SpeechEvent>) -> Flow {
         match event {
-            Some(SpeechEvent::Audio { index, pcm }) => {
-                let now = self.clock.now_ms();
-                let Some(marks) = self.timeline.sentence_mut(index) else {
-                    let info = ErrorInfo::new(error_codes::BACKEND_PROTOCOL, format!("audio for unknown sentence {index}"), false);
-                    return Flow::End(self.fail(info).await);
-                };
-                marks.tts_first_audio_ms.get_or_insert(now);
-                marks.audio_chunks += 1;
-                marks.audio_ms += self.format.duration_ms(pcm.len());
-                if let Some(envelope) = self.speaking.get_mut(&index).and_then(|s| s.envelope.as_mut()) {
-                    envelope.push(&pcm);
-                }
-                let audio = match self.encoder.as_mut() {
-                    Some(encoder) => encoder.encode(&pcm),
-                    None => pcm,
-                };
-                self.send_audio(index, audio).await
-            }
-            Some(SpeechEvent::Words { index, words }) => {
-                // Heard: some of the sentence's audio has gone to the client (an encoder may still hold the
-                // first chunks the backend sent; until then its words wait, in order, with those held).
-                let heard = self.speaking.get(&index).map_or_else(|| self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0), |s| s.sent > 0);
-                if let Some(spoken) = self.speaking.get_mut(&index) {
-                    spoken.envelope = None;
-                    if !heard {
-                        spoken.held.extend(words);
-                        return Flow::Continue;
-                    }
-                }
-                if words.is_empty() {
-                    return Flow::Continue;
-                }
-                self.send_words(index, TimingSource::Model, words).await
-            }
-            Some(SpeechEvent::Finished { index, report }) => {
-                self.in_flight = self.in_flight.saturating_sub(1);
-                // What the encoder held of the sentence's audio ends it.
-                if let Some(rest) = self.encoder.as_mut().map(|e| e.end_sentence()) {
-                    if let Flow::End(o) = self.send_audio(index, rest).await {
-                        return Flow::End(o);
-                    }
-                }
-                let words = match self.speaking.remove(&index) {
-                    // Passed over by the voice: nothing was heard, so no word has a time.
-                    Some(Spoken { text, .. }) if report.skipped.is_some() => {
-                        self.passed_over.push(text);
-                        None
-                    }
-                    Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
-                    // Model words for a sentence that got no audio would end after it: none are sent.
-                    Some(Spoken { held, sent, .. }) if sent > 0 => Some((TimingSource::Model, held)),
-                    Some(_) => None,
-                    None => None,
-                };
-                if let Some((timing, words)) = words.filter(|(_, w)| !w.is_empty()) {
-                    if let Flow::End(o) = self.send_words(index, timing, words).await {
-                        return Flow::End(o);
-                    }
-                }
-                let now = self.clock.now_ms();
-                let audio_ms = match self.timeline.sentence_mut(index) {
-                    Some(marks) => {
-                        marks.tts_done_ms = Some(now);
-                        marks.backend_held_ms = report.held_ms;
-                        marks.backend_own_first_audio_ms = report.own_first_audio_ms;
-                        marks.cached = report.cached;
-                        marks.audio_ms
-                    }
-                    None => 0.0,
-                };
-                let skipped = report.skipped.map(|s| s.code().to_string());
-                self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms, cached: report.cached, skipped })).await
-            }
-            Some(SpeechEvent::Switched(switch)) => {
-                // The sentences in flight stay in flight: the new session speaks them again, and its words
-                // are timed afresh.
-                self.format = switch.format.clone();
-                let client_format = match self.encoder.as_mut() {
-                    Some(encoder) => {
-                        encoder.source(&switch.format);
-                        encoder.output()
-                    }
-                    None => switch.format.clone(),
-                };
-                for spoken in self.speaking.values_mut() {
-                    spoken.envelope = Some(Envelope::new(switch.format.sample_rate));
-                    spoken.held.clear();
-                }
-                let from = std::mem::replace(&mut self.timeline.backend, switch.backend.clone());
-                match (switch.reason, &switch.language) {
-                    (Some(BackendReason::Language) | None, Some(language)) => {
-                        self.timeline.language = Some(language.to_string());
-                        if from != switch.backend {
-                            self.timeline.language_from = Some(from);
-                        }
-                    }
-                    _ => self.timeline.failover_from = Some(switch.cause.code.clone()),
-                }
-                let detected = switch.language.is_some().then_some(LanguageSource::Detected);
-                self.info = SessionInfo {
-                    backend: switch.backend,
-                    backend_reason: switch.reason.unwrap_or(self.info.backend_reason),
-                    voice: switch.voice,
-                    audio: client_format,
-                    language: switch.language.or_else(|| self.info.language.clone()),
-                    language_source: detected.or(self.info.language_source),
-                    ..self.info.clone()
-                };
-                self.send(ServerEvent::Session(self.info.clone())).await
-            }
+            Some(SpeechEvent::Audio { index, pcm }) => self.on_audio(index, pcm).await,
+            Some(SpeechEvent::Words { index, words }) => self.on_words(index, words).await,
+            Some(SpeechEvent::Finished { index, report }) => self.on_finished(index, report).await,
+            Some(SpeechEvent::Switched(switch)) => self.on_switched(switch).await,
             Some(SpeechEvent::Failed(e)) => Flow::End(self.fail(e).await),
             Some(SpeechEvent::Billed { characters }) => {
                 self.timeline.billed_characters = Some(characters);
                 Flow::Continue
             }
-            Some(SpeechEvent::Closed { billed_characters }) => {
-                self.timeline.billed_characters = billed_characters;
-                if self.agent_done && self.finish_sent && self.in_flight == 0 {
-                    if let Some(info) = self.nothing_spoken() {
-                        return Flow::End(self.fail(info).await);
-                    }
-                    self.timeline.done_ms = Some(self.clock.now_ms());
-                    let done = ServerEvent::Done(Done { timeline: self.timeline.clone() });
-                    match self.send(done).await {
-                        Flow::Continue => Flow::End(Outcome::Completed),
-                        end => end,
-                    }
-                } else {
-                    let info = ErrorInfo::new(error_codes::BACKEND_CLOSED, "the speech session closed before the answer was spoken", true);
-                    Flow::End(self.fail(info).await)
-                }
-            }
+            Some(SpeechEvent::Closed { billed_characters }) => self.on_closed(billed_characters).await,
             None => {
                 let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 Flow::End(self.fail(info).await)
             }
+        }
+    }
+
+    /// A chunk of a sentence's audio: timed, kept for the word estimate, encoded and sent.
+    async fn on_audio(&mut self, index: u32, pcm: Bytes) -> Flow {
+        let now = self.clock.now_ms();
+        let Some(marks) = self.timeline.sentence_mut(index) else {
+            let info = ErrorInfo::new(error_codes::BACKEND_PROTOCOL, format!("audio for unknown sentence {index}"), false);
+            return Flow::End(self.fail(info).await);
+        };
+        marks.tts_first_audio_ms.get_or_insert(now);
+        marks.audio_chunks += 1;
+        marks.audio_ms += self.format.duration_ms(pcm.len());
+        if let Some(envelope) = self.speaking.get_mut(&index).and_then(|s| s.envelope.as_mut()) {
+            envelope.push(&pcm);
+        }
+        let audio = match self.encoder.as_mut() {
+            Some(encoder) => encoder.encode(&pcm),
+            None => pcm,
+        };
+        self.send_audio(index, audio).await
+    }
+
+    /// The voice's own word timings for a sentence: sent once some of its audio has been (held until then).
+    async fn on_words(&mut self, index: u32, words: Vec<WordTiming>) -> Flow {
+        // Heard: some of the sentence's audio has gone to the client (an encoder may still hold the
+        // first chunks the backend sent; until then its words wait, in order, with those held).
+        let heard = self.speaking.get(&index).map_or_else(|| self.timeline.sentence_mut(index).is_some_and(|m| m.audio_chunks > 0), |s| s.sent > 0);
+        if let Some(spoken) = self.speaking.get_mut(&index) {
+            spoken.envelope = None;
+            if !heard {
+                spoken.held.extend(words);
+                return Flow::Continue;
+            }
+        }
+        if words.is_empty() {
+            return Flow::Continue;
+        }
+        self.send_words(index, TimingSource::Model, words).await
+    }
+
+    /// A sentence finished: what the encoder held, its words (the voice's or estimated), its marks, and
+    /// its `sentence_end`.
+    async fn on_finished(&mut self, index: u32, report: FinishReport) -> Flow {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        // What the encoder held of the sentence's audio ends it.
+        if let Some(rest) = self.encoder.as_mut().map(|e| e.end_sentence()) {
+            if let Flow::End(o) = self.send_audio(index, rest).await {
+                return Flow::End(o);
+            }
+        }
+        let words = match self.speaking.remove(&index) {
+            // Passed over by the voice: nothing was heard, so no word has a time.
+            Some(Spoken { text, .. }) if report.skipped.is_some() => {
+                self.passed_over.push(text);
+                None
+            }
+            Some(Spoken { text, envelope: Some(envelope), .. }) => Some((TimingSource::Estimated, estimate(&text, &envelope))),
+            // Model words for a sentence that got no audio would end after it: none are sent.
+            Some(Spoken { held, sent, .. }) if sent > 0 => Some((TimingSource::Model, held)),
+            Some(_) => None,
+            None => None,
+        };
+        if let Some((timing, words)) = words.filter(|(_, w)| !w.is_empty()) {
+            if let Flow::End(o) = self.send_words(index, timing, words).await {
+                return Flow::End(o);
+            }
+        }
+        let now = self.clock.now_ms();
+        let audio_ms = match self.timeline.sentence_mut(index) {
+            Some(marks) => {
+                marks.tts_done_ms = Some(now);
+                marks.backend_held_ms = report.held_ms;
+                marks.backend_own_first_audio_ms = report.own_first_audio_ms;
+                marks.cached = report.cached;
+                marks.audio_ms
+            }
+            None => 0.0,
+        };
+        let skipped = report.skipped.map(|s| s.code().to_string());
+        self.send(ServerEvent::SentenceEnd(SentenceEnd { index, audio_ms, cached: report.cached, skipped })).await
+    }
+
+    /// Another session speaks from here (a failover, or the language the first sentence settled): the
+    /// client is told in a second `session`.
+    async fn on_switched(&mut self, switch: Switch) -> Flow {
+        // The sentences in flight stay in flight: the new session speaks them again, and its words
+        // are timed afresh.
+        self.format = switch.format.clone();
+        let client_format = match self.encoder.as_mut() {
+            Some(encoder) => {
+                encoder.source(&switch.format);
+                encoder.output()
+            }
+            None => switch.format.clone(),
+        };
+        for spoken in self.speaking.values_mut() {
+            spoken.envelope = Some(Envelope::new(switch.format.sample_rate));
+            spoken.held.clear();
+        }
+        let from = std::mem::replace(&mut self.timeline.backend, switch.backend.clone());
+        match (switch.reason, &switch.language) {
+            (Some(BackendReason::Language) | None, Some(language)) => {
+                self.timeline.language = Some(language.to_string());
+                if from != switch.backend {
+                    self.timeline.language_from = Some(from);
+                }
+            }
+            _ => self.timeline.failover_from = Some(switch.cause.code.clone()),
+        }
+        let detected = switch.language.is_some().then_some(LanguageSource::Detected);
+        self.info = SessionInfo {
+            backend: switch.backend,
+            backend_reason: switch.reason.unwrap_or(self.info.backend_reason),
+            voice: switch.voice,
+            audio: client_format,
+            language: switch.language.or_else(|| self.info.language.clone()),
+            language_source: detected.or(self.info.language_source),
+            ..self.info.clone()
+        };
+        self.send(ServerEvent::Session(self.info.clone())).await
+    }
+
+    /// The session closed: `done` where the answer was spoken whole, else the failure that says why not.
+    async fn on_closed(&mut self, billed_characters: Option<u64>) -> Flow {
+        self.timeline.billed_characters = billed_characters;
+        if self.agent_done && self.finish_sent && self.in_flight == 0 {
+            if let Some(info) = self.nothing_spoken() {
+                return Flow::End(self.fail(info).await);
+            }
+            self.timeline.done_ms = Some(self.clock.now_ms());
+            let done = ServerEvent::Done(Done { timeline: self.timeline.clone() });
+            match self.send(done).await {
+                Flow::Continue => Flow::End(Outcome::Completed),
+                end => end,
+            }
+        } else {
+            let info = ErrorInfo::new(error_codes::BACKEND_CLOSED, "the speech session closed before the answer was spoken", true);
+            Flow::End(self.fail(info).await)
         }
     }
 }

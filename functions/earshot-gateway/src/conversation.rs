@@ -38,7 +38,7 @@ use crate::metrics::Ended;
 use crate::owner::Owner;
 use crate::owner_places::OwnerPlace;
 use crate::request::SpeakRequest;
-use crate::route::{language_route, open, route};
+use crate::route::{language_route, open, route, Route};
 use crate::routing::Choice;
 use earshot_core::error::codes as error_codes;
 
@@ -54,6 +54,43 @@ pub struct Started {
     pub events: mpsc::Receiver<ServerEvent>,
     /// Cancels the whole conversation; the response stream holds it and fires it when dropped.
     pub cancel: CancellationToken,
+}
+
+/// The conversation's first `session` message, and the full arm it overflowed from, if any. The arm is
+/// the one the split assigned, also when another backend speaks (overflow, failover): the conversation
+/// counts there in every metric, as an A/B comparison by intent to treat needs.
+fn session_info(gw: &Gateway, request: &SpeakRequest, route: &Route, opened: &Opened, request_id: &str) -> (SessionInfo, Option<String>) {
+    let (reason, overflow_from) = reason(&route.choice, opened);
+    let arm = route.choice.arm.clone();
+    let experiment = arm.as_ref().map(|_| gw.settings().routing.experiment.clone());
+    let info = SessionInfo {
+        v: PROTOCOL_VERSION,
+        conversation_id: request.conversation_id.clone(),
+        request_id: request_id.to_string(),
+        backend: opened.backend.clone(),
+        backend_reason: reason,
+        arm,
+        experiment,
+        release: request.release.as_str().to_string(),
+        voice: opened.session.voice.clone(),
+        language: route.language.as_ref().map(|(l, _)| l.clone()),
+        language_source: route.language.as_ref().map(|(_, source)| *source),
+        audio: opened.session.format.clone(),
+    };
+    (info, overflow_from)
+}
+
+/// The timeline's marks known once the session is open.
+fn opening_timeline(route: &Route, opened: &Opened, overflow_from: Option<String>, session_open_ms: f64) -> Timeline {
+    Timeline {
+        session_open_ms: Some(session_open_ms),
+        overflow_from,
+        language_from: route.language_from.clone(),
+        language: route.language.as_ref().map(|(l, _)| l.to_string()),
+        // Why an arm before this one could not open the conversation (a full arm is `overflow_from`).
+        failover_from: opened.handovers.iter().rev().find(|h| !h.is_overflow()).map(|h| h.cause.code.clone()),
+        ..Default::default()
+    }
 }
 
 /// Starts `owner`'s conversation: steps 1 to 4 here, 5 and 6 in tasks of their own. Everything kept
@@ -104,40 +141,16 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
             return Err(for_client(ApiError::from_upstream(e)));
         }
     };
-    let (reason, overflow_from) = reason(&route.choice, &opened);
-    // The arm is the one the split assigned, also when another backend speaks (overflow, failover):
-    // the conversation counts there in every metric, as an A/B comparison by intent to treat needs.
-    let arm = route.choice.arm.clone();
-    let experiment = arm.as_ref().map(|_| gw.settings().routing.experiment.clone());
-    let info = SessionInfo {
-        v: PROTOCOL_VERSION,
-        conversation_id: request.conversation_id.clone(),
-        request_id: request_id.clone(),
-        backend: opened.backend.clone(),
-        backend_reason: reason,
-        arm: arm.clone(),
-        experiment: experiment.clone(),
-        release: request.release.as_str().to_string(),
-        voice: opened.session.voice.clone(),
-        language: route.language.as_ref().map(|(l, _)| l.clone()),
-        language_source: route.language.as_ref().map(|(_, source)| *source),
-        audio: opened.session.format.clone(),
-    };
+    let (info, overflow_from) = session_info(&gw, &request, &route, &opened, &request_id);
+    let (reason, arm, experiment) = (info.backend_reason, info.arm.clone(), info.experiment.clone());
+    let timeline = opening_timeline(&route, &opened, overflow_from, session_open_ms);
     let conversation = Conversation {
         agent,
         session: opened.session,
         info,
         release: request.release,
         clock,
-        timeline: Timeline {
-            session_open_ms: Some(session_open_ms),
-            overflow_from,
-            language_from: route.language_from.clone(),
-            language: route.language.as_ref().map(|(l, _)| l.to_string()),
-            // Why an arm before this one could not open the conversation (a full arm is `overflow_from`).
-            failover_from: opened.handovers.iter().rev().find(|h| !h.is_overflow()).map(|h| h.cause.code.clone()),
-            ..Default::default()
-        },
+        timeline,
         cancel: stopper.token().clone(),
         encoder: earshot_audio::encoder_for(route.output),
     };

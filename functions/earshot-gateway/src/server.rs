@@ -138,22 +138,7 @@ fn refusal(status: &str, body: &str) -> Vec<u8> {
 /// Serves `router` on `listener` until `signal` completes, then shuts down as the module says:
 /// `conversations` is fired when the drain time is over (the gateway's `shutdown` token).
 pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, signal: impl Future<Output = ()>, conversations: CancellationToken) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .max_buf_size(HARD_HEADER_BYTES)
-        .max_headers(limits.max_headers.saturating_mul(2).max(100));
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(HARD_HEADER_BYTES as u32)
-        .max_concurrent_streams(limits.max_streams_per_connection.max(1))
-        // A peer that is gone (not merely quiet) is found by its unanswered ping.
-        .keep_alive_interval(Some(Duration::from_secs(30)))
-        .keep_alive_timeout(Duration::from_secs(10));
-    let builder = Arc::new(builder);
+    let builder = Arc::new(connection_builder(&limits));
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let per_address = AddressSlots::new(limits.max_connections_per_address).ipv6_prefix(limits.ipv6_prefix);
@@ -171,18 +156,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
             },
             _ = &mut signal => break,
         };
-        // Audio goes out in small writes the moment it exists: none may wait on the ACK of the one
-        // before (Nagle's algorithm against the client's delayed ACK is up to 40 ms a write).
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-        // What the kernel holds for a client that does not read is bounded, so that such a client
-        // meets the client read limit (`client_read_timeout`) within seconds of its last read, not
-        // after megabytes of audio (Linux grows a socket's send buffer to `tcp_wmem`'s maximum, 4 MiB
-        // by default, unless it is set). Audio is about 48 KB a second: a fixed buffer is ample.
-        if let Err(e) = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER_BYTES) {
-            tracing::debug!("cannot set SO_SNDBUF: {e}");
-        }
+        tune_for_audio(&stream);
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tokio::spawn(refuse(stream, busy_response()));
             continue;
@@ -239,6 +213,48 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
         });
     }
     drop(listener);
+    drain(graceful, &limits, conversations).await;
+}
+
+/// hyper's connection builder for both protocols, within the server's limits.
+fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(HARD_HEADER_BYTES)
+        .max_headers(limits.max_headers.saturating_mul(2).max(100));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(HARD_HEADER_BYTES as u32)
+        .max_concurrent_streams(limits.max_streams_per_connection.max(1))
+        // A peer that is gone (not merely quiet) is found by its unanswered ping.
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(Duration::from_secs(10));
+    builder
+}
+
+/// An accepted socket set for audio.
+fn tune_for_audio(stream: &tokio::net::TcpStream) {
+    // Audio goes out in small writes the moment it exists: none may wait on the ACK of the one
+    // before (Nagle's algorithm against the client's delayed ACK is up to 40 ms a write).
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY: {e}");
+    }
+    // What the kernel holds for a client that does not read is bounded, so that such a client
+    // meets the client read limit (`client_read_timeout`) within seconds of its last read, not
+    // after megabytes of audio (Linux grows a socket's send buffer to `tcp_wmem`'s maximum, 4 MiB
+    // by default, unless it is set). Audio is about 48 KB a second: a fixed buffer is ample.
+    if let Err(e) = socket2::SockRef::from(stream).set_send_buffer_size(SEND_BUFFER_BYTES) {
+        tracing::debug!("cannot set SO_SNDBUF: {e}");
+    }
+}
+
+/// No new connections: live conversations have the drain time to finish, then `conversations` is fired
+/// and their clients have the grace to read their last message.
+async fn drain(graceful: GracefulShutdown, limits: &ServerLimits, conversations: CancellationToken) {
     tracing::info!("shutting down: no new connections; live conversations have {} s to finish", limits.drain.as_secs_f64());
     let drained = graceful.shutdown();
     tokio::pin!(drained);

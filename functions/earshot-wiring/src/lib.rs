@@ -114,9 +114,20 @@ pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
         Some(_) => Some(aws_edge::connect(settings).await?),
         None => None,
     };
-    let aws_ref = aws.as_ref();
-    let aws = || aws_ref.expect("the AWS configuration is loaded whenever an AWS part is configured");
+    let aws = aws.as_ref();
+    let (backends, watches) = backends(settings, aws)?;
+    let agent = agent(settings, place, aws).await?;
+    connect_parts(&mut gateway, settings, aws).await?;
+    let backends = capped(backends, settings, &gateway);
+    Ok(Built { backends, agent, settings: gateway, watches })
+}
 
+/// The tasks that watch backends come up ([`Built::watches`]).
+type Watches = JoinSet<Result<(), SpeechError>>;
+
+/// The backends the settings name, in order, and the watches of those that come up in the background.
+fn backends(settings: &Settings, aws: Option<&aws_edge::Aws>) -> Result<(Vec<Arc<dyn SpeechBackend>>, Watches), SettingsError> {
+    let aws = || aws.expect("the AWS configuration is loaded whenever an AWS part is configured");
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();
     let mut watches = JoinSet::new();
     for kind in &settings.backends {
@@ -159,6 +170,12 @@ pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
         }
     }
 
+    Ok((backends, watches))
+}
+
+/// The agent the settings name.
+async fn agent(settings: &Settings, place: Place, aws: Option<&aws_edge::Aws>) -> Result<Arc<dyn AgentSource>, SettingsError> {
+    let aws = || aws.expect("the AWS configuration is loaded whenever an AWS part is configured");
     let agent: Arc<dyn AgentSource> = match settings.agent {
         AgentKind::Scripted => {
             let agent = ScriptedAgent::new(ScriptedConfig {
@@ -189,6 +206,13 @@ pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
         }
     };
 
+    Ok(agent)
+}
+
+/// The gateway's parts kept outside the process: token keys and the conversation secret (Secrets
+/// Manager or a file), the cache's shared tier, the shared interrupt store.
+async fn connect_parts(gateway: &mut GatewaySettings, settings: &Settings, aws_ref: Option<&aws_edge::Aws>) -> Result<(), SettingsError> {
+    let aws = || aws_ref.expect("the AWS configuration is loaded whenever an AWS part is configured");
     // Token keys kept in Secrets Manager: read now, and again every so often, so that one removed
     // there stops verifying here. Keys given inline are already in `gateway.auth`.
     if let (AuthMode::Token, Some(id)) = (settings.auth, &settings.token_keys_secret) {
@@ -229,11 +253,16 @@ pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
         let store = aws().interrupt_store(table, settings.interrupt_endpoint.as_deref());
         gateway.interrupts = Interrupts::Shared { store, poll };
     }
+    Ok(())
+}
+
+/// Each backend whose service has a concurrency quota, capped.
+fn capped(backends: Vec<Arc<dyn SpeechBackend>>, settings: &Settings, gateway: &GatewaySettings) -> Vec<Arc<dyn SpeechBackend>> {
     // A backend whose service has a concurrency quota holds at most so many conversations, counted where the
     // owners' places are (the interrupt table, where there is one).
     let ttl = gateway.max_conversation.unwrap_or(Duration::from_secs(900)) + Duration::from_secs(60);
     let places = earshot_gateway::backend_cap::Places::new(gateway.interrupts.clone(), ttl);
-    let backends = backends
+    backends
         .into_iter()
         .map(|backend| match settings.backend_conversations.of(backend.name()) {
             Some(max) => {
@@ -242,8 +271,7 @@ pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
             }
             None => backend,
         })
-        .collect();
-    Ok(Built { backends, agent, settings: gateway, watches })
+        .collect()
 }
 
 /// The deployment's conversation secret where it is kept outside the settings (a file, or Secrets
