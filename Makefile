@@ -109,7 +109,7 @@ test-kokoro:
 	@echo "==> Kokoro container tests (real model, onnx engine)"
 	$(MAKE) --no-print-directory -C infra/kokoro test
 
-test-e2e: deps-rust kokoro-venv moto-venv
+test-e2e: deps-rust kokoro-venv moto-venv peer-venv
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (two binaries at a time where safe; E2E_LANES=1 for one)"
 	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools  # the outside judge of Ogg Opus answers
 	$(CARGO) build --quiet --locked -p earshot

@@ -20,7 +20,14 @@ pub enum AgentInput {
     /// prompt follows an assistant turn: every source can pass it on as it is. `conversation_id` is
     /// the conversation's key (agents that keep sessions of their own key them by it): the gateway
     /// derives it from the conversation's owner and the client's id, so that callers never share one.
-    Prompt { prompt: String, history: Vec<Turn>, conversation_id: Option<String> },
+    Prompt {
+        /// The question the agent answers.
+        prompt: String,
+        /// The conversation's earlier turns, oldest first.
+        history: Vec<Turn>,
+        /// The conversation's key, where the conversation has one.
+        conversation_id: Option<String>,
+    },
     /// Text to speak as given (streamed as an agent would, so that it takes the same path).
     Text(String),
 }
@@ -43,14 +50,18 @@ impl AgentInput {
 /// One earlier turn of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Turn {
+    /// Who said it.
     pub role: Role,
+    /// What was said.
     pub content: String,
 }
 
 /// Who said a turn. The system prompt is the operator's, never a request's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The person asking.
     User,
+    /// The agent answering.
     Assistant,
 }
 
@@ -91,6 +102,7 @@ pub const AGENT_CHANNEL: usize = 16;
 /// A source of answers.
 #[async_trait]
 pub trait AgentSource: Send + Sync {
+    /// The source's name, as logs and `GET /v1/voices` say it (`scripted`, for example).
     fn name(&self) -> &str;
     /// Starts answering. The answer stops when `cancel` fires or the stream is dropped. A conversation
     /// starts its agent through [`crate::agent_deadlines`], which sends text to speak as given to

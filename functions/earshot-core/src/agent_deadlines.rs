@@ -27,16 +27,22 @@ use crate::agent::{AgentError, AgentEvent, AgentInput, AgentSource, AgentStream,
 
 /// The codes of the three deadlines.
 pub mod codes {
+    /// The agent did not answer the request within the `response` deadline.
     pub const NO_RESPONSE: &str = "agent_no_response";
+    /// The agent's answer started but brought no first event within the `first_event` deadline.
     pub const FIRST_TOKEN_TIMEOUT: &str = "agent_first_token_timeout";
+    /// The agent was silent between two events for longer than the `between_events` deadline.
     pub const STALLED: &str = "agent_stalled";
 }
 
 /// How long an agent may take at each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AgentDeadlines {
+    /// From the request to the agent's stream existing (an HTTP agent: its response headers).
     pub response: Duration,
+    /// From the stream existing to its first event (text, a pause or the end).
     pub first_event: Duration,
+    /// From each event to the next.
     pub between_events: Duration,
 }
 

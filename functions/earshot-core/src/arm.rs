@@ -31,7 +31,9 @@ pub const OPEN_TIMEOUT: &str = "backend_open_timeout";
 /// One backend in the order, with the voice it speaks this conversation in.
 #[derive(Clone)]
 pub struct Arm {
+    /// The backend that would speak.
     pub backend: Arc<dyn SpeechBackend>,
+    /// The voice it would speak in.
     pub voice: String,
 }
 
@@ -40,6 +42,7 @@ pub struct Arm {
 pub struct Handover {
     /// The arm's backend name.
     pub from: String,
+    /// Why it was passed over: its failure, or that it was full or remembered as sick.
     pub cause: SpeechError,
 }
 

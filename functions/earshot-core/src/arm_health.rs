@@ -78,6 +78,7 @@ pub struct ArmHealth {
 }
 
 impl ArmHealth {
+    /// No arm remembered as sick, ready to be shared by every conversation.
     pub fn new() -> Arc<Self> {
         Arc::new(ArmHealth::default())
     }

@@ -37,6 +37,7 @@ pub enum CacheScope {
 }
 
 impl CacheScope {
+    /// The scope's name, as the `EARSHOT_CACHE` setting writes it (`deployment`, `owner`, `off`).
     pub fn as_str(self) -> &'static str {
         match self {
             CacheScope::Deployment => "deployment",
@@ -65,8 +66,11 @@ pub type Partition = Option<String>;
 /// Everything that changes how a sentence sounds, and the partition it was said in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    /// Whose sentences it is among: the deployment's own (`None`) or one owner's.
     pub partition: Partition,
+    /// The backend's name.
     pub backend: String,
+    /// The voice it was spoken in.
     pub voice: String,
     /// The language the backend's front end read it in (`None`: the voice's own).
     pub language: Option<String>,
@@ -92,10 +96,12 @@ pub fn format_key(format: &AudioFormat) -> String {
 /// pieces as the miss that filled it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedSentence {
+    /// The audio chunks, in order, as the backend sent them.
     pub chunks: Vec<Bytes>,
 }
 
 impl CachedSentence {
+    /// The audio's length, in bytes, over every chunk.
     pub fn bytes(&self) -> usize {
         self.chunks.iter().map(Bytes::len).sum()
     }
@@ -159,11 +165,17 @@ impl Default for CacheLimits {
 /// What the store has done since it was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Look-ups that found the sentence.
     pub hits: u64,
+    /// Look-ups that did not.
     pub misses: u64,
+    /// Sentences kept (a sentence kept again under the same key counts again).
     pub stored: u64,
+    /// Sentences let go to keep within the bound.
     pub evicted: u64,
+    /// Sentences held now.
     pub entries: u64,
+    /// Bytes held now: the audio and the keys, as counted against the bound.
     pub bytes: u64,
 }
 
@@ -183,6 +195,7 @@ struct Entries {
 }
 
 impl SentenceCache {
+    /// An empty store, held to `limits`.
     pub fn new(limits: CacheLimits) -> Self {
         SentenceCache {
             limits,
@@ -194,6 +207,7 @@ impl SentenceCache {
         }
     }
 
+    /// The bounds it was made with.
     pub fn limits(&self) -> CacheLimits {
         self.limits
     }
@@ -240,6 +254,7 @@ impl SentenceCache {
         }
     }
 
+    /// What the store has done since it was made, and what it holds now.
     pub fn stats(&self) -> CacheStats {
         let entries = self.lock();
         CacheStats {

@@ -42,12 +42,14 @@ use crate::speech::{FinishReport, SpeechBackend, SpeechCommand, SpeechEvent, Spe
 /// A conversation's use of the store: which store, which part of it, and the shared tier.
 #[derive(Clone)]
 pub struct CacheUse {
+    /// The process's store.
     pub cache: Arc<SentenceCache>,
     /// The part this conversation reads and fills.
     pub partition: Partition,
     /// A part this conversation also reads and never fills: the deployment's declared sentences,
     /// rendered by the deployment itself, so a hit there tells a caller nothing of another.
     pub declared: Option<Partition>,
+    /// The deployment's shared tier, where it has one.
     pub shared: Option<SharedUse>,
 }
 
@@ -72,7 +74,9 @@ impl CacheUse {
 /// nothing more).
 #[derive(Clone)]
 pub struct SharedUse {
+    /// The tier every process of the deployment reads and fills.
     pub tier: Arc<dyn SharedTier>,
+    /// The names of the backends whose sentences are looked for and stored there.
     pub backends: Vec<String>,
     /// The longest a fetch may take before the backend speaks the sentence instead.
     pub fetch_limit: Duration,

@@ -15,18 +15,24 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct Error {
+    /// The stable code, for programs (`docs/protocol.md` lists them).
     pub code: String,
+    /// What happened, for people.
     pub message: String,
+    /// Whether the same request may succeed if sent again.
     pub retryable: bool,
     /// On `interrupted`, when the client said how much of the answer it played (`heard_ms`): the words
     /// heard, whole sentences then whole words (`docs/protocol.md`, "Interrupting a conversation").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heard: Option<String>,
+    /// On `interrupted`, how much of the answer's audio the client said it played, in milliseconds
+    /// (the sentences' audio end to end, silences between them left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heard_ms: Option<u64>,
 }
 
 impl Error {
+    /// A failure with this code, message and retryability, and nothing heard.
     pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
         Error { code: code.into(), message: message.into(), retryable, heard: None, heard_ms: None }
     }

@@ -36,6 +36,7 @@ use crate::switcher::{LanguageRoute, Switcher};
 
 /// A session opened on one of the arms.
 pub struct Opened {
+    /// The session, ready for the scheduler.
     pub session: SpeechSession,
     /// The backend that took the conversation.
     pub backend: String,

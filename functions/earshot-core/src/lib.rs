@@ -25,6 +25,8 @@
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
 //!   simulated listener whose silences they count.
 
+#![warn(missing_docs)]
+
 pub use earshot_text as text;
 pub use earshot_text::{language, words};
 

@@ -10,7 +10,9 @@
 pub struct Played {
     /// When the piece was there to play.
     pub ready_ms: f64,
+    /// When it started playing: when it was ready, or when the piece before it ended, whichever is later.
     pub start_ms: f64,
+    /// When it finished playing: its start plus its length.
     pub end_ms: f64,
     /// The silence before it; `None` for the first piece (before it there is only waiting, which is
     /// time to first audio, not a gap).

@@ -60,6 +60,7 @@ pub enum Release {
 }
 
 impl Release {
+    /// The policy's name, as the request's `release` and the `session` message write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Release::Incremental => "incremental",
@@ -84,6 +85,7 @@ impl std::str::FromStr for Release {
 pub struct SchedulerConfig {
     /// Release pending text that would be a complete sentence after this much agent silence.
     pub idle_release: Option<Duration>,
+    /// How the answer's text is cut into sentences.
     pub segmenter: SegmenterConfig,
     /// Make Markdown speakable before segmenting.
     pub normalise_markdown: bool,
@@ -147,7 +149,9 @@ impl SchedulerConfig {
 
 /// One conversation for the scheduler: what it reads, what it speaks through, and what it says first.
 pub struct Conversation {
+    /// The agent's answer, as it streams in.
     pub agent: AgentStream,
+    /// The speech session the sentences are spoken through.
     pub session: SpeechSession,
     /// The `session` message, sent first; a switch of backend sends it again, naming the new one.
     pub info: SessionInfo,
@@ -167,6 +171,7 @@ pub struct Conversation {
 /// How a conversation ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// Every sentence was spoken and `done` was sent.
     Completed,
     /// An `error` message was sent to the client.
     Failed(ErrorInfo),

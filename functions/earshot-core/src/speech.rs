@@ -19,7 +19,9 @@ use crate::protocol::{AudioFormat, BackendReason, WordTiming};
 /// One sentence to speak. `index` is the sentence's place in the conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeechRequest {
+    /// The sentence's index in the answer, from 0.
     pub index: u32,
+    /// The sentence exactly as the backend is to read it.
     pub text: String,
     /// The sentence's language where it became known after the session opened (the answer's first
     /// sentence told it); `None`: the session's own ([`SessionOptions::language`]).
@@ -29,6 +31,7 @@ pub struct SpeechRequest {
 /// What the scheduler tells a session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SpeechCommand {
+    /// Speak one more sentence, after those sent before it.
     Speak(SpeechRequest),
     /// No more sentences: finish those sent, then close.
     Finish,
@@ -37,31 +40,41 @@ pub enum SpeechCommand {
 /// What a session reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SpeechEvent {
+    /// A piece of a sentence's audio, in the session's format.
     Audio {
+        /// The sentence's index.
         index: u32,
+        /// The audio bytes.
         pcm: Bytes,
     },
     /// When words of the sentence are heard, as the voice's own model timed them (milliseconds from the
     /// sentence's first sample): sent before the audio they end in. A backend that sends none has its
     /// words estimated from the audio ([`crate::words`]).
     Words {
+        /// The sentence's index.
         index: u32,
+        /// The words, in order, each with its start and end.
         words: Vec<WordTiming>,
     },
+    /// The sentence's audio is complete (or the backend passed over it: its report says so).
     Finished {
+        /// The sentence's index.
         index: u32,
         /// What the backend says of the sentence, where it says anything.
         report: FinishReport,
     },
+    /// The session failed and ends; nothing more comes from it.
     Failed(SpeechError),
     /// The session closed after `Finish`, with what the backend billed, if it says.
     Closed {
+        /// The characters the backend billed for the session; `None` when it does not say.
         billed_characters: Option<u64>,
     },
     /// What the backend billed for the session, told before a failure that ends it (a session that
     /// closes normally says it in [`SpeechEvent::Closed`]): the character budget's cut turns the close
     /// into a failure, and the characters Polly billed still belong in the conversation's metric line.
     Billed {
+        /// The characters the backend billed for the session so far.
         characters: u64,
     },
     /// Another session now speaks the conversation ([`crate::switcher`], before any audio: a failover, or
@@ -119,15 +132,20 @@ pub type SpeechError = crate::error::Error;
 
 /// An open session.
 pub struct SpeechSession {
+    /// Where the scheduler sends sentences and `Finish`; dropping it cancels the session.
     pub commands: mpsc::Sender<SpeechCommand>,
+    /// What the session reports: each sentence's audio, words and end, in order.
     pub events: mpsc::Receiver<SpeechEvent>,
+    /// The format of the audio the session gives back.
     pub format: AudioFormat,
+    /// The voice the session speaks in.
     pub voice: String,
 }
 
 /// What a session is opened with.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
+    /// The voice to speak in: one of the backend's.
     pub voice: String,
     /// The language the conversation is spoken in, where known: a backend whose text front end
     /// depends on it (the Kokoro container's) is told; a voice already fixes it for the others.
@@ -135,6 +153,7 @@ pub struct SessionOptions {
     /// The rate the client plays, where it asked for one: a backend that can produce it (or a rate
     /// nearer it) natively does so (Polly's 8 kHz for telephony); the gateway converts the rest.
     pub sample_rate: Option<u32>,
+    /// The conversation's id, as the client gave it (or as it was generated).
     pub conversation_id: String,
     /// Cancelled when the conversation ends for any reason.
     pub cancel: CancellationToken,
@@ -143,8 +162,11 @@ pub struct SessionOptions {
 /// A voice a backend offers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Voice {
+    /// The voice's name, as a request's `voice` names it.
     pub id: String,
+    /// The language the voice speaks, as the backend writes it (most often a BCP 47 tag such as `en-US`).
     pub language: String,
+    /// A few words on the voice, for people.
     pub description: String,
 }
 
@@ -153,7 +175,9 @@ pub struct Voice {
 pub trait SpeechBackend: Send + Sync {
     /// The name clients choose it by (`kokoro`, `polly`).
     fn name(&self) -> &str;
+    /// The voices it offers, as `GET /v1/voices` lists them.
     fn voices(&self) -> Vec<Voice>;
+    /// The voice a request that names none is spoken in.
     fn default_voice(&self) -> String;
     /// Opens a session. Fails before any stream starts when the backend cannot be reached.
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError>;
@@ -213,8 +237,11 @@ pub fn languages_of(voices: &[Voice], default_voice: &str) -> Vec<(Language, Str
 /// answer's first sentence in a language its voice was not chosen for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Switch {
+    /// The backend that now speaks.
     pub backend: String,
+    /// The voice it speaks in.
     pub voice: String,
+    /// The format of the audio its session gives back.
     pub format: AudioFormat,
     /// Why the previous session was given up.
     pub cause: SpeechError,

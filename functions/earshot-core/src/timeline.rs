@@ -18,10 +18,12 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// A clock whose zero is now: started as the request is received.
     pub fn start() -> Self {
         Clock { origin: Instant::now() }
     }
 
+    /// Milliseconds since the clock started.
     pub fn now_ms(&self) -> f64 {
         self.origin.elapsed().as_secs_f64() * 1000.0
     }
@@ -30,7 +32,9 @@ impl Clock {
 /// The marks of one sentence.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SentenceMarks {
+    /// The sentence's index in the answer, from 0.
     pub index: u32,
+    /// The sentence's length, in characters.
     pub chars: usize,
     /// The segmenter released the sentence's text as complete.
     pub complete_ms: f64,
@@ -44,6 +48,7 @@ pub struct SentenceMarks {
     pub tts_done_ms: Option<f64>,
     /// Milliseconds of audio the sentence produced.
     pub audio_ms: f64,
+    /// Audio chunks the backend gave for the sentence.
     pub audio_chunks: u32,
     /// Silences inside the sentence for the conversation's listener (see [`Timeline::note_audio_sent`]):
     /// a chunk handed to the client after the audio queued before it, earlier sentences' included, would
@@ -51,6 +56,7 @@ pub struct SentenceMarks {
     /// voice stops mid-sentence.
     #[serde(default)]
     pub stalls: u32,
+    /// Those silences together, in milliseconds.
     #[serde(default)]
     pub stall_ms: f64,
     /// How long the backend held the sentence's audio back so that it would play through rather than stop
@@ -70,6 +76,7 @@ pub struct SentenceMarks {
     /// (what an interrupted listener heard, to the word), never sent in the timeline itself.
     #[serde(skip)]
     pub text: String,
+    /// The sentence's words and when each is heard, as sent to the client in its `words` messages.
     #[serde(skip)]
     pub words: Vec<WordTiming>,
 }
@@ -87,19 +94,28 @@ pub struct Listener {
 /// The timeline of one conversation. All times are milliseconds since the request was received.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
+    /// The backend that speaks the conversation (after a switch, the new one), as the metric lines and the
+    /// `session` message say it.
     pub backend: String,
+    /// The release policy: `incremental` or `buffered`.
     pub release: String,
     /// The TTS session was open (before the stream started).
     pub session_open_ms: Option<f64>,
+    /// The agent's first text was read.
     pub first_agent_token_ms: Option<f64>,
+    /// The agent finished its answer.
     pub agent_done_ms: Option<f64>,
     /// The agent's answer ended without its format's end marker (see `AgentEvent::DoneUnmarked`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub agent_end_unmarked: bool,
     /// Time to first audio at the server: the first audio chunk handed to the client connection.
     pub first_audio_sent_ms: Option<f64>,
+    /// The conversation finished.
     pub done_ms: Option<f64>,
+    /// `audio` messages handed to the client.
     pub audio_chunks_sent: u32,
+    /// Bytes of audio handed to the client, as sent: in the session's format (a μ-law answer is a byte
+    /// a sample).
     pub audio_bytes_sent: u64,
     /// Milliseconds of audio handed to the client, every sentence's.
     #[serde(default)]
@@ -120,6 +136,7 @@ pub struct Timeline {
     /// The language the answer was spoken in, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// Each sentence's marks, in index order.
     pub sentences: Vec<SentenceMarks>,
     /// Bookkeeping for the sentences' `stalls`.
     #[serde(skip)]
@@ -146,6 +163,7 @@ pub struct Derived {
     /// Silences inside sentences (see [`SentenceMarks::stalls`]), counted apart from the gaps before them.
     #[serde(default)]
     pub stalls: usize,
+    /// Those silences together, in milliseconds.
     #[serde(default)]
     pub stall_ms: f64,
     /// The underruns by cause: see [`UnderrunCauses`].
@@ -168,8 +186,11 @@ pub struct Derived {
 /// gateway held it (buffered release, the in-flight cap) or delivered it late.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnderrunCauses {
+    /// Text-limited: the sentence's text was not yet complete when it was due.
     pub text: usize,
+    /// Backend-limited: the backend's own latency would have made it late even if released at once.
     pub backend: usize,
+    /// Release-limited: the gateway held it or delivered it late.
     pub release: usize,
 }
 
@@ -184,6 +205,7 @@ impl Timeline {
         self.sentences.iter().filter(|s| s.cached).map(|s| s.chars as u64).sum()
     }
 
+    /// The marks of sentence `index`, to add to; `None` when the answer has no sentence of that index yet.
     pub fn sentence_mut(&mut self, index: u32) -> Option<&mut SentenceMarks> {
         self.sentences.iter_mut().find(|s| s.index == index)
     }
@@ -221,6 +243,7 @@ impl Timeline {
         (self.audio_sent_ms - queued).max(0.0)
     }
 
+    /// The figures the metrics and benchmarks report, derived from these marks.
     pub fn derive(&self) -> Derived {
         let mut d = Derived { ttfa_ms: self.first_audio_sent_ms, ..Default::default() };
         d.stalls = self.sentences.iter().map(|s| s.stalls as usize).sum();

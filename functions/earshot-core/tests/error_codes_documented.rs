@@ -42,6 +42,10 @@ const NOT_CODES: &[&str] = &[
     "answer_audio_s",
     // An answer's characters in the bench's results.json (its `capacity` section), read by `earshot plan`.
     "answer_characters",
+    // OpenAI's error types and usage field on `/v1/audio/speech` (docs/openai.md): its words, not codes.
+    "invalid_request_error",
+    "server_error",
+    "input_tokens",
 ];
 
 /// String literals of `source` that look like error codes.

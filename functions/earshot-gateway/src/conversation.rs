@@ -169,6 +169,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
         clock,
         cell,
         client_read_limit: gw.settings().scheduler.client_read_timeout,
+        api: request.api,
     };
     let ending = Ending {
         shutdown: gw.shutdown().clone(),
@@ -249,12 +250,14 @@ pub(crate) struct Counting {
     pub cell: TimelineCell,
     /// The client read limit, for the log line of a client that stalled.
     pub client_read_limit: Option<Duration>,
+    /// The API the request came through, where not earshot's own.
+    pub api: Option<&'static str>,
 }
 
 impl Counting {
     /// Logs how the conversation ended and writes its metric line.
     fn count(self, ended: Ended, failure: Option<&str>, message: Option<&str>) {
-        let Counting { conversation_id, request_id, namespace, assignment, clock, cell, client_read_limit } = self;
+        let Counting { conversation_id, request_id, namespace, assignment, clock, cell, client_read_limit, api } = self;
         let timeline = cell.take().unwrap_or_default();
         let ending = ended.as_str();
         match ended {
@@ -269,8 +272,16 @@ impl Counting {
         }
         if let Some(namespace) = &namespace {
             let (arm, experiment) = assignment.as_ref().map(|(a, e)| (a.as_str(), e.as_str())).unzip();
-            let ending =
-                crate::metrics::ConversationEnd { ended, request_id: Some(&request_id), arm, experiment, failure, compute_ms: clock.now_ms(), memory_mb: None };
+            let ending = crate::metrics::ConversationEnd {
+                ended,
+                request_id: Some(&request_id),
+                arm,
+                experiment,
+                failure,
+                compute_ms: clock.now_ms(),
+                memory_mb: None,
+                api,
+            };
             crate::metrics::log_conversation(&timeline, namespace, ending);
         }
     }
@@ -410,6 +421,7 @@ mod tests {
             clock: Clock::start(),
             cell: TimelineCell::default(),
             client_read_limit: None,
+            api: None,
         }
     }
 

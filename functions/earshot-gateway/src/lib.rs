@@ -22,6 +22,7 @@ pub mod idle;
 pub mod input_budget;
 pub mod interrupts;
 pub mod metrics;
+pub mod openai_speech;
 pub mod owner;
 pub mod owner_places;
 pub mod request;

@@ -84,6 +84,8 @@ pub struct ConversationEnd<'a> {
     pub compute_ms: f64,
     /// The function's memory (Lambda's `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), which prices that time.
     pub memory_mb: Option<u32>,
+    /// The API the request came through, where not earshot's own (`openai_speech`).
+    pub api: Option<&'a str>,
 }
 
 /// The line for one conversation that got a session, however it ended: its timings, with the backend, the
@@ -167,6 +169,7 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         ("Language", timeline.language.as_deref().map(Value::from)),
         ("LanguageFrom", timeline.language_from.as_deref().map(Value::from)),
         ("MemoryMb", ending.memory_mb.map(Value::from)),
+        ("Api", ending.api.map(Value::from)),
     ];
     for (name, value) in properties {
         if let Some(value) = value {

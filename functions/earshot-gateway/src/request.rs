@@ -93,6 +93,9 @@ pub struct SpeakRequest {
     pub conversation_id: String,
     /// Whether the client chose `conversation_id` (rather than the gateway generating one).
     pub conversation_id_given: bool,
+    /// The API the request came through where it is not earshot's own (`openai_speech`): its metric
+    /// line says so.
+    pub api: Option<&'static str>,
 }
 
 impl SpeakRequest {
@@ -184,7 +187,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         None => None,
         Some(tag) => Some(Language::parse(tag).map_err(|e| ApiError::bad_request("invalid_language", e))?),
     };
-    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, conversation_id, conversation_id_given })
+    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, conversation_id, conversation_id_given, api: None })
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be
@@ -238,16 +241,25 @@ fn invalid_messages(message: &str) -> ApiError {
     ApiError::bad_request("invalid_messages", message)
 }
 
+/// Text to speak as given (`field` names it for the caller), checked as `/v1/speak`'s `text` is.
+pub(crate) fn checked_text(value: String, field: &str, max: usize) -> Result<String, ApiError> {
+    checked_as(value, field, true, max)
+}
+
 fn checked(value: String, field: &str, max: usize) -> Result<String, ApiError> {
+    checked_as(value, field, field == "text", max)
+}
+
+fn checked_as(value: String, field: &str, spoken_as_given: bool, max: usize) -> Result<String, ApiError> {
     if value.trim().is_empty() {
         return Err(ApiError::bad_request("empty_input", format!("`{field}` is empty")));
     }
     // Text is spoken as given, so it can be judged now: after the Markdown is made speakable, a
     // sentence needs a letter or a digit (punctuation alone is not spoken). A prompt goes to the
     // agent, which may answer "..." with words, so it only needs one visible character.
-    let empty = match field {
-        "text" => !normalise(&value).chars().any(char::is_alphanumeric),
-        _ => value.chars().all(invisible),
+    let empty = match spoken_as_given {
+        true => !normalise(&value).chars().any(char::is_alphanumeric),
+        false => value.chars().all(invisible),
     };
     if empty {
         return Err(ApiError::bad_request(

@@ -27,6 +27,7 @@ use crate::request;
 pub fn router(gw: Arc<Gateway>) -> Router {
     let mut router: Router<Arc<Gateway>> = Router::new()
         .route("/v1/speak", post(speak))
+        .route("/v1/audio/speech", post(openai_speech))
         .route("/v1/conversations/{id}/interrupt", post(interrupt))
         .route("/v1/voices", get(voices))
         .route("/healthz", get(healthz));
@@ -63,46 +64,90 @@ fn demo_page(
     SetResponseHeader::overriding(csp, header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"))
 }
 
-async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
-    let clock = Clock::start();
-    // In token mode, nothing happens for a request without a valid token: not even reading its body.
-    let (scope, owner) = match &gw.settings().auth {
-        Some(auth) => match auth.verify_request(&headers, body.uri()) {
-            Ok(bearer) => (Some(bearer.claims), bearer.owner),
-            Err(e) => return e.into_response(),
-        },
-        None => (None, Owner::of_request(body.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners)),
-    };
+/// Who calls: in token mode the bearer's claims and owner (nothing more happens for a request without a
+/// valid token: not even reading its body), else the owner the deployment's auth makes of the request.
+fn caller(gw: &Gateway, headers: &HeaderMap, request: &Request) -> Result<(Option<crate::auth::Claims>, Owner), ApiError> {
+    match &gw.settings().auth {
+        Some(auth) => auth.verify_request(headers, request.uri()).map(|bearer| (Some(bearer.claims), bearer.owner)),
+        None => Ok((None, Owner::of_request(request.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners))),
+    }
+}
+
+/// A request's body, within the size limit (a declared length over it refused before a byte is read) and
+/// the body deadline.
+async fn read_body(gw: &Gateway, headers: &HeaderMap, body: Request) -> Result<axum::body::Bytes, ApiError> {
     let limit = gw.settings().limits.max_body_bytes;
-    let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes")).into_response();
-    // A declared length over the limit is refused before a byte of the body is read.
+    let too_large = || ApiError::too_large("body_too_large", format!("the body is larger than {limit} bytes"));
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return too_large();
+        return Err(too_large());
     }
     let timeout = gw.settings().limits.body_timeout;
-    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body.into_body(), limit + 1)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(e)) if is_length_limit(&e) => return too_large(),
-        Ok(Err(_)) => return ApiError::bad_request("incomplete_body", "the body ended before it was complete").into_response(),
-        Err(_) => return ApiError::timeout("body_timeout", format!("the body did not arrive within {} s", timeout.as_secs_f64())).into_response(),
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body.into_body(), limit + 1)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
+        Ok(Err(_)) => Err(ApiError::bad_request("incomplete_body", "the body ended before it was complete")),
+        Err(_) => Err(ApiError::timeout("body_timeout", format!("the body did not arrive within {} s", timeout.as_secs_f64()))),
+    }
+}
+
+/// Starts the conversation `request` asks for, once the caller's token allows it.
+async fn start(
+    gw: &Arc<Gateway>,
+    request: request::SpeakRequest,
+    scope: Option<crate::auth::Claims>,
+    owner: Owner,
+    clock: Clock,
+) -> Result<conversation::Started, ApiError> {
+    if let Some(claims) = &scope {
+        claims.check_request(&request)?;
+        tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
+    }
+    // Whatever starting it spawns (the voice's session, the relays around it) is on the gateway's tracker.
+    gw.tasks().clone().scope(conversation::start(gw.clone(), request, scope, owner, clock)).await
+}
+
+async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
+    let clock = Clock::start();
+    let (scope, owner) = match caller(&gw, &headers, &body) {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    let bytes = match read_body(&gw, &headers, body).await {
+        Ok(bytes) => bytes,
+        Err(e) => return e.into_response(),
     };
     let request = match request::parse(&bytes, &headers, &gw.settings().limits) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    if let Some(claims) = &scope {
-        if let Err(e) = claims.check_request(&request) {
-            return e.into_response();
-        }
-        tracing::info!(sub = claims.sub.as_deref().unwrap_or("-"), conversation = %request.conversation_id, "token accepted");
+    match start(&gw, request, scope, owner, clock).await {
+        Ok(started) => stream_response(started, gw.settings().keep_alive),
+        Err(e) => e.into_response(),
     }
-    // Whatever starting it spawns (the voice's session, the relays around it) is on the gateway's tracker.
-    let started = match gw.tasks().clone().scope(conversation::start(gw.clone(), request, scope, owner, clock)).await {
-        Ok(s) => s,
+}
+
+/// `POST /v1/audio/speech`: OpenAI's speech API over the same conversations ([`crate::openai_speech`]).
+async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
+    use crate::openai_speech::{self, OpenAiError};
+    let clock = Clock::start();
+    let (scope, owner) = match caller(&gw, &headers, &body) {
+        Ok(caller) => caller,
+        Err(e) => return OpenAiError::from(e).into_response(),
+    };
+    let bytes = match read_body(&gw, &headers, body).await {
+        Ok(bytes) => bytes,
+        Err(e) => return OpenAiError::from(e).into_response(),
+    };
+    let asked = match openai_speech::parse(&bytes, &gw.backend_names(), gw.settings().limits.max_text_chars) {
+        Ok(asked) => asked,
         Err(e) => return e.into_response(),
     };
-    stream_response(started, gw.settings().keep_alive)
+    let input_chars = asked.request.input_chars();
+    match start(&gw, asked.request, scope, owner, clock).await {
+        Ok(started) => openai_speech::stream_response(started, asked.container, asked.sse, input_chars, gw.settings().keep_alive),
+        Err(e) => OpenAiError::from(e).into_response(),
+    }
 }
 
 /// `POST /v1/conversations/{id}/interrupt`: stops a live conversation wherever it runs. 202 when an

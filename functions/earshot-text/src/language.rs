@@ -50,6 +50,7 @@ impl Language {
         Language(if primary == "cmn" { "zh".to_string() } else { primary })
     }
 
+    /// The language subtag (`fr`, `zh`).
     pub fn as_str(&self) -> &str {
         &self.0
     }

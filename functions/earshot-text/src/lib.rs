@@ -24,6 +24,8 @@
 //! assert_eq!(sentences, ["Dr. Smith paid $3.50 at 9 a.m. today.", "It rained."]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod abbreviations;
 pub mod chars;
 pub mod language;

@@ -9,8 +9,11 @@ use crate::chars::is_bullet;
 /// The label of a list item: a number or a single letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Label {
+    /// No label: a bare bullet.
     None,
+    /// `1`, `2`, …
     Number(u32),
+    /// `a`, `b`, … (or upper case).
     Letter(char),
     /// Lower- or upper-case Roman numerals of two letters or more (`ii`, `iv`); a lone `i` is a letter.
     Roman(u32),
@@ -19,17 +22,24 @@ pub enum Label {
 /// What follows the label: `1.`, `1.)`, `1)`, or nothing (a bare bullet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Suffix {
+    /// Nothing after the label.
     None,
+    /// `1.`
     Dot,
+    /// `1.)`
     DotParen,
+    /// `1)`
     Paren,
 }
 
 /// One parsed marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListMarker {
+    /// The bullet before the label (`-`, `*`, `•`), if any.
     pub bullet: Option<char>,
+    /// The number or letter.
     pub label: Label,
+    /// What follows the label.
     pub suffix: Suffix,
 }
 
@@ -66,8 +76,11 @@ fn roman_value(s: &str) -> Option<u32> {
 /// The answer of [`parse`]: a marker and its byte length, no marker, or not enough text yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Parsed {
+    /// A marker, and its length in bytes.
     Marker(ListMarker, usize),
+    /// The text does not start with a marker.
     NotAMarker,
+    /// Too little text to tell yet.
     NeedMore,
 }
 

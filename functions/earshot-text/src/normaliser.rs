@@ -48,6 +48,7 @@ enum Emit {
 }
 
 impl Normaliser {
+    /// A normaliser at the start of a text.
     pub fn new() -> Self {
         Self::default()
     }

@@ -76,6 +76,7 @@ pub struct Sentence {
     pub index: usize,
     /// Its text, trimmed, with line breaks inside it turned into spaces.
     pub text: String,
+    /// What ended it.
     pub kind: BoundaryKind,
 }
 
@@ -153,6 +154,7 @@ impl Default for Segmenter {
 }
 
 impl Segmenter {
+    /// A segmenter at the start of an answer.
     pub fn new(cfg: SegmenterConfig) -> Self {
         Segmenter {
             cfg,

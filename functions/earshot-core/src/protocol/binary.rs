@@ -8,6 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::{AudioChunk, ProtocolError, ServerEvent};
 
+/// The response's `Content-Type` (and the `Accept` that asks for binary delivery).
 pub const CONTENT_TYPE: &str = "application/vnd.earshot.frames.v1";
 /// The largest payload a frame may carry.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -15,14 +16,23 @@ const HEADER: usize = 5;
 
 /// Frame type bytes.
 pub mod kind {
+    /// A keep-alive: an empty payload.
     pub const KEEP_ALIVE: u8 = 0x00;
+    /// `session`, as JSON.
     pub const SESSION: u8 = 0x01;
+    /// `text`, as JSON.
     pub const TEXT: u8 = 0x02;
+    /// `sentence`, as JSON.
     pub const SENTENCE: u8 = 0x03;
+    /// `audio`: the sentence index and sequence number (`u32` BE each), then the audio bytes.
     pub const AUDIO: u8 = 0x04;
+    /// `sentence_end`, as JSON.
     pub const SENTENCE_END: u8 = 0x05;
+    /// `done`, as JSON.
     pub const DONE: u8 = 0x06;
+    /// `error`, as JSON.
     pub const ERROR: u8 = 0x07;
+    /// `words`, as JSON.
     pub const WORDS: u8 = 0x08;
 }
 
@@ -88,6 +98,8 @@ pub struct BinaryDecoder {
 }
 
 impl BinaryDecoder {
+    /// Feeds bytes as they arrive; returns the messages of the frames they complete, skipping frames of
+    /// a type this version does not know.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ServerEvent>, ProtocolError> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
@@ -125,6 +137,7 @@ impl BinaryDecoder {
         Ok(out)
     }
 
+    /// Says whether the stream ended cleanly between frames.
     pub fn finish(&self) -> Result<(), ProtocolError> {
         if self.buf.is_empty() {
             Ok(())

@@ -15,8 +15,11 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// audio message), rate and channels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AudioFormat {
+    /// How the bytes encode the audio: `pcm_s16le`, `mulaw`, `alaw` or `ogg_opus`.
     pub encoding: String,
+    /// Samples a second of each channel, in Hz.
     pub sample_rate: u32,
+    /// The number of channels (1: earshot's audio is mono).
     pub channels: u16,
 }
 
@@ -31,6 +34,7 @@ impl AudioFormat {
     /// headers, and the answer's messages joined in order are one Ogg Opus stream.
     pub const OGG_OPUS: &'static str = "ogg_opus";
 
+    /// Mono PCM, signed 16-bit little-endian, at `sample_rate` Hz.
     pub fn pcm_s16le(sample_rate: u32) -> Self {
         AudioFormat { encoding: Self::PCM_S16LE.into(), sample_rate, channels: 1 }
     }
@@ -79,6 +83,7 @@ pub enum BackendReason {
 }
 
 impl BackendReason {
+    /// The reason as the wire writes it (`request`, `default`, `ab`, `failover`, `overflow`, `language`).
     pub fn as_str(self) -> &'static str {
         match self {
             BackendReason::Request => "request",
@@ -101,9 +106,13 @@ impl std::fmt::Display for BackendReason {
 /// The first message: who answers, how, and in what audio format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
+    /// The protocol version ([`PROTOCOL_VERSION`]); a client that does not know it stops.
     pub v: u32,
+    /// The conversation's id: the request's `conversation_id`, or the one generated when it gave none.
     pub conversation_id: String,
+    /// This request's id, which the gateway's log and its error messages name.
     pub request_id: String,
+    /// The backend that speaks the answer.
     pub backend: String,
     /// Why this backend.
     pub backend_reason: BackendReason,
@@ -114,41 +123,54 @@ pub struct SessionInfo {
     /// The A/B experiment the arm belongs to, with the arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experiment: Option<String>,
+    /// When sentences go to speech: `incremental` (each as soon as it is complete) or `buffered` (once
+    /// the agent has finished).
     pub release: String,
+    /// The backend's voice the answer is spoken in.
     pub voice: String,
     /// The language the answer is spoken in, where known: the request's, or detected
     /// (`language_source` says which).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Language>,
+    /// Where the language came from: `request` (the request named it) or `detected`; present with
+    /// `language`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language_source: Option<LanguageSource>,
+    /// The format of every `audio` message from here on.
     pub audio: AudioFormat,
 }
 
 /// Agent text as it arrives, for captions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextDelta {
+    /// The agent's text since the last `text` message, as it came (it may hold Markdown).
     pub text: String,
 }
 
 /// A sentence released to speech.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SentenceText {
+    /// The sentence's index in the answer, from 0.
     pub index: u32,
+    /// The sentence as it is spoken: speakable text, Markdown removed.
     pub text: String,
 }
 
 /// A piece of a sentence's audio. `seq` counts a sentence's chunks from 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AudioChunk {
+    /// The index of the sentence it belongs to.
     pub index: u32,
+    /// Its place among the sentence's chunks, from 0.
     pub seq: u32,
+    /// The audio bytes, in the session's format (base64 in SSE's `data`; raw in a binary frame).
     pub pcm: Bytes,
 }
 
 /// The end of a sentence's audio.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SentenceEnd {
+    /// The index of the sentence whose audio is complete.
     pub index: u32,
     /// Milliseconds of audio the sentence produced.
     pub audio_ms: f64,
@@ -178,14 +200,18 @@ pub enum TimingSource {
 /// message per piece) or once its audio is complete, before its `sentence_end` (estimated).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SentenceWords {
+    /// The index of the sentence the words belong to.
     pub index: u32,
+    /// Who timed them: the voice's model, or earshot's estimate.
     pub timing: TimingSource,
+    /// The words, in order, each with its start and end in milliseconds from the sentence's first sample.
     pub words: Vec<WordTiming>,
 }
 
 /// The end of the conversation, with its timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Done {
+    /// The conversation's marks and totals, in milliseconds from the request's arrival.
     pub timeline: Timeline,
 }
 
@@ -195,13 +221,21 @@ pub type ErrorInfo = crate::error::Error;
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEvent {
+    /// `session`: the first message (again after a switch of backend before any audio).
     Session(SessionInfo),
+    /// `text`: agent text as it arrives.
     Text(TextDelta),
+    /// `sentence`: a sentence released to speech.
     Sentence(SentenceText),
+    /// `audio`: a piece of a sentence's audio.
     Audio(AudioChunk),
+    /// `words`: when some of a sentence's words are heard.
     Words(SentenceWords),
+    /// `sentence_end`: a sentence's audio is complete.
     SentenceEnd(SentenceEnd),
+    /// `done`: the conversation ended, with its timeline.
     Done(Done),
+    /// `error`: a failure after the stream started; the stream ends.
     Error(ErrorInfo),
 }
 

@@ -22,11 +22,14 @@ pub use order::check_order;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Delivery {
+    /// Server-Sent Events: JSON messages, audio in base64 (`format: "sse"`, the default).
     Sse,
+    /// Length-prefixed binary frames: JSON for control, raw audio bytes (`format: "binary"`).
     Binary,
 }
 
 impl Delivery {
+    /// The response's `Content-Type` for this delivery.
     pub fn content_type(self) -> &'static str {
         match self {
             Delivery::Sse => sse::CONTENT_TYPE,
@@ -34,6 +37,7 @@ impl Delivery {
         }
     }
 
+    /// One message, encoded as this delivery sends it.
     pub fn encode(self, event: &ServerEvent) -> bytes::Bytes {
         match self {
             Delivery::Sse => sse::encode(event),
@@ -41,6 +45,7 @@ impl Delivery {
         }
     }
 
+    /// What this delivery sends while nothing else flows: an SSE comment, or an empty keep-alive frame.
     pub fn keep_alive(self) -> bytes::Bytes {
         match self {
             Delivery::Sse => sse::keep_alive(),
@@ -52,21 +57,33 @@ impl Delivery {
 /// A message that could not be decoded. The stream cannot be trusted past it.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ProtocolError {
+    /// A message of a known type whose content could not be read.
     #[error("malformed {kind} message: {detail}")]
-    Malformed { kind: String, detail: String },
+    Malformed {
+        /// The message's type (`session`, `audio`, …).
+        kind: String,
+        /// What was wrong with it.
+        detail: String,
+    },
+    /// A binary frame declared a payload larger than the limit: the declared length, then the limit,
+    /// in bytes.
     #[error("frame of {0} bytes is larger than the {1} byte limit")]
     FrameTooLarge(usize, usize),
+    /// The stream ended partway through a message.
     #[error("the stream ended inside a message")]
     Truncated,
 }
 
 /// An incremental decoder of either delivery.
 pub enum Decoder {
+    /// Reads Server-Sent Events.
     Sse(sse::SseDecoder),
+    /// Reads binary frames.
     Binary(binary::BinaryDecoder),
 }
 
 impl Decoder {
+    /// A decoder for `delivery`, with nothing read yet.
     pub fn new(delivery: Delivery) -> Self {
         match delivery {
             Delivery::Sse => Decoder::Sse(sse::SseDecoder::default()),

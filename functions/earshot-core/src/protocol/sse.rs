@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AudioChunk, ProtocolError, ServerEvent};
 
+/// The response's `Content-Type`.
 pub const CONTENT_TYPE: &str = "text/event-stream";
 
 #[derive(Serialize, Deserialize)]
@@ -49,6 +50,8 @@ pub struct SseDecoder {
 }
 
 impl SseDecoder {
+    /// Feeds bytes as they arrive; returns the messages they complete, skipping comments and messages
+    /// without an `event:` line or of a type this version does not know.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<ServerEvent>, ProtocolError> {
         let mut out = Vec::new();
         for &b in bytes {
@@ -72,6 +75,7 @@ impl SseDecoder {
         Ok(out)
     }
 
+    /// Says whether the stream ended cleanly between messages.
     pub fn finish(&self) -> Result<(), ProtocolError> {
         if self.line.is_empty() && !self.has_data && self.event.is_none() {
             Ok(())

@@ -34,6 +34,7 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// An empty envelope of audio at `sample_rate`.
     pub fn new(sample_rate: u32) -> Envelope {
         let frame_samples = (sample_rate as usize / 100).max(1);
         Envelope { frame_samples, frame_ms: frame_samples as f64 * 1000.0 / sample_rate.max(1) as f64, ..Default::default() }

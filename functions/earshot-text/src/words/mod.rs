@@ -28,7 +28,9 @@ pub use written::written_words;
 pub struct WordTiming {
     /// The word as the sentence writes it.
     pub text: String,
+    /// When it starts being heard.
     pub start_ms: f64,
+    /// When it has been heard.
     pub end_ms: f64,
 }
 

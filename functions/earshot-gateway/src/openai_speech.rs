@@ -1,0 +1,368 @@
+//! `POST /v1/audio/speech`, as OpenAI documents it, on the same URL as earshot's own API: what most
+//! frameworks, UIs and SDKs already speak to a TTS server (the official `openai` SDKs, open-webui,
+//! LiveKit's and pipecat's OpenAI TTS plugins). The request becomes a conversation of `/v1/speak`'s `text`
+//! mode (the input split into sentences as it is read, each spoken the moment it is complete), with the
+//! same auth, owner limits, cache and metrics; only the request's shape and the response's framing are
+//! OpenAI's.
+//!
+//! The request (OpenAI's fields; see `docs/openai.md`):
+//! - `model`: a backend of this gateway (`kokoro`, `polly`, `synthetic`) chooses it; `auto`, `earshot`
+//!   and OpenAI's own names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`) let the gateway choose (its A/B split);
+//!   anything else is `400 model_not_found`.
+//! - `voice`: OpenAI's voice names (`alloy`, `nova`, …) are each spoken by the chosen arm's default voice; a
+//!   voice of the backend itself (`af_heart`, `ruth`) is that voice.
+//! - `input`: the text, at most the deployment's `max_text_chars`.
+//! - `response_format`: `wav` (the default here: OpenAI's default, `mp3`, is not made), `pcm` (raw 16-bit
+//!   little-endian mono at 24 kHz, as OpenAI's), `opus` (Ogg Opus at 48 kHz); `mp3`, `aac` and `flac` are
+//!   `400 unsupported_response_format`.
+//! - `speed`: 1 only for now (a speaking rate is not offered yet); `instructions`: read and ignored.
+//! - `stream_format`: `audio` (the bytes, streamed as they are made) or `sse` (`speech.audio.delta`
+//!   events with base64 audio, then `speech.audio.done`).
+//!
+//! Errors before the stream are OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with
+//! earshot's status and code. Once audio is flowing a failure cannot change the status: an `audio` stream
+//! is cut short (the client sees an incomplete body, never a whole-looking one), an `sse` stream ends with
+//! an `error` event.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use base64::Engine;
+use earshot_core::agent::AgentInput;
+use earshot_core::output::OutputFormat;
+use earshot_core::protocol::{Delivery, ServerEvent};
+use earshot_core::scheduler::Release;
+use futures_util::stream;
+use serde::Deserialize;
+use tokio_util::sync::DropGuard;
+
+use crate::api_error::ApiError;
+use crate::client_error;
+use crate::conversation::Started;
+use crate::request::SpeakRequest;
+
+/// OpenAI's voice names: each is spoken by the chosen arm's default voice.
+pub const OPENAI_VOICES: [&str; 13] = ["alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage", "shimmer", "verse"];
+
+/// Model names with which the gateway chooses the arm: earshot's own and OpenAI's.
+pub const CHOOSING_MODELS: [&str; 5] = ["auto", "earshot", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"];
+
+/// The API a conversation came through, as its metric line's `Api` says.
+pub const API: &str = "openai_speech";
+
+/// The rate of OpenAI's `pcm` and of the `wav` made here.
+const PCM_RATE: u32 = 24_000;
+
+/// The request's body, as OpenAI documents it.
+#[derive(Deserialize)]
+struct OpenAiBody {
+    model: Option<String>,
+    input: Option<String>,
+    voice: Option<serde_json::Value>,
+    #[allow(dead_code)]
+    instructions: Option<String>,
+    response_format: Option<String>,
+    speed: Option<f64>,
+    stream_format: Option<String>,
+}
+
+/// How the audio leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    /// A WAV header for a stream of unknown length, then 16-bit PCM at 24 kHz.
+    Wav,
+    /// 16-bit little-endian PCM at 24 kHz, headerless.
+    Pcm,
+    /// Ogg Opus at 48 kHz.
+    Opus,
+}
+
+impl Container {
+    fn output(self) -> OutputFormat {
+        match self {
+            Container::Wav | Container::Pcm => OutputFormat::Pcm(PCM_RATE),
+            Container::Opus => OutputFormat::Opus48000,
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Container::Wav => "audio/wav",
+            Container::Pcm => "audio/pcm",
+            Container::Opus => "audio/ogg",
+        }
+    }
+}
+
+/// A request read: earshot's own, and how its audio leaves.
+pub struct Asked {
+    pub request: SpeakRequest,
+    pub container: Container,
+    /// `stream_format` `sse`.
+    pub sse: bool,
+}
+
+/// An error in OpenAI's shape, with earshot's status and code.
+#[derive(Debug)]
+pub struct OpenAiError(pub Box<ApiError>, pub Option<&'static str>);
+
+impl From<ApiError> for OpenAiError {
+    fn from(e: ApiError) -> Self {
+        OpenAiError(Box::new(e), None)
+    }
+}
+
+impl IntoResponse for OpenAiError {
+    fn into_response(self) -> Response {
+        let (e, param) = (*self.0, self.1);
+        let kind = match e.status.as_u16() {
+            401 => "authentication_error",
+            403 => "permission_error",
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
+            _ => "server_error",
+        };
+        let body = serde_json::json!({"error": {"message": e.error.message, "type": kind, "param": param, "code": e.error.code}});
+        let mut response = (e.status, Json(body)).into_response();
+        // Retry-After and the bearer challenge, as earshot's own answer has them.
+        let earshot = e.into_response();
+        for name in [header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+            if let Some(value) = earshot.headers().get(&name) {
+                response.headers_mut().insert(name, value.clone());
+            }
+        }
+        response
+    }
+}
+
+fn invalid(code: &str, param: &'static str, message: impl Into<String>) -> OpenAiError {
+    OpenAiError(Box::new(ApiError::bad_request(code, message)), Some(param))
+}
+
+/// Reads OpenAI's request into earshot's, for a gateway with `backends` and at most `max_text_chars` of input.
+pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<Asked, OpenAiError> {
+    let value = crate::strict_json::from_slice(body).map_err(|e| match e {
+        crate::strict_json::StrictError::Syntax(why) => invalid("invalid_json", "body", format!("the body is not JSON: {why}")),
+        crate::strict_json::StrictError::DuplicateKey(key) => invalid("invalid_json", "body", format!("`{key}` is given twice")),
+    })?;
+    if !value.is_object() {
+        return Err(invalid("invalid_json", "body", "the body is a JSON object"));
+    }
+    let body: OpenAiBody = serde_json::from_value(value).map_err(|e| invalid("invalid_request", "body", e.to_string()))?;
+    let model = body.model.filter(|m| !m.trim().is_empty()).ok_or_else(|| invalid("missing_model", "model", "`model` is required"))?;
+    let backend = if CHOOSING_MODELS.contains(&model.as_str()) {
+        None
+    } else if backends.contains(&model) {
+        Some(model)
+    } else {
+        let known = backends.iter().map(String::as_str).chain(CHOOSING_MODELS).collect::<Vec<_>>().join(", ");
+        return Err(invalid("model_not_found", "model", format!("no model `{model}` here (models: {known})")));
+    };
+    let voice = match body.voice {
+        Some(serde_json::Value::String(v)) if OPENAI_VOICES.contains(&v.to_lowercase().as_str()) => None,
+        Some(serde_json::Value::String(v)) if !v.is_empty() && v.len() <= 64 => Some(v),
+        Some(_) => return Err(invalid("unknown_voice", "voice", "`voice` is one of OpenAI's voice names or a voice of GET /v1/voices")),
+        None => return Err(invalid("missing_voice", "voice", "`voice` is required")),
+    };
+    let input = body.input.ok_or_else(|| invalid("missing_input", "input", "`input` is required"))?;
+    let input = crate::request::checked_text(input, "input", max_text_chars).map_err(|e| OpenAiError(Box::new(e), Some("input")))?;
+    let container = match body.response_format.as_deref().unwrap_or("wav") {
+        "wav" => Container::Wav,
+        "pcm" => Container::Pcm,
+        "opus" => Container::Opus,
+        other @ ("mp3" | "aac" | "flac") => {
+            return Err(invalid("unsupported_response_format", "response_format", format!("`{other}` is not made here: ask for wav, pcm or opus")))
+        }
+        other => return Err(invalid("invalid_response_format", "response_format", format!("unknown `response_format` `{other}` (wav, pcm or opus)"))),
+    };
+    match body.speed {
+        None => {}
+        Some(speed) if (speed - 1.0).abs() < 1e-9 => {}
+        Some(speed) => return Err(invalid("unsupported_speed", "speed", format!("`speed` {speed} is not offered yet: leave it out or send 1"))),
+    }
+    let sse = match body.stream_format.as_deref() {
+        None | Some("audio") => false,
+        Some("sse") => true,
+        Some(other) => return Err(invalid("invalid_stream_format", "stream_format", format!("unknown `stream_format` `{other}` (audio or sse)"))),
+    };
+    let request = SpeakRequest {
+        input: AgentInput::Text(input),
+        backend,
+        voice,
+        language: None,
+        release: Release::Incremental,
+        delivery: Delivery::Sse,
+        output: Some(container.output()),
+        conversation_id: uuid::Uuid::new_v4().to_string(),
+        conversation_id_given: false,
+        api: Some(API),
+    };
+    Ok(Asked { request, container, sse })
+}
+
+/// A WAV header for 16-bit mono PCM at `rate` whose length is not known yet: both sizes at their
+/// largest, as streaming WAV writers (ffmpeg's, OpenAI's) leave them. Written by hand: hound's writer
+/// needs a seekable sink to fill the sizes in afterwards, which a stream is not.
+fn wav_header(rate: u32) -> Bytes {
+    let mut h = Vec::with_capacity(44);
+    h.extend_from_slice(b"RIFF");
+    h.extend_from_slice(&u32::MAX.to_le_bytes());
+    h.extend_from_slice(b"WAVEfmt ");
+    h.extend_from_slice(&16u32.to_le_bytes());
+    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    h.extend_from_slice(&1u16.to_le_bytes()); // mono
+    h.extend_from_slice(&rate.to_le_bytes());
+    h.extend_from_slice(&(rate * 2).to_le_bytes());
+    h.extend_from_slice(&2u16.to_le_bytes());
+    h.extend_from_slice(&16u16.to_le_bytes());
+    h.extend_from_slice(b"data");
+    h.extend_from_slice(&u32::MAX.to_le_bytes());
+    Bytes::from(h)
+}
+
+/// What the response stream has said so far.
+struct Streaming {
+    events: tokio::sync::mpsc::Receiver<ServerEvent>,
+    _guard: DropGuard,
+    /// The WAV header is still to be sent.
+    header: Option<Bytes>,
+    ended: bool,
+}
+
+/// The response: the audio as it is made, framed as asked; dropping it (the client left) cancels the
+/// conversation.
+pub fn stream_response(started: Started, asked_container: Container, sse: bool, input_chars: usize, keep_alive: Duration) -> Response {
+    let request_id: Arc<str> = started.request_id.as_str().into();
+    let header = (asked_container == Container::Wav && !sse).then(|| wav_header(PCM_RATE));
+    let state = Streaming { events: started.events, _guard: started.cancel.clone().drop_guard(), header, ended: false };
+    let body = stream::unfold(Some(state), move |state| {
+        let request_id = request_id.clone();
+        async move {
+            let mut state = state?;
+            if let Some(header) = state.header.take() {
+                return Some((Ok(header), Some(state)));
+            }
+            if state.ended {
+                return None;
+            }
+            loop {
+                let next = match tokio::time::timeout(keep_alive, state.events.recv()).await {
+                    Err(_) if sse => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), Some(state))),
+                    Err(_) => continue,
+                    Ok(next) => next,
+                };
+                match next {
+                    Some(ServerEvent::Audio(chunk)) if sse => {
+                        let audio = base64::engine::general_purpose::STANDARD.encode(&chunk.pcm);
+                        return Some((Ok(sse_event(&serde_json::json!({"type": "speech.audio.delta", "audio": audio}))), Some(state)));
+                    }
+                    Some(ServerEvent::Audio(chunk)) => return Some((Ok(chunk.pcm), Some(state))),
+                    Some(ServerEvent::Done(_)) if sse => {
+                        // OpenAI counts tokens; earshot's input is characters, said as such.
+                        let usage = serde_json::json!({"input_tokens": input_chars, "output_tokens": 0, "total_tokens": input_chars});
+                        state.ended = true;
+                        return Some((Ok(sse_event(&serde_json::json!({"type": "speech.audio.done", "usage": usage}))), Some(state)));
+                    }
+                    Some(ServerEvent::Done(_)) => return None,
+                    Some(ServerEvent::Error(e)) => {
+                        let e = client_error::for_client(e, &request_id);
+                        if sse {
+                            state.ended = true;
+                            let error = serde_json::json!({"type": "error", "error": {"message": e.message, "type": "server_error", "code": e.code}});
+                            return Some((Ok(sse_event(&error)), Some(state)));
+                        }
+                        // The status is long sent: a cut body is the only way to say the audio is not whole.
+                        return Some((Err(std::io::Error::other(format!("{}: {}", e.code, e.message))), None));
+                    }
+                    // The session, text, words and sentence ends are earshot's own messages: not OpenAI's.
+                    Some(_) => continue,
+                    None => return Some((Err(std::io::Error::other("the conversation ended without done or error")), None)),
+                }
+            }
+        }
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    let content_type = if sse { "text/event-stream" } else { asked_container.content_type() };
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    for (name, value) in [("x-earshot-backend", started.backend.as_str()), ("x-earshot-request-id", started.request_id.as_str())] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            headers.insert(name, v);
+        }
+    }
+    response
+}
+
+fn sse_event(value: &serde_json::Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backends() -> Vec<String> {
+        vec!["kokoro".into(), "polly".into()]
+    }
+
+    fn refused(body: &str) -> (u16, String, Option<&'static str>) {
+        match parse(body.as_bytes(), &backends(), 100) {
+            Err(OpenAiError(e, param)) => (e.status.as_u16(), e.error.code, param),
+            Ok(_) => panic!("{body} was taken"),
+        }
+    }
+
+    #[test]
+    fn openai_s_request_becomes_earshot_s_text_mode() {
+        let asked = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hello there. How are you?"}"#, &backends(), 100).unwrap();
+        assert_eq!((asked.container, asked.sse), (Container::Wav, false), "wav unless asked: mp3 is not made");
+        assert_eq!(asked.request.backend, None, "OpenAI's model names let the gateway choose");
+        assert_eq!(asked.request.voice, None, "OpenAI's voices are the arm's default");
+        assert_eq!(asked.request.output, Some(OutputFormat::Pcm(24_000)));
+        assert_eq!(asked.request.api, Some(API));
+        assert!(matches!(&asked.request.input, AgentInput::Text(t) if t == "Hello there. How are you?"));
+        let named = parse(
+            br#"{"model":"polly","voice":"ruth","input":"Hi.","response_format":"opus","stream_format":"sse","speed":1.0,"instructions":"warm"}"#,
+            &backends(),
+            100,
+        )
+        .unwrap();
+        assert_eq!((named.request.backend.as_deref(), named.request.voice.as_deref()), (Some("polly"), Some("ruth")));
+        assert_eq!((named.container, named.sse, named.request.output), (Container::Opus, true, Some(OutputFormat::Opus48000)));
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused_in_openai_s_words() {
+        assert_eq!(
+            refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","response_format":"mp3"}"#),
+            (400, "unsupported_response_format".into(), Some("response_format"))
+        );
+        assert_eq!(refused(r#"{"model":"whisper","voice":"alloy","input":"Hi."}"#), (400, "model_not_found".into(), Some("model")));
+        assert_eq!(refused(r#"{"model":"tts-1","input":"Hi."}"#), (400, "missing_voice".into(), Some("voice")));
+        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"  "}"#), (400, "empty_input".into(), Some("input")));
+        assert_eq!(refused(&format!(r#"{{"model":"tts-1","voice":"alloy","input":"{}"}}"#, "a".repeat(101))).1, "input_too_long");
+        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":1.5}"#), (400, "unsupported_speed".into(), Some("speed")));
+        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","stream_format":"chunks"}"#).1, "invalid_stream_format");
+        let response = OpenAiError(Box::new(ApiError::bad_request("model_not_found", "no")), Some("model")).into_response();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn the_wav_header_says_pcm_16_bit_mono_at_24_khz_of_unknown_length() {
+        let h = wav_header(24_000);
+        assert_eq!(h.len(), 44);
+        assert_eq!(&h[0..4], b"RIFF");
+        assert_eq!(&h[8..16], b"WAVEfmt ");
+        assert_eq!(u16::from_le_bytes([h[22], h[23]]), 1, "mono");
+        assert_eq!(u32::from_le_bytes([h[24], h[25], h[26], h[27]]), 24_000);
+        assert_eq!(u16::from_le_bytes([h[34], h[35]]), 16);
+        assert_eq!(&h[36..40], b"data");
+    }
+}

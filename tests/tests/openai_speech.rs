@@ -1,0 +1,75 @@
+//! `POST /v1/audio/speech` as the ecosystem calls it: OpenAI's official Python SDK (the version the peer
+//! benchmark pins, in its venv) against `earshot serve` with the local Kokoro container, every response
+//! format made here and both stream formats; and the same route's answer, sentence by sentence, next to
+//! `/v1/speak`'s `text` mode (its first audio comes with the first sentence, not the whole input).
+
+use std::time::{Duration, Instant};
+
+use earshot_e2e::{package_dir, EarshotProcess, Kokoro};
+
+const TEXT: &str = "Sure. Your order shipped this morning, and it should arrive on Thursday.";
+
+async fn kokoro_gateway() -> EarshotProcess {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let earshot = EarshotProcess::start(&["--backends", "kokoro", "--kokoro-url", &kokoro.url, "--cache", "off"]).await;
+    earshot.healthy().await;
+    earshot
+}
+
+#[tokio::test]
+async fn openai_s_own_sdk_speaks_through_earshot_in_every_format_it_offers() {
+    let python = package_dir().join("../bench/peer/.venv/bin/python");
+    assert!(python.exists(), "OpenAI's SDK is installed with the peer benchmark's venv: make peer-venv");
+    let earshot = kokoro_gateway().await;
+    let url = earshot.url.clone();
+    let script = package_dir().join("openai/speak_with_the_sdk.py");
+    let output = tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(url).output().expect("python runs")).await.unwrap();
+    assert!(output.status.success(), "the SDK's calls failed: {}", String::from_utf8_lossy(&output.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the script's JSON");
+    // Raw PCM at 24 kHz: the whole answer is seconds of it.
+    assert_eq!(out["pcm"]["content_type"], "audio/pcm");
+    let pcm = out["pcm"]["bytes"].as_u64().unwrap();
+    assert!(pcm > 48_000 * 2 && pcm.is_multiple_of(2), "{out}");
+    // WAV: a RIFF header, then the same audio.
+    assert_eq!(
+        (out["wav"]["content_type"].as_str(), out["wav"]["head"].as_str(), out["wav"]["format"].as_str()),
+        (Some("audio/wav"), Some("RIFF"), Some("WAVE"))
+    );
+    assert!(out["wav"]["bytes"].as_u64().unwrap() > 44 + 48_000 * 2);
+    // SSE: deltas of base64 audio, then done with the usage.
+    assert_eq!(out["sse"]["content_type"], "text/event-stream");
+    assert_eq!(out["sse"]["types"], serde_json::json!(["speech.audio.delta", "speech.audio.done"]));
+    assert_eq!(out["sse"]["last"], "speech.audio.done");
+    assert!(out["sse"]["audio_bytes"].as_u64().unwrap() > 48_000 * 2);
+    assert_eq!(out["sse"]["usage"]["input_tokens"], TEXT.chars().count());
+    // mp3 is not made: the SDK raises its own error with earshot's code.
+    assert_eq!(out["mp3"]["raised"], "BadRequestError", "{out}");
+    assert_eq!((out["mp3"]["code"].as_str(), out["mp3"]["param"].as_str()), (Some("unsupported_response_format"), Some("response_format")));
+    // Each call is a conversation of its own in the metric lines, which say which API it came through.
+    let lines = earshot.metric_lines_at_least(3).await;
+    assert!(lines.iter().filter(|l| l.get("Conversations").is_some()).all(|l| l["Api"] == "openai_speech"), "{lines:?}");
+}
+
+#[tokio::test]
+async fn the_first_sentence_is_heard_before_the_input_is_spoken_whole() {
+    let earshot = kokoro_gateway().await;
+    let client = reqwest::Client::new();
+    // A voice of the backend's own, by its name.
+    let voices: serde_json::Value = client.get(format!("{}/v1/voices", earshot.url)).send().await.unwrap().json().await.unwrap();
+    let voice = voices["backends"][0]["default_voice"].as_str().expect("Kokoro's default voice").to_string();
+    let body = serde_json::json!({"model": "kokoro", "voice": voice, "input": TEXT, "response_format": "pcm"});
+    let started = Instant::now();
+    let mut response = client.post(format!("{}/v1/audio/speech", earshot.url)).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{voice}");
+    let mut first = None;
+    let mut bytes = 0;
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(60), response.chunk()).await.expect("audio keeps coming").unwrap() {
+        first.get_or_insert(started.elapsed());
+        bytes += chunk.len();
+    }
+    let (first, whole) = (first.expect("some audio"), started.elapsed());
+    // "Sure." is its own sentence: it plays while the rest is still being made.
+    assert!(first < whole / 2, "first audio {first:?} of {whole:?}: the input was not streamed sentence by sentence");
+    assert!(bytes > 48_000 * 2);
+}
