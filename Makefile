@@ -185,7 +185,7 @@ test-deploy: deps-rust
 	$(CARGO) build --quiet --locked -p earshot -p earshot-standins
 	python3 $(ROOT)/tests/deploy/rehearse.py $(CARGO_TARGET_DIR)/debug/earshot $(CARGO_TARGET_DIR)/debug/earshot-standins
 
-test-lambda: deps-rust kokoro-venv moto-venv
+test-lambda: deps-rust kokoro-venv moto-venv peer-venv
 	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"
 	$(ROOT)/scripts/test-lambda.sh
 

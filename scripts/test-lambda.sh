@@ -170,6 +170,18 @@ echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, P
 echo "lambda: streaming test against $url"
 EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart
 
+echo "lambda: OpenAI's Python SDK speaks through the function URL's /v1/audio/speech (pcm, wav, sse; mp3 refused)"
+"$root/bench/peer/.venv/bin/python" "$root/tests/openai/speak_with_the_sdk.py" "$url" >"$logs/openai-sdk.json"
+"$root/bench/peer/.venv/bin/python" - "$logs/openai-sdk.json" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+assert out["pcm"]["content_type"] == "audio/pcm" and out["pcm"]["bytes"] > 96_000, out
+assert out["wav"]["head"] == "RIFF" and out["wav"]["format"] == "WAVE", out
+assert out["sse"]["last"] == "speech.audio.done" and out["sse"]["audio_bytes"] > 96_000, out
+assert out["mp3"]["raised"] == "BadRequestError" and out["mp3"]["code"] == "unsupported_response_format", out
+print(f"lambda: the SDK got {out['pcm']['bytes']} bytes of pcm (first chunk after {out['pcm']['first_chunk_s']:.2f} s), wav, sse and its own error for mp3")
+PY
+
 echo "lambda: the OpenAI-compatible agent's function, in token mode, at $url2"
 wait_healthy "$url2" "$logs/watch-openai.log"
 EARSHOT_LAMBDA_URL="$url2" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture the_lambda_speaks_for_an_openai_compatible_agent the_lambda_keeps_two_bearers_conversations_apart

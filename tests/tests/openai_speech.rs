@@ -9,6 +9,16 @@ use earshot_e2e::{package_dir, EarshotProcess, Kokoro};
 
 const TEXT: &str = "Sure. Your order shipped this morning, and it should arrive on Thursday.";
 
+/// What a Python check (run with the peer benchmark's venv, which has OpenAI's SDK and pipecat) printed,
+/// given earshot's URL.
+async fn python_check(script: std::path::PathBuf, url: String) -> serde_json::Value {
+    let python = package_dir().join("../bench/peer/.venv/bin/python");
+    assert!(python.exists(), "OpenAI's SDK and pipecat are installed with the peer benchmark's venv: make peer-venv");
+    let output = tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(url).output().expect("python runs")).await.unwrap();
+    assert!(output.status.success(), "the check failed: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("the check's JSON")
+}
+
 async fn kokoro_gateway() -> EarshotProcess {
     let kokoro = Kokoro::shared();
     kokoro.ready().await;
@@ -19,14 +29,8 @@ async fn kokoro_gateway() -> EarshotProcess {
 
 #[tokio::test]
 async fn openai_s_own_sdk_speaks_through_earshot_in_every_format_it_offers() {
-    let python = package_dir().join("../bench/peer/.venv/bin/python");
-    assert!(python.exists(), "OpenAI's SDK is installed with the peer benchmark's venv: make peer-venv");
     let earshot = kokoro_gateway().await;
-    let url = earshot.url.clone();
-    let script = package_dir().join("openai/speak_with_the_sdk.py");
-    let output = tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(url).output().expect("python runs")).await.unwrap();
-    assert!(output.status.success(), "the SDK's calls failed: {}", String::from_utf8_lossy(&output.stderr));
-    let out: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the script's JSON");
+    let out = python_check(package_dir().join("openai/speak_with_the_sdk.py"), earshot.url.clone()).await;
     // Raw PCM at 24 kHz: the whole answer is seconds of it.
     assert_eq!(out["pcm"]["content_type"], "audio/pcm");
     let pcm = out["pcm"]["bytes"].as_u64().unwrap();
@@ -72,4 +76,15 @@ async fn the_first_sentence_is_heard_before_the_input_is_spoken_whole() {
     // "Sure." is its own sentence: it plays while the rest is still being made.
     assert!(first < whole / 2, "first audio {first:?} of {whole:?}: the input was not streamed sentence by sentence");
     assert!(bytes > 48_000 * 2);
+}
+
+#[tokio::test]
+async fn pipecat_s_openai_voice_speaks_through_earshot_with_only_its_base_url_changed() {
+    let earshot = kokoro_gateway().await;
+    let out = python_check(package_dir().join("../clients/pipecat/checks/openai_voice.py"), earshot.url.clone()).await;
+    assert_eq!(out["errors"], serde_json::json!([]), "{out}");
+    assert_eq!(out["rates"], serde_json::json!([24_000]), "OpenAI's pcm is 24 kHz, and so is earshot's answer to it");
+    // Every sentence pipecat asked for was spoken: seconds of audio in many frames, not one buffer at the end.
+    assert!(out["requested"].as_array().is_some_and(|r| !r.is_empty()), "{out}");
+    assert!(out["bytes"].as_u64().unwrap() > 48_000 * 2 && out["frames"].as_u64().unwrap() > 5, "{out}");
 }
