@@ -32,8 +32,11 @@ use crate::http_stream::{self, send, BodyError, RecordEnd, Utf8Carry};
 pub enum AnswerFormat {
     /// Chosen by the response's content type.
     Auto,
+    /// Server-sent events (`text/event-stream`): each `data:` is text, or JSON with the text at the pointer.
     Sse,
+    /// One JSON object per line (`application/x-ndjson`), the text at the pointer (`/text` unless configured).
     Ndjson,
+    /// Plain text: every byte of the body is the answer's.
     Text,
 }
 
@@ -51,10 +54,13 @@ impl std::str::FromStr for AnswerFormat {
 }
 
 #[derive(Debug, Clone)]
+/// Where the agent is and how its answer is read.
 pub struct HttpAgentSettings {
+    /// The endpoint earshot POSTs each prompt to (http or https).
     pub url: String,
     /// Headers sent with every request (an API key, a tenant).
     pub headers: Vec<(String, String)>,
+    /// The shape of the answer, or `Auto` to read it from the response's content type.
     pub format: AnswerFormat,
     /// Where the text is in each JSON event (RFC 6901); SSE data is plain text without one.
     pub text_pointer: Option<String>,
@@ -65,6 +71,7 @@ pub struct HttpAgentSettings {
     pub max_event_bytes: usize,
 }
 
+/// An agent behind an HTTP endpoint that streams its answer's text.
 pub struct HttpAgent {
     http: reqwest::Client,
     settings: HttpAgentSettings,
@@ -73,6 +80,8 @@ pub struct HttpAgent {
 const WHO: &str = "the HTTP agent";
 
 impl HttpAgent {
+    /// An agent for these settings, or why they cannot work (a URL that is not http or https, a pointer
+    /// that does not start with `/`, a header that is not a header).
     pub fn new(settings: HttpAgentSettings) -> Result<Self, String> {
         let parsed = reqwest::Url::parse(&settings.url).map_err(|e| format!("the agent URL `{}` is not a URL: {e}", settings.url))?;
         if !matches!(parsed.scheme(), "http" | "https") {

@@ -8,6 +8,8 @@
 //!
 //! The Bedrock agent lives with the other AWS edges (`earshot-aws`).
 
+#![warn(missing_docs)]
+
 pub mod http_agent;
 pub mod http_stream;
 pub mod openai;

@@ -21,11 +21,15 @@ use crate::http_stream::{self, send};
 pub struct OpenAiSettings {
     /// The API's base URL, up to and including its version (`https://api.openai.com/v1`).
     pub base_url: String,
+    /// The model to ask, as the endpoint names it (`gpt-4o-mini`, `llama3.2`).
     pub model: String,
     /// Sent as `Authorization: Bearer …` when set (local servers often need none).
     pub api_key: Option<String>,
+    /// The system message sent first in every request.
     pub system_prompt: String,
+    /// The sampling temperature; the server's default when unset.
     pub temperature: Option<f32>,
+    /// The most tokens the model may write for one answer; the server's default when unset.
     pub max_tokens: Option<u32>,
     /// How long to wait for a connection (the answer's own time limits are the gateway's:
     /// `earshot_core::agent_deadlines`).
@@ -34,12 +38,15 @@ pub struct OpenAiSettings {
     pub max_event_bytes: usize,
 }
 
+/// A model behind an OpenAI-compatible chat completions endpoint, streamed.
 pub struct OpenAiAgent {
     http: reqwest::Client,
     settings: OpenAiSettings,
 }
 
 impl OpenAiAgent {
+    /// An agent for these settings, or why they cannot work (a base URL that is not http or https, no
+    /// model named).
     pub fn new(settings: OpenAiSettings) -> Result<Self, String> {
         let parsed = reqwest::Url::parse(&settings.base_url).map_err(|e| format!("the base URL `{}` is not a URL: {e}", settings.base_url))?;
         if !matches!(parsed.scheme(), "http" | "https") {

@@ -17,6 +17,7 @@ use crate::tokens::llm_tokens;
 /// One step of a script.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScriptItem {
+    /// Text to stream as tokens.
     Text(String),
     /// A signalled pause (a tool call).
     Pause(Duration),
@@ -95,8 +96,10 @@ pub enum Sample {
 }
 
 impl Sample {
+    /// Every sample, in the order they are listed.
     pub const ALL: [Sample; 5] = [Sample::Brief, Sample::Long, Sample::Pause, Sample::French, Sample::Mandarin];
 
+    /// The sample's name, as a prompt asks for it (`brief`, `long`, `pause`, `french`, `mandarin`).
     pub fn name(self) -> &'static str {
         match self {
             Sample::Brief => "brief",
@@ -107,10 +110,12 @@ impl Sample {
         }
     }
 
+    /// The sample with this name, if any.
     pub fn from_name(name: &str) -> Option<Sample> {
         Sample::ALL.into_iter().find(|s| s.name() == name)
     }
 
+    /// The sample's script source: its text, with any `{pause:MS}` marks.
     pub fn source(self) -> &'static str {
         match self {
             Sample::Brief => {
@@ -143,6 +148,7 @@ impl Sample {
         }
     }
 
+    /// The sample's source, parsed.
     pub fn script(self) -> Script {
         Script::parse(self.source())
     }
@@ -193,12 +199,14 @@ impl Default for ScriptedConfig {
 /// The scripted agent.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedAgent {
+    /// The pace the answers stream at.
     pub config: ScriptedConfig,
     /// Named scripts, answered when a prompt is exactly their name.
     pub scripts: Vec<(String, Script)>,
 }
 
 impl ScriptedAgent {
+    /// An agent at this pace, with no named scripts: it answers with the samples.
     pub fn new(config: ScriptedConfig) -> Self {
         ScriptedAgent { config, scripts: Vec::new() }
     }

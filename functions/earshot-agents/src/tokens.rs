@@ -5,6 +5,7 @@
 /// The longest piece a word is cut into.
 const MAX_TOKEN_CHARS: usize = 6;
 
+/// The text cut into LLM-like tokens; joined in order, they give back the text unchanged.
 pub fn llm_tokens(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
     let mut current = String::new();

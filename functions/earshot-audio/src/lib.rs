@@ -8,6 +8,8 @@
 //!   [`OutputFormat`], built of the two;
 //! - [`decode`]: what a client does with the bytes (`earshot say`, the tests, the benchmarks).
 
+#![warn(missing_docs)]
+
 pub mod g711;
 pub mod ogg_opus;
 pub mod resample;

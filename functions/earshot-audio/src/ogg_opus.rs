@@ -49,6 +49,7 @@ pub struct OggOpusStream {
 }
 
 impl OggOpusStream {
+    /// A stream for a new answer: a mono 48 kHz encoder at `BITRATE`, no page written yet.
     pub fn new() -> Self {
         let mut encoder = opus::Encoder::new(RATE, opus::Channels::Mono, opus::Application::Voip).expect("libopus opens a mono 48 kHz encoder");
         encoder.set_bitrate(opus::Bitrate::Bits(BITRATE)).expect("a valid bitrate");

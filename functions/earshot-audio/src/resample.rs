@@ -30,6 +30,7 @@ pub struct StreamResampler {
 }
 
 impl StreamResampler {
+    /// A resampler from `from` Hz to `to` Hz; samples pass unchanged where the rates are equal.
     pub fn new(from: u32, to: u32) -> Self {
         let inner = (from != to && from > 0 && to > 0)
             .then(|| Fft::<f32>::new(from as usize, to as usize, (from as usize / 100).max(1), 1, FixedSync::Input).expect("both rates are positive"));

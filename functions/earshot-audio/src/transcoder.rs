@@ -23,6 +23,7 @@ pub struct Transcoder {
 }
 
 impl Transcoder {
+    /// A transcoder to `format`, taking PCM at the format's own rate until `source` names the backend's rate.
     pub fn new(format: OutputFormat) -> Self {
         let opus = (format == OutputFormat::Opus48000).then(OggOpusStream::new);
         Transcoder { format, resampler: StreamResampler::new(format.sample_rate(), format.sample_rate()), carry: None, opus, last_ms: 0.0 }

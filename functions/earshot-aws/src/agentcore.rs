@@ -24,12 +24,15 @@ pub struct AgentCoreSettings {
     pub text_pointer: String,
 }
 
+/// An agent hosted on AgentCore Runtime: each turn is one `InvokeAgentRuntime` call to the configured runtime.
 pub struct AgentCoreAgent {
     client: Client,
     settings: AgentCoreSettings,
 }
 
 impl AgentCoreAgent {
+    /// An agent invoking `settings.runtime_arn` with the credentials and region of `config`; an error when
+    /// that is not an AgentCore runtime ARN.
     pub fn new(config: &aws_config::SdkConfig, settings: AgentCoreSettings) -> Result<Self, String> {
         if !settings.runtime_arn.starts_with("arn:") || !settings.runtime_arn.contains(":runtime/") {
             return Err(format!("`{}` is not an AgentCore runtime ARN (arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME)", settings.runtime_arn));

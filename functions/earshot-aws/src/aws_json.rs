@@ -15,18 +15,26 @@ use aws_sigv4::http_request::SigningSettings;
 /// message, or `transport` when no answer came.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallError {
+    /// AWS's error type without its namespace (`ValidationException`, `AccessDeniedException`, …), or
+    /// `transport` when no answer came.
     pub error_type: String,
+    /// What went wrong, in AWS's words or the HTTP client's.
     pub message: String,
 }
 
 /// A JSON 1.1 API: its signing name, its `X-Amz-Target` prefix and its endpoint prefix.
 pub struct JsonApi {
+    /// The service name requests are signed for (`sagemaker`, `secretsmanager`).
     pub signing_name: &'static str,
+    /// What comes before the operation's name in `X-Amz-Target` (`SageMaker` in `SageMaker.DescribeEndpoint`).
     pub target_prefix: &'static str,
+    /// The regional endpoint's first labels: `https://PREFIX.REGION.amazonaws.com/`.
     pub host_prefix: &'static str,
 }
 
+/// SageMaker's control plane (`DescribeEndpoint`, for `/healthz`).
 pub const SAGEMAKER: JsonApi = JsonApi { signing_name: "sagemaker", target_prefix: "SageMaker", host_prefix: "api.sagemaker" };
+/// Secrets Manager (`GetSecretValue`, an agent's key at start).
 pub const SECRETS_MANAGER: JsonApi = JsonApi { signing_name: "secretsmanager", target_prefix: "secretsmanager", host_prefix: "secretsmanager" };
 
 /// A secret's string from Secrets Manager (`GetSecretValue`, its current version), read once at start

@@ -20,8 +20,12 @@ pub const DEFAULT_MODEL_ID: &str = "amazon.nova-lite-v1:0";
 /// Which model, and how it is told to answer.
 #[derive(Debug, Clone)]
 pub struct BedrockSettings {
+    /// The model (or inference profile) answered with; [`DEFAULT_MODEL_ID`] by default.
     pub model_id: String,
+    /// What the model is told before the conversation; by default earshot's prompt for answers that read
+    /// well aloud.
     pub system_prompt: String,
+    /// The most tokens the model may answer one turn with (1024 by default).
     pub max_tokens: i32,
 }
 
@@ -31,12 +35,14 @@ impl Default for BedrockSettings {
     }
 }
 
+/// An agent on Bedrock's `ConverseStream`: each turn is one call, its text deltas streamed as they arrive.
 pub struct BedrockAgent {
     client: Client,
     settings: BedrockSettings,
 }
 
 impl BedrockAgent {
+    /// An agent calling Bedrock with the credentials and region of `config`.
     pub fn new(config: &aws_config::SdkConfig, settings: BedrockSettings) -> Self {
         BedrockAgent { client: Client::new(config), settings }
     }

@@ -25,6 +25,7 @@ pub struct CachedHealth {
 }
 
 impl CachedHealth {
+    /// Nothing cached yet; each answer is kept for `ttl`.
     pub fn new(ttl: Duration) -> Self {
         CachedHealth { ttl, last: Mutex::new(None) }
     }

@@ -42,12 +42,15 @@ use earshot_core::error::Error;
 use earshot_core::store::{ConversationStore, Interrupt};
 use std::collections::HashMap;
 
+/// The conversation store on one DynamoDB table: live conversations and their interrupts, each owner's
+/// places and each owner's character budget.
 pub struct DynamoStore {
     client: Client,
     table: String,
 }
 
 impl DynamoStore {
+    /// A store on `table`, through DynamoDB where `config` points.
     pub fn new(config: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
         DynamoStore { client: Client::new(config), table: table.into() }
     }

@@ -15,6 +15,8 @@
 //! [`sdk`] builds the SDK configuration, including the endpoint override and static credentials with
 //! which tests point the real SDK clients at local stand-ins.
 
+#![warn(missing_docs)]
+
 pub mod agentcore;
 pub mod aws_json;
 pub mod bedrock;

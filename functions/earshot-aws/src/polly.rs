@@ -66,6 +66,8 @@ pub const MAX_EVENT_CHARS: usize = 3_000;
 /// How the Polly session behaves.
 #[derive(Debug, Clone)]
 pub struct PollySettings {
+    /// The voice when a request names none, by earshot's name (Polly's id in lower case: `ruth`); one of
+    /// the built-in generative voices.
     pub default_voice: String,
     /// The voice each language is spoken in when a request names none, where it should not be the
     /// default voice (when that speaks it) or Polly's first voice of the language.
@@ -100,6 +102,8 @@ impl Default for PollySettings {
     }
 }
 
+/// Amazon Polly as a speech backend: one `StartSpeechSynthesisStream` per sentence, and the voices Polly
+/// offers.
 pub struct PollyBackend {
     client: Client,
     settings: PollySettings,
@@ -108,6 +112,8 @@ pub struct PollyBackend {
 }
 
 impl PollyBackend {
+    /// A backend calling Polly with the credentials and region of `config`; an error when the default voice
+    /// is not one of the built-in generative voices.
     pub fn new(config: &aws_config::SdkConfig, settings: PollySettings) -> Result<Self, String> {
         // The default is checked against the voices earshot knows before Polly has answered; any voice
         // Polly lists may be asked for per request.

@@ -18,6 +18,7 @@ pub struct PollyVoice {
     pub id: String,
     /// Polly's `VoiceId` (`Ruth`).
     pub polly_id: String,
+    /// Polly's `LanguageCode` (`en-US`).
     pub language: String,
     /// A bilingual voice's other languages.
     pub other_languages: Vec<String>,
@@ -45,7 +46,9 @@ pub struct VoiceCatalogue {
 /// Where the catalogue's voices came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// The built-in list: Polly has not answered yet.
     BuiltIn,
+    /// Polly's answer to `DescribeVoices`.
     Described,
 }
 
@@ -65,10 +68,12 @@ impl Default for VoiceCatalogue {
 }
 
 impl VoiceCatalogue {
+    /// The voices on offer now.
     pub fn voices(&self) -> Arc<Vec<PollyVoice>> {
         self.voices.read().expect("the voice catalogue's lock").0.clone()
     }
 
+    /// Where the voices on offer came from.
     pub fn source(&self) -> Source {
         self.voices.read().expect("the voice catalogue's lock").1
     }
@@ -84,6 +89,7 @@ impl VoiceCatalogue {
         BUILT_IN.iter().any(|(name, _, _)| name.eq_ignore_ascii_case(id))
     }
 
+    /// The built-in voices' names, comma-separated (for messages).
     pub fn built_in_names() -> String {
         BUILT_IN.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ")
     }

@@ -33,6 +33,8 @@ pub struct S3SentenceTier {
 }
 
 impl S3SentenceTier {
+    /// The tier under `prefix` in `bucket`, signed with the credentials of `sdk`; at `endpoint` when given,
+    /// otherwise at the SDK's endpoint override, otherwise at S3's regional endpoint.
     pub fn new(http: reqwest::Client, sdk: &SdkConfig, bucket: &str, prefix: &str, endpoint: Option<&str>) -> Self {
         let endpoint = endpoint.map(|e| e.trim_end_matches('/').to_string()).or_else(|| sdk.endpoint_url().map(|e| e.trim_end_matches('/').to_string()));
         S3SentenceTier { http, sdk: sdk.clone(), bucket: bucket.to_string(), prefix: prefix.to_string(), endpoint }

@@ -24,17 +24,20 @@ use tokio_stream::wrappers::ReceiverStream;
 /// Which endpoint, and which voices its container offers.
 #[derive(Debug, Clone)]
 pub struct SageMakerSettings {
+    /// The SageMaker endpoint's name.
     pub endpoint_name: String,
     /// A production variant to address, when set.
     pub target_variant: Option<String>,
     /// The container's voices (the endpoint is not asked: the bidirectional stream carries only
     /// synthesis).
     pub voices: Vec<String>,
+    /// The container's voice when a request names none (its English voice).
     pub default_voice: String,
     /// The languages the container speaks other than English (its production front ends: French,
     /// Mandarin, Japanese), each with its voice; English is the default voice's. Configured, since the
     /// endpoint cannot be asked (its `/voices` is not reachable through SageMaker).
     pub language_voices: Vec<(Language, String)>,
+    /// Kokoro's speaking rate, sent with every sentence (1.0: normal speed).
     pub speed: f32,
 }
 
@@ -49,6 +52,7 @@ impl SageMakerSettings {
     }
 }
 
+/// Kokoro on a SageMaker endpoint as a speech backend: one bidirectional stream per conversation.
 pub struct SageMakerBackend {
     client: Client,
     /// For `DescribeEndpoint`, the control-plane call behind `health`.
@@ -59,6 +63,7 @@ pub struct SageMakerBackend {
 }
 
 impl SageMakerBackend {
+    /// A backend invoking the endpoint with the credentials and region of `config`.
     pub fn new(config: &aws_config::SdkConfig, settings: SageMakerSettings) -> Self {
         SageMakerBackend {
             client: Client::new(config),

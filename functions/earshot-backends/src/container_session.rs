@@ -34,7 +34,9 @@ const COMMAND_CHANNEL: usize = 32;
 /// bytes are never looked at to decide.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
+    /// A text frame: a JSON control message.
     Text(String),
+    /// A binary frame: audio that names its request.
     Binary(Bytes),
 }
 
@@ -44,9 +46,11 @@ pub type TransportError = earshot_core::error::Error;
 /// What carries the container's messages. `recv` must be cancel-safe (it is raced in a select).
 #[async_trait]
 pub trait ContainerTransport: Send + Sync + 'static {
+    /// Sends one control message (JSON) to the container as text.
     async fn send_text(&mut self, text: String) -> Result<(), TransportError>;
     /// The next message; `None` when the connection has ended.
     async fn recv(&mut self) -> Option<Result<Frame, TransportError>>;
+    /// Closes the connection; errors are not reported.
     async fn close(&mut self);
 }
 

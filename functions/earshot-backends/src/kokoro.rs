@@ -31,7 +31,10 @@ pub struct KokoroConfig {
     /// The voice each language is spoken in when a request names none, where it should not be the
     /// container's own choice (its `default_voices`).
     pub language_voices: Vec<(Language, String)>,
+    /// How fast the voice speaks: 1.0 is its own pace (the container takes 0.5 to 2.0).
     pub speed: f32,
+    /// How long to wait for the container: to open a conversation's WebSocket, and for each HTTP
+    /// request (`/ping`, `/voices`).
     pub connect_timeout: Duration,
 }
 

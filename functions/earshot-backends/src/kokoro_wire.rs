@@ -33,11 +33,16 @@ pub fn close() -> String {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ControlMessage {
+    /// A request begins synthesis: its audio frames follow.
     Start {
+        /// The request's id, as `synthesize` gave it.
         request_id: String,
+        /// The rate of the request's PCM in Hz (24,000).
         sample_rate: u32,
     },
+    /// The request's last audio frame has been sent.
     End {
+        /// The request's id, as `synthesize` gave it.
         request_id: String,
         /// Seconds the container held the request's audio back so that it would play through (absent
         /// from containers older than the paced piece plan).
@@ -47,27 +52,40 @@ pub enum ControlMessage {
         /// time it waited in the queue before that (absent from older containers).
         #[serde(default)]
         first_audio_seconds: Option<f64>,
+        /// Seconds the request waited in the container's queue before synthesis began (absent from older
+        /// containers).
         #[serde(default)]
         queued_seconds: Option<f64>,
     },
     /// When each word of the piece whose audio follows is heard, from the request's first sample.
     Words {
+        /// The request's id, as `synthesize` gave it.
         request_id: String,
+        /// The piece's words in order, timed in milliseconds from the request's first sample.
         words: Vec<WordTiming>,
     },
+    /// A request was cancelled: no audio of it follows.
     Cancelled {
+        /// The request's id, as `synthesize` and `cancel` gave it.
         request_id: String,
     },
+    /// A request, or a message, was refused or failed; the connection stays usable.
     Error {
+        /// The error's code (`unknown_voice`, `unsupported_script`, `queue_full`, …).
         code: String,
+        /// What went wrong, in words.
         message: String,
+        /// The request the error is about, when the message had a readable id.
         request_id: Option<String>,
     },
+    /// The session is over: every queued request has finished after `close`.
     Closed {},
+    /// A message of a type this version does not know (a later version's), skipped.
     #[serde(other)]
     Unknown,
 }
 
+/// Reads a control message from a text frame's JSON.
 pub fn parse_control(text: &str) -> Result<ControlMessage, String> {
     serde_json::from_str(text).map_err(|e| format!("unreadable control message from the container: {e}"))
 }
@@ -75,8 +93,11 @@ pub fn parse_control(text: &str) -> Result<ControlMessage, String> {
 /// An audio frame from the container.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AudioFrame {
+    /// The id of the request whose audio this is.
     pub request_id: String,
+    /// The frame's place in its request's audio: 0, 1, 2, …
     pub seq: u32,
+    /// The audio: signed 16-bit little-endian mono PCM at the `Start` message's sample rate.
     pub pcm: Bytes,
 }
 

@@ -5,6 +5,8 @@
 //! - [`synthetic`]: a voice that emits a tone at real-time pace after a fixed first-audio latency. It
 //!   stands in for a model where the model cannot serve the load (orchestrator load tests), and says so.
 
+#![warn(missing_docs)]
+
 pub mod container_session;
 pub mod kokoro;
 pub mod kokoro_wire;

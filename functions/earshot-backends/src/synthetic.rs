@@ -29,6 +29,7 @@ use tokio::time::Instant;
 /// How the synthetic voice behaves.
 #[derive(Debug, Clone)]
 pub struct SyntheticConfig {
+    /// The rate of the PCM it emits, in Hz.
     pub sample_rate: u32,
     /// Delay from a sentence's request to its first audio.
     pub first_audio: Duration,
@@ -62,7 +63,9 @@ impl Default for SyntheticConfig {
 }
 
 #[derive(Debug, Clone, Default)]
+/// The synthetic voice as a backend (`synthetic`): a tone at real-time pace, not a model.
 pub struct SyntheticBackend {
+    /// How the voice behaves.
     pub config: SyntheticConfig,
     live: Arc<AtomicUsize>,
     /// One permit a session, when the sessions served at once are limited.
@@ -70,6 +73,7 @@ pub struct SyntheticBackend {
 }
 
 impl SyntheticBackend {
+    /// A backend that behaves as `config` says.
     pub fn new(config: SyntheticConfig) -> Self {
         let workers = config.sessions.map(|n| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))));
         SyntheticBackend { config, live: Arc::default(), workers }

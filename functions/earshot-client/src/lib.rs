@@ -3,6 +3,8 @@
 //! audio was decoded, when the stream ended. `earshot say`, the end-to-end tests and the benchmarks
 //! all use it.
 
+#![warn(missing_docs)]
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -13,27 +15,36 @@ use futures_util::StreamExt;
 /// A request, as `POST /v1/speak` takes it.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SpeakBody {
+    /// What the agent is asked (1 to 4,000 characters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// Text to speak as given, instead of a prompt (1 to 20,000 characters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// The conversation so far, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<Turn>>,
+    /// The backend to speak with (`kokoro`, `polly`, `auto`); the gateway's default or its A/B split
+    /// when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// A voice of the backend (`GET /v1/voices`); the backend's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub voice: Option<String>,
     /// The answer's language, a BCP 47 tag; detected when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// When sentences go to speech: `incremental` (each as soon as it is complete, the default) or
+    /// `buffered` (all of them once the agent has finished).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub release: Option<String>,
+    /// How the stream is framed: `sse` or `binary`; taken from `CallOptions::delivery` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
     /// The audio's format (`pcm_16000`, `ulaw_8000`, …); the gateway's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_format: Option<String>,
+    /// The conversation's id (1 to 128 of `A-Z a-z 0-9 - _ . :`); the gateway makes one when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
 }
@@ -41,9 +52,13 @@ pub struct SpeakBody {
 /// What a client measured, in milliseconds since it sent the request.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ClientMarks {
+    /// When the response's status and headers arrived.
     pub response_headers_ms: f64,
+    /// When the first event was decoded.
     pub first_event_ms: Option<f64>,
+    /// When the first audio chunk was decoded.
     pub first_audio_decoded_ms: Option<f64>,
+    /// When the `done` event was decoded; `None` when the stream ended without one.
     pub done_ms: Option<f64>,
     /// Every audio chunk as it was decoded: when, and how many bytes of PCM it held.
     pub audio_chunks: Vec<(f64, usize)>,
@@ -109,8 +124,11 @@ pub struct Heard {
 /// proportion to the audio heard, moved back to the start of the word it falls in).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cut {
+    /// The index of the sentence cut.
     pub index: u32,
+    /// Milliseconds of the sentence's audio heard before the stop.
     pub heard_ms: f64,
+    /// Milliseconds of audio the sentence has in all (as received).
     pub audio_ms: f64,
     /// Characters (not bytes) of the sentence heard.
     pub chars: usize,
@@ -119,29 +137,40 @@ pub struct Cut {
 /// Silences a player would leave, by where they fall, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Silences {
+    /// Silences before a sentence starts, in milliseconds.
     pub before_sentences: Vec<f64>,
+    /// Silences inside a sentence (stalls: the voice stops mid-sentence), in milliseconds.
     pub inside_sentences: Vec<f64>,
 }
 
 /// A whole conversation as a client received it.
 #[derive(Debug, Clone, Default)]
 pub struct Received {
+    /// The response's HTTP status.
     pub status: u16,
+    /// The response's headers, as name and value.
     pub headers: Vec<(String, String)>,
+    /// The last `session` message (another comes after a switch of backend); `None` when none came.
     pub session: Option<SessionInfo>,
+    /// Every event, in the order it was decoded.
     pub events: Vec<ServerEvent>,
     /// Every audio chunk in order of arrival, concatenated.
     pub audio: Vec<u8>,
+    /// The gateway's timeline of the conversation, from the `done` event.
     pub timeline: Option<Timeline>,
+    /// The last `error` event, if one came.
     pub error: Option<ErrorInfo>,
+    /// What the client measured.
     pub marks: ClientMarks,
 }
 
 impl Received {
+    /// The value of the response header `name` (any case), if it came.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
+    /// The audio's format, as the `session` message announced it; `None` when no `session` came.
     pub fn format(&self) -> Option<&AudioFormat> {
         self.session.as_ref().map(|s| &s.audio)
     }
@@ -239,15 +268,31 @@ impl Received {
     }
 }
 
+/// Why a call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The gateway could not be reached, or the request could not be built or signed.
     #[error("cannot reach {url}: {message}")]
-    Connect { url: String, message: String },
+    Connect {
+        /// The URL called.
+        url: String,
+        /// What went wrong, in words.
+        message: String,
+    },
     /// The gateway refused the request before streaming.
     #[error("HTTP {status}: {code}: {message}")]
-    Refused { status: u16, code: String, message: String },
+    Refused {
+        /// The response's HTTP status.
+        status: u16,
+        /// The error's code (`invalid_request`, `unknown_voice`, …).
+        code: String,
+        /// The error's message.
+        message: String,
+    },
+    /// The connection failed while the stream was being read.
     #[error("the stream broke: {0}")]
     Stream(String),
+    /// The stream could not be decoded as the protocol frames it.
     #[error("the stream is malformed: {0}")]
     Protocol(#[from] earshot_core::protocol::ProtocolError),
 }
@@ -255,7 +300,10 @@ pub enum ClientError {
 /// Options of one call.
 #[derive(Debug, Clone)]
 pub struct CallOptions {
+    /// How the stream is framed, SSE or binary frames (sent as `format` when the body names none).
     pub delivery: Delivery,
+    /// The longest the whole call may take, from sending the request to the stream's end (120 s by
+    /// default).
     pub timeout: Duration,
     /// Stop reading (and drop the connection) after this many audio chunks: a client going away.
     pub stop_after_audio_chunks: Option<usize>,
@@ -470,13 +518,16 @@ mod tests {
 pub struct Turn {
     /// `user` or `assistant`.
     pub role: String,
+    /// What was said.
     pub content: String,
 }
 
 impl Turn {
+    /// A turn of the user's.
     pub fn user(content: impl Into<String>) -> Self {
         Turn { role: "user".into(), content: content.into() }
     }
+    /// A turn of the assistant's (an earlier answer).
     pub fn assistant(content: impl Into<String>) -> Self {
         Turn { role: "assistant".into(), content: content.into() }
     }

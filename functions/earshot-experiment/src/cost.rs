@@ -23,11 +23,17 @@ pub const ENDPOINT_BACKEND: &str = "kokoro";
 pub struct Prices {
     /// When and where the defaults were read (a price passed in says `overridden`).
     pub as_of: String,
+    /// The AWS Region the prices are for (`us-east-1`).
     pub region: String,
+    /// Polly's price per million characters (generative voices).
     pub polly_per_million_characters: f64,
+    /// Lambda's price per GB-second of compute.
     pub lambda_per_gb_second: f64,
+    /// Lambda's price per million requests.
     pub lambda_per_million_requests: f64,
+    /// The Kokoro endpoint's price per instance-hour.
     pub instance_per_hour: f64,
+    /// The endpoint instance type that price is for (`ml.g5.xlarge`).
     pub instance_type: String,
 }
 
@@ -90,12 +96,16 @@ impl Default for Deployment {
 /// One answer's cost, in parts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Cost {
+    /// What Polly billed for the characters it spoke, in US dollars.
     pub polly: f64,
+    /// The Lambda's share: the conversation's GB-seconds and the request.
     pub lambda: f64,
+    /// The answer's share of the Kokoro endpoint's instance-hours (zero when another backend spoke).
     pub endpoint: f64,
 }
 
 impl Cost {
+    /// The whole cost, in US dollars.
     pub fn total(&self) -> f64 {
         self.polly + self.lambda + self.endpoint
     }

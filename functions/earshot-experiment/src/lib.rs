@@ -16,6 +16,8 @@
 //! - [`plan`]: when self-hosted Kokoro pays: dollars per 1,000 answers by volume, from measured capacity.
 //! - [`observed`]: the capacity a deployment showed: a self-hosted voice's knee from its answers' lines.
 
+#![warn(missing_docs)]
+
 pub mod cost;
 pub mod lines;
 pub mod observed;

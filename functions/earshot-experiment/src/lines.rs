@@ -13,13 +13,17 @@ pub struct Answer {
     pub epoch_ms: u64,
     /// The arm the split assigned (`none`: the request chose its backend, or there is no split).
     pub arm: String,
+    /// The experiment the split belongs to (`Experiment`); `None` where the line names none.
     pub experiment: Option<String>,
     /// The backend that spoke (another than the arm after overflow or failover).
     pub backend: String,
     /// None when no audio was sent (a failure before the first audio).
     pub ttfa_ms: Option<f64>,
+    /// Silences inside sentences (`Stalls`): the voice stopped mid-sentence.
     pub stalls: f64,
+    /// The length of those silences, summed, in milliseconds (`StallTime`).
     pub stall_ms: f64,
+    /// Gaps longer than 5 ms a listener would hear (`Underruns`).
     pub underruns: f64,
     /// The `error` code of a failed conversation (`unknown` for a line that counts a failure without one).
     pub failure: Option<String>,
@@ -28,11 +32,15 @@ pub struct Answer {
     pub ending: String,
     /// Milliseconds of audio the listener heard, where the line says.
     pub heard_ms: Option<f64>,
+    /// The backend that was full, when another spoke instead (`OverflowFrom`).
     pub overflow_from: Option<String>,
+    /// The backend that failed to open, when another spoke instead (`FailoverFrom`).
     pub failover_from: Option<String>,
+    /// Characters the backend billed (Polly; 0 for backends that bill no characters).
     pub billed_characters: u64,
     /// Sentences spoken, and those played from the sentence cache (0 in lines of older gateways).
     pub sentences: u64,
+    /// Sentences played from the sentence cache.
     pub cache_hits: u64,
     /// Characters the cache spared a billing backend (Polly).
     pub billed_characters_saved: u64,
@@ -73,6 +81,7 @@ impl Answer {
 /// Everything read from one or more logs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Lines {
+    /// Every conversation's line, in the order read.
     pub answers: Vec<Answer>,
     /// Conversations refused `503 backend_busy` before they started, per backend, with their times.
     pub refusals: Vec<(u64, String)>,

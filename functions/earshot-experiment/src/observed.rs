@@ -34,8 +34,11 @@ pub const STALL_MS: f64 = 50.0;
 /// One level: answers that met `conversations` at once per instance.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Level {
+    /// Conversations at once per instance.
     pub conversations: u32,
+    /// Answers that met this load.
     pub answers: usize,
+    /// The 95th percentile of their time to first audio, in milliseconds; `None` when none had audio.
     pub p95_first_audio_ms: Option<f64>,
     /// Answers that stalled inside a sentence or failed.
     pub troubled: usize,
@@ -46,11 +49,13 @@ pub struct Level {
 /// What a deployment's answers show of one backend's capacity.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Observed {
+    /// The backend judged (`kokoro`).
     pub backend: String,
     /// Answers of the backend whose start is known.
     pub answers: usize,
     /// Twice the median first audio of answers alone; `None` with too few of them.
     pub budget_ms: Option<f64>,
+    /// Every level from one conversation at once to the highest the answers met.
     pub levels: Vec<Level>,
     /// The last level of the unbroken holding run from one; `None` when one was not judged or failed.
     pub knee: Option<u32>,

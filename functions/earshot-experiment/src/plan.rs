@@ -28,8 +28,11 @@ pub struct Workload {
 /// A self-hosted voice: an instance type, its price and how many conversations one instance holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SelfHosted {
+    /// The voice's name in the plan (`kokoro-gpu`, `kokoro-cpu`).
     pub name: String,
+    /// The endpoint's instance type (`ml.g5.xlarge`).
     pub instance_type: String,
+    /// What one instance costs an hour, in US dollars.
     pub usd_per_instance_hour: f64,
     /// Conversations at once one instance holds: the measured knee.
     pub conversations_per_instance: u32,
@@ -54,20 +57,28 @@ impl SelfHosted {
 /// One self-hosted voice at one volume.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AtVolume {
+    /// The voice's name.
     pub name: String,
+    /// Instances the endpoint needs at this volume.
     pub instances: u32,
+    /// What those instances cost an hour, in US dollars.
     pub usd_per_hour: f64,
+    /// Dollars per 1,000 answers at this volume.
     pub usd_per_1000_answers: f64,
 }
 
 /// Every voice at one volume.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
+    /// The volume: answers an hour.
     pub answers_per_hour: f64,
     /// Conversations open on average (Little's law).
     pub conversations_open: f64,
+    /// What Polly would bill an hour for these answers, in US dollars.
     pub polly_usd_per_hour: f64,
+    /// Dollars per 1,000 answers with Polly (the same at every volume).
     pub polly_usd_per_1000_answers: f64,
+    /// Each self-hosted voice at this volume, in the order given.
     pub self_hosted: Vec<AtVolume>,
     /// `polly` or a self-hosted voice's name.
     pub cheapest: String,
@@ -76,6 +87,7 @@ pub struct Row {
 /// Where a self-hosted voice becomes cheaper than Polly.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BreakEven {
+    /// The voice's name.
     pub name: String,
     /// The volume from which its minimum instances cost less than Polly would for the same answers; `None`
     /// when an instance costs more an hour than Polly would for all the answers it can hold.
@@ -86,15 +98,20 @@ pub struct BreakEven {
     pub answers_per_instance_hour: f64,
     /// The endpoint's minimum and maximum instances for the volumes asked.
     pub min_instances: u32,
+    /// The most instances any of the volumes asked needs.
     pub max_instances: u32,
 }
 
 /// The plan: one row per volume, and each self-hosted voice's break-even.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
+    /// The average answer the plan assumes.
     pub workload: Workload,
+    /// Polly's price per million characters, in US dollars.
     pub polly_usd_per_million_characters: f64,
+    /// One row per volume asked, in the order given.
     pub rows: Vec<Row>,
+    /// Each self-hosted voice's break-even with Polly, in the order given.
     pub break_even: Vec<BreakEven>,
 }
 

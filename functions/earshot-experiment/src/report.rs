@@ -23,11 +23,15 @@ pub struct Options {
     /// The experiment to report on; None: the one with the most answers (lines of gateways that name
     /// none are read as one experiment).
     pub experiment: Option<String>,
+    /// The prices costs are figured with.
     pub prices: Prices,
+    /// What the lines do not say of the deployment (endpoint instances, Lambda memory).
     pub deployment: Deployment,
     /// The window the lines were read for, in epoch milliseconds; None: from the first line to the last.
     pub window: Option<(u64, u64)>,
+    /// Bootstrap resamples per comparison.
     pub resamples: usize,
+    /// The bootstrap's seed: the same lines and seed give the same report.
     pub seed: u64,
     /// Fewer answers than this in an arm, and no difference is called: an interval from a handful of
     /// answers says little, however narrow it looks.
@@ -43,16 +47,22 @@ impl Default for Options {
 /// Three percentiles of time to first audio, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// The median.
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile.
     pub p99: f64,
 }
 
 /// One arm's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmFigures {
+    /// The arm's name (the backend the split assigned).
     pub arm: String,
+    /// Conversations the split assigned to the arm, however they ended.
     pub answers: usize,
+    /// Conversations that ended with an error.
     pub failures: usize,
     /// Failures by their `error` code.
     pub failure_causes: BTreeMap<String, usize>,
@@ -74,24 +84,36 @@ pub struct ArmFigures {
     pub billed_characters_saved: u64,
     /// Time to first audio (answers with audio).
     pub ttfa_ms: Option<Percentiles>,
+    /// Silences inside sentences, per answer.
     pub stalls_per_answer: f64,
+    /// Milliseconds of silence inside sentences, per answer.
     pub stall_ms_per_answer: f64,
+    /// Gaps longer than 5 ms, per answer.
     pub underruns_per_answer: f64,
     /// Dollars per 1,000 answers, and its parts.
     pub cost_per_1000: f64,
+    /// The cost per 1,000 answers, by part (Polly, Lambda, endpoint), in US dollars.
     pub cost_parts_per_1000: Cost,
 }
 
 /// One measure compared between two arms: `difference` is `b − a`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The measure's name in JSON (`ttfa_p50_ms`, `cost_per_1000`, …).
     pub measure: &'static str,
+    /// The measure's name in words (`time to first audio p50`).
     pub label: &'static str,
+    /// The measure's unit (`ms`, `$`), empty for counts and rates.
     pub unit: &'static str,
+    /// The first arm.
     pub a: String,
+    /// The arm compared with it.
     pub b: String,
+    /// The measure in arm `a`; `None` when no answer of it has a value.
     pub a_value: Option<f64>,
+    /// The measure in arm `b`; `None` when no answer of it has a value.
     pub b_value: Option<f64>,
+    /// `b − a`, with its bootstrap interval; `None` when an arm has no values.
     pub difference: Option<Difference>,
     /// The arm the data shows lower, when its interval leaves out zero and both arms have enough answers.
     pub better: Option<String>,
@@ -102,20 +124,29 @@ pub struct Comparison {
 /// The whole report; `--json` prints it as it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
+    /// The experiment reported on; `None` when no line names one.
     pub experiment: Option<String>,
     /// Other experiments the lines hold, left out.
     pub other_experiments: Vec<String>,
+    /// The window read, in epoch milliseconds (from, to).
     pub window_ms: (u64, u64),
+    /// The window's length in hours (what the endpoint's instance-hours are billed for).
     pub window_hours: f64,
+    /// The prices the costs were figured with.
     pub prices: Prices,
+    /// The deployment the costs were figured for.
     pub deployment: Deployment,
+    /// Bootstrap resamples per comparison.
     pub resamples: usize,
+    /// Each arm's figures, by arm name.
     pub arms: Vec<ArmFigures>,
+    /// Every measure compared between the first arm and each other.
     pub comparisons: Vec<Comparison>,
     /// Answers outside the split (the request chose the backend), left out.
     pub outside_split: usize,
     /// Conversations refused busy before they started, by backend (they have no arm).
     pub refusals: BTreeMap<String, usize>,
+    /// What the data supports, in one line.
     pub verdict: String,
 }
 

@@ -18,12 +18,14 @@ pub fn mean(values: &[f64]) -> Option<f64> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Statistic {
+    /// The mean.
     Mean,
     /// A percentile, 0 to 100.
     Percentile(f64),
 }
 
 impl Statistic {
+    /// The statistic of `values`; `None` for no values.
     pub fn of(self, values: &[f64]) -> Option<f64> {
         match self {
             Statistic::Mean => mean(values),
@@ -35,8 +37,11 @@ impl Statistic {
 /// A difference `b − a` with its 95 % interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Difference {
+    /// The difference seen in the data.
     pub estimate: f64,
+    /// The interval's lower end (the 2.5th percentile of the resampled differences).
     pub low: f64,
+    /// The interval's upper end (the 97.5th percentile of the resampled differences).
     pub high: f64,
 }
 
@@ -46,6 +51,7 @@ impl Difference {
         self.low > 0.0 || self.high < 0.0
     }
 
+    /// Half the interval's width.
     pub fn half_width(&self) -> f64 {
         (self.high - self.low) / 2.0
     }

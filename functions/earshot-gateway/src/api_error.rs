@@ -8,9 +8,13 @@ use axum::Json;
 use earshot_core::error::Error;
 use earshot_core::speech::codes;
 
+/// An error answered before a stream starts: its HTTP status, its body and, when a retry may soon
+/// succeed, its `Retry-After`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
+    /// The HTTP status answered.
     pub status: StatusCode,
+    /// The body's `error`: its code, message and whether a retry may succeed.
     pub error: Error,
     /// Seconds after which a retry may succeed (`Retry-After`).
     pub retry_after: Option<u32>,
@@ -21,6 +25,7 @@ impl ApiError {
         ApiError { status, error: Error::new(code, message, retryable), retry_after: None }
     }
 
+    /// 400: the request is malformed or asks for something that does not exist.
     pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message, false)
     }
@@ -35,14 +40,17 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, code, message, false)
     }
 
+    /// 404: nothing by that name (a conversation with no live turn of the caller's under its id).
     pub fn not_found(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message, false)
     }
 
+    /// 501: the request asks for something this gateway does not offer.
     pub fn not_implemented(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_IMPLEMENTED, code, message, false)
     }
 
+    /// 413: the request, or a part of it (its body, its input, its earlier turns), is over the gateway's limits.
     pub fn too_large(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message, false)
     }
@@ -52,10 +60,12 @@ impl ApiError {
         Self::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", message, false)
     }
 
+    /// 408: the request's body did not arrive in time; retryable.
     pub fn timeout(code: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::REQUEST_TIMEOUT, code, message, true)
     }
 
+    /// 502: no backend could take the request, or one could not be reached.
     pub fn upstream(code: &str, message: impl Into<String>, retryable: bool) -> Self {
         Self::new(StatusCode::BAD_GATEWAY, code, message, retryable)
     }

@@ -73,7 +73,9 @@ struct Refresh {
 /// A verified token: what it allows, and whose conversations it speaks in.
 #[derive(Debug, Clone)]
 pub struct Bearer {
+    /// The token's claims, as verified.
     pub claims: Claims,
+    /// The owner of the conversations the token speaks in (its `sub`, or the token itself when it has none).
     pub owner: Owner,
 }
 
@@ -81,7 +83,9 @@ pub struct Bearer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Audience {
+    /// A single audience, as a string.
     One(String),
+    /// Several audiences, as an array: the token is for this gateway when it holds the gateway's.
     Many(Vec<String>),
 }
 
@@ -106,22 +110,35 @@ impl From<String> for Audience {
 /// What a token's claims allow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
+    /// The audience: the gateway's (`earshot` by default), alone or in an array. Required.
     pub aud: Audience,
+    /// When the token expires, in seconds since the Unix epoch; at most the gateway's maximum lifetime away.
+    /// Required.
     pub exp: u64,
+    /// When the token was issued, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iat: Option<u64>,
+    /// Not valid before this, in seconds since the Unix epoch (with the same leeway as `exp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nbf: Option<u64>,
+    /// Who the token is for: the owner of the conversations it starts. A token without one owns only its
+    /// own conversations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub: Option<String>,
+    /// The backends the bearer may use; any when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backends: Option<Vec<String>>,
+    /// The voices the bearer may use; any when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub voices: Option<Vec<String>>,
+    /// The release modes the bearer may ask for; any when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub releases: Option<Vec<String>>,
+    /// The most characters one request may send (its prompt, earlier turns or text); no limit when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,
+    /// The conversation ids the bearer may speak under and interrupt: an id, `*`, or whole segments then
+    /// `:*`. Without it the bearer may speak under any id but interrupt none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversations: Option<Vec<String>>,
     /// The most live conversations of the owner while this token speaks: below the gateway's
@@ -408,10 +425,12 @@ impl Claims {
         }
     }
 
+    /// Whether the token allows the backend `name` (any, without a `backends` claim).
     pub fn allows_backend(&self, name: &str) -> bool {
         self.backends.as_ref().is_none_or(|b| b.iter().any(|x| x == name))
     }
 
+    /// Whether the token allows `voice` (any, without a `voices` claim).
     pub fn allows_voice(&self, voice: &str) -> bool {
         self.voices.as_ref().is_none_or(|v| v.iter().any(|x| x == voice))
     }

@@ -24,8 +24,11 @@ use crate::owner_places::LocalPlaces;
 /// Where the places are counted, and how long one lasts at most (a process that died holding one).
 #[derive(Clone)]
 pub struct Places {
+    /// The shared store the places are counted in, where there is one.
     pub interrupts: Interrupts,
+    /// The places counted in this process, where there is no shared store.
     pub local: Arc<LocalPlaces>,
+    /// How long a place lasts at most, so that one held by a process that died lapses.
     pub ttl: Duration,
 }
 
@@ -44,6 +47,7 @@ pub struct CappedBackend {
 }
 
 impl CappedBackend {
+    /// `inner`, capped at `max` conversations at once, counted in `places`.
     pub fn new(inner: Arc<dyn SpeechBackend>, max: usize, places: Places) -> Self {
         CappedBackend { inner, max, places }
     }

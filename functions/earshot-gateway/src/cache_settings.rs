@@ -6,8 +6,11 @@ use earshot_core::cache::{CacheLimits, CacheScope};
 /// How the sentence cache is used.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CacheSettings {
+    /// Whose sentences are cached and who hears them (`deployment`, `owner` or `off`).
     pub scope: CacheScope,
+    /// The cache's bounds: bytes held, and the longest sentence kept in characters.
     pub limits: CacheLimits,
+    /// The openers rendered into the cache at start.
     pub warmup: Warmup,
 }
 
@@ -21,6 +24,7 @@ impl Default for CacheSettings {
 /// voice named beside it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Warmup {
+    /// The openers, in the order they are rendered.
     pub openers: Vec<Opener>,
 }
 
@@ -29,6 +33,7 @@ pub struct Warmup {
 pub struct Opener {
     /// The voice to render it in; `None`: every backend's default voice.
     pub voice: Option<String>,
+    /// The sentence to render, as it will be spoken.
     pub text: String,
 }
 

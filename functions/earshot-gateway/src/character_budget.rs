@@ -225,6 +225,7 @@ pub struct Charging {
 }
 
 impl Charging {
+    /// The layer charging `budget`, nothing refused yet.
     pub fn new(budget: Budget) -> Self {
         Charging { budget, refusal: None, refused: false }
     }

@@ -31,6 +31,7 @@ pub struct GatewaySettings {
     /// How every conversation is scheduled (a request's own choices, such as its release policy,
     /// travel with the conversation, not in here).
     pub scheduler: SchedulerConfig,
+    /// What a request may send (body, prompt, text, earlier turns) and how long its body may take.
     pub limits: Limits,
     /// Idle time after which a keep-alive is sent on a quiet stream.
     pub keep_alive: Duration,
@@ -180,6 +181,7 @@ impl Drop for Live {
 }
 
 impl Gateway {
+    /// A gateway serving `backends` (the first being the default) with `agent`, under `settings`.
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
         let cache = (settings.cache.scope != CacheScope::Off).then(|| Arc::new(SentenceCache::new(settings.cache.limits)));
@@ -247,22 +249,27 @@ impl Gateway {
             .map_err(|_| crate::api_error::ApiError::unavailable("server_busy", "this server is speaking as many conversations as it may; retry shortly", 1))
     }
 
+    /// The settings the gateway was built with.
     pub fn settings(&self) -> &GatewaySettings {
         &self.settings
     }
 
+    /// The agent that answers prompts.
     pub fn agent(&self) -> &Arc<dyn AgentSource> {
         &self.agent
     }
 
+    /// The backends, the first being the default.
     pub fn backends(&self) -> &[Arc<dyn SpeechBackend>] {
         &self.backends
     }
 
+    /// The backend called `name`, if the gateway has one.
     pub fn backend(&self, name: &str) -> Option<&Arc<dyn SpeechBackend>> {
         self.backends.iter().find(|b| b.name() == name)
     }
 
+    /// The backends' names, the default first.
     pub fn backend_names(&self) -> Vec<String> {
         self.backends.iter().map(|b| b.name().to_string()).collect()
     }
@@ -331,6 +338,7 @@ impl Gateway {
         &self.tasks
     }
 
+    /// The conversations live in this process, by conversation id.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }

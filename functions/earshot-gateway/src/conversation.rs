@@ -44,13 +44,20 @@ use earshot_core::error::codes as error_codes;
 
 /// A conversation whose stream is ready to be sent.
 pub struct Started {
+    /// The backend that speaks first.
     pub backend: String,
     /// Why the backend was chosen.
     pub reason: BackendReason,
+    /// The A/B arm the split assigned, also when another backend speaks (overflow, failover); `None`
+    /// when the split did not choose.
     pub arm: Option<String>,
+    /// The conversation's id, the client's or one the gateway generated.
     pub conversation_id: String,
+    /// This request's id, as the `session` message gives it to the client.
     pub request_id: String,
+    /// How the stream is framed: server-sent events or binary frames.
     pub delivery: Delivery,
+    /// The conversation's messages, in the order they are to be sent.
     pub events: mpsc::Receiver<ServerEvent>,
     /// Cancels the whole conversation; the response stream holds it and fires it when dropped.
     pub cancel: CancellationToken,

@@ -139,6 +139,7 @@ pub struct BusyBody {
 }
 
 impl BusyBody {
+    /// `inner`, counted as a request in flight on `busy`'s connection until dropped.
     pub fn new(inner: Body, busy: Busy) -> Self {
         BusyBody { inner, busy, given: false }
     }

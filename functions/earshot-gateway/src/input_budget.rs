@@ -33,7 +33,9 @@ pub const REQUEST_RATE_EXCEEDED: &str = "request_rate_exceeded";
 /// The limits on what one owner sends (`None`: no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputLimits {
+    /// Characters of prompts, earlier turns and texts one owner may send in a rolling hour.
     pub chars_per_hour: Option<u64>,
+    /// Requests one owner may make in a minute.
     pub requests_per_minute: Option<u64>,
 }
 

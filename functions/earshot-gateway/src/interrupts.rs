@@ -28,7 +28,12 @@ pub enum Interrupts {
     /// Conversations run in other processes too (Lambda): interrupts go through the store, which each
     /// conversation reads every `poll` (a conversation of this process too: the registry is not
     /// consulted, so the path that is tested is the path that runs).
-    Shared { store: Arc<dyn ConversationStore>, poll: Duration },
+    Shared {
+        /// The store interrupts are written to and read from, shared by every process of the deployment.
+        store: Arc<dyn ConversationStore>,
+        /// How often each conversation reads the store for an interrupt.
+        poll: Duration,
+    },
     /// No store is configured where one is needed (a Lambda without a table): interrupts are refused
     /// with 501.
     Unavailable,

@@ -7,6 +7,8 @@
 //! Everything a request can get wrong is answered with a 4xx JSON error before any stream starts; a
 //! backend that cannot be reached is a 502 before the stream, an `error` message after it has started.
 
+#![warn(missing_docs)]
+
 pub mod address_slots;
 pub mod api_error;
 pub mod auth;

@@ -71,11 +71,13 @@ impl Ended {
 /// widgets need that the timeline does not hold.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConversationEnd<'a> {
+    /// How the conversation ended.
     pub ended: Ended,
     /// The request id the client was given (its `session` message): finds the line for a conversation.
     pub request_id: Option<&'a str>,
     /// The arm the split assigned and its experiment (none: the request chose, or no split).
     pub arm: Option<&'a str>,
+    /// The experiment the arm belongs to (`EARSHOT_AB_EXPERIMENT`), with `arm`.
     pub experiment: Option<&'a str>,
     /// The `error` code, when the conversation ended with one.
     pub failure: Option<&'a str>,

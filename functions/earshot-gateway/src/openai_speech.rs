@@ -100,7 +100,9 @@ impl Container {
 
 /// A request read: earshot's own, and how its audio leaves.
 pub struct Asked {
+    /// The request as earshot's own `/v1/speak` would take it.
     pub request: SpeakRequest,
+    /// How the audio is packaged in the response (WAV, raw PCM or Ogg Opus).
     pub container: Container,
     /// `stream_format` `sse`.
     pub sse: bool,

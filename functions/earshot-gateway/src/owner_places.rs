@@ -54,15 +54,22 @@ impl LocalPlaces {
 pub enum OwnerPlace {
     /// The owner has no places of its own (`local`), or there is no limit.
     Unlimited,
+    /// Counted in this process.
     Local {
+        /// The counts the place is given back to.
         places: Arc<LocalPlaces>,
+        /// The name the place is counted under (the owner's, or a backend's).
         owner: String,
     },
     /// Held in the shared store under `owner`'s key by `token`; given back by a task on `tasks`.
     Shared {
+        /// The store holding the place.
         store: Arc<dyn ConversationStore>,
+        /// The store's item the place is counted in (the owner's, or a backend's).
         key: String,
+        /// What holds the place (an owner's place: the conversation's request id).
         token: String,
+        /// Where the task that gives the place back runs.
         tasks: Tasks,
     },
 }

@@ -19,18 +19,27 @@ use crate::strict_json::StrictError;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpeakBody {
+    /// What the agent is asked.
     pub prompt: Option<String>,
+    /// Text to speak as given, instead of a prompt.
     pub text: Option<String>,
     /// The conversation so far, oldest first; without `prompt`, its last (user) turn is the prompt.
     pub messages: Option<Vec<Message>>,
+    /// The backend to speak with (`kokoro`, `polly`); `auto` or left out: the gateway chooses.
     pub backend: Option<String>,
+    /// A voice of the backend; the backend's default when left out.
     pub voice: Option<String>,
     /// The answer's language, a BCP 47 tag (`fr`, `zh-CN`); detected when left out.
     pub language: Option<String>,
+    /// When sentences go to speech: `incremental` (default, each as soon as it is complete) or `buffered`
+    /// (everything once the agent has finished).
     pub release: Option<String>,
+    /// The stream's framing: `sse` or `binary`; when left out, binary where the `Accept` header asks for
+    /// `application/vnd.earshot.frames.v1`, otherwise `sse`.
     pub format: Option<String>,
     /// The audio's format (`pcm_16000`, `ulaw_8000`, …); the deployment's, else the backend's PCM.
     pub output_format: Option<String>,
+    /// 1 to 128 characters of letters, digits and `- _ . :`; generated when left out.
     pub conversation_id: Option<String>,
 }
 
@@ -38,15 +47,20 @@ pub struct SpeakBody {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Message {
+    /// Whose turn: `user` or `assistant`.
     pub role: String,
+    /// What was said.
     pub content: String,
 }
 
 /// Input limits, checked before a stream starts.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// The largest body, in bytes.
     pub max_body_bytes: usize,
+    /// The longest prompt, in characters.
     pub max_prompt_chars: usize,
+    /// The longest text to speak, in characters.
     pub max_text_chars: usize,
     /// Earlier turns a request may carry in `messages`.
     pub max_messages: usize,
@@ -80,16 +94,21 @@ impl Default for Limits {
 /// A request that passed every check that needs no backend.
 #[derive(Debug, Clone)]
 pub struct SpeakRequest {
+    /// What the agent is given: a prompt with the conversation so far, or text to speak as given.
     pub input: AgentInput,
     /// `None` or `auto`: the gateway chooses.
     pub backend: Option<String>,
+    /// The voice the request names; `None`: the backend's default.
     pub voice: Option<String>,
     /// The language the request names; `None`: detected ([`SpeakRequest::language`]).
     pub language: Option<Language>,
+    /// When sentences go to speech: each as soon as it is complete, or all once the agent has finished.
     pub release: Release,
+    /// How the stream is framed: server-sent events or binary frames.
     pub delivery: Delivery,
     /// The audio format the request names; `None`: the deployment's default.
     pub output: Option<OutputFormat>,
+    /// The conversation's id, the client's or one the gateway generated.
     pub conversation_id: String,
     /// Whether the client chose `conversation_id` (rather than the gateway generating one).
     pub conversation_id_given: bool,
@@ -126,6 +145,8 @@ impl SpeakRequest {
 /// How much of a text or prompt language detection reads: enough for trigrams to tell, bounded work.
 const DETECTION_SAMPLE_CHARS: usize = 400;
 
+/// Parses and checks a `POST /v1/speak` body with its headers (an `Accept` header may choose binary
+/// frames) against `limits`; every refusal is a 4xx `ApiError`.
 pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakRequest, ApiError> {
     if body.len() > limits.max_body_bytes {
         return Err(ApiError::too_large("body_too_large", format!("the body is larger than {} bytes", limits.max_body_bytes)));

@@ -24,6 +24,8 @@ use crate::interrupts::Interrupts;
 use crate::owner::Owner;
 use crate::request;
 
+/// The HTTP API on `gw`: `POST /v1/speak`, `POST /v1/audio/speech`, interrupts, `GET /v1/voices`,
+/// `GET /healthz`, and the demo page where `web_dir` is set.
 pub fn router(gw: Arc<Gateway>) -> Router {
     let mut router: Router<Arc<Gateway>> = Router::new()
         .route("/v1/speak", post(speak))

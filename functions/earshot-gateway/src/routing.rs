@@ -37,7 +37,9 @@ impl Default for Routing {
 /// The choice for one conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
+    /// The backend's name.
     pub backend: String,
+    /// Why it was chosen (`request`, `default`, `ab`, …).
     pub reason: BackendReason,
     /// The A/B arm, when the split chose.
     pub arm: Option<String>,

@@ -60,6 +60,7 @@ pub struct ServerLimits {
     /// at 8 to 16 KiB. Far over the cap (see [`HARD_HEADER_BYTES`]) hyper stops reading and answers a
     /// bare 431 itself.
     pub max_header_bytes: usize,
+    /// The most header fields a request may carry; over it the request is answered 431.
     pub max_headers: usize,
     /// How long a connection may stay open with no request in flight (a keep-alive HTTP/1 connection,
     /// an HTTP/2 connection with no stream): past it, it is closed and its slot given back.

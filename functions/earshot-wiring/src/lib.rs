@@ -15,6 +15,8 @@
 //! - `aws_edge`: the AWS parts among them, behind the cargo feature `aws` (on by default; `make run`
 //!   builds without it and refuses AWS settings with a message saying so).
 
+#![warn(missing_docs)]
+
 mod aws_edge;
 pub mod serve_settings;
 pub mod settings;
@@ -44,9 +46,14 @@ const SAGEMAKER_DEFAULT_VOICE: &str = "af_heart";
 /// with an error when a backend can never be used (a default voice the container lacks), and the
 /// server should stop.
 pub struct Built {
+    /// The backends, in the order the settings name them (the first is the default); one with a
+    /// deployment-wide cap on its conversations is wrapped in it.
     pub backends: Vec<Arc<dyn SpeechBackend>>,
+    /// The agent that answers prompts.
     pub agent: Arc<dyn AgentSource>,
+    /// The gateway's settings, with everything that needed a connection filled in.
     pub settings: GatewaySettings,
+    /// The tasks that watch backends come up in the background.
     pub watches: JoinSet<Result<(), SpeechError>>,
 }
 

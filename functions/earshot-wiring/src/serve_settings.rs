@@ -14,6 +14,7 @@ use earshot_gateway::ServerLimits;
 use crate::settings::AuthMode;
 use crate::settings_error::{within, SettingsError};
 
+/// The flags only `earshot serve` has: where it listens, the demo page, and the connection limits.
 #[derive(Debug, Clone, Args)]
 pub struct ServeSettings {
     /// Address to listen on.
@@ -78,7 +79,9 @@ pub struct ServeSettings {
 /// What the server runs with, converted from [`ServeSettings`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Served {
+    /// The address and port to listen on.
     pub addr: SocketAddr,
+    /// The limits each connection is held to: timeouts, connections open at once, header sizes.
     pub limits: ServerLimits,
     /// Conversations spoken at once, over every connection.
     pub max_conversations: usize,

@@ -82,6 +82,7 @@ pub enum Place {
     Lambda,
 }
 
+/// The gateway's configuration, from flags or `EARSHOT_*` variables, the same for `earshot serve` and the Lambda.
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
     /// Backends to offer, the first being the default.
@@ -703,6 +704,7 @@ impl Settings {
         Ok(auth.with_max_lifetime(self.token_max_lifetime_seconds))
     }
 
+    /// The names of the backends to offer, in order, the default first.
     pub fn backend_names(&self) -> Vec<String> {
         self.backends.iter().map(|b| b.name()).collect()
     }
