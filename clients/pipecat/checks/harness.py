@@ -97,7 +97,13 @@ class Running:
             await asyncio.wait_for(self.sink.stopped.wait(), timeout=60)
         except asyncio.TimeoutError:
             pass
-        await asyncio.sleep(0.5)  # the last sentence's frames
+        # A turn's later sentences may still be on their way (a loaded machine): done once two seconds pass
+        # with no new audio.
+        for _ in range(30):
+            before = self.sink.bytes
+            await asyncio.sleep(2.0)
+            if self.sink.bytes == before:
+                break
         return self.sink.seen()
 
     async def close(self) -> None:
