@@ -85,6 +85,7 @@ async fn pipecat_s_openai_voice_speaks_through_earshot_with_only_its_base_url_ch
     assert_eq!(out["errors"], serde_json::json!([]), "{out}");
     assert_eq!(out["rates"], serde_json::json!([24_000]), "OpenAI's pcm is 24 kHz, and so is earshot's answer to it");
     // Every sentence pipecat asked for was spoken: seconds of audio in many frames, not one buffer at the end.
-    assert!(out["requested"].as_array().is_some_and(|r| !r.is_empty()), "{out}");
+    assert!(out["requested"].as_array().is_some_and(|r| r.len() >= 2), "{out}");
+    assert_eq!(out["words"], out["requested"], "pipecat tells each sentence it spoke as one word");
     assert!(out["bytes"].as_u64().unwrap() > 48_000 * 2 && out["frames"].as_u64().unwrap() > 2, "{out}");
 }

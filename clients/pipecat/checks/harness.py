@@ -33,7 +33,7 @@ class Sink(FrameProcessor):
         self.frames, self.bytes, self.rates, self.words, self.errors = 0, 0, set(), [], []
         self.stopped = asyncio.Event()
         self.second_of_audio = asyncio.Event()
-        self.first_audio = None
+        self.first_audio = self.last_audio = None
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -41,8 +41,9 @@ class Sink(FrameProcessor):
             self.frames += 1
             self.bytes += len(frame.audio)
             self.rates.add(frame.sample_rate)
+            self.last_audio = time.monotonic()
             if self.first_audio is None:
-                self.first_audio = time.monotonic()
+                self.first_audio = self.last_audio
             if self.bytes >= frame.sample_rate * 2:
                 self.second_of_audio.set()
         elif isinstance(frame, TTSTextFrame):
@@ -73,12 +74,19 @@ class ScriptedLLM(FrameProcessor):
 
 
 class Running:
-    """``[scripted LLM → tts → sink]``, running until closed."""
+    """``[scripted LLM → tts → sink]``, running until closed. Records each text the TTS service asked its
+    backend for (``requested``)."""
 
     def __init__(self, tts) -> None:
         logger.remove()
         logger.add(sys.stderr, level="WARNING")
         self.llm, self.sink = ScriptedLLM(), Sink()
+        self.requested: list[str] = []
+
+        @tts.event_handler("on_tts_request")
+        async def on_tts_request(service, context_id, text):  # noqa: ARG001
+            self.requested.append(text)
+
         self.worker = PipelineWorker(Pipeline([self.llm, tts, self.sink]), params=PipelineParams(audio_out_sample_rate=24000), idle_timeout_secs=None)
         self.runner = WorkerRunner(handle_sigint=False)
         self.task = None
@@ -92,19 +100,28 @@ class Running:
     async def speak_whole(self, text: str) -> dict:
         """Streams ``text`` in and waits until its audio has stopped; what the sink saw."""
         self.sink.reset()
+        self.requested.clear()
         await self.llm.answer(text)
         try:
             await asyncio.wait_for(self.sink.stopped.wait(), timeout=60)
         except asyncio.TimeoutError:
             pass
-        # A turn's later sentences may still be on their way (a loaded machine): done once two seconds pass
-        # with no new audio.
-        for _ in range(30):
-            before = self.sink.bytes
-            await asyncio.sleep(2.0)
-            if self.sink.bytes == before:
+        # A turn's later sentences may still be on their way (a loaded machine takes seconds for one, and a
+        # service asks for the next sentence before the last one's audio has reached the sink): done once
+        # the words the sink saw cover every text the service asked for, and two seconds pass with no audio.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            last = self.sink.last_audio
+            if last is not None and self.all_spoken() and time.monotonic() - last >= 2.0:
                 break
+            await asyncio.sleep(0.1)
         return self.sink.seen()
+
+    def all_spoken(self) -> bool:
+        """Whether the sink's words hold every character the service asked for (spaces aside): a service
+        that sends a sentence as one word and one that times each word both count."""
+        asked = sum(len("".join(text.split())) for text in self.requested)
+        return sum(len("".join(word.split())) for word in self.sink.words) >= asked
 
     async def close(self) -> None:
         await self.worker.cancel()

@@ -17,15 +17,9 @@ ANSWER = "Sure. Your order shipped this morning, and it should arrive on Thursda
 
 async def main() -> None:
     tts = OpenAITTSService(api_key="unused-locally", base_url=sys.argv[1] + "/v1", settings=OpenAITTSService.Settings(voice="alloy"))
-    requested: list[str] = []
-
-    @tts.event_handler("on_tts_request")
-    async def on_tts_request(service, context_id, text):  # noqa: ARG001
-        requested.append(text)
-
     pipeline = await Running(tts).start()
     seen = await pipeline.speak_whole(ANSWER)
-    print(json.dumps({**seen, "requested": requested}), flush=True)
+    print(json.dumps({**seen, "requested": pipeline.requested}), flush=True)
     await pipeline.close()
 
 
