@@ -69,7 +69,14 @@ pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, 
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let mut session = voice
-        .open(SessionOptions { voice: voice.default_voice(), language: None, sample_rate: None, conversation_id: "bench-container".into(), cancel })
+        .open(SessionOptions {
+            voice: voice.default_voice(),
+            language: None,
+            sample_rate: None,
+            speaking_rate: Default::default(),
+            conversation_id: "bench-container".into(),
+            cancel,
+        })
         .await
         .map_err(|e| e.to_string())?;
     let bytes_per_ms = session.format.sample_rate as f64 * 2.0 / 1000.0;

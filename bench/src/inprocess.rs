@@ -1,5 +1,5 @@
-//! The benchmarks that need no running service, run in this process: segmenter throughput and the
-//! cost of each delivery format.
+//! The benchmarks that need no running service, run in this process: segmenter throughput (with what a
+//! pronunciation lexicon adds to each sentence) and the cost of each delivery format.
 //!
 //! `transport` encodes and decodes a minute of audio as SSE (base64) and as binary frames, and
 //! reports bytes on the wire and CPU time per second of audio, at several chunk sizes.
@@ -228,7 +228,38 @@ pub fn segmenter(sizes_mb: &[f64], passes: usize) -> serde_json::Value {
         }
         _ => None,
     };
-    json!({ "chunking": "3-6 characters", "passes": passes, "rows": rows, "scaling": scaling })
+    let lexicon = lexicon_cost(&[0, 100, 10_000]);
+    json!({ "chunking": "3-6 characters", "passes": passes, "rows": rows, "scaling": scaling, "lexicon": lexicon })
+}
+
+/// What a pronunciation lexicon costs each sentence on its way to a voice (the lexicon layer's one
+/// `apply`), at several sizes: microseconds per sentence, median and worst, over the sentences of a
+/// fixed LLM-like answer. Entries are made-up product names, a few of which the answer holds.
+fn lexicon_cost(sizes: &[usize]) -> serde_json::Value {
+    let text = llm_like_text(200_000);
+    let sentences = earshot_core::text::split(&text, earshot_core::text::SegmenterConfig::default());
+    println!("lexicon: microseconds per sentence to apply ({} sentences)", sentences.len());
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let mut file: String = (0..size).map(|i| format!("Product{i} = product number {i}\n")).collect();
+        if size > 0 {
+            file.push_str("service = sir vice\n");
+        }
+        let lexicon = earshot_core::text::Lexicon::parse(&file).expect("a generated lexicon");
+        let mut micros: Vec<f64> = sentences
+            .iter()
+            .map(|sentence| {
+                let started = Instant::now();
+                std::hint::black_box(lexicon.apply(std::hint::black_box(sentence), None));
+                started.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        micros.sort_by(f64::total_cmp);
+        let (median, worst) = (micros[micros.len() / 2], micros[micros.len() - 1]);
+        println!("{size:>8} entries: median {median:.2} us, worst {worst:.2} us");
+        rows.push(json!({ "entries": size, "median_us": median, "worst_us": worst }));
+    }
+    json!(rows)
 }
 
 #[cfg(test)]

@@ -19,7 +19,8 @@
 //! `formats` (what converting to the client's audio format adds to first audio, and each format's bytes),
 //! `owner` (what a caller's places and character budget add to first audio, in the process and in DynamoDB),
 //! `capacity` (how many conversations one Kokoro container holds at once before a listener notices: the knee),
-//! `peer` (earshot beside pipecat's own Kokoro voice and kokoro-onnx called directly, same model, text and pace).
+//! `peer` (earshot beside pipecat's own Kokoro voice and kokoro-onnx called directly, same model, text and pace),
+//! `openai` (OpenAI's `/v1/audio/speech` beside `/v1/speak` in text mode: the same floor).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +39,7 @@ mod inprocess;
 mod interrupt;
 mod load;
 mod machine;
+mod openai;
 mod overhead;
 mod overload;
 mod owner;
@@ -61,7 +63,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,peer,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity"
+        default_value = "release,firstaudio,peer,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity,openai"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -154,6 +156,8 @@ pub struct Results {
     pub capacity: Option<capacity::Results>,
     #[serde(default)]
     pub peer: Option<peer::Results>,
+    #[serde(default)]
+    pub openai: Option<openai::Results>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -238,6 +242,7 @@ async fn run(args: Args) -> Result<(), String> {
             "owner",
             "capacity",
             "peer",
+            "openai",
         ]
         .contains(&s.as_str())
     }) {
@@ -331,6 +336,13 @@ async fn run(args: Args) -> Result<(), String> {
             eprintln!("bench: owner checks: first audio with a caller's places and budget off, in the process, in DynamoDB (moto)");
             let owner = owner::run(paths, if quick { 1 } else { trials.max(30) }, &args.moto_server).await?;
             recorder.set(|r| r.owner = Some(owner))
+        });
+    }
+    if wants("openai") {
+        suites.add(Lane::Shared, "openai", async move {
+            eprintln!("bench: OpenAI's /v1/audio/speech beside /v1/speak in text mode, on the real model");
+            let openai = openai::run(paths, if quick { 1 } else { trials }).await?;
+            recorder.set(|r| r.openai = Some(openai))
         });
     }
     if wants("capacity") {

@@ -112,7 +112,27 @@ pub fn markdown(r: &Results) -> String {
     if let Some(p) = &r.peer {
         peer(o, p);
     }
+    if let Some(a) = &r.openai {
+        openai(o, a);
+    }
     out
+}
+
+fn openai(o: &mut String, a: &crate::openai::Results) {
+    let _ = writeln!(
+        o,
+        "## 20. OpenAI's speech API: the same floor as earshot's own
+"
+    );
+    let _ = writeln!(
+        o,
+        "One `earshot serve` with the real Kokoro model, the cache off; `POST /v1/speak` with `text` and OpenAI's `POST /v1/audio/speech` (`response_format` `pcm`) alternate in a shuffled order, each text said once. The client's first audio from the request's send: the first audio event decoded (earshot's client), the first byte of the body (reqwest).\n"
+    );
+    let _ = writeln!(o, "| endpoint | first audio (median / p90 / p99 (n)) | median less /v1/speak |\n|---|---|---|");
+    let base = median(&a.speak_ms);
+    let _ = writeln!(o, "| `/v1/speak` (text) | {} | 0 |", spread(&a.speak_ms));
+    let _ = writeln!(o, "| `/v1/audio/speech` (pcm) | {} | {} |", spread(&a.openai_ms), ms(median(&a.openai_ms) - base));
+    let _ = writeln!(o);
 }
 
 /// "p50 / p90 / max (n)", and whether the values fall in two modes.
@@ -600,6 +620,22 @@ fn segmenter(o: &mut String, s: &serde_json::Value) {
     }
     if let Some(scaling) = s["scaling"].as_f64() {
         let _ = writeln!(o, "\nScaling: nanoseconds per byte at the largest size are {scaling:.2}× those at the smallest (1.0 is linear).");
+    }
+    if let Some(rows) = s["lexicon"].as_array() {
+        let _ = writeln!(
+            o,
+            "\nA pronunciation lexicon's cost per sentence (one `apply`, before any voice gets the sentence: time to first audio grows by it once):\n"
+        );
+        let _ = writeln!(o, "| entries | median (µs) | worst (µs) |\n|---|---|---|");
+        for row in rows {
+            let _ = writeln!(
+                o,
+                "| {} | {:.2} | {:.2} |",
+                row["entries"],
+                row["median_us"].as_f64().unwrap_or(f64::NAN),
+                row["worst_us"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
     }
     let _ = writeln!(o);
 }

@@ -134,7 +134,14 @@ async fn an_interrupt_body_that_is_not_heard_ms_is_refused_in_words() {
 async fn model_words(backend: &Arc<dyn SpeechBackend>, text: &str, language: &str) -> (Vec<u8>, Vec<WordTiming>) {
     let language = earshot_core::language::Language::parse(language).unwrap();
     let voice = backend.voice_for_language(&language).unwrap_or_else(|| backend.default_voice());
-    let options = SessionOptions { voice, language: Some(language), sample_rate: None, conversation_id: "words".into(), cancel: CancellationToken::new() };
+    let options = SessionOptions {
+        voice,
+        language: Some(language),
+        sample_rate: None,
+        speaking_rate: Default::default(),
+        conversation_id: "words".into(),
+        cancel: CancellationToken::new(),
+    };
     let mut session = backend.open(options).await.expect("a session");
     session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None })).await.unwrap();
     session.commands.send(SpeechCommand::Finish).await.unwrap();

@@ -28,7 +28,7 @@ use aws_sdk_polly::error::ProvideErrorMetadata;
 use aws_sdk_polly::types::error::{StartSpeechSynthesisStreamActionStreamError, StartSpeechSynthesisStreamEventStreamError};
 use aws_sdk_polly::types::{
     CloseStreamEvent, Engine, FlushStreamConfiguration, LanguageCode, OutputFormat, StartSpeechSynthesisStreamActionStream,
-    StartSpeechSynthesisStreamEventStream, TextEvent, VoiceId,
+    StartSpeechSynthesisStreamEventStream, TextEvent, TextType, VoiceId,
 };
 use aws_sdk_polly::Client;
 
@@ -38,7 +38,7 @@ use aws_smithy_types::Blob;
 use bytes::Bytes;
 use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
-use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
+use earshot_core::speech::{SessionOptions, SpeakingRate, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -365,6 +365,7 @@ impl SpeechBackend for PollyBackend {
         let (opened_tx, opened) = mpsc::channel(1);
         let session = Session {
             settings: self.settings.clone(),
+            rate: options.speaking_rate,
             opener,
             events: events_tx,
             cancel: options.cancel.clone(),
@@ -416,6 +417,9 @@ impl Sentence {
 
 struct Session {
     settings: PollySettings,
+    /// How fast to speak: at another rate than the voice's own each sentence goes as SSML, in a
+    /// `prosody` of that rate.
+    rate: SpeakingRate,
     opener: Opener,
     events: mpsc::Sender<SpeechEvent>,
     cancel: CancellationToken,
@@ -484,7 +488,7 @@ impl Session {
         while !self.queue.is_empty() && self.live.len() < self.settings.ahead.max(1) {
             let Some(mut stream) = self.spare.take() else { break };
             let (index, text) = self.queue.pop_front().expect("a sentence");
-            if !send_sentence(&mut stream, &text).await {
+            if !send_sentence(&mut stream, &text, self.rate).await {
                 return self.fail(SpeechError::new("backend_gone", "the Polly stream is closed", true)).await;
             }
             self.live.push_back(Sentence { index, stream, sent_at: Instant::now(), held: Vec::new(), carry: None, got_audio: false, closed: false });
@@ -677,12 +681,17 @@ impl Session {
 }
 
 /// Sends a sentence on its own stream: its text (in events of at most [`MAX_EVENT_CHARS`]), a forced
-/// flush with the last, then the close that makes Polly say when its audio is complete.
-async fn send_sentence(stream: &mut Stream, text: &str) -> bool {
+/// flush with the last, then the close that makes Polly say when its audio is complete. At a rate other
+/// than the voice's own, each piece is an SSML document of its own (`TextType` `ssml`), its text in a
+/// `<prosody rate="N%">` (Polly's SSML reference: a rate of 20 % to 200 %; SSML tags are not billed).
+async fn send_sentence(stream: &mut Stream, text: &str, rate: SpeakingRate) -> bool {
     let pieces = text_pieces(text, MAX_EVENT_CHARS);
     let last = pieces.len() - 1;
     for (i, piece) in pieces.into_iter().enumerate() {
-        let mut event = TextEvent::builder().text(piece);
+        let mut event = match rate.is_normal() {
+            true => TextEvent::builder().text(piece),
+            false => TextEvent::builder().text(at_rate(&piece, rate)).text_type(TextType::Ssml),
+        };
         if i == last {
             event = event.flush_stream_configuration(FlushStreamConfiguration::builder().force(true).build());
         }
@@ -692,6 +701,21 @@ async fn send_sentence(stream: &mut Stream, text: &str) -> bool {
         }
     }
     stream.send(StartSpeechSynthesisStreamActionStream::CloseStreamEvent(CloseStreamEvent::builder().build())).await
+}
+
+/// `text` as an SSML document that says it at `rate`, its XML characters escaped.
+fn at_rate(text: &str, rate: SpeakingRate) -> String {
+    let mut escaped = String::with_capacity(text.len() + 48);
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            c => escaped.push(c),
+        }
+    }
+    format!("<speak><prosody rate=\"{}%\">{escaped}</prosody></speak>", rate.percent())
 }
 
 /// `text` in pieces of at most `max` characters, cut after white space where there is some.
@@ -721,6 +745,12 @@ async fn sleep_until_opt(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_rate_is_a_prosody_around_the_text_escaped() {
+        let rate = SpeakingRate::from_factor(1.5).unwrap();
+        assert_eq!(at_rate("Tom & Jerry <3 \"you\".", rate), "<speak><prosody rate=\"150%\">Tom &amp; Jerry &lt;3 &quot;you&quot;.</prosody></speak>");
+    }
 
     #[test]
     fn a_long_sentence_is_cut_after_white_space_and_nothing_is_lost() {

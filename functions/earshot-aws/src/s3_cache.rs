@@ -40,11 +40,16 @@ impl S3SentenceTier {
         S3SentenceTier { http, sdk: sdk.clone(), bucket: bucket.to_string(), prefix: prefix.to_string(), endpoint }
     }
 
-    /// The object's name: the prefix and a digest of everything in the key.
+    /// The object's name: the prefix and a digest of everything in the key (a rate other than the
+    /// voice's own is one more part, so the names of sentences said at the normal rate stay as they were).
     pub fn object_name(&self, key: &CacheKey) -> String {
         let mut digest = Sha256::new();
         for part in [key.partition.as_deref().unwrap_or(""), &key.backend, &key.voice, key.language.as_deref().unwrap_or(""), &key.format, &key.text] {
             digest.update(part.as_bytes());
+            digest.update([0u8]);
+        }
+        if key.rate != 100 {
+            digest.update(format!("rate={}", key.rate).as_bytes());
             digest.update([0u8]);
         }
         let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
@@ -120,6 +125,7 @@ mod tests {
             voice: "Ruth".into(),
             language: Some("en".into()),
             format: "pcm_s16le/16000/1".into(),
+            rate: 100,
             text: text.into(),
         }
     }
@@ -132,6 +138,7 @@ mod tests {
         assert!(!name.contains("Sure"), "the text is never a name");
         assert_ne!(name, tier.object_name(&key("Sure!")));
         assert_ne!(name, tier.object_name(&CacheKey { partition: Some("owner".into()), ..key("Sure.") }));
+        assert_ne!(name, tier.object_name(&CacheKey { rate: 150, ..key("Sure.") }));
         assert_eq!(error_code(403, b"<Error><Code>AccessDenied</Code></Error>"), "AccessDenied");
         assert_eq!(error_code(500, b""), "HTTP 500");
     }

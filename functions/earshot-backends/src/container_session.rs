@@ -54,8 +54,10 @@ pub trait ContainerTransport: Send + Sync + 'static {
     async fn close(&mut self);
 }
 
-/// Starts a session on an open transport.
+/// Starts a session on an open transport; `speed` is the deployment's own (1.0: the model's), which the
+/// session's speaking rate multiplies.
 pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed: f32) -> SpeechSession {
+    let speed = (speed * options.speaking_rate.factor()).clamp(0.5, 2.0);
     let (commands_tx, commands_rx) = mpsc::channel(COMMAND_CHANNEL);
     let (events_tx, events_rx) = mpsc::channel(EVENT_CHANNEL);
     let session = Session {

@@ -257,6 +257,18 @@ mod tests {
     use earshot_core::speech::SpeechRequest;
     use tokio_util::sync::CancellationToken;
 
+    /// Options for a session in the synthetic voice `tone`.
+    fn tone_options(conversation_id: &str) -> SessionOptions {
+        SessionOptions {
+            voice: "tone".into(),
+            language: None,
+            sample_rate: None,
+            speaking_rate: Default::default(),
+            conversation_id: conversation_id.into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
     /// Sentences requested together play back to back: the second one's latency overlapped the
     /// first one's audio. In virtual time, so the figures are exact on any machine.
     #[tokio::test(start_paused = true)]
@@ -267,7 +279,7 @@ mod tests {
             chunk: Duration::from_millis(50),
             ..Default::default()
         });
-        let options = SessionOptions { voice: "tone".into(), language: None, sample_rate: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
+        let options = tone_options("c");
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         for (index, text) in ["ten chars.", "ten chars."].into_iter().enumerate() {
@@ -304,7 +316,7 @@ mod tests {
             lead: Duration::from_millis(250),
             ..Default::default()
         });
-        let options = SessionOptions { voice: "tone".into(), language: None, sample_rate: None, conversation_id: "c".into(), cancel: CancellationToken::new() };
+        let options = tone_options("c");
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         // 400 ms of audio in four 100 ms chunks.
@@ -333,8 +345,7 @@ mod tests {
         let mut ends = Vec::new();
         let mut sessions = Vec::new();
         for id in ["first", "second"] {
-            let options =
-                SessionOptions { voice: "tone".into(), language: None, sample_rate: None, conversation_id: id.into(), cancel: CancellationToken::new() };
+            let options = tone_options(id);
             let session = backend.open(options).await.expect("open: the limit queues, it does not refuse");
             session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None })).await.unwrap();
             session.commands.send(SpeechCommand::Finish).await.unwrap();

@@ -47,6 +47,9 @@ pub struct SpeakBody {
     /// The conversation's id (1 to 128 of `A-Z a-z 0-9 - _ . :`); the gateway makes one when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
+    /// How fast to speak, 0.5 to 2.0 (1: the voice's own); the gateway's default when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// What a client measured, in milliseconds since it sent the request.

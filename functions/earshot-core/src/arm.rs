@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::arm_health::ArmHealth;
 use crate::cached_session::CacheUse;
 use crate::language::Language;
-use crate::speech::{codes, SessionOptions, SpeechBackend, SpeechError, SpeechSession};
+use crate::speech::{codes, SessionOptions, SpeakingRate, SpeechBackend, SpeechError, SpeechSession};
 
 /// How long an arm may take to open a session, by default: a voice's handshake takes milliseconds, a
 /// cold container's first one a second or two.
@@ -114,18 +114,27 @@ pub(crate) async fn first_that_opens(with: &OpenWith, mut arms: VecDeque<Arm>) -
     }
 }
 
-/// Opens `arm` alone, as a conversation's first arm is opened (within `limit`, through `cache` where one
-/// is given), with no failover, no switcher and no health remembered: what renders a sentence into the
-/// cache outside any conversation (the gateway's warm-up).
+/// Opens `arm` alone, as a conversation's first arm is opened (at its sample and speaking rates, within
+/// `limit`, through `cache` where one is given), with no failover, no switcher and no health remembered:
+/// what renders a sentence into the cache outside any conversation (the gateway's warm-up).
 pub async fn open_alone(
     arm: &Arm,
     conversation_id: &str,
-    sample_rate: Option<u32>,
+    (sample_rate, speaking_rate): (Option<u32>, SpeakingRate),
     cache: Option<CacheUse>,
     limit: Duration,
     cancel: &CancellationToken,
 ) -> Result<SpeechSession, SpeechError> {
-    let with = OpenWith { conversation_id: conversation_id.to_string(), language: None, sample_rate, cancel: cancel.clone(), limit, cache, health: None };
+    let with = OpenWith {
+        conversation_id: conversation_id.to_string(),
+        language: None,
+        sample_rate,
+        speaking_rate,
+        cancel: cancel.clone(),
+        limit,
+        cache,
+        health: None,
+    };
     with.open(arm).await
 }
 
@@ -135,6 +144,7 @@ pub(crate) struct OpenWith {
     /// The language sessions open in; the switcher changes it when the first sentence settles another.
     pub language: Option<Language>,
     pub sample_rate: Option<u32>,
+    pub speaking_rate: SpeakingRate,
     pub cancel: CancellationToken,
     /// How long an arm may take to open.
     pub limit: Duration,
@@ -176,11 +186,14 @@ impl OpenWith {
             voice: arm.voice.clone(),
             language: self.language.clone(),
             sample_rate: self.sample_rate,
+            speaking_rate: self.speaking_rate,
             conversation_id: self.conversation_id.clone(),
             cancel: session_cancel.clone(),
         };
         match tokio::time::timeout(self.limit, arm.backend.open(options)).await {
-            Ok(Ok(session)) => Ok(crate::session_stack::per_arm(session, arm.backend.clone(), self.language.clone(), self.cache.clone(), session_cancel)),
+            Ok(Ok(session)) => {
+                Ok(crate::session_stack::per_arm(session, arm.backend.clone(), self.language.clone(), self.speaking_rate, self.cache.clone(), session_cancel))
+            }
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 session_cancel.cancel();

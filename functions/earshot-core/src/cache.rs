@@ -76,7 +76,9 @@ pub struct CacheKey {
     pub language: Option<String>,
     /// The audio format, as `encoding/rate/channels`.
     pub format: String,
-    /// The sentence exactly as sent to the backend.
+    /// How fast it was said, in percent of the voice's own rate ([`crate::speech::SpeakingRate`]).
+    pub rate: u16,
+    /// The sentence exactly as sent to the backend (as the lexicon rewrote it, where it did).
     pub text: String,
 }
 
@@ -277,7 +279,15 @@ mod tests {
     use super::*;
 
     fn key(text: &str) -> CacheKey {
-        CacheKey { partition: None, backend: "kokoro".into(), voice: "af_heart".into(), language: None, format: "pcm_s16le/24000/1".into(), text: text.into() }
+        CacheKey {
+            partition: None,
+            backend: "kokoro".into(),
+            voice: "af_heart".into(),
+            language: None,
+            format: "pcm_s16le/24000/1".into(),
+            rate: 100,
+            text: text.into(),
+        }
     }
 
     fn audio(bytes: usize) -> CachedSentence {
@@ -293,6 +303,7 @@ mod tests {
             CacheKey { voice: "am_adam".into(), ..key("Sure.") },
             CacheKey { backend: "polly".into(), ..key("Sure.") },
             CacheKey { language: Some("fr".into()), ..key("Sure.") },
+            CacheKey { rate: 150, ..key("Sure.") },
             CacheKey { format: "pcm_s16le/16000/1".into(), ..key("Sure.") },
             CacheKey { partition: Some("owner-a".into()), ..key("Sure.") },
             key("Sure!"),
@@ -300,7 +311,7 @@ mod tests {
             assert!(cache.get(&other).is_none(), "{other:?} must not hit");
         }
         let stats = cache.stats();
-        assert_eq!((stats.hits, stats.misses, stats.entries), (1, 6, 1));
+        assert_eq!((stats.hits, stats.misses, stats.entries), (1, 7, 1));
     }
 
     #[test]

@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::{format_key, CacheKey, CachedSentence, Partition, SentenceCache, SharedTier};
 use crate::language::Language;
 use crate::session_layer::{self, Ctx, SessionLayer};
-use crate::speech::{FinishReport, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
+use crate::speech::{FinishReport, SpeakingRate, SpeechBackend, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession};
 
 /// A conversation's use of the store: which store, which part of it, and the shared tier.
 #[derive(Clone)]
@@ -87,6 +87,7 @@ struct SessionKey {
     backend: Arc<dyn SpeechBackend>,
     voice: String,
     language: Option<Language>,
+    rate: SpeakingRate,
     format: String,
 }
 
@@ -102,15 +103,23 @@ impl SessionKey {
             voice: self.voice.clone(),
             language: reading.map(|l| l.to_string()),
             format: self.format.clone(),
+            rate: self.rate.percent(),
             text: request.text.clone(),
         }
     }
 }
 
 /// Puts the cache in front of `session`, opened on `backend` in `language`; see the module docs.
-pub fn wrap(session: SpeechSession, backend: Arc<dyn SpeechBackend>, language: Option<Language>, cache: CacheUse, cancel: CancellationToken) -> SpeechSession {
+pub fn wrap(
+    session: SpeechSession,
+    backend: Arc<dyn SpeechBackend>,
+    language: Option<Language>,
+    rate: SpeakingRate,
+    cache: CacheUse,
+    cancel: CancellationToken,
+) -> SpeechSession {
     let shared = cache.shared.clone().filter(|s| s.backends.iter().any(|b| b == backend.name()));
-    let key = SessionKey { backend, voice: session.voice.clone(), language, format: format_key(&session.format) };
+    let key = SessionKey { backend, voice: session.voice.clone(), language, rate, format: format_key(&session.format) };
     let caching = Caching { key, cache, shared, pending: VecDeque::new(), finish_held: false, failed: false };
     session_layer::relay(caching, session, cancel)
 }
@@ -392,7 +401,7 @@ mod tests {
     /// backend was asked to speak.
     async fn speak(cache: &CacheUse, sentences: &[&str]) -> (Vec<SpeechEvent>, Vec<String>) {
         let heard = Arc::new(Mutex::new(Vec::new()));
-        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, cache.clone(), CancellationToken::new());
+        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, cache.clone(), CancellationToken::new());
         for (index, text) in sentences.iter().enumerate() {
             let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None };
             session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
@@ -473,7 +482,7 @@ mod tests {
         let cache = Arc::new(SentenceCache::new(CacheLimits::default()));
         let heard = Arc::new(Mutex::new(Vec::new()));
         let cancel = CancellationToken::new();
-        let mut session = wrap(backend(heard, "Held."), kokoro(), None, store(None, &cache), cancel.clone());
+        let mut session = wrap(backend(heard, "Held."), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), cancel.clone());
         session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "Held.".into(), language: None })).await.unwrap();
         for _ in 0..2 {
             assert!(matches!(session.events.recv().await, Some(SpeechEvent::Audio { .. })));
@@ -488,7 +497,7 @@ mod tests {
         let cache = Arc::new(SentenceCache::new(CacheLimits::default()));
         speak(&store(None, &cache), &["Paris."]).await;
         let heard = Arc::new(Mutex::new(Vec::new()));
-        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, store(None, &cache), CancellationToken::new());
+        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), CancellationToken::new());
         let french = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("fr").ok() };
         session.commands.send(SpeechCommand::Speak(french)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();
@@ -499,7 +508,7 @@ mod tests {
         }
         assert_eq!(*heard.lock().unwrap(), ["Paris."], "read as French, it is another sound");
         let english = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("en").ok() };
-        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, store(None, &cache), CancellationToken::new());
+        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), CancellationToken::new());
         session.commands.send(SpeechCommand::Speak(english)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();
         let mut events = Vec::new();

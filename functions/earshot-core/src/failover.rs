@@ -31,8 +31,9 @@ use crate::arm_health::ArmHealth;
 use crate::cached_session::CacheUse;
 use crate::error::codes as error_codes;
 use crate::language::Language;
-use crate::speech::{SpeechError, SpeechSession};
+use crate::speech::{SpeakingRate, SpeechError, SpeechSession};
 use crate::switcher::{LanguageRoute, Switcher};
+use crate::text::Lexicon;
 
 /// A session opened on one of the arms.
 pub struct Opened {
@@ -55,13 +56,26 @@ pub struct Failover {
     health: Option<Arc<ArmHealth>>,
     language_route: Option<LanguageRoute>,
     reroute: Option<LanguageRoute>,
+    lexicon: Option<Arc<Lexicon>>,
+    speaking_rate: SpeakingRate,
 }
 
 impl Failover {
     /// `arms` in the order they are tried; at least one.
     pub fn new(arms: Vec<Arm>) -> Self {
         assert!(!arms.is_empty(), "a failover needs at least one arm");
-        Failover { arms, open_timeout: DEFAULT_OPEN_TIMEOUT, language: None, sample_rate: None, cache: None, health: None, language_route: None, reroute: None }
+        Failover {
+            arms,
+            open_timeout: DEFAULT_OPEN_TIMEOUT,
+            language: None,
+            sample_rate: None,
+            cache: None,
+            health: None,
+            language_route: None,
+            reroute: None,
+            lexicon: None,
+            speaking_rate: SpeakingRate::NORMAL,
+        }
     }
 
     /// The arms' remembered health, shared with other conversations ([`crate::arm_health`]); `None`:
@@ -87,6 +101,19 @@ impl Failover {
     /// ([`crate::speech::SessionOptions::sample_rate`]); `None`: each arm's own.
     pub fn sample_rate(mut self, rate: Option<u32>) -> Self {
         self.sample_rate = rate;
+        self
+    }
+
+    /// The lexicon every sentence is said by, whichever arm speaks it ([`crate::pronouncing`]); `None`:
+    /// each as written.
+    pub fn lexicon(mut self, lexicon: Option<Arc<Lexicon>>) -> Self {
+        self.lexicon = lexicon;
+        self
+    }
+
+    /// How fast every arm speaks ([`crate::speech::SessionOptions::speaking_rate`]).
+    pub fn speaking_rate(mut self, rate: SpeakingRate) -> Self {
+        self.speaking_rate = rate;
         self
     }
 
@@ -118,6 +145,7 @@ impl Failover {
             conversation_id: conversation_id.to_string(),
             language: self.language.clone(),
             sample_rate: self.sample_rate,
+            speaking_rate: self.speaking_rate,
             cancel: cancel.clone(),
             limit: self.open_timeout,
             cache: self.cache.clone(),
@@ -134,11 +162,14 @@ impl Failover {
             }
         };
         let backend = arm.backend.name().to_string();
-        if rest.is_empty() && self.language_route.is_none() && self.reroute.is_none() {
-            return Ok(Opened { session, backend, handovers });
-        }
         let cancel = with.cancel.clone();
-        let switcher = Switcher::new(arm, rest, with, self.language_route.clone(), self.reroute.clone());
-        Ok(Opened { session: crate::session_stack::across_arms(switcher, session, cancel), backend, handovers })
+        let session = if rest.is_empty() && self.language_route.is_none() && self.reroute.is_none() {
+            session
+        } else {
+            let switcher = Switcher::new(arm, rest, with, self.language_route.clone(), self.reroute.clone());
+            crate::session_stack::across_arms(switcher, session, cancel.clone())
+        };
+        let session = crate::session_stack::lexicon(session, self.lexicon.clone(), self.language.clone(), cancel);
+        Ok(Opened { session, backend, handovers })
     }
 }

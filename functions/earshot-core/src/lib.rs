@@ -18,8 +18,9 @@
 //!   the language its first sentence settles).
 //! - [`cache`]: the audio of sentences said before, bounded in bytes; [`cached_session`]: a backend
 //!   session that answers them from it.
-//! - [`session_layer`]: a layer around a speech session (the budget, the switcher, the cache) and the one
-//!   relay each runs in; [`session_stack`]: their order, written once.
+//! - [`session_layer`]: a layer around a speech session (the budget, the lexicon, the switcher, the
+//!   cache) and the one relay each runs in; [`session_stack`]: their order, written once;
+//!   [`pronouncing`]: the lexicon's layer.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames); [`output`]: the
 //!   audio format a client plays, and the encoder that turns a backend's PCM into it.
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
@@ -41,6 +42,7 @@ pub mod error;
 pub mod failover;
 pub mod output;
 pub mod playback;
+pub mod pronouncing;
 pub mod protocol;
 pub mod redact;
 pub mod scheduler;

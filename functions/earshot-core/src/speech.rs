@@ -153,10 +153,58 @@ pub struct SessionOptions {
     /// The rate the client plays, where it asked for one: a backend that can produce it (or a rate
     /// nearer it) natively does so (Polly's 8 kHz for telephony); the gateway converts the rest.
     pub sample_rate: Option<u32>,
+    /// How fast to speak: the backend's own rate (the Kokoro container's `speed`, Polly's prosody rate);
+    /// word timings are those of the audio as spoken.
+    pub speaking_rate: SpeakingRate,
     /// The conversation's id, as the client gave it (or as it was generated).
     pub conversation_id: String,
     /// Cancelled when the conversation ends for any reason.
     pub cancel: CancellationToken,
+}
+
+/// How fast a voice speaks, as a whole percentage of its normal rate: 50 % to 200 % (`rate` 0.5 to 2.0
+/// in a request). Whole percentages, so that it keys the sentence cache exactly and is what Polly's
+/// prosody rate takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SpeakingRate(u16);
+
+impl SpeakingRate {
+    /// The voice's own rate (100 %).
+    pub const NORMAL: SpeakingRate = SpeakingRate(100);
+    /// The slowest rate offered (0.5).
+    pub const MIN: f64 = 0.5;
+    /// The fastest rate offered (2.0).
+    pub const MAX: f64 = 2.0;
+
+    /// The rate `factor` times the normal one (1.0: normal), to the nearest percent; `Err` with why
+    /// outside [`SpeakingRate::MIN`]–[`SpeakingRate::MAX`].
+    pub fn from_factor(factor: f64) -> Result<SpeakingRate, String> {
+        if !factor.is_finite() || !(Self::MIN..=Self::MAX).contains(&factor) {
+            return Err(format!("a speaking rate is from {} to {} (1 is the voice's own), not {factor}", Self::MIN, Self::MAX));
+        }
+        Ok(SpeakingRate((factor * 100.0).round() as u16))
+    }
+
+    /// The rate as a percentage of the normal one (100: normal).
+    pub fn percent(self) -> u16 {
+        self.0
+    }
+
+    /// The rate as a factor of the normal one (1.0: normal).
+    pub fn factor(self) -> f32 {
+        f32::from(self.0) / 100.0
+    }
+
+    /// Whether it is the voice's own rate.
+    pub fn is_normal(self) -> bool {
+        self == Self::NORMAL
+    }
+}
+
+impl Default for SpeakingRate {
+    fn default() -> Self {
+        Self::NORMAL
+    }
 }
 
 /// A voice a backend offers.

@@ -84,6 +84,11 @@ pub struct GatewaySettings {
     pub cache_shared: Option<SharedUse>,
     /// The audio format of an answer whose request names none; `None`: the backend's own PCM.
     pub output_format: Option<earshot_core::output::OutputFormat>,
+    /// How fast a voice speaks where a request names no `rate`.
+    pub speaking_rate: earshot_core::speech::SpeakingRate,
+    /// The deployment's pronunciation lexicon ([`earshot_core::pronouncing`]); `None`: sentences are
+    /// said as written.
+    pub lexicon: Option<std::sync::Arc<earshot_core::text::Lexicon>>,
     /// The deployment's secret that keys every conversation's key (interrupts, agent sessions): the
     /// same in every process of a deployment; by default one drawn for this process alone.
     pub conversation_secret: crate::owner::ConversationSecret,
@@ -127,6 +132,8 @@ impl Default for GatewaySettings {
             cache: CacheSettings::default(),
             cache_shared: None,
             output_format: None,
+            speaking_rate: earshot_core::speech::SpeakingRate::NORMAL,
+            lexicon: None,
             conversation_secret: crate::owner::ConversationSecret::random(),
         }
     }

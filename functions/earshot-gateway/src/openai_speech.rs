@@ -15,7 +15,8 @@
 //! - `response_format`: `wav` (the default here: OpenAI's default, `mp3`, is not made), `pcm` (raw 16-bit
 //!   little-endian mono at 24 kHz, as OpenAI's), `opus` (Ogg Opus at 48 kHz); `mp3`, `aac` and `flac` are
 //!   `400 unsupported_response_format`.
-//! - `speed`: 1 only for now (a speaking rate is not offered yet); `instructions`: read and ignored.
+//! - `speed`: 0.5 to 2.0, earshot's speaking rate (OpenAI's wider 0.25 to 4.0 is refused outside it);
+//!   `instructions`: read and ignored.
 //! - `stream_format`: `audio` (the bytes, streamed as they are made) or `sse` (`speech.audio.delta`
 //!   events with base64 audio, then `speech.audio.done`).
 //!
@@ -36,6 +37,7 @@ use earshot_core::agent::AgentInput;
 use earshot_core::output::OutputFormat;
 use earshot_core::protocol::{Delivery, ServerEvent};
 use earshot_core::scheduler::Release;
+use earshot_core::speech::SpeakingRate;
 use futures_util::stream;
 use serde::Deserialize;
 use tokio_util::sync::DropGuard;
@@ -181,11 +183,11 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
         }
         other => return Err(invalid("invalid_response_format", "response_format", format!("unknown `response_format` `{other}` (wav, pcm or opus)"))),
     };
-    match body.speed {
-        None => {}
-        Some(speed) if (speed - 1.0).abs() < 1e-9 => {}
-        Some(speed) => return Err(invalid("unsupported_speed", "speed", format!("`speed` {speed} is not offered yet: leave it out or send 1"))),
-    }
+    // OpenAI takes 0.25 to 4.0; earshot's voices speak 0.5 to 2.0 (Kokoro's `speed`, Polly's prosody rate).
+    let rate = match body.speed {
+        None => None,
+        Some(speed) => Some(SpeakingRate::from_factor(speed).map_err(|e| invalid("unsupported_speed", "speed", format!("`speed`: {e}")))?),
+    };
     let sse = match body.stream_format.as_deref() {
         None | Some("audio") => false,
         Some("sse") => true,
@@ -199,6 +201,7 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
         release: Release::Incremental,
         delivery: Delivery::Sse,
         output: Some(container.output()),
+        rate,
         conversation_id: uuid::Uuid::new_v4().to_string(),
         conversation_id_given: false,
         api: Some(API),
@@ -338,6 +341,9 @@ mod tests {
         .unwrap();
         assert_eq!((named.request.backend.as_deref(), named.request.voice.as_deref()), (Some("polly"), Some("ruth")));
         assert_eq!((named.container, named.sse, named.request.output), (Container::Opus, true, Some(OutputFormat::Opus48000)));
+        assert_eq!(named.request.rate, Some(SpeakingRate::NORMAL));
+        let faster = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":1.5}"#, &backends(), 100).unwrap();
+        assert_eq!(faster.request.rate.map(SpeakingRate::percent), Some(150), "OpenAI's speed is earshot's speaking rate");
     }
 
     #[test]
@@ -350,7 +356,8 @@ mod tests {
         assert_eq!(refused(r#"{"model":"tts-1","input":"Hi."}"#), (400, "missing_voice".into(), Some("voice")));
         assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"  "}"#), (400, "empty_input".into(), Some("input")));
         assert_eq!(refused(&format!(r#"{{"model":"tts-1","voice":"alloy","input":"{}"}}"#, "a".repeat(101))).1, "input_too_long");
-        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":1.5}"#), (400, "unsupported_speed".into(), Some("speed")));
+        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":3.0}"#), (400, "unsupported_speed".into(), Some("speed")));
+        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":0.25}"#), (400, "unsupported_speed".into(), Some("speed")));
         assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","stream_format":"chunks"}"#).1, "invalid_stream_format");
         let response = OpenAiError(Box::new(ApiError::bad_request("model_not_found", "no")), Some("model")).into_response();
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);

@@ -9,6 +9,7 @@ use earshot_core::language::{Language, LanguageSource};
 use earshot_core::output::OutputFormat;
 use earshot_core::protocol::Delivery;
 use earshot_core::scheduler::Release;
+use earshot_core::speech::SpeakingRate;
 use earshot_core::text::normalise;
 use serde::Deserialize;
 
@@ -41,6 +42,8 @@ pub struct SpeakBody {
     pub output_format: Option<String>,
     /// 1 to 128 characters of letters, digits and `- _ . :`; generated when left out.
     pub conversation_id: Option<String>,
+    /// How fast to speak, 0.5 to 2.0 (1: the voice's own); the deployment's when left out.
+    pub rate: Option<f64>,
 }
 
 /// One turn of `messages`, as chat APIs write it.
@@ -108,6 +111,8 @@ pub struct SpeakRequest {
     pub delivery: Delivery,
     /// The audio format the request names; `None`: the deployment's default.
     pub output: Option<OutputFormat>,
+    /// How fast to speak, where the request says; `None`: the deployment's rate.
+    pub rate: Option<SpeakingRate>,
     /// The conversation's id, the client's or one the gateway generated.
     pub conversation_id: String,
     /// Whether the client chose `conversation_id` (rather than the gateway generating one).
@@ -208,7 +213,11 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         None => None,
         Some(tag) => Some(Language::parse(tag).map_err(|e| ApiError::bad_request("invalid_language", e))?),
     };
-    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, conversation_id, conversation_id_given, api: None })
+    let rate = match body.rate {
+        None => None,
+        Some(rate) => Some(SpeakingRate::from_factor(rate).map_err(|e| ApiError::bad_request("invalid_rate", format!("`rate`: {e}")))?),
+    };
+    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, rate, conversation_id, conversation_id_given, api: None })
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use earshot_core::failover::{Arm, Failover, Opened};
 use earshot_core::language::{Language, LanguageSource};
 use earshot_core::protocol::BackendReason;
-use earshot_core::speech::{codes, SpeechBackend, SpeechError};
+use earshot_core::speech::{codes, SpeakingRate, SpeechBackend, SpeechError};
 use earshot_core::switcher::LanguageRoute;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +30,8 @@ pub(crate) struct Route {
     pub language_from: Option<String>,
     /// The audio format the client plays (the request's, else the deployment's); `None`: the backend's.
     pub output: Option<OutputFormat>,
+    /// How fast every arm speaks (the request's, else the deployment's).
+    pub speaking_rate: SpeakingRate,
 }
 
 /// Step 1: chooses the backend and its failover order among those the caller's token allows, with
@@ -129,7 +131,8 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
         Some(_) => {}
     }
     let output = request.output.or(gw.settings().output_format);
-    Ok(Route { choice, arms, language, language_from, output })
+    let speaking_rate = request.rate.unwrap_or(gw.settings().speaking_rate);
+    Ok(Route { choice, arms, language, language_from, output, speaking_rate })
 }
 
 /// The rate a conversation's arms are opened at for the client's `output` format (Polly's 8 kHz for
@@ -202,6 +205,8 @@ pub(crate) async fn open(
         .open_timeout(gw.settings().backend_open_timeout)
         .language(language)
         .sample_rate(session_rate(route.output))
+        .speaking_rate(route.speaking_rate)
+        .lexicon(gw.settings().lexicon.clone())
         .cache(gw.cache_use(owner))
         .arm_health(Some(gw.arm_health().clone()))
         .language_route(language_route)

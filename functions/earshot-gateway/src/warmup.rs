@@ -164,8 +164,12 @@ async fn render(gw: &Gateway, backend: &Arc<dyn SpeechBackend>, voice: &str, sen
     let mut live = gw.live_conversations();
     let work = async {
         let mut session =
-            open_alone(&arm, "earshot-cache-warmup", rate, Some(cache.clone()), gw.settings().backend_open_timeout, &cancel).await.map_err(|e| e.message)?;
-        let request = SpeechRequest { index: 0, text: sentence.to_string(), language: None };
+            open_alone(&arm, "earshot-cache-warmup", (rate, gw.settings().speaking_rate), Some(cache.clone()), gw.settings().backend_open_timeout, &cancel)
+                .await
+                .map_err(|e| e.message)?;
+        // As a conversation's lexicon layer would send it, so that the key is the one a conversation looks for.
+        let text = gw.settings().lexicon.as_ref().map_or_else(|| sentence.to_string(), |l| l.apply(sentence, None).into_owned());
+        let request = SpeechRequest { index: 0, text, language: None };
         for command in [SpeechCommand::Speak(request), SpeechCommand::Finish] {
             session.commands.send(command).await.map_err(|_| "the session ended".to_string())?;
         }

@@ -8,6 +8,7 @@
 //!   [`abbreviations`], its character classes [`chars`], its list markers [`list_marker`].
 //! - [`spoken`]: each sentence's numbers, times and money in words for its language (French and
 //!   Mandarin), with a map back to the written words.
+//! - [`lexicon`]: a pronunciation lexicon: written forms and what a voice says for them.
 //! - [`language`]: BCP 47 tags, and detection by script then by trigram profile.
 //! - [`words`]: the written words of a sentence, when each is heard (from a voice, or estimated from the
 //!   sentence's audio), and the map from a spoken form's word timings back to the written words.
@@ -29,6 +30,7 @@
 pub mod abbreviations;
 pub mod chars;
 pub mod language;
+pub mod lexicon;
 pub mod list_marker;
 pub mod normaliser;
 pub mod segmenter;
@@ -36,5 +38,6 @@ pub mod spoken;
 pub mod words;
 
 pub use language::Language;
+pub use lexicon::Lexicon;
 pub use normaliser::{normalise, Normaliser};
 pub use segmenter::{split, BoundaryKind, Segmenter, SegmenterConfig, Sentence};

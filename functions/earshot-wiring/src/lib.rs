@@ -249,6 +249,9 @@ async fn connect_parts(gateway: &mut GatewaySettings, settings: &Settings, aws_r
         CacheScope::Owner => tracing::info!("the sentence cache: each caller hears only its own sentences from it (scope owner, no warm-up)"),
         CacheScope::Off => tracing::info!("the sentence cache is off"),
     }
+    if let Some(lexicon) = &gateway.lexicon {
+        tracing::info!("the lexicon: {} entries (version {}), said the same way on every voice", lexicon.entries().len(), lexicon.version());
+    }
     if let Some(bucket) = &settings.cache_bucket {
         let tier = aws().sentence_tier(bucket, &settings.cache_prefix, settings.cache_endpoint.as_deref());
         let backends: Vec<String> = settings.cache_shared_backends.iter().map(|b| b.name()).collect();

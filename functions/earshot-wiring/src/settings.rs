@@ -10,6 +10,8 @@ use earshot_core::agent_deadlines::defaults as agent_defaults;
 use earshot_core::cache::{CacheLimits, CacheScope};
 use earshot_core::language::Language;
 use earshot_core::scheduler::defaults as scheduler_defaults;
+use earshot_core::speech::SpeakingRate;
+use earshot_core::text::Lexicon;
 use earshot_gateway::auth::TokenAuth;
 use earshot_gateway::cache_settings::{CacheSettings, Warmup};
 use earshot_gateway::config::defaults as gateway_defaults;
@@ -285,6 +287,14 @@ pub struct Settings {
     /// PCM (Kokoro 24 kHz, Polly 16 kHz).
     #[arg(long, env = "EARSHOT_OUTPUT_FORMAT")]
     pub output_format: Option<earshot_core::output::OutputFormat>,
+    /// How fast a voice speaks where a request names no `rate`: 0.5 to 2.0 (1: the voice's own).
+    #[arg(long, env = "EARSHOT_SPEAKING_RATE", default_value_t = 1.0)]
+    pub speaking_rate: f64,
+    /// A pronunciation lexicon, a file of `written form [language] = what to say` lines
+    /// (`docs/pronunciation.md`): every sentence is said as it says, on every voice. A bad line stops the
+    /// start with its number and why.
+    #[arg(long, env = "EARSHOT_LEXICON")]
+    pub lexicon: Option<std::path::PathBuf>,
     /// Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; more are
     /// refused `429 too_many_conversations` (0: no limit). Shared across instances through the
     /// interrupt table where there is one.
@@ -407,6 +417,10 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_SYNTHETIC_LATENCY_MS",
     "EARSHOT_SYNTHETIC_SESSIONS",
     "EARSHOT_SYNTHETIC_LEAD_MS",
+    // How a sentence is said: the CDK app does not set them yet (a deployment's lexicon belongs in S3,
+    // read at init; docs/pronunciation.md). A function packaged with a lexicon file may name it.
+    "EARSHOT_SPEAKING_RATE",
+    "EARSHOT_LEXICON",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -511,6 +525,19 @@ impl Settings {
             limits: CacheLimits { max_bytes: (self.cache_mib * (1 << 20) as f64) as usize, max_chars: self.cache_max_chars },
             warmup: self.cache_warmup()?,
         })
+    }
+
+    /// The speaking rate of a request that names none.
+    pub fn speaking_rate(&self) -> Result<SpeakingRate, SettingsError> {
+        SpeakingRate::from_factor(self.speaking_rate).map_err(|e| SettingsError::of("speaking-rate", e))
+    }
+
+    /// The lexicon, read and checked; `None` where none is named.
+    pub fn lexicon(&self) -> Result<Option<Arc<Lexicon>>, SettingsError> {
+        let Some(path) = &self.lexicon else { return Ok(None) };
+        let text = std::fs::read_to_string(path).map_err(|e| SettingsError::of("lexicon", format!("{} cannot be read: {e}", path.display())))?;
+        let lexicon = Lexicon::parse(&text).map_err(|e| SettingsError::of("lexicon", format!("{}, {e}", path.display())))?;
+        Ok(Some(Arc::new(lexicon)))
     }
 
     fn cache_warmup(&self) -> Result<Warmup, SettingsError> {
@@ -681,6 +708,8 @@ impl Settings {
             },
             cache: self.cache(place)?,
             output_format: self.output_format,
+            speaking_rate: self.speaking_rate()?,
+            lexicon: self.lexicon()?,
             interrupts: match place {
                 // Conversations run in other invocations, out of this process's reach (unless a shared
                 // table is named: `build` connects it).

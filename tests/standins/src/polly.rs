@@ -10,7 +10,14 @@
 //! - a stream with no input for 5 s is closed (`StreamClosedEvent`), white space counting as input;
 //! - a stream ends after its maximum duration (10 minutes). Polly does not document what it sends
 //!   then; the stand-in assumes a `StreamClosedEvent`, the only documented end;
-//! - only the generative engine and PCM are accepted.
+//! - only the generative engine and PCM are accepted;
+//! - a `TextEvent` whose `TextType` is `ssml` is one `<speak>` document ("All SSML-enhanced text must be
+//!   enclosed within a pair of `<speak>` tags", Polly's SSML reference). The stand-in reads the tags
+//!   earshot sends, `<prosody rate="N%">` (20 % to 200 %, or `x-slow` to `x-fast`), and says the text at
+//!   that rate; any other tag, or a document that is not well formed, is a `ValidationException`
+//!   ("Unsupported SSML tags in input text generate errors"). SSML tags are not billed characters (the
+//!   `SynthesizeSpeech` limits: "SSML tags are not counted as billed characters"), so only the text is
+//!   counted.
 //!
 //! A test makes it throw a documented exception by sending a text holding `[[ExceptionName]]`, and
 //! can make it deliver audio late, in bursts or in odd-length pieces ([`PollyDelivery`]): Polly
@@ -91,6 +98,8 @@ async fn session(
     // closed without text (the deploy preflight's probe) costs Polly nothing and needs no voice here.
     let mut ws: Option<Ws> = None;
     let mut buffer = String::new();
+    // The rate of the text in the buffer (the last SSML `prosody` read; 1: the voice's own).
+    let mut speed = 1.0f32;
     let mut characters: u64 = 0;
     // Utterances at the voice: request id → its place in `Stats::polly_spoken`.
     let mut utterances: HashMap<String, usize> = HashMap::new();
@@ -109,7 +118,22 @@ async fn session(
                 Some(Ok(e)) if e.event_type == "TextEvent" => {
                     last_activity = Instant::now();
                     let json: serde_json::Value = serde_json::from_slice(&e.payload).unwrap_or_default();
-                    let text = json["Text"].as_str().unwrap_or("").to_string();
+                    let mut text = json["Text"].as_str().unwrap_or("").to_string();
+                    if json["TextType"].as_str() == Some("ssml") {
+                        state.stats.polly_ssml.lock().expect("stats lock").push(text.clone());
+                        match read_ssml(&text) {
+                            Ok((said, rate)) => {
+                                text = said;
+                                speed = rate;
+                            }
+                            Err(message) => {
+                                sender.raw(exception("ValidationException", &serde_json::json!({"message": message}))).await;
+                                break;
+                            }
+                        }
+                    } else if !text.trim().is_empty() {
+                        speed = 1.0;
+                    }
                     if let Some(name) = EXCEPTIONS.iter().find(|n| text.contains(&format!("[[{n}]]"))) {
                         sender.raw(exception(name, &serde_json::json!({"message": format!("{name} requested by the test")}))).await;
                         break;
@@ -120,13 +144,13 @@ async fn session(
                     characters += text.chars().count() as u64;
                     buffer.push_str(&text);
                     let flush = json["FlushStreamConfiguration"]["Force"].as_bool() == Some(true);
-                    if flush && !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref()), &mut next_request, &mut utterances).await {
+                    if flush && !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref(), speed), &mut next_request, &mut utterances).await {
                         sender.raw(exception("ServiceFailureException", &serde_json::json!({"message": "the voice is unavailable"}))).await;
                         break;
                     }
                 }
                 Some(Ok(e)) if e.event_type == "CloseStreamEvent" => {
-                    if !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref()), &mut next_request, &mut utterances).await {
+                    if !speak_buffer(&state, &mut ws, &mut buffer, (&voice, language.as_ref(), speed), &mut next_request, &mut utterances).await {
                         sender.raw(exception("ServiceFailureException", &serde_json::json!({"message": "the voice is unavailable"}))).await;
                         break;
                     }
@@ -298,7 +322,7 @@ async fn speak_buffer(
     state: &State,
     ws: &mut Option<Ws>,
     buffer: &mut String,
-    (voice, language): (&str, Option<&earshot_core::language::Language>),
+    (voice, language, speed): (&str, Option<&earshot_core::language::Language>, f32),
     next_request: &mut u32,
     utterances: &mut HashMap<String, usize>,
 ) -> bool {
@@ -315,7 +339,7 @@ async fn speak_buffer(
     let Some(voice_ws) = ws.as_mut() else { return false };
     let id = format!("p{next_request}");
     *next_request += 1;
-    if voice_ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, language, 1.0).into())).await.is_err() {
+    if voice_ws.send(Message::Text(kokoro_wire::synthesize(&id, buffer.trim(), voice, language, speed.clamp(0.5, 2.0)).into())).await.is_err() {
         return false;
     }
     let mut spoken = state.stats.polly_spoken.lock().expect("the log");
@@ -323,6 +347,47 @@ async fn speak_buffer(
     utterances.insert(id, spoken.len() - 1);
     buffer.clear();
     true
+}
+
+/// An SSML `TextEvent`'s text and rate (see the module docs); `Err` with Polly's kind of message.
+fn read_ssml(document: &str) -> Result<(String, f32), String> {
+    let inner = document
+        .trim()
+        .strip_prefix("<speak>")
+        .and_then(|d| d.strip_suffix("</speak>"))
+        .ok_or_else(|| "Invalid SSML request: the text must be one <speak> document".to_string())?;
+    let (mut text, mut rate, mut open) = (String::new(), 1.0f32, 0usize);
+    let mut rest = inner;
+    while let Some(at) = rest.find('<') {
+        text.push_str(&rest[..at]);
+        let end = rest[at..].find('>').ok_or("Invalid SSML request: a tag is not closed")? + at;
+        let tag = &rest[at + 1..end];
+        if tag == "/prosody" && open > 0 {
+            open -= 1;
+        } else if let Some(value) = tag.strip_prefix("prosody rate=\"").and_then(|t| t.strip_suffix('"')) {
+            rate = match value {
+                "x-slow" => 0.5,
+                "slow" => 0.75,
+                "medium" => 1.0,
+                "fast" => 1.25,
+                "x-fast" => 1.5,
+                percent => match percent.strip_suffix('%').and_then(|p| p.parse::<f32>().ok()) {
+                    Some(p) if (20.0..=200.0).contains(&p) => p / 100.0,
+                    _ => return Err(format!("Invalid SSML request: prosody rate `{value}` is not 20% to 200%")),
+                },
+            };
+            open += 1;
+        } else {
+            return Err(format!("Invalid SSML request: unsupported tag <{tag}>"));
+        }
+        rest = &rest[end + 1..];
+    }
+    text.push_str(rest);
+    if open != 0 {
+        return Err("Invalid SSML request: <prosody> is not closed".into());
+    }
+    let text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&");
+    Ok((text, rate))
 }
 
 fn kokoro_wire_rate() -> u32 {
@@ -361,4 +426,19 @@ pub fn describe_voices() -> Response<Body> {
         .header("content-type", "application/json")
         .body(crate::server::full(serde_json::json!({ "Voices": voices }).to_string()))
         .expect("a voices response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_ssml;
+
+    #[test]
+    fn ssml_is_read_for_its_text_and_rate_and_other_tags_are_refused() {
+        assert_eq!(read_ssml("<speak><prosody rate=\"150%\">Tom &amp; Jerry.</prosody></speak>"), Ok(("Tom & Jerry.".into(), 1.5)));
+        assert_eq!(read_ssml("<speak>Plain.</speak>"), Ok(("Plain.".into(), 1.0)));
+        assert!(read_ssml("Plain.").is_err());
+        assert!(read_ssml("<speak><emphasis>Hi</emphasis></speak>").unwrap_err().contains("unsupported tag <emphasis>"));
+        assert!(read_ssml("<speak><prosody rate=\"300%\">Hi</prosody></speak>").is_err());
+        assert!(read_ssml("<speak><prosody rate=\"90%\">Hi</speak>").is_err());
+    }
 }

@@ -83,6 +83,8 @@ pub struct Stats {
     pub polly_max_duration_closes: AtomicU64,
     /// Every utterance voiced, in the order its text was flushed.
     pub polly_spoken: std::sync::Mutex<Vec<Spoken>>,
+    /// Every `TextEvent` sent as SSML (`TextType` `ssml`), as sent, in order.
+    pub polly_ssml: std::sync::Mutex<Vec<String>>,
     pub sagemaker_streams: AtomicU64,
     /// Every `synthesize` message carried to the container through SageMaker, as JSON (its text, voice
     /// and language), in order.

@@ -33,6 +33,9 @@ pub struct SayArgs {
     /// `*.opus` or `*.ogg` gets an Ogg Opus answer as it came.
     #[arg(long)]
     output_format: Option<String>,
+    /// How fast to speak, 0.5 to 2.0 (1: the voice's own; the gateway's default when left out).
+    #[arg(long)]
+    rate: Option<f64>,
     /// Where to write the audio.
     #[arg(long, short, default_value = "answer.wav")]
     out: PathBuf,
@@ -58,6 +61,7 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         format: Some(args.format.clone()),
         output_format: args.output_format.clone(),
         conversation_id: None,
+        rate: args.rate,
         ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

@@ -1,0 +1,82 @@
+//! The `openai` suite: OpenAI's `POST /v1/audio/speech` against earshot's own `POST /v1/speak` in text
+//! mode, on one `earshot serve` with the real Kokoro model. Both take the same text, go through the same
+//! routing, session stack and scheduler, and stream audio as each sentence is made; the endpoint differs
+//! only in its framing (raw PCM in the body against SSE with base64 audio), so their first audio should
+//! sit on the same floor. The cells alternate, in a shuffled order each round, each text said once (the
+//! cache is off). Measured at the client from the request's send: the first audio event decoded for
+//! `/v1/speak` (earshot's client), the first byte of the body for `/v1/audio/speech` (reqwest).
+
+use std::time::Instant;
+
+use earshot_client::{speak, CallOptions, SpeakBody};
+use serde::{Deserialize, Serialize};
+
+use crate::stack::{self, Paths};
+use crate::Rng;
+
+/// A short opener, then a sentence: the first audio is the opener's.
+const TEXTS: &[&str] = &[
+    "Sure. Your order shipped this morning.",
+    "Okay. The store opens at nine tomorrow.",
+    "Right. Your refund was issued yesterday.",
+    "Yes. Your appointment is on Tuesday at three.",
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// `POST /v1/speak` with `text`: the client's first audio, per request.
+    pub speak_ms: Vec<f64>,
+    /// `POST /v1/audio/speech` (`response_format` `pcm`): the first byte of audio, per request.
+    pub openai_ms: Vec<f64>,
+}
+
+pub async fn run(paths: &Paths, trials: usize) -> Result<Results, String> {
+    let kokoro = stack::kokoro(paths).await?;
+    let args: Vec<String> = ["--backends", "kokoro", "--kokoro-url", &kokoro.url].iter().map(|s| s.to_string()).collect();
+    let gateway = stack::gateway(paths, "gateway-openai", &args, &[]).await?;
+    let http = reqwest::Client::new();
+    let mut results = Results { speak_ms: Vec::new(), openai_ms: Vec::new() };
+    let mut rng = Rng(0x0_0A15);
+    // One round unmeasured: the first of each opens its connections and warms the model.
+    for round in 0..=trials {
+        let mut order = [0usize, 1];
+        rng.shuffle(&mut order);
+        for cell in order {
+            // Each text once per cell and round, with the round in it so that no two requests say the same.
+            let text = format!("{} Round {round}.", TEXTS[(round + cell) % TEXTS.len()]);
+            let ms = match cell {
+                0 => speak_first_audio(&gateway.url, &text).await?,
+                _ => openai_first_audio(&http, &gateway.url, &text).await?,
+            };
+            if round > 0 {
+                [&mut results.speak_ms, &mut results.openai_ms][cell].push(ms);
+            }
+        }
+    }
+    Ok(results)
+}
+
+async fn speak_first_audio(url: &str, text: &str) -> Result<f64, String> {
+    let body = SpeakBody { text: Some(text.to_string()), ..Default::default() };
+    let received = speak(url, &body, &CallOptions::default()).await.map_err(|e| format!("/v1/speak: {e}"))?;
+    if let Some(error) = &received.error {
+        return Err(format!("/v1/speak: {}: {}", error.code, error.message));
+    }
+    received.marks.first_audio_decoded_ms.ok_or_else(|| "/v1/speak: no audio".to_string())
+}
+
+async fn openai_first_audio(http: &reqwest::Client, url: &str, text: &str) -> Result<f64, String> {
+    let sent = Instant::now();
+    let body = serde_json::json!({"model": "kokoro", "voice": "alloy", "input": text, "response_format": "pcm"});
+    let mut response = http.post(format!("{url}/v1/audio/speech")).json(&body).send().await.map_err(|e| format!("/v1/audio/speech: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("/v1/audio/speech: {}", response.status()));
+    }
+    let mut first = None;
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("/v1/audio/speech: {e}"))? {
+        if !chunk.is_empty() {
+            first.get_or_insert(sent.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    first.ok_or_else(|| "/v1/audio/speech: no audio".to_string())
+}

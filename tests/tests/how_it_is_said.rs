@@ -1,0 +1,151 @@
+//! How a sentence is said, end to end: a speaking rate (the Kokoro container's speed, Polly's prosody
+//! rate as SSML) and a pronunciation lexicon (every arm sent the same words, a failover included),
+//! with the words a client sees still the written ones.
+
+use std::sync::Arc;
+
+use earshot_aws::{PollyBackend, PollySettings, SageMakerBackend, SageMakerSettings};
+use earshot_client::{speak, CallOptions, Received, SpeakBody};
+use earshot_core::protocol::TimingSource;
+use earshot_core::speech::SpeechBackend;
+use earshot_core::text::Lexicon;
+use earshot_e2e::{agent, check_conversation, kokoro_backend, serve, text, Kokoro};
+use earshot_gateway::{Gateway, GatewaySettings, Routing};
+use earshot_standins::{StandIns, StandInsConfig};
+
+const ANSWER: &str = "Your order shipped this morning. It should arrive on Thursday, before noon.";
+const LEXICON: &str = "# how this deployment says its product names\nSQL = sequel\nkubectl = cube control\n";
+
+fn settings(lexicon: Option<&str>) -> GatewaySettings {
+    let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
+    settings.cache.scope = earshot_core::cache::CacheScope::Off;
+    settings.lexicon = lexicon.map(|l| Arc::new(Lexicon::parse(l).expect("the lexicon")));
+    settings
+}
+
+async fn kokoro_gateway(lexicon: Option<&str>) -> String {
+    let backend = kokoro_backend(Kokoro::shared()).await;
+    let mut settings = settings(lexicon);
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    serve(Gateway::new(vec![backend], Arc::new(agent(200.0)), settings)).await.url
+}
+
+/// The answer's audio in milliseconds, and where its last word ends from the answer's start.
+fn lengths(r: &Received) -> (f64, f64) {
+    let timeline = r.timeline.as_ref().expect("a timeline");
+    let audio: f64 = timeline.sentences.iter().map(|s| s.audio_ms).sum();
+    let before_last: f64 = timeline.sentences[..timeline.sentences.len() - 1].iter().map(|s| s.audio_ms).sum();
+    let (timing, words) = r.words(timeline.sentences.len() as u32 - 1);
+    assert_eq!(timing, Some(TimingSource::Model), "the voice's own word timings");
+    (audio, before_last + words.last().expect("words").end_ms)
+}
+
+#[tokio::test]
+async fn a_slower_or_faster_rate_stretches_the_audio_and_its_word_timings_with_it() {
+    let url = kokoro_gateway(None).await;
+    let said_at = |rate: f64| {
+        let url = url.clone();
+        async move {
+            let r = speak(&url, &SpeakBody { rate: Some(rate), ..text(ANSWER) }, &CallOptions::default()).await.expect("spoken");
+            check_conversation(&r);
+            lengths(&r)
+        }
+    };
+    let (audio, last_word) = said_at(1.0).await;
+    for rate in [0.75, 1.5] {
+        let (scaled_audio, scaled_last_word) = said_at(rate).await;
+        // Within 10 % of the length at the voice's own rate divided by the rate.
+        for (what, normal, scaled) in [("audio", audio, scaled_audio), ("the last word's end", last_word, scaled_last_word)] {
+            let expected = normal / rate;
+            assert!((scaled - expected).abs() <= 0.10 * expected, "rate {rate}: {what} {scaled:.0} ms, expected about {expected:.0} ms (at 1: {normal:.0} ms)");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_rate_outside_half_to_double_is_refused_before_any_speech() {
+    let url = kokoro_gateway(None).await;
+    for rate in [0.25, 2.5] {
+        let response = reqwest::Client::new().post(format!("{url}/v1/speak")).json(&serde_json::json!({"text": "Hello.", "rate": rate})).send().await.unwrap();
+        assert_eq!(response.status(), 400);
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_rate", "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("0.5 to 2"), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_lexicon_entry_changes_what_the_voice_says_and_the_words_stay_as_written() {
+    let said = "Run kubectl with SQL today.";
+    let plain = speak(&kokoro_gateway(None).await, &text(said), &CallOptions::default()).await.expect("spoken");
+    let lexicon = speak(&kokoro_gateway(Some(LEXICON)).await, &text(said), &CallOptions::default()).await.expect("spoken");
+    assert_eq!(check_conversation(&lexicon), [said], "the client is told the sentence as written");
+    let (timing, words) = lexicon.words(0);
+    assert_eq!(timing, Some(TimingSource::Model));
+    let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(texts, ["Run", "kubectl", "with", "SQL", "today"], "every word as written, each timed by the model");
+    // "cube control" takes longer to say than the voice's own reading of "kubectl": another sound.
+    let kubectl = |r: &Received| r.words(0).1.iter().find(|w| w.text == "kubectl").map(|w| w.end_ms - w.start_ms).unwrap();
+    assert!((kubectl(&lexicon) - kubectl(&plain)).abs() > 50.0, "kubectl: {} ms with the lexicon, {} ms without", kubectl(&lexicon), kubectl(&plain));
+    assert_ne!(lexicon.audio, plain.audio);
+}
+
+async fn standins() -> StandIns {
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    earshot_standins::start(StandInsConfig { kokoro_url: kokoro.url.clone(), ..Default::default() }, 0).await.expect("the stand-ins start")
+}
+
+async fn polly(config: &earshot_aws::SdkConfig) -> Arc<dyn SpeechBackend> {
+    let settings = PollySettings { first_audio_timeout: Some(earshot_e2e::untested_silence().await), ..Default::default() };
+    Arc::new(PollyBackend::new(config, settings).expect("a Polly backend"))
+}
+
+#[tokio::test]
+async fn polly_is_sent_the_lexicon_s_words_at_the_rate_as_ssml() {
+    let s = standins().await;
+    let config = earshot_e2e::run_aws::sdk_for(&s).await;
+    let mut settings = settings(Some(LEXICON));
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    let url = serve(Gateway::new(vec![polly(&config).await], Arc::new(agent(200.0)), settings)).await.url;
+    let r = speak(&url, &SpeakBody { rate: Some(1.5), ..text("We use SQL & more.") }, &CallOptions::default()).await.expect("spoken");
+    assert_eq!(check_conversation(&r), ["We use SQL & more."]);
+    let ssml = s.stats.polly_ssml.lock().unwrap().clone();
+    assert_eq!(ssml, [r#"<speak><prosody rate="150%">We use sequel &amp; more.</prosody></speak>"#], "one document, escaped, at 150 %");
+    // Words Polly does not time are estimated from the written sentence.
+    let (timing, words) = r.words(0);
+    assert_eq!(timing, Some(TimingSource::Estimated));
+    assert_eq!(words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["We", "use", "SQL", "more"]);
+    // At the voice's own rate the text goes plain.
+    let r = speak(&url, &text("Plain SQL."), &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    assert_eq!(s.stats.polly_ssml.lock().unwrap().len(), 1, "no SSML at rate 1");
+    assert!(s.stats.polly_spoken.lock().unwrap().iter().any(|u| u.text == "Plain sequel."));
+}
+
+#[tokio::test]
+async fn a_failover_before_the_first_audio_says_the_entry_as_the_first_arm_was_sent_it() {
+    let s = standins().await;
+    let config = earshot_e2e::run_aws::sdk_for(&s).await;
+    let kokoro = SageMakerSettings {
+        endpoint_name: "earshot-kokoro".into(),
+        target_variant: None,
+        voices: vec!["jf_alpha".into()],
+        default_voice: "jf_alpha".into(),
+        language_voices: vec![],
+        speed: 1.0,
+    };
+    let sagemaker: Arc<dyn SpeechBackend> = Arc::new(SageMakerBackend::new(&config, kokoro));
+    let mut settings = settings(Some(LEXICON));
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    settings.routing = Routing { failover: true, ..Default::default() };
+    let url = serve(Gateway::new(vec![polly(&config).await, sagemaker], Arc::new(agent(200.0)), settings)).await.url;
+    // Polly's stand-in fails the stream on the marker: the conversation moves to Kokoro on SageMaker.
+    let said = "Try SQL [[ServiceFailureException]] now.";
+    let r = speak(&url, &text(said), &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    assert_eq!(r.session.as_ref().unwrap().backend, "kokoro", "the second arm (Kokoro on SageMaker) speaks");
+    let to_kokoro: Vec<String> = s.stats.sagemaker_synthesize.lock().unwrap().iter().filter_map(|m| m["text"].as_str().map(str::to_string)).collect();
+    assert_eq!(to_kokoro, ["Try sequel [[ServiceFailureException]] now."], "the second arm is sent the lexicon's words too");
+    assert!(r.words(0).1.iter().any(|w| w.text == "SQL"), "and the client sees the written word");
+}
