@@ -886,6 +886,31 @@ mod tests {
     }
 
     #[test]
+    fn a_lexicon_is_read_at_start_and_a_missing_file_a_bad_line_or_a_rate_out_of_range_stops_it() {
+        let dir = std::env::temp_dir();
+        let good = dir.join(format!("earshot-lexicon-good-{}.txt", std::process::id()));
+        let bad = dir.join(format!("earshot-lexicon-bad-{}.txt", std::process::id()));
+        std::fs::write(&good, "# names\nSQL = sequel\n").unwrap();
+        std::fs::write(&bad, "SQL = sequel\nkubectl cube control\n").unwrap();
+        let loaded = served(&[("EARSHOT_LEXICON", good.to_str().unwrap()), ("EARSHOT_SPEAKING_RATE", "1.25")]).unwrap();
+        assert_eq!(loaded.lexicon.map(|l| l.entries().len()), Some(1));
+        assert_eq!(loaded.speaking_rate.percent(), 125);
+        let refused = |vars: &[(&str, &str)]| match served(vars) {
+            Ok(_) => panic!("{vars:?} was taken"),
+            Err(e) => e.to_string(),
+        };
+        let missing = refused(&[("EARSHOT_LEXICON", "/nonexistent/lexicon.txt")]);
+        assert!(missing.contains("lexicon") && missing.contains("cannot be read"), "{missing}");
+        let line = refused(&[("EARSHOT_LEXICON", bad.to_str().unwrap())]);
+        assert!(line.contains("line 2") && line.contains("written form = what to say"), "{line}");
+        let rate = refused(&[("EARSHOT_SPEAKING_RATE", "3")]);
+        assert!(rate.contains("speaking-rate") && rate.contains("0.5 to 2"), "{rate}");
+        for file in [good, bad] {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+
+    #[test]
     fn a_backend_s_cap_is_a_backend_and_a_whole_number() {
         assert_eq!(backend_conversations("polly=8").unwrap().of("polly"), Some(8));
         assert_eq!(backend_conversations("Polly=8, synthetic=0").unwrap().of("synthetic"), None, "0: no cap");
