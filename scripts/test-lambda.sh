@@ -17,7 +17,7 @@ export PATH="$tools/bin:$PATH"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 kokoro_port=$(free_port); standins_port=$(free_port); lambda_port=$(free_port); moto_port=$(free_port)
-agents_port=$(free_port); lambda2_port=$(free_port); lambda3_port=$(free_port)
+agents_port=$(free_port); lambda2_port=$(free_port); lambda3_port=$(free_port); lambda4_port=$(free_port)
 moto="$root/tests/moto/.venv"
 
 pids=()
@@ -138,11 +138,25 @@ $test_credentials
 ENV
 # The bootstrap as an AWS_IAM deployment configures it (EARSHOT_AUTH=none), behind a URL that
 # authenticates nobody (cargo lambda's, as a URL with auth NONE would): every request is refused, and
-# the refusal names the ways out.
+# the refusal names the ways out. Through the Invoke API, with the IAM caller in the request context as a
+# function URL writes it, two session names of one role are one owner (a budget of 40 characters an hour).
 cat >"$logs/lambda-iam.env" <<ENV
 EARSHOT_BACKENDS="synthetic"
 EARSHOT_AGENT="scripted"
 EARSHOT_CONVERSATION_SECRET="lambda-test-conversation-secret-0123456789abcdef"
+EARSHOT_MAX_CHARS_PER_OWNER_HOUR="40"
+$test_credentials
+ENV
+# A public (auth NONE) deployment with its walls as deployed: each caller address an owner with a budget
+# (40 characters an hour) and conversation ids of its own, met through the interrupt table.
+cat >"$logs/lambda-public.env" <<ENV
+EARSHOT_BACKENDS="synthetic"
+EARSHOT_AGENT="scripted"
+EARSHOT_AUTH="public"
+EARSHOT_MAX_CHARS_PER_OWNER_HOUR="40"
+EARSHOT_CONVERSATION_SECRET="lambda-test-conversation-secret-0123456789abcdef"
+EARSHOT_INTERRUPT_TABLE="interrupts"
+EARSHOT_INTERRUPT_ENDPOINT="http://127.0.0.1:$moto_port"
 $test_credentials
 ENV
 # Built before the watchers start: a build while they watch can restart a function mid-test.
@@ -161,6 +175,9 @@ url2=$watched_url
 echo "lambda: cargo lambda watch on port $lambda3_port configured for IAM"
 watch_function "$lambda3_port" "$logs/lambda-iam.env" "$logs/watch-iam.log"
 url3=$watched_url
+echo "lambda: cargo lambda watch on port $lambda4_port, public with per-address walls"
+watch_function "$lambda4_port" "$logs/lambda-public.env" "$logs/watch-public.log"
+url4=$watched_url
 
 wait_for "http://127.0.0.1:$kokoro_port/ping" "Kokoro" 180
 wait_healthy "$url" "$logs/watch.log"
@@ -168,7 +185,7 @@ echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, P
 "$target/debug/earshot" doctor --url "$url"
 
 echo "lambda: streaming test against $url"
-EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart
+EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart --skip the_lambda_keeps_strangers_apart_by_their_address --skip the_lambda_counts_an_assumed_role_as_one_owner_whatever_its_session_name
 
 echo "lambda: OpenAI's Python SDK speaks through the function URL's /v1/audio/speech (pcm, wav, sse; mp3 refused)"
 "$root/bench/peer/.venv/bin/python" "$root/tests/openai/speak_with_the_sdk.py" "$url" >"$logs/openai-sdk.json"
@@ -199,3 +216,12 @@ case "$reply" in
   *) echo "lambda: an unsigned caller of an IAM deployment was not refused: $reply"; tail -20 "$logs/watch-iam.log"; exit 1 ;;
 esac
 [ "$code" = 403 ] || { echo "lambda: /healthz answered $code to an unsigned caller, not 403"; exit 1; }
+
+echo "lambda: the IAM function through the Invoke API: two session names of one role share one budget"
+EARSHOT_LAMBDA_INVOKE_URL="http://127.0.0.1:$lambda3_port/2015-03-31/functions/bootstrap/invocations" \
+  cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --nocapture the_lambda_counts_an_assumed_role_as_one_owner_whatever_its_session_name
+
+echo "lambda: the public function through the Invoke API: each address (an IPv6 one by its /64) has its own budget and ids"
+wait_healthy "$url4" "$logs/watch-public.log"
+EARSHOT_LAMBDA_INVOKE_URL="http://127.0.0.1:$lambda4_port/2015-03-31/functions/bootstrap/invocations" \
+  cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --nocapture the_lambda_keeps_strangers_apart_by_their_address

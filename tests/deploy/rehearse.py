@@ -228,6 +228,9 @@ def first_deploy(r):
     check(voices and voices[0]["argv"][voices[0]["argv"].index("--region") + 1] == REGION, f"the preflight asks the deploying Region: {voices}", out)
     check(calls_of(calls, "docker", "info"), "Docker is asked whether it runs (the Kokoro image needs it)", out)
     check(f"Polly bidirectional streaming answers in {REGION}: a stream opened and closed (0 characters billed)" in out, "the preflight opened and closed one Polly stream", out)
+    check("authType NONE: anyone with the URL may call. One stranger (one address, or one IPv6 /64) in an hour at most: 30,000 characters spoken ($0.90 of Polly)" in out,
+          "a public deploy says what one stranger can spend in an hour before anything is made", out)
+    check(out.index("One stranger") < out.index("==> cdk deploy"), "the stranger's ceiling is said before cdk deploy", out)
 
     cdk = [c for c in calls if c["tool"] == "npx"]
     verbs = [next(a for a in c["argv"][c["argv"].index("cdk") + 1 :] if not a.startswith("-")) for c in cdk]

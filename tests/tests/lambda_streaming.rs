@@ -192,3 +192,81 @@ async fn the_lambda_keeps_two_bearers_conversations_apart() {
     let r = tokio::time::timeout(std::time::Duration::from_secs(10), speaking).await.expect("the stream ends").unwrap().unwrap();
     assert_eq!(r.error.map(|e| e.code).as_deref(), Some("interrupted"));
 }
+
+/// A function URL's request as Lambda hands it to the function (the API Gateway v2 payload: AWS, "Invoking
+/// Lambda function URLs"), from the network address `source_ip` and, where given, signed by the IAM principal
+/// `iam_arn`, sent through the Invoke API of `cargo lambda watch` (`EARSHOT_LAMBDA_INVOKE_URL`): its function
+/// URL fills in neither the caller's address nor an IAM caller, so the request context is written here as
+/// AWS documents it. The answer is the response's body (the Invoke API keeps the status in the stream's
+/// prelude, which cargo lambda does not pass on).
+async fn invoke_as(source_ip: &str, iam_arn: Option<&str>, path: &str, body: Option<serde_json::Value>) -> String {
+    let url = std::env::var("EARSHOT_LAMBDA_INVOKE_URL").expect("EARSHOT_LAMBDA_INVOKE_URL: the Invoke API of cargo lambda watch");
+    let mut context = serde_json::json!({
+        "accountId": "123456789012", "apiId": "earshot", "domainName": "earshot.lambda-url.us-east-1.on.aws",
+        "domainPrefix": "earshot", "requestId": "test", "routeKey": "$default", "stage": "$default",
+        "time": "06/Dec/2026:18:00:00 +0000", "timeEpoch": 1_796_580_000_000u64,
+        "http": { "method": "POST", "path": path, "protocol": "HTTP/1.1", "sourceIp": source_ip, "userAgent": "earshot-e2e" },
+    });
+    if let Some(arn) = iam_arn {
+        context["authorizer"] = serde_json::json!({ "iam": {
+            "accessKey": "AKIATEST", "accountId": "123456789012", "callerId": "AROATEST:session", "userArn": arn, "userId": "AROATEST:session",
+        } });
+    }
+    let event = serde_json::json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+        "headers": { "content-type": "application/json", "host": "earshot.lambda-url.us-east-1.on.aws" },
+        "requestContext": context, "isBase64Encoded": false,
+        "body": body.map(|b| b.to_string()).unwrap_or_default(),
+    });
+    let response = reqwest::Client::new().post(url).json(&event).send().await.expect("the Invoke API answers");
+    response.text().await.unwrap_or_default()
+}
+
+/// Speaks `text` under `id` as the caller `source_ip` / `iam_arn`: the body of the answer.
+async fn speak_as(source_ip: &str, iam_arn: Option<&str>, text: &str, id: &str) -> String {
+    invoke_as(source_ip, iam_arn, "/v1/speak", Some(serde_json::json!({ "text": text, "conversation_id": id, "format": "sse" }))).await
+}
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch with auth public, a 40-character budget and the interrupt table: make test-lambda"]
+async fn the_lambda_keeps_strangers_apart_by_their_address() {
+    // A function URL with auth NONE: each network address is an owner (an IPv6 one by its /64), with a
+    // budget of its own (40 characters an hour here: one 31-character sentence, then less than a block).
+    let sentence = "Hello there, how are you today?";
+    let spoken = |body: &str| body.contains("event: done");
+    let spent = |body: &str| body.contains("\"character_budget_spent\"");
+    let body = speak_as("198.51.100.7", None, sentence, "a").await;
+    assert!(spoken(&body), "{body}");
+    let body = speak_as("198.51.100.7", None, sentence, "b").await;
+    assert!(spent(&body), "198.51.100.7 spent its budget: {body}");
+    let body = speak_as("198.51.100.8", None, sentence, "a").await;
+    assert!(spoken(&body), "198.51.100.8's budget is its own: {body}");
+    // One /64 is one caller: a new address in it is not a new budget.
+    assert!(spoken(&speak_as("2001:db8:7:1::10", None, sentence, "a").await));
+    let body = speak_as("2001:db8:7:1::99", None, sentence, "a").await;
+    assert!(spent(&body), "a neighbour in the /64 shares its budget: {body}");
+    // A stranger cannot stop another address's answer by guessing its id; the address that started it can.
+    let speaking = tokio::spawn(speak_as("198.51.100.9", None, sentence, "support-1"));
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    assert!(!speaking.is_finished(), "the answer ended too soon to test anything");
+    let body = invoke_as("198.51.100.10", None, "/v1/conversations/support-1/interrupt", None).await;
+    assert!(body.contains("\"unknown_conversation\""), "another address's id is unknown to a stranger: {body}");
+    let body = invoke_as("198.51.100.9", None, "/v1/conversations/support-1/interrupt", None).await;
+    assert!(!body.contains("\"error\""), "its own address stops it: {body}");
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), speaking).await.expect("the stream ends").unwrap();
+    assert!(body.contains("\"interrupted\""), "the answer ends interrupted: {body}");
+}
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch configured for IAM with a 40-character budget: make test-lambda"]
+async fn the_lambda_counts_an_assumed_role_as_one_owner_whatever_its_session_name() {
+    // The caller picks its role session's name, so a new name per request must not be a new budget.
+    let role = |name: &str, session: &str| format!("arn:aws:sts::123456789012:assumed-role/{name}/{session}");
+    let sentence = "Hello there, how are you today?";
+    let body = speak_as("198.51.100.20", Some(&role("voice-app", "alice-1")), sentence, "a").await;
+    assert!(body.contains("event: done"), "{body}");
+    let body = speak_as("198.51.100.21", Some(&role("voice-app", "alice-2")), sentence, "b").await;
+    assert!(body.contains("\"character_budget_spent\""), "a second session name of the role shares its budget: {body}");
+    let body = speak_as("198.51.100.20", Some(&role("other-app", "alice-1")), sentence, "a").await;
+    assert!(body.contains("event: done"), "another role is another owner: {body}");
+}

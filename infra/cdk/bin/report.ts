@@ -3,10 +3,12 @@
 // After a deploy it also asks SNS (through the aws CLI, where it is installed) who receives the spend
 // alarms, and says plainly when no one does: an alarm that reaches no one only looks like a guard. After a
 // deploy that failed or was stopped (`left`), it says which earshot stacks exist and what they cost an hour.
+// Before a public deploy (`strangers`), what one stranger can spend in an hour at most.
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CDK_ROOT, DEFAULT_CONFIG_FILE, instancePricePerHour, readConfigFile, resolveConfig } from '../lib/config';
+import { strangerCeiling } from '../lib/spend-guards';
 
 const [what, where] = process.argv.slice(2);
 
@@ -19,7 +21,7 @@ if (what === 'templates') {
 } else if (what === 'outputs') {
   const outputs = JSON.parse(fs.readFileSync(where, 'utf8')) as Record<string, Record<string, string>>;
   for (const [stack, values] of Object.entries(outputs)) {
-    for (const key of ['FunctionUrl', 'AuthType', 'EndpointName', 'LogGroup', 'SpendGuards']) {
+    for (const key of ['FunctionUrl', 'AuthType', 'EndpointName', 'LogGroup', 'SpendGuards', 'StrangerCeiling']) {
       if (values[key] !== undefined) console.log(`    ${stack} ${key}: ${values[key]}`);
     }
   }
@@ -27,9 +29,34 @@ if (what === 'templates') {
   if (topic !== undefined) console.log(alarmReceivers(topic));
 } else if (what === 'left') {
   console.log(whatBills(process.argv.slice(3)));
+} else if (what === 'strangers') {
+  const said = strangersBeforeDeploy(process.argv.slice(3));
+  if (said !== undefined) console.log(said);
 } else {
-  console.error('usage: report.ts templates DIR | outputs FILE | left [key=value ...]');
+  console.error('usage: report.ts templates DIR | outputs FILE | left [key=value ...] | strangers [key=value ...]');
   process.exit(2);
+}
+
+/** A deploy's own `key=value` settings (its context) as a map. */
+function contextOf(context: string[]): Record<string, string> {
+  return Object.fromEntries(context.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
+/**
+ * Before a deploy whose URL anyone may call (auth NONE): what one stranger can spend in an hour at most,
+ * from the configuration the deploy will use, so the number is read before anything bills. Nothing for
+ * other auth types, or for a configuration the deploy itself will refuse (it says why).
+ */
+function strangersBeforeDeploy(context: string[]): string | undefined {
+  const settings = contextOf(context);
+  try {
+    const file = readConfigFile(settings.configFile ? path.resolve(CDK_ROOT, settings.configFile) : DEFAULT_CONFIG_FILE);
+    const config = resolveConfig(file, (key) => settings[key], process.env.AWS_REGION ?? 'us-east-1');
+    if (config.authType !== 'NONE') return undefined;
+    return `    authType NONE: anyone with the URL may call. ${strangerCeiling(config)}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -38,7 +65,7 @@ if (what === 'templates') {
  * without it, what the deploy may have made. `context` is the deploy's own `key=value` settings.
  */
 function whatBills(context: string[]): string {
-  const settings = Object.fromEntries(context.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const settings = contextOf(context);
   let endpoint = 'billed by the hour per instance, day and night (SageMaker pricing, real-time inference)';
   try {
     const file = readConfigFile(settings.configFile ? path.resolve(CDK_ROOT, settings.configFile) : DEFAULT_CONFIG_FILE);

@@ -16,7 +16,7 @@ import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './ar
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig, deployedBackends, instanceKind, instancePricePerHour } from './config';
 import { EarshotDashboard } from './dashboard';
-import { publishedPrices } from './prices';
+import { spendGuards, strangerCeiling } from './spend-guards';
 import { CACHE_PREFIX, lambdaEnvironment } from './lambda-env';
 
 /** The response headers a browser page may read (they name the backend and why it was chosen). */
@@ -298,6 +298,8 @@ export class EarshotGatewayStack extends Stack {
     // What bounds the bill, said in one line beside the alarms (make deploy prints it): the caps that stop
     // spending, then the alarms that only tell.
     new CfnOutput(this, 'SpendGuards', { value: spendGuards(c), description: 'What bounds the spend: caps that refuse, then alarms that notify' });
+    // Auth NONE: anyone may call, so make deploy says what one stranger can cost in an hour at most.
+    if (c.authType === 'NONE') new CfnOutput(this, 'StrangerCeiling', { value: strangerCeiling(c), description: 'What one caller address can spend in an hour at most, at list prices' });
 
     // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
     // An alarm that tells nobody guards nothing: each publishes to a topic of the stack's, which an
@@ -367,30 +369,3 @@ export class EarshotGatewayStack extends Stack {
     if (props.kokoro) new CfnOutput(this, 'EndpointName', { value: props.kokoro.endpointName, description: 'The Kokoro SageMaker endpoint' });
   }
 }
-
-/**
- * The deployment's spend guards in words, with Polly's cost of the per-caller budget at the dated list price
- * (docs/prices.json): the caps the gateway enforces (refusing or cutting), then the alarms that only notify.
- */
-export function spendGuards(c: EarshotConfig): string {
-  const n = (x: number) => x.toLocaleString('en-US');
-  const polly = deployedBackends(c).includes('polly');
-  const prices = publishedPrices();
-  // Auth NONE: a caller is its network address (docs/access.md), so every per-caller cap is per address.
-  const caller = c.authType === 'NONE' ? 'caller address' : 'caller';
-  const caps = [
-    c.reservedConcurrency > 0 ? `${n(c.reservedConcurrency)} requests at once, conversations and interrupts together (reservedConcurrency)` : 'requests at once: no cap (reservedConcurrency 0)',
-    c.maxConversationsPerOwner > 0 ? `${n(c.maxConversationsPerOwner)} live per ${caller}` : `live per ${caller}: no cap`,
-    c.maxCharsPerOwnerHour > 0
-      ? `${n(c.maxCharsPerOwnerHour)} characters per ${caller} per rolling hour${polly ? ` (about $${((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly at ${prices.asOf} list prices)` : ''}`
-      : `characters per ${caller}: no budget`,
-    c.maxInputCharsPerOwnerHour > 0 ? `${n(c.maxInputCharsPerOwnerHour)} characters sent per ${caller} per rolling hour (the agent's input)` : `characters sent per ${caller}: no budget`,
-    c.maxRequestsPerOwnerMinute > 0 ? `${n(c.maxRequestsPerOwnerMinute)} requests per ${caller} per minute` : `requests per ${caller}: no cap`,
-  ];
-  const alarms = [
-    c.alarmInvocationsPerHour > 0 ? `${n(c.alarmInvocationsPerHour)} conversations an hour` : undefined,
-    c.alarmPollyCharactersPerHour > 0 && polly ? `${n(c.alarmPollyCharactersPerHour)} Polly characters an hour` : undefined,
-  ].filter((a): a is string => a !== undefined);
-  return `caps: ${caps.join('; ')}. alarms (notify only): ${alarms.length > 0 ? alarms.join('; ') : 'none'}`;
-}
-

@@ -387,6 +387,15 @@ describe('token mode and spend guards', () => {
     assert.match(strangers, /4 live per caller address; 30,000 characters per caller address per rolling hour .*; 30 requests per caller address per minute\./);
   });
 
+  it('says what one stranger can spend in an hour at most where anyone may call, and only there', () => {
+    const open = synth({ authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com' }).gatewayTemplate.findOutputs('StrangerCeiling').StrangerCeiling.Value;
+    // 30,000 characters at $30 a million: $0.90; 1,800 requests and 4 conversations held an hour.
+    assert.match(open, /^One stranger \(one address, or one IPv6 \/64\) in an hour at most: 30,000 characters spoken \(\$0\.90 of Polly\); 300,000 characters sent to the agent \(about 75,000 input tokens, at the agent's price\); 1,800 requests, 4 at once \(\$\d+\.\d\d of Lambda at [\d,]+ MB\)\. Each new address adds as much; all callers together: 20 requests at once/);
+    const unbounded = synth({ authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com', maxCharsPerOwnerHour: '0' }).gatewayTemplate.findOutputs('StrangerCeiling').StrangerCeiling.Value;
+    assert.match(unbounded, /in an hour: characters spoken: no limit;/, 'an unbounded line is said, and "at most" is not');
+    assert.deepEqual(synth().gatewayTemplate.findOutputs('StrangerCeiling'), {}, 'IAM callers are no strangers');
+  });
+
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
   const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
 
