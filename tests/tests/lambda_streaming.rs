@@ -270,3 +270,24 @@ async fn the_lambda_counts_an_assumed_role_as_one_owner_whatever_its_session_nam
     let body = speak_as("198.51.100.20", Some(&role("other-app", "alice-1")), sentence, "a").await;
     assert!(body.contains("event: done"), "another role is another owner: {body}");
 }
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch with auth public, a 2,000-character input budget and the table: make test-lambda"]
+async fn the_lambda_budgets_what_a_stranger_sends() {
+    // 900 characters of earlier turns for the prompt "ok", answered "Ok.": what the agent bills as input,
+    // whatever the answer's length. Two fit in 2,000 characters an hour; a third is refused before the agent.
+    let heavy = |id: &str| {
+        serde_json::json!({
+            "prompt": "ok", "conversation_id": id, "format": "sse",
+            "messages": [{ "role": "user", "content": "x".repeat(900) }, { "role": "assistant", "content": "Ok." }],
+        })
+    };
+    for id in ["s:1", "s:2"] {
+        let body = invoke_as("198.51.100.30", None, "/v1/speak", Some(heavy(id))).await;
+        assert!(body.contains("event: done"), "within the budget: {body}");
+    }
+    let body = invoke_as("198.51.100.30", None, "/v1/speak", Some(heavy("s:3"))).await;
+    assert!(body.contains("\"input_budget_spent\""), "a third passes 2,000 characters, however short its answer: {body}");
+    let body = invoke_as("198.51.100.31", None, "/v1/speak", Some(heavy("s:1"))).await;
+    assert!(body.contains("event: done"), "another address's input budget is its own: {body}");
+}
