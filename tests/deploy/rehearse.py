@@ -9,12 +9,18 @@ unignored files, times kept, the CDK app's node_modules linked), so nothing a re
 is touched. The doctor speaks to a real `earshot serve` (the synthetic voice and the scripted agent), named by the
 FunctionUrl the stand-in cdk writes into the outputs as cdk would. The preflight's Polly probe opens a real
 StartSpeechSynthesisStream through the JavaScript SDK, against the Polly stand-in (earshot-standins) named by
-AWS_ENDPOINT_URL_POLLY, as the SDK reads it.
+AWS_ENDPOINT_URL_POLLY, as the SDK reads it. Without the aws CLI the preflight asks Lambda and CloudFormation
+through the SDK (infra/cdk/bin/sdk-aws.ts): a small stand-in here answers those two as their API references
+give them (Lambda's REST JSON GetAccountSettings, CloudFormation's query protocol DescribeStacks in XML), from
+the same scenario state the stand-in aws answers from.
 
 Usage: rehearse.py EARSHOT_BINARY STANDINS_BINARY   (make test-deploy builds them and runs this)
 """
+import http.server
 import json
 import os
+import threading
+import urllib.parse
 import shutil
 import socket
 import subprocess
@@ -68,6 +74,9 @@ class Rehearsal:
             "AWS_SECRET_ACCESS_KEY": "rehearsal",
             "NODE_EXTRA_CA_CERTS": os.path.join(self.work, "standins.pem"),
         }
+        self.sdk_asked = []
+        self.sdk_server = sdk_standin(self)
+        threading.Thread(target=self.sdk_server.serve_forever, daemon=True).start()
         # Last: nothing after it can fail and leave the process running without a Rehearsal to close it.
         self.polly = self.start_standins(standins)
         self.env["AWS_ENDPOINT_URL_POLLY"] = self.polly
@@ -183,6 +192,7 @@ class Rehearsal:
         fail("earshot serve did not become healthy", open(os.path.join(self.work, "serve.log")).read())
 
     def close(self):
+        self.sdk_server.shutdown()
         for process in (self.server, self.standins):
             if process:
                 process.terminate()
@@ -204,6 +214,57 @@ def fail(message, output=""):
 def check(condition, message, output=""):
     if not condition:
         fail(message, output)
+
+
+def sdk_standin(r):
+    """Lambda's GetAccountSettings and CloudFormation's DescribeStacks as the SDK calls them, answered from the
+    scenario: REHEARSAL_LAMBDA_CONCURRENCY (the account's limit) and REHEARSAL_LAMBDA_UNRESERVED (what other
+    functions leave unreserved; the limit by default), and the stacks the stand-in cdk made. Each request is
+    kept in r.sdk_asked with the service its signature names."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self, status, content_type, body):
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def asked(self, what):
+            scope = self.headers.get("authorization", "").split("Credential=")[-1].split(",")[0].split("/")
+            r.sdk_asked.append({"what": what, "region": scope[2] if len(scope) > 3 else None, "service": scope[3] if len(scope) > 3 else None})
+
+        def do_GET(self):
+            if self.path.startswith("/2016-08-19/account-settings"):
+                self.asked("GetAccountSettings")
+                limit = int(r.scenario_env.get("REHEARSAL_LAMBDA_CONCURRENCY", "1000"))
+                unreserved = int(r.scenario_env.get("REHEARSAL_LAMBDA_UNRESERVED", str(limit)))
+                body = {"AccountLimit": {"TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800, "ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": unreserved},
+                        "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": 0}}
+                return self.reply(200, "application/json", json.dumps(body))
+            self.reply(404, "application/json", json.dumps({"message": f"no such path {self.path}"}))
+
+        def do_POST(self):
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("content-length", "0"))).decode())
+            if form.get("Action") != ["DescribeStacks"]:
+                return self.reply(400, "text/xml", "<ErrorResponse><Error><Code>InvalidAction</Code><Message>not rehearsed</Message></Error></ErrorResponse>")
+            self.asked("DescribeStacks")
+            name = form.get("StackName", [""])[0]
+            made = os.path.exists(os.path.join(r.dir, "state.json"))  # the stand-ins write it once they make something
+            stack = r.state()["stacks"].get(name) if made else None
+            xmlns = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
+            if stack is None:
+                error = f"<Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id {name} does not exist</Message></Error>"
+                return self.reply(400, "text/xml", f'<ErrorResponse xmlns="{xmlns}">{error}<RequestId>rehearsal</RequestId></ErrorResponse>')
+            status = stack.get("_status", "CREATE_COMPLETE")
+            member = f"<member><StackName>{name}</StackName><StackStatus>{status}</StackStatus><CreationTime>2026-12-06T00:00:00Z</CreationTime></member>"
+            self.reply(200, "text/xml", f'<DescribeStacksResponse xmlns="{xmlns}"><DescribeStacksResult><Stacks>{member}</Stacks></DescribeStacksResult></DescribeStacksResponse>')
+
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
 
 def calls_of(calls, tool, *words):
@@ -350,6 +411,26 @@ def deploy_cut_short(r):
     check("nothing of earshot's bills" in out, "and destroy clears it", out)
 
 
+def no_aws_cli(r):
+    r.scenario("a deploy without the aws CLI: a new account's concurrency and other functions' reservations, asked through the SDK", REHEARSAL_LAMBDA_CONCURRENCY="10")
+    sdk = f"http://127.0.0.1:{r.sdk_server.server_address[1]}"
+    endpoints = {"AWS_ENDPOINT_URL_LAMBDA": sdk, "AWS_ENDPOINT_URL_CLOUDFORMATION": sdk}
+    out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
+    check("the aws CLI is not installed: the Lambda concurrency, the stacks and the Polly voices are asked through the AWS SDK" in out, "the SDK asks where the CLI cannot", out)
+    check(f"reservedConcurrency 20: the account's Lambda concurrency in {REGION} is 10" in out and "no function can reserve any" in out, "a new account's 10 stop the deploy", out)
+    check(not calls_of(calls, "npx"), "nothing is created: no cdk bootstrap or deploy", out)
+    check({"what": "GetAccountSettings", "region": REGION, "service": "lambda"} in r.sdk_asked, f"Lambda was asked, signed for {REGION}: {r.sdk_asked}", out)
+    check("not checked: the SageMaker quota" in out and "needs the aws CLI" in out, "what only the CLI asks is said as not checked", out)
+    check("not checked: Polly generative voices" not in out, "Polly's voices were asked through the SDK (the Polly stand-in lists them)", out)
+    # An account with room whose other functions reserve most of it: on a first deploy the stack is asked for.
+    r.sdk_asked.clear()
+    r.scenario_env["REHEARSAL_LAMBDA_CONCURRENCY"], r.scenario_env["REHEARSAL_LAMBDA_UNRESERVED"] = "1000", "110"
+    out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
+    check("other functions already reserve 890 of the account's 1000" in out and "at most 10 can be reserved" in out, "other functions' reservations stop a first deploy", out)
+    check([a["what"] for a in r.sdk_asked] == ["GetAccountSettings", "DescribeStacks"], f"the gateway stack was asked for through the SDK: {r.sdk_asked}", out)
+    check(not calls_of(calls, "npx"), "nothing is created", out)
+
+
 def a_laptop(r):
     r.scenario("a first deploy from a laptop: no credentials yet, a Mac without cmake")
     out, calls = r.make("deploy", expect_ok=False, REHEARSAL_CREDENTIALS="none")
@@ -378,6 +459,7 @@ def main():
         polly_only(r)
         destroy_whatever_is_left(r)
         deploy_cut_short(r)
+        no_aws_cli(r)
         a_laptop(r)
     finally:
         r.close()

@@ -1,6 +1,8 @@
 // `make check-deploy` runs this with the deploying credentials: it asks AWS, through the aws CLI (and for Polly's
 // streaming, one stream opened through the SDK), whether the Region offers what earshot.config.json needs
-// (lib/preflight.ts), and stops the deploy when it does not.
+// (lib/preflight.ts), and stops the deploy when it does not. Without the aws CLI the questions that can stop a
+// first deploy go through the SDK instead (bin/sdk-aws.ts, which answers in the CLI's shape); the rest are said
+// as not checked.
 import { spawnSync } from 'child_process';
 import * as path from 'path';
 import { CDK_ROOT, DEFAULT_CONFIG_FILE, deployedBackends, readConfigFile, resolveConfig } from '../lib/config';
@@ -16,12 +18,17 @@ if (!region) {
 const context: Record<string, string> = Object.fromEntries(contextArgs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const file = readConfigFile(context.configFile ? path.resolve(CDK_ROOT, context.configFile) : DEFAULT_CONFIG_FILE);
 const config = resolveConfig(file, (key) => context[key], region);
+const cliInstalled = (spawnSync('aws', ['--version'], { encoding: 'utf8', timeout: 30_000 }).error as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT';
+const [program, programArgs] = cliInstalled
+  ? ['aws', []]
+  : [process.execPath, ['--require', 'ts-node/register', path.join(__dirname, 'sdk-aws.ts')]];
 const ask = (args: string[]): Answer => {
-  const r = spawnSync('aws', args, { encoding: 'utf8', timeout: 30_000 });
-  return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };
+  const r = spawnSync(program, [...programArgs, ...args], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: 'true' } });
+  return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr || String(r.error ?? '') };
 };
 
 async function main(): Promise<void> {
+  if (!cliInstalled) console.log('    the aws CLI is not installed: the Lambda concurrency, the stacks and the Polly voices are asked through the AWS SDK for JavaScript');
   let probe: PollyProbe | undefined;
   if (deployedBackends(config).includes('polly')) {
     probe = await probePollyStream(region, pollyVoiceId(config.pollyVoice));
