@@ -292,6 +292,8 @@ def first_deploy(r):
     check("authType NONE: anyone with the URL may call. One stranger (one address, or one IPv6 /64) in an hour at most: 30,000 characters spoken ($0.90 of Polly)" in out,
           "a public deploy says what one stranger can spend in an hour before anything is made", out)
     check(out.index("One stranger") < out.index("==> cdk deploy"), "the stranger's ceiling is said before cdk deploy", out)
+    check(f"Polly allows 26 concurrent generative requests (the default, none applied in {REGION}); pollyConversations 8 holds up to 24" in out,
+          "the preflight sets Polly's concurrency quota beside the gateway's cap", out)
 
     cdk = [c for c in calls if c["tool"] == "npx"]
     verbs = [next(a for a in c["argv"][c["argv"].index("cdk") + 1 :] if not a.startswith("-")) for c in cdk]

@@ -117,6 +117,8 @@ def aws():
     if words[0] == "service-quotas" and words[1] in ("list-service-quotas", "list-aws-default-service-quotas"):
         if os.environ.get("REHEARSAL_QUOTAS", "ok") == "throttled":
             service_error("TooManyRequestsException", "ListServiceQuotas (reached max retries: 2)", "Rate exceeded")
+        if option("--service-code") == "polly":
+            out({"Quotas": []})  # ListServiceQuotas lists applied values only: none raised on this account
         out({"Quotas": [{"QuotaName": "ml.g5.xlarge for endpoint usage", "Value": 2.0}]})
     if words == ["cloudformation", "describe-stacks"]:
         name = option("--stack-name")

@@ -48,3 +48,22 @@ async fn past_its_cap_a_backend_takes_no_more_conversations_until_one_ends() {
     let served = served.expect("the place came back within two seconds");
     assert!(served.error.is_none(), "{:?}", served.error);
 }
+
+#[tokio::test]
+async fn the_doctor_says_what_a_capped_arm_holds_at_once_and_a_stranger_is_not_told() {
+    let doctor = |url: &str| {
+        let out = std::process::Command::new(earshot_e2e::earshot_bin()).args(["doctor", "--url", url]).output().expect("earshot doctor runs");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--backend-conversations", "synthetic=3"]).await;
+    earshot.healthy().await;
+    let url = earshot.url.clone();
+    let (ok, said) = tokio::task::spawn_blocking(move || doctor(&url)).await.unwrap();
+    assert!(ok && said.contains("synthetic: speaks"), "{said}");
+    assert!(said.contains("at most 3 conversations at once across the deployment"), "{said}");
+    // Where anyone may call, /healthz tells whether each arm is healthy and no more.
+    let public = EarshotProcess::start(&["--backends", "synthetic", "--backend-conversations", "synthetic=3", "--auth", "public"]).await;
+    public.healthy().await;
+    let health: serde_json::Value = reqwest::get(format!("{}/healthz", public.url)).await.unwrap().json().await.unwrap();
+    assert_eq!(health["backends"]["synthetic"], serde_json::json!({"ok": true}), "{health}");
+}

@@ -89,6 +89,9 @@ pub struct GatewaySettings {
     /// The deployment's pronunciation lexicon ([`earshot_core::pronouncing`]); `None`: sentences are
     /// said as written.
     pub lexicon: Option<std::sync::Arc<earshot_core::text::Lexicon>>,
+    /// What each capped backend holds at once across the deployment (`EARSHOT_BACKEND_CONVERSATIONS`: the
+    /// cap itself wraps the backend, [`crate::backend_cap`]), as `/healthz` tells the doctor; empty: none.
+    pub backend_conversations: Vec<(String, usize)>,
     /// The deployment's secret that keys every conversation's key (interrupts, agent sessions): the
     /// same in every process of a deployment; by default one drawn for this process alone.
     pub conversation_secret: crate::owner::ConversationSecret,
@@ -133,6 +136,7 @@ impl Default for GatewaySettings {
             cache_shared: None,
             output_format: None,
             speaking_rate: earshot_core::speech::SpeakingRate::NORMAL,
+            backend_conversations: Vec::new(),
             lexicon: None,
             conversation_secret: crate::owner::ConversationSecret::random(),
         }

@@ -359,6 +359,10 @@ async fn healthz(State(gw): State<Arc<Gateway>>) -> Response {
                 false => serde_json::json!({"code": s.code, "for_s": s.since.as_secs(), "probe_in_s": s.probe_in.as_secs()}),
             };
         }
+        // What the deployment lets it hold at once, for the doctor to set beside the service's quota (not for strangers).
+        if let Some((_, max)) = gw.settings().backend_conversations.iter().find(|(name, _)| name == b.name()).filter(|_| !strangers) {
+            status["conversations_at_once"] = serde_json::json!(max);
+        }
         report.insert(b.name().to_string(), status);
     }
     let status = if all_ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };

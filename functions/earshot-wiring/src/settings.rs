@@ -710,6 +710,7 @@ impl Settings {
             output_format: self.output_format,
             speaking_rate: self.speaking_rate()?,
             lexicon: self.lexicon()?,
+            backend_conversations: self.backend_conversations.0.iter().filter(|(_, max)| *max > 0).cloned().collect(),
             interrupts: match place {
                 // Conversations run in other invocations, out of this process's reach (unless a shared
                 // table is named: `build` connects it).

@@ -37,7 +37,8 @@ async function main(): Promise<void> {
   report(preflight(config, region, ask, probe));
 }
 
-function report({ missing, unchecked }: { missing: string[]; unchecked: string[] }): void {
+function report({ missing, unchecked, notes }: { missing: string[]; unchecked: string[]; notes: string[] }): void {
+  for (const n of notes) console.log(`    ${n}`);
   for (const u of unchecked) console.log(`    not checked: ${u}`);
   if (missing.length > 0) {
     console.log(`earshot: ${region} lacks what this configuration needs:`);

@@ -44,7 +44,18 @@ export interface Preflight {
   readonly missing: string[];
   /** What could not be asked: said, the deploy goes on. */
   readonly unchecked: string[];
+  /** What was found that the deployer should know (a quota beside the cap that depends on it): said. */
+  readonly notes: string[];
 }
+
+/**
+ * Polly's concurrency for generative voices by default: "Amazon Polly supports up to 26 concurrent requests"
+ * (Quotas in Amazon Polly, "Concurrent requests"). The name Service Quotas gives it is not in the documents
+ * read here, so an applied value is found by what its name says (generative, concurrent).
+ */
+export const POLLY_GENERATIVE_CONCURRENCY_DEFAULT = 26;
+/** Polly streams one conversation holds at most: the sentence speaking, the next opened ahead, one closing. */
+export const POLLY_STREAMS_PER_CONVERSATION = 3;
 
 /**
  * Where Polly's StartSpeechSynthesisStream is documented, with the source of each and the date of what was
@@ -79,6 +90,7 @@ export const pollyVoiceId = (name: string): string => name.charAt(0).toUpperCase
 export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: PollyProbe): Preflight {
   const missing: string[] = [];
   const unchecked: string[] = [];
+  const notes: string[] = [];
   const run = (args: string[]) => ask([...args, '--region', region, '--output', 'json']);
 
   if (deployedBackends(c).includes('polly')) {
@@ -107,6 +119,8 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
       }
     }
   }
+
+  if (deployedBackends(c).includes('polly')) checkPollyQuota(c, region, run, notes, unchecked);
 
   if (c.agent === 'bedrock') checkBedrock(c, region, run, missing, unchecked);
 
@@ -160,7 +174,32 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
     }
     unchecked.push(`SageMaker bidirectional streaming in ${region}: no API reports it; the SageMaker documentation on bidirectional streaming lists its Regions`);
   }
-  return { missing, unchecked };
+  return { missing, unchecked, notes };
+}
+
+/**
+ * Polly's concurrency quota beside the cap the gateway keeps (`pollyConversations`, up to 3 streams each):
+ * an applied value where Service Quotas lists one (ListServiceQuotas lists only applied values), else the
+ * documented default. Said, never stopping the deploy: past the quota Polly throttles and the failover
+ * spills to the other arm, and the gateway's own cap answers 503 before that.
+ */
+function checkPollyQuota(c: EarshotConfig, region: string, run: (args: string[]) => Answer, notes: string[], unchecked: string[]): void {
+  const q = run(['service-quotas', 'list-service-quotas', '--service-code', 'polly']);
+  if (!q.ok) {
+    unchecked.push(`Polly's concurrency quota for generative voices (aws service-quotas failed: ${firstLine(q.stderr)})`);
+    return;
+  }
+  const applied = ((JSON.parse(q.stdout).Quotas ?? []) as { QuotaName: string; Value: number }[]).find((x) => /generative/i.test(x.QuotaName) && /concurren/i.test(x.QuotaName));
+  const quota = applied?.Value ?? POLLY_GENERATIVE_CONCURRENCY_DEFAULT;
+  const source = applied ? `"${applied.QuotaName}" applied in ${region}` : `the default, none applied in ${region}`;
+  const fits = Math.floor(quota / POLLY_STREAMS_PER_CONVERSATION);
+  if (c.pollyConversations === 0) {
+    notes.push(`Polly allows ${quota} concurrent generative requests (${source}) and pollyConversations is 0 (no cap): past about ${fits} conversations at once Polly throttles; set -c pollyConversations=${fits}`);
+  } else if (c.pollyConversations * POLLY_STREAMS_PER_CONVERSATION > quota) {
+    notes.push(`pollyConversations ${c.pollyConversations} holds up to ${c.pollyConversations * POLLY_STREAMS_PER_CONVERSATION} Polly streams, above its ${quota} concurrent generative requests (${source}): Polly will throttle first; set -c pollyConversations=${fits} or raise the quota`);
+  } else {
+    notes.push(`Polly allows ${quota} concurrent generative requests (${source}); pollyConversations ${c.pollyConversations} holds up to ${c.pollyConversations * POLLY_STREAMS_PER_CONVERSATION}${fits > c.pollyConversations ? ` (the quota would take -c pollyConversations=${fits})` : ''}`);
+  }
 }
 
 const quotaNamed = (stdout: string, name: string): { Value: number } | undefined =>

@@ -17,13 +17,14 @@ const QUOTAS = ok({ Quotas: [{ QuotaName: 'ml.g5.xlarge for endpoint usage', Val
 /** An aws CLI that answers each service with the given answer and records what it was asked. */
 const ACCOUNT = ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 980 }, AccountUsage: { FunctionCount: 3 } });
 
-function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer; lambda?: Answer; stack?: Answer }) {
+function cli(answers: { polly?: Answer; bedrock?: Answer; profile?: Answer; quotas?: Answer; defaults?: Answer; lambda?: Answer; stack?: Answer; pollyQuotas?: Answer }) {
   const asked: string[][] = [];
   const ask = (args: string[]): Answer => {
     asked.push(args);
     if (args[0] === 'polly') return answers.polly ?? VOICES;
     if (args[1] === 'get-inference-profile' && answers.profile) return answers.profile;
     if (args[0] === 'bedrock') return answers.bedrock ?? MODEL;
+    if (args[0] === 'service-quotas' && args.includes('polly')) return answers.pollyQuotas ?? ok({ Quotas: [] });
     if (args[1] === 'list-aws-default-service-quotas') return answers.defaults ?? ok({ Quotas: [] });
     if (args[0] === 'service-quotas') return answers.quotas ?? QUOTAS;
     if (args[0] === 'lambda') return answers.lambda ?? ACCOUNT;
@@ -39,7 +40,7 @@ describe('deploy preflight', () => {
     const r = preflight(defaultConfig({ instanceType: 'ml.g5.xlarge', minInstances: 1 }), 'eu-west-2', ask);
     assert.deepEqual(r.missing, []);
     for (const args of asked) assert.deepEqual(args.slice(-4), ['--region', 'eu-west-2', '--output', 'json']);
-    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'bedrock get-foundation-model', 'lambda get-account-settings', 'service-quotas list-service-quotas']);
+    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'service-quotas list-service-quotas', 'bedrock get-foundation-model', 'lambda get-account-settings', 'service-quotas list-service-quotas']);
     assert.ok(r.unchecked.some((u) => u.includes('bidirectional streaming')), 'SageMaker streaming is named as unchecked');
   });
 
@@ -68,7 +69,7 @@ describe('deploy preflight', () => {
     assert.match(r.missing[0], /amazon\.nova-lite-v1:0.*ap-south-2.*list-foundation-models/);
     const { ask, asked } = cli({ bedrock: fail('An error occurred (ResourceNotFoundException) when calling the GetInferenceProfile operation') });
     const p = preflight(defaultConfig({ bedrockModelId: 'eu.amazon.nova-lite-v1:0' }), 'us-east-1', ask);
-    assert.deepEqual(asked[1].slice(0, 4), ['bedrock', 'get-inference-profile', '--inference-profile-identifier', 'eu.amazon.nova-lite-v1:0']);
+    assert.deepEqual(asked.find((a) => a[0] === 'bedrock')?.slice(0, 4), ['bedrock', 'get-inference-profile', '--inference-profile-identifier', 'eu.amazon.nova-lite-v1:0']);
     assert.match(p.missing[0], /inference profile eu\.amazon\.nova-lite-v1:0/);
   });
 
@@ -118,7 +119,7 @@ describe('deploy preflight', () => {
   it('asks nothing about SageMaker for a Polly-only deployment, nor about Polly without the Polly backend', () => {
     const pollyOnly = cli({});
     preflight(defaultConfig({ pollyOnly: true }), 'us-east-1', pollyOnly.ask);
-    assert.ok(!pollyOnly.asked.some((a) => a[0] === 'service-quotas'));
+    assert.ok(!pollyOnly.asked.some((a) => a[0] === 'service-quotas' && a.includes('sagemaker')));
     const kokoroOnly = cli({});
     preflight(defaultConfig({ backends: ['kokoro'], abWeights: { kokoro: 100 } }), 'us-east-1', kokoroOnly.ask);
     assert.ok(!kokoroOnly.asked.some((a) => a[0] === 'polly'));
@@ -184,5 +185,26 @@ describe('deploy preflight', () => {
     const { ask, asked } = cli({});
     preflight(defaultConfig({ reservedConcurrency: 0 }), 'eu-west-2', ask);
     assert.ok(!asked.some((a) => a[0] === 'lambda'), 'no reservation, nothing to ask');
+  });
+
+  it("sets Polly's concurrency quota beside the gateway's cap, and never stops the deploy for it", () => {
+    // No value applied (ListServiceQuotas lists only applied ones): the documented 26, 8 conversations of 3 fit.
+    const byDefault = preflight(defaultConfig(), 'us-east-1', cli({}).ask);
+    assert.deepEqual(byDefault.missing, []);
+    assert.match(byDefault.notes.join('\n'), /Polly allows 26 concurrent generative requests \(the default, none applied in us-east-1\); pollyConversations 8 holds up to 24/);
+    // An applied value, by what its name says (the exact name Service Quotas gives is not in the documents read).
+    const raised = ok({ Quotas: [{ QuotaName: 'Concurrent requests for generative voices', Value: 60 }] });
+    const more = preflight(defaultConfig(), 'us-east-1', cli({ pollyQuotas: raised }).ask);
+    assert.match(more.notes.join('\n'), /Polly allows 60 .*applied in us-east-1.*the quota would take -c pollyConversations=20/);
+    const lowered = ok({ Quotas: [{ QuotaName: 'Concurrent requests for generative voices', Value: 12 }] });
+    const over = preflight(defaultConfig(), 'us-east-1', cli({ pollyQuotas: lowered }).ask);
+    assert.deepEqual(over.missing, [], 'said, not stopped: the failover and the cap answer before Polly throttles a caller');
+    assert.match(over.notes.join('\n'), /pollyConversations 8 holds up to 24 Polly streams, above its 12 .*set -c pollyConversations=4/);
+    const uncapped = preflight(defaultConfig({ pollyConversations: 0 }), 'us-east-1', cli({}).ask);
+    assert.match(uncapped.notes.join('\n'), /no cap\): past about 8 conversations at once Polly throttles/);
+    const denied = preflight(defaultConfig(), 'us-east-1', cli({ pollyQuotas: fail('An error occurred (AccessDeniedException) when calling the ListServiceQuotas operation') }).ask);
+    assert.ok(denied.unchecked.some((u) => u.startsWith("Polly's concurrency quota for generative voices (aws service-quotas failed: An error occurred (AccessDeniedException)")), denied.unchecked.join('\n'));
+    const kokoroOnly = preflight(defaultConfig({ backends: ['kokoro'], abWeights: { kokoro: 100 } }), 'us-east-1', cli({}).ask);
+    assert.deepEqual(kokoroOnly.notes, [], 'no Polly, no quota to say');
   });
 });

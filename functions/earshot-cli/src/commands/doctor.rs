@@ -7,7 +7,8 @@
 //! backend the request names is never failed over (`Routing::fallbacks`), so an arm that cannot speak
 //! answers with its own error instead of hiding behind the other. It reports for each arm: healthy or not,
 //! time to first audio, the voice and the billed characters, or the error code and, for each AWS or
-//! earshot code it recognises, the likely fix. Then it asks the agent: one `prompt` conversation with
+//! earshot code it recognises, the likely fix; and for an arm the deployment caps (Polly), how many
+//! conversations it holds at once beside the service's quota. Then it asks the agent: one `prompt` conversation with
 //! no backend named, so the configured agent (Bedrock, an OpenAI-compatible endpoint, AgentCore, an
 //! HTTP agent) answers through the path every real prompt takes; a `text` conversation never calls the
 //! agent, so the arms' checks alone cannot prove it. It exits non-zero when an arm cannot speak or the
@@ -107,6 +108,21 @@ pub fn fix(code: &str) -> &'static str {
     }
 }
 
+/// What a capped arm holds at once across the deployment, set beside its service's quota where the
+/// doctor knows it: Polly's quotas page gives 26 concurrent requests for generative voices, and a
+/// conversation holds up to 3 streams (`earshot_gateway::backend_cap`).
+fn at_once(arm: &str, max: u64) -> String {
+    let held = format!("at most {max} conversations at once across the deployment (EARSHOT_BACKEND_CONVERSATIONS; CDK pollyConversations)");
+    match arm {
+        "polly" => format!(
+            "{held}: up to {} streams, against Polly's 26 concurrent requests for generative voices by default; \
+             with a higher quota applied (Service Quotas, Amazon Polly), raise the cap to a third of it",
+            max * 3
+        ),
+        _ => held,
+    }
+}
+
 pub fn run(args: DoctorArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let signer = args.access.signer(&args.url, &runtime)?;
@@ -137,6 +153,9 @@ pub fn run(args: DoctorArgs) -> Result<(), String> {
                 println!("      fix: {}", fix(code));
                 failing.push(arm.clone());
             }
+        }
+        if let Some(max) = status.get("conversations_at_once").and_then(|v| v.as_u64()) {
+            println!("      {}", at_once(arm, max));
         }
     }
     // The agent, through the path a real prompt takes (the gateway chooses the voice).
@@ -193,5 +212,12 @@ mod tests {
         assert!(fix("agent_unreachable").contains("EARSHOT_OPENAI_BASE_URL"));
         assert!(fix("model_stream_error").contains("/aws/sagemaker/Endpoints"));
         assert!(fix("something_new").contains("request id"));
+    }
+
+    #[test]
+    fn polly_s_cap_is_set_beside_its_quota() {
+        let said = at_once("polly", 8);
+        assert!(said.contains("at most 8 conversations") && said.contains("up to 24 streams") && said.contains("26 concurrent"), "{said}");
+        assert!(!at_once("kokoro", 4).contains("Polly"));
     }
 }
