@@ -252,8 +252,8 @@ def sdk_standin(r):
             form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("content-length", "0"))).decode())
             if form.get("Action") != ["DescribeStacks"]:
                 return self.reply(400, "text/xml", "<ErrorResponse><Error><Code>InvalidAction</Code><Message>not rehearsed</Message></Error></ErrorResponse>")
-            self.asked("DescribeStacks")
             name = form.get("StackName", [""])[0]
+            self.asked(f"DescribeStacks {name}")
             made = os.path.exists(os.path.join(r.dir, "state.json"))  # the stand-ins write it once they make something
             stack = r.state()["stacks"].get(name) if made else None
             xmlns = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
@@ -413,6 +413,21 @@ def deploy_cut_short(r):
     check("nothing of earshot's bills" in out, "and destroy clears it", out)
 
 
+def instance_type_change(r):
+    r.scenario("a new instance type for a deployed endpoint under autoscaling", REHEARSAL_SUBSCRIBED="1")
+    r.make("deploy")
+    g6 = "-c instanceType=ml.g6.xlarge -c instanceUsdPerHour=0.805"
+    out, calls = r.make("deploy", f"CDK_ARGS={g6}", expect_ok=False)
+    check("the endpoint earshot-kokoro runs ml.g5.xlarge as an autoscaling target, and SageMaker refuses to change the instance type of one" in out
+          and "add -c endpointName=earshot-kokoro-g6-xlarge" in out, "the change SageMaker would refuse is refused first, with the name that deploys it", out)
+    check(not calls_of(calls, "npx"), "nothing is deployed", out)
+    out, calls = r.make("deploy", f"CDK_ARGS={g6} -c endpointName=earshot-kokoro-g6-xlarge")
+    deploy = calls_of(calls, "npx", "deploy")
+    check(deploy and context(deploy[0]).get("endpointName") == "earshot-kokoro-g6-xlarge", f"a new endpoint beside the old: {deploy}", out)
+    check(r.state()["stacks"]["EarshotKokoroModel"]["InstanceType"] == "ml.g6.xlarge", "the model stack runs the new type", out)
+    r.make("destroy")
+
+
 def no_aws_cli(r):
     r.scenario("a deploy without the aws CLI: a new account's concurrency and other functions' reservations, asked through the SDK", REHEARSAL_LAMBDA_CONCURRENCY="10")
     sdk = f"http://127.0.0.1:{r.sdk_server.server_address[1]}"
@@ -429,7 +444,8 @@ def no_aws_cli(r):
     r.scenario_env["REHEARSAL_LAMBDA_CONCURRENCY"], r.scenario_env["REHEARSAL_LAMBDA_UNRESERVED"] = "1000", "110"
     out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
     check("other functions already reserve 890 of the account's 1000" in out and "at most 10 can be reserved" in out, "other functions' reservations stop a first deploy", out)
-    check([a["what"] for a in r.sdk_asked] == ["GetAccountSettings", "DescribeStacks"], f"the gateway stack was asked for through the SDK: {r.sdk_asked}", out)
+    asked = [a["what"] for a in r.sdk_asked]
+    check(asked == ["GetAccountSettings", "DescribeStacks EarshotGateway", "DescribeStacks EarshotKokoroModel"], f"the stacks were asked for through the SDK: {r.sdk_asked}", out)
     check(not calls_of(calls, "npx"), "nothing is created", out)
 
 
@@ -462,6 +478,7 @@ def main():
         destroy_whatever_is_left(r)
         deploy_cut_short(r)
         no_aws_cli(r)
+        instance_type_change(r)
         a_laptop(r)
     finally:
         r.close()

@@ -119,7 +119,7 @@ def aws():
             service_error("TooManyRequestsException", "ListServiceQuotas (reached max retries: 2)", "Rate exceeded")
         if option("--service-code") == "polly":
             out({"Quotas": []})  # ListServiceQuotas lists applied values only: none raised on this account
-        out({"Quotas": [{"QuotaName": "ml.g5.xlarge for endpoint usage", "Value": 2.0}]})
+        out({"Quotas": [{"QuotaName": "ml.g5.xlarge for endpoint usage", "Value": 2.0}, {"QuotaName": "ml.g6.xlarge for endpoint usage", "Value": 2.0}]})
     if words == ["cloudformation", "describe-stacks"]:
         name = option("--stack-name")
         stack = state()["stacks"].get(name)
@@ -208,7 +208,7 @@ def npx():
                 if subprocess.run(argv).returncode != 0:
                     sys.exit(1)
             s["images"].append(tag)
-            s["stacks"]["EarshotKokoroModel"] = {"EndpointName": "earshot-kokoro", "ImageUri": tag}
+            s["stacks"]["EarshotKokoroModel"] = {"EndpointName": ctx.get("endpointName", "earshot-kokoro"), "ImageUri": tag, "InstanceType": ctx.get("instanceType", "ml.g5.xlarge")}
         if os.environ.get("REHEARSAL_DEPLOY") == "gateway_refused":
             # A new account's 10 concurrent executions: CloudFormation refuses the gateway's reservation after the
             # model stack (and its endpoint) is up, as cdk reports it.

@@ -180,5 +180,8 @@ export class KokoroModelStack extends Stack {
 
     new CfnOutput(this, 'EndpointName', { value: this.endpoint.attrEndpointName, description: 'The Kokoro SageMaker endpoint' });
     new CfnOutput(this, 'ImageUri', { value: image.imageUri, description: 'The Kokoro image' });
+    // make deploy compares it with the configuration's: SageMaker refuses to change the instance type of an
+    // endpoint that is an autoscaling target, so a new type is deployed as a new endpoint (lib/preflight.ts).
+    new CfnOutput(this, 'InstanceType', { value: c.instanceType, description: "The endpoint's instance type" });
   }
 }

@@ -173,8 +173,37 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
       }
     }
     unchecked.push(`SageMaker bidirectional streaming in ${region}: no API reports it; the SageMaker documentation on bidirectional streaming lists its Regions`);
+    checkInstanceTypeChange(c, run, missing, unchecked);
   }
   return { missing, unchecked, notes };
+}
+
+/**
+ * A new `instanceType` for a deployed endpoint. The endpoint is an autoscaling target, and SageMaker refuses
+ * to change the instance type of one ("Update endpoints that use auto scaling", SageMaker developer guide:
+ * the update fails until its scaling policies are deleted and the variant deregistered), so CloudFormation's
+ * update would fail after minutes with the stack rolled back. A new `endpointName` makes it a new endpoint
+ * (and scaling target) beside the old one instead: the old serves until the new one is in service, then
+ * CloudFormation deletes it. The deployed type is the model stack's `InstanceType` output.
+ */
+function checkInstanceTypeChange(c: EarshotConfig, run: (args: string[]) => Answer, missing: string[], unchecked: string[]): void {
+  const a = run(['cloudformation', 'describe-stacks', '--stack-name', 'EarshotKokoroModel']);
+  if (!a.ok) {
+    if (!NOT_FOUND.test(a.stderr)) unchecked.push(`whether the endpoint's instance type changes (aws cloudformation describe-stacks failed: ${firstLine(a.stderr)})`);
+    return; // a first deploy: nothing to change
+  }
+  const outputs = Object.fromEntries(((JSON.parse(a.stdout).Stacks?.[0]?.Outputs ?? []) as { OutputKey: string; OutputValue: string }[]).map((o) => [o.OutputKey, o.OutputValue]));
+  if (outputs.EndpointName !== c.endpointName) return; // a new endpoint already: no update of the old
+  if (outputs.InstanceType === undefined) {
+    unchecked.push(`whether the endpoint's instance type changes: the deployed model stack predates its InstanceType output (to change instanceType, change endpointName with it: SageMaker refuses to change the instance type of an endpoint under autoscaling)`);
+  } else if (outputs.InstanceType !== c.instanceType) {
+    const renamed = `${c.endpointName}-${c.instanceType.split('.').slice(1).join('-')}`.slice(0, 63).replace(/-+$/, '');
+    missing.push(
+      `instanceType ${c.instanceType}: the endpoint ${c.endpointName} runs ${outputs.InstanceType} as an autoscaling target, and SageMaker refuses to change ` +
+        `the instance type of one (the update would fail after minutes and roll back). Deploy it as a new endpoint beside the old: add -c endpointName=${renamed}. ` +
+        `The old endpoint serves until the new one is in service (10-15 minutes), then is deleted; Kokoro conversations fail over to the other arm for the minute the gateway takes to follow`,
+    );
+  }
 }
 
 /**

@@ -76,6 +76,8 @@ describe('model and endpoint', () => {
     assert.equal(endpoint.EndpointName, 'earshot-kokoro');
     assert.deepEqual(endpoint.EndpointConfigName, { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::EndpointConfig'), 'EndpointConfigName'] });
     t!.hasOutput('EndpointName', { Value: { 'Fn::GetAtt': [onlyId(t!, 'AWS::SageMaker::Endpoint'), 'EndpointName'] } });
+    // make deploy reads it to refuse an instance type change SageMaker would refuse (lib/preflight.ts).
+    t!.hasOutput('InstanceType', { Value: 'ml.g5.xlarge' });
   });
 
   it('keeps the instance count autoscaling chose when a redeploy brings a new endpoint config', () => {

@@ -40,7 +40,7 @@ describe('deploy preflight', () => {
     const r = preflight(defaultConfig({ instanceType: 'ml.g5.xlarge', minInstances: 1 }), 'eu-west-2', ask);
     assert.deepEqual(r.missing, []);
     for (const args of asked) assert.deepEqual(args.slice(-4), ['--region', 'eu-west-2', '--output', 'json']);
-    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'service-quotas list-service-quotas', 'bedrock get-foundation-model', 'lambda get-account-settings', 'service-quotas list-service-quotas']);
+    assert.deepEqual(asked.map((a) => a.slice(0, 2).join(' ')), ['polly describe-voices', 'service-quotas list-service-quotas', 'bedrock get-foundation-model', 'lambda get-account-settings', 'service-quotas list-service-quotas', 'cloudformation describe-stacks']);
     assert.ok(r.unchecked.some((u) => u.includes('bidirectional streaming')), 'SageMaker streaming is named as unchecked');
   });
 
@@ -206,5 +206,21 @@ describe('deploy preflight', () => {
     assert.ok(denied.unchecked.some((u) => u.startsWith("Polly's concurrency quota for generative voices (aws service-quotas failed: An error occurred (AccessDeniedException)")), denied.unchecked.join('\n'));
     const kokoroOnly = preflight(defaultConfig({ backends: ['kokoro'], abWeights: { kokoro: 100 } }), 'us-east-1', cli({}).ask);
     assert.deepEqual(kokoroOnly.notes, [], 'no Polly, no quota to say');
+  });
+
+  it('refuses a new instance type for a deployed endpoint under autoscaling, with the new endpoint name that deploys it beside the old', () => {
+    const deployed = (outputs: Record<string, string>) =>
+      ok({ Stacks: [{ StackName: 'EarshotKokoroModel', StackStatus: 'UPDATE_COMPLETE', Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }] });
+    const g5 = deployed({ EndpointName: 'earshot-kokoro', InstanceType: 'ml.g5.xlarge' });
+    const quotas = ok({ Quotas: [{ QuotaName: 'ml.g6.xlarge for endpoint usage', Value: 2 }, { QuotaName: 'ml.g5.xlarge for endpoint usage', Value: 2 }] });
+    const same = preflight(defaultConfig(), 'us-east-1', cli({ stack: g5 }).ask);
+    assert.deepEqual(same.missing, [], 'a redeploy of the same type is an update SageMaker takes');
+    const changed = preflight(defaultConfig({ instanceType: 'ml.g6.xlarge', instanceUsdPerHour: 0.805 }), 'us-east-1', cli({ stack: g5, quotas }).ask);
+    assert.equal(changed.missing.length, 1, changed.missing.join('\n'));
+    assert.match(changed.missing[0], /^instanceType ml\.g6\.xlarge: the endpoint earshot-kokoro runs ml\.g5\.xlarge .* add -c endpointName=earshot-kokoro-g6-xlarge\./);
+    const renamed = preflight(defaultConfig({ instanceType: 'ml.g6.xlarge', instanceUsdPerHour: 0.805, endpointName: 'earshot-kokoro-g6-xlarge' }), 'us-east-1', cli({ stack: g5, quotas }).ask);
+    assert.deepEqual(renamed.missing, [], 'a new endpoint beside the old is no update of it');
+    const older = preflight(defaultConfig({ instanceType: 'ml.g6.xlarge', instanceUsdPerHour: 0.805 }), 'us-east-1', cli({ stack: deployed({ EndpointName: 'earshot-kokoro' }), quotas }).ask);
+    assert.ok(older.unchecked.some((u) => u.includes('predates its InstanceType output')), older.unchecked.join('\n'));
   });
 });
