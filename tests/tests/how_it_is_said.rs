@@ -9,7 +9,7 @@ use earshot_client::{speak, CallOptions, Received, SpeakBody};
 use earshot_core::protocol::TimingSource;
 use earshot_core::speech::SpeechBackend;
 use earshot_core::text::Lexicon;
-use earshot_e2e::{agent, check_conversation, kokoro_backend, serve, text, Kokoro};
+use earshot_e2e::{agent, check_conversation, kokoro_backend, serve, text, EarshotProcess, Kokoro};
 use earshot_gateway::{Gateway, GatewaySettings, Routing};
 use earshot_standins::{StandIns, StandInsConfig};
 
@@ -148,4 +148,47 @@ async fn a_failover_before_the_first_audio_says_the_entry_as_the_first_arm_was_s
     let to_kokoro: Vec<String> = s.stats.sagemaker_synthesize.lock().unwrap().iter().filter_map(|m| m["text"].as_str().map(str::to_string)).collect();
     assert_eq!(to_kokoro, ["Try sequel [[ServiceFailureException]] now."], "the second arm is sent the lexicon's words too");
     assert!(r.words(0).1.iter().any(|w| w.text == "SQL"), "and the client sees the written word");
+}
+
+/// The audio a conversation through `url` made of `said`, in milliseconds (the synthetic voice's sentence
+/// lasts as long as the text it is sent: what the lexicon changed is heard in the length).
+async fn audio_of(url: &str, said: &str) -> f64 {
+    let r = speak(url, &text(said), &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    r.timeline.as_ref().expect("a timeline").sentences.iter().map(|s| s.audio_ms).sum()
+}
+
+#[tokio::test]
+async fn a_lexicon_kept_in_s3_is_read_at_start_and_a_bad_one_stops_the_start_with_its_line() {
+    // As a deployment keeps it (the CDK app uploads the file): an object read once at start, on moto.
+    let moto = earshot_e2e::moto::Moto::start().await;
+    moto.boto3(
+        "s3 = client('s3')\n\
+         s3.create_bucket(Bucket='earshot-config')\n\
+         s3.put_object(Bucket='earshot-config', Key='lexicons/products.lex', Body=b'# ours\\nkubectl = cube control, cube control, cube control\\n')\n\
+         s3.put_object(Bucket='earshot-config', Key='lexicons/bad.lex', Body=b'kubectl = cube control\\nthis line has no equals sign\\n')\n",
+    );
+    let env =
+        [("AWS_ACCESS_KEY_ID", "AKIDTEST"), ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_REGION", "us-east-1"), ("EARSHOT_AWS_ENDPOINT", moto.url.as_str())];
+    let said = "Run kubectl today.";
+    let plain = EarshotProcess::start(&["--backends", "synthetic", "--cache", "off"]).await;
+    plain.healthy().await;
+    let with =
+        EarshotProcess::start_with_env(&["--backends", "synthetic", "--cache", "off", "--lexicon", "s3://earshot-config/lexicons/products.lex"], &env).await;
+    with.healthy().await;
+    let (written, aliased) = (audio_of(&plain.url, said).await, audio_of(&with.url, said).await);
+    // 18 characters against 51 at the synthetic voice's 15 a second.
+    assert!(aliased > 2.0 * written, "the voice was sent the alias: {aliased:.0} ms against {written:.0} ms as written");
+    let log = std::fs::read_to_string(with.log_path()).unwrap();
+    assert!(log.contains("the lexicon: 1 entries"), "{log}");
+    // A bad line, or no such object, stops the start, named.
+    for (object, says) in [("lexicons/bad.lex", "s3://earshot-config/lexicons/bad.lex, line 2"), ("lexicons/none.lex", "no such object")] {
+        let out = std::process::Command::new(earshot_e2e::earshot_bin())
+            .args(["serve", "--port", "0", "--backends", "synthetic", "--lexicon", &format!("s3://earshot-config/{object}")])
+            .envs(env.iter().copied())
+            .output()
+            .expect("earshot serve runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("lexicon") && stderr.contains(says), "{object}: {stderr}");
+    }
 }

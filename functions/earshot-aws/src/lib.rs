@@ -25,6 +25,7 @@ pub mod interrupts;
 pub mod logs;
 pub mod polly;
 pub mod polly_voices;
+pub mod s3_bucket;
 pub mod s3_cache;
 pub mod sagemaker;
 pub mod sdk;

@@ -42,6 +42,8 @@ pub(crate) fn needs_aws(settings: &Settings) -> Option<(&'static str, &'static s
         Some(("interrupt-table", "a DynamoDB table"))
     } else if settings.cache_bucket.is_some() {
         Some(("cache-bucket", "an S3 bucket"))
+    } else if settings.lexicon_object().is_some() {
+        Some(("lexicon", "an S3 object"))
     } else {
         None
     }
@@ -152,6 +154,15 @@ mod with_aws {
             Arc::new(earshot_aws::s3_cache::S3SentenceTier::new(self.control.clone(), &self.sdk, bucket, prefix, endpoint))
         }
 
+        /// The object `key` of `bucket`, read once (a deployment's lexicon at start).
+        pub async fn read_object(&self, bucket: &str, key: &str) -> Result<String, String> {
+            let bucket_of = earshot_aws::s3_bucket::S3Bucket::new(self.control.clone(), &self.sdk, bucket, None);
+            match bucket_of.get_object(key, Duration::from_secs(10)).await? {
+                Some(body) => String::from_utf8(body.to_vec()).map_err(|_| format!("s3://{bucket}/{key} is not UTF-8 text")),
+                None => Err(format!("s3://{bucket}/{key}: no such object")),
+            }
+        }
+
         /// The DynamoDB table interrupts go through (at `endpoint` where given).
         pub fn interrupt_store(&self, table: &str, endpoint: Option<&str>) -> Arc<dyn ConversationStore> {
             match endpoint {
@@ -214,6 +225,9 @@ mod without_aws {
             match *self {}
         }
         pub fn sentence_tier(&self, _: &str, _: &str, _: Option<&str>) -> Arc<dyn earshot_core::cache::SharedTier> {
+            match *self {}
+        }
+        pub async fn read_object(&self, _: &str, _: &str) -> Result<String, String> {
             match *self {}
         }
     }

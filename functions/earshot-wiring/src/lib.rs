@@ -249,6 +249,10 @@ async fn connect_parts(gateway: &mut GatewaySettings, settings: &Settings, aws_r
         CacheScope::Owner => tracing::info!("the sentence cache: each caller hears only its own sentences from it (scope owner, no warm-up)"),
         CacheScope::Off => tracing::info!("the sentence cache is off"),
     }
+    if let Some((bucket, key)) = settings.lexicon_object() {
+        let text = aws().read_object(bucket, key).await.map_err(SettingsError::wrap("lexicon"))?;
+        gateway.lexicon = Some(Arc::new(Settings::lexicon_of(&format!("s3://{bucket}/{key}"), &text)?));
+    }
     if let Some(lexicon) = &gateway.lexicon {
         tracing::info!("the lexicon: {} entries (version {}), said the same way on every voice", lexicon.entries().len(), lexicon.version());
     }

@@ -290,11 +290,11 @@ pub struct Settings {
     /// How fast a voice speaks where a request names no `rate`: 0.5 to 2.0 (1: the voice's own).
     #[arg(long, env = "EARSHOT_SPEAKING_RATE", default_value_t = 1.0)]
     pub speaking_rate: f64,
-    /// A pronunciation lexicon, a file of `written form [language] = what to say` lines
-    /// (`docs/pronunciation.md`): every sentence is said as it says, on every voice. A bad line stops the
-    /// start with its number and why.
-    #[arg(long, env = "EARSHOT_LEXICON")]
-    pub lexicon: Option<std::path::PathBuf>,
+    /// A pronunciation lexicon of `written form [language] = what to say` lines (`docs/pronunciation.md`):
+    /// a file, or an S3 object `s3://bucket/key` read at start (the CDK app uploads one there). Every
+    /// sentence is said as it says, on every voice. A bad line stops the start with its number and why.
+    #[arg(long, env = "EARSHOT_LEXICON", value_name = "FILE|s3://BUCKET/KEY")]
+    pub lexicon: Option<String>,
     /// Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; more are
     /// refused `429 too_many_conversations` (0: no limit). Shared across instances through the
     /// interrupt table where there is one.
@@ -417,10 +417,6 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_SYNTHETIC_LATENCY_MS",
     "EARSHOT_SYNTHETIC_SESSIONS",
     "EARSHOT_SYNTHETIC_LEAD_MS",
-    // How a sentence is said: the CDK app does not set them yet (a deployment's lexicon belongs in S3,
-    // read at init; docs/pronunciation.md). A function packaged with a lexicon file may name it.
-    "EARSHOT_SPEAKING_RATE",
-    "EARSHOT_LEXICON",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -532,12 +528,29 @@ impl Settings {
         SpeakingRate::from_factor(self.speaking_rate).map_err(|e| SettingsError::of("speaking-rate", e))
     }
 
-    /// The lexicon, read and checked; `None` where none is named.
+    /// The lexicon of a file, read and checked; `None` where none is named, or where it is an S3 object
+    /// ([`Settings::lexicon_object`], read when the AWS parts connect).
     pub fn lexicon(&self) -> Result<Option<Arc<Lexicon>>, SettingsError> {
-        let Some(path) = &self.lexicon else { return Ok(None) };
-        let text = std::fs::read_to_string(path).map_err(|e| SettingsError::of("lexicon", format!("{} cannot be read: {e}", path.display())))?;
-        let lexicon = Lexicon::parse(&text).map_err(|e| SettingsError::of("lexicon", format!("{}, {e}", path.display())))?;
-        Ok(Some(Arc::new(lexicon)))
+        let Some(path) = self.lexicon.as_deref() else { return Ok(None) };
+        if path.starts_with("s3://") {
+            return match self.lexicon_object() {
+                Some(_) => Ok(None),
+                None => Err(SettingsError::of("lexicon", format!("{path} is not s3://BUCKET/KEY"))),
+            };
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| SettingsError::of("lexicon", format!("{path} cannot be read: {e}")))?;
+        Ok(Some(Arc::new(Settings::lexicon_of(path, &text)?)))
+    }
+
+    /// The lexicon's S3 object as its bucket and key, where `--lexicon` names one.
+    pub fn lexicon_object(&self) -> Option<(&str, &str)> {
+        let (bucket, key) = self.lexicon.as_deref()?.strip_prefix("s3://")?.split_once('/')?;
+        (!bucket.is_empty() && !key.is_empty()).then_some((bucket, key))
+    }
+
+    /// The lexicon in `text`, read from `whence` (a path or an `s3://` address, for the message).
+    pub fn lexicon_of(whence: &str, text: &str) -> Result<Lexicon, SettingsError> {
+        Lexicon::parse(text).map_err(|e| SettingsError::of("lexicon", format!("{whence}, {e}")))
     }
 
     fn cache_warmup(&self) -> Result<Warmup, SettingsError> {

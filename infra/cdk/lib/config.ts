@@ -172,6 +172,10 @@ export interface EarshotConfig {
   readonly cacheScope: 'deployment' | 'owner' | 'off';
   /** The audio format of an answer whose request names none (docs/protocol.md, "Audio formats"); '': each backend's own PCM. */
   readonly outputFormat: string;
+  /** How fast the voices speak where a request names no `rate`: 0.5 to 2.0 (1: each voice's own; docs/pronunciation.md). */
+  readonly speakingRate: number;
+  /** A pronunciation lexicon file (docs/pronunciation.md), relative to infra/cdk or absolute, uploaded with the deploy and read by the gateway at init; '': none. */
+  readonly lexiconFile: string;
   /** The sentence cache's bound per warm Lambda, in MiB (at most a quarter of lambdaMemoryMb). */
   readonly cacheMib: number;
   /** The longest sentence the cache keeps, in characters. */
@@ -209,7 +213,7 @@ export interface EarshotConfig {
   readonly targetConcurrentStreams: number;
 }
 
-type Kind = 'boolean' | 'integer' | 'price' | 'string' | 'list' | 'weights' | 'voices';
+type Kind = 'boolean' | 'integer' | 'decimal' | 'price' | 'string' | 'list' | 'weights' | 'voices';
 
 const KINDS: Record<keyof EarshotConfig, Kind> = {
   pollyOnly: 'boolean',
@@ -259,6 +263,8 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   cacheScope: 'string',
   cacheMib: 'integer',
   outputFormat: 'string',
+  speakingRate: 'decimal',
+  lexiconFile: 'string',
   cacheMaxChars: 'integer',
   cacheWarmup: 'string',
   cacheSharedTier: 'boolean',
@@ -287,6 +293,9 @@ export const CONFIG_KEYS = Object.keys(KINDS) as (keyof EarshotConfig)[];
 
 /** The folder of the CDK app (infra/cdk), whatever the current directory. */
 export const CDK_ROOT = path.resolve(__dirname, '..');
+
+/** The lexicon file the configuration names, as an absolute path (relative ones from infra/cdk). */
+export const lexiconPath = (c: EarshotConfig): string => path.resolve(CDK_ROOT, c.lexiconFile);
 export const DEFAULT_CONFIG_FILE = path.join(CDK_ROOT, 'earshot.config.json');
 
 // CloudWatch Logs accepts only these retention periods.
@@ -309,6 +318,11 @@ function coerce(key: string, kind: Kind, value: unknown): unknown {
     case 'integer': {
       const n = typeof value === 'number' ? value : text !== undefined && /^-?\d+$/.test(text) ? Number(text) : NaN;
       if (!Number.isSafeInteger(n)) fail(key, `must be an integer, got ${JSON.stringify(value)}`);
+      return n;
+    }
+    case 'decimal': {
+      const n = typeof value === 'number' ? value : text !== undefined && /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+      if (!Number.isFinite(n)) fail(key, `must be a number such as 1.25, got ${JSON.stringify(value)}`);
       return n;
     }
     case 'price': {
@@ -409,6 +423,8 @@ function check(c: EarshotConfig): void {
   within('pollyConversations', 0, 100_000);
   if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
   within('cacheMib', 1, 4096);
+  if (!(c.speakingRate >= 0.5 && c.speakingRate <= 2)) fail('speakingRate', `must be from 0.5 to 2.0 (1: each voice's own), got ${c.speakingRate}`);
+  if (c.lexiconFile !== '' && !fs.existsSync(lexiconPath(c))) fail('lexiconFile', `names no file: ${lexiconPath(c)} (relative paths are read from infra/cdk)`);
   if (c.outputFormat !== '' && !OUTPUT_FORMATS.includes(c.outputFormat as (typeof OUTPUT_FORMATS)[number])) {
     fail('outputFormat', `must be '' (each backend's own PCM) or one of ${OUTPUT_FORMATS.join(', ')}, got ${JSON.stringify(c.outputFormat)}`);
   }

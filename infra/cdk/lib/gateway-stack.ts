@@ -6,6 +6,7 @@ import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3assets from 'aws-cdk-lib/aws-s3-assets';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -14,7 +15,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './arns';
 import { BootstrapCode } from './bootstrap-code';
-import { EarshotConfig, deployedBackends, instanceKind, instancePricePerHour } from './config';
+import { EarshotConfig, deployedBackends, instanceKind, instancePricePerHour, lexiconPath } from './config';
 import { EarshotDashboard } from './dashboard';
 import { spendGuards, strangerCeiling } from './spend-guards';
 import { CACHE_PREFIX, lambdaEnvironment } from './lambda-env';
@@ -125,6 +126,10 @@ export class EarshotGatewayStack extends Stack {
       });
     }
 
+    // The deployment's pronunciation lexicon (docs/pronunciation.md): the file uploaded with the deploy as an
+    // asset (a new object when it changes, so each cold start reads the deployed one), read by the gateway at init.
+    const lexicon = c.lexiconFile !== '' ? new s3assets.Asset(this, 'Lexicon', { path: lexiconPath(c) }) : undefined;
+
     this.fn = new lambda.Function(this, 'Gateway', {
       role,
       description: 'earshot voice gateway (response streaming)',
@@ -136,12 +141,16 @@ export class EarshotGatewayStack extends Stack {
       // Long answers stream for minutes; the memory also buys CPU for the HTTP/2 streams and base64 encoding.
       memorySize: c.lambdaMemoryMb,
       timeout: Duration.seconds(c.lambdaTimeoutSeconds),
-      environment: lambdaEnvironment(c, interrupts.tableName, conversationSecret.secretName, props.kokoro?.endpointName, tokenKeys?.name, cacheBucket?.bucketName),
+      environment: lambdaEnvironment(c, interrupts.tableName, conversationSecret.secretName, props.kokoro?.endpointName, tokenKeys?.name, cacheBucket?.bucketName, lexicon?.s3ObjectUrl),
       // A cap on simultaneous conversations, and so on spend (0: unreserved).
       reservedConcurrentExecutions: c.reservedConcurrency > 0 ? c.reservedConcurrency : undefined,
       logGroup,
     });
 
+    if (lexicon) {
+      // That one object, read once at init.
+      this.fn.addToRolePolicy(new iam.PolicyStatement({ sid: 'LexiconObject', actions: ['s3:GetObject'], resources: [lexicon.bucket.arnForObjects(lexicon.s3ObjectKey)] }));
+    }
     if (cacheBucket) {
       // Objects under the cache's prefix only: read one, write one.
       this.fn.addToRolePolicy(new iam.PolicyStatement({

@@ -4,6 +4,8 @@ import { EarshotConfig, deployedBackends } from './config';
 
 export const ENV_NAMES = [
   'EARSHOT_BACKENDS',
+  'EARSHOT_SPEAKING_RATE',
+  'EARSHOT_LEXICON',
   'EARSHOT_AB_WEIGHTS',
   'EARSHOT_AB_ALLOW_OVERRIDE',
   'EARSHOT_AB_EXPERIMENT',
@@ -111,6 +113,7 @@ export function lambdaEnvironment(
   endpointName?: string,
   tokenKeysSecret?: string,
   cacheBucket?: string,
+  lexiconObject?: string,
 ): Record<string, string> {
   if (c.pollyOnly && endpointName !== undefined) throw new Error('a Polly-only deployment has no SageMaker endpoint');
   if (!c.pollyOnly && endpointName === undefined) throw new Error('the Kokoro backend needs the SageMaker endpoint name');
@@ -162,6 +165,10 @@ export function lambdaEnvironment(
   if (c.cacheWarmup.trim() !== '') env.EARSHOT_CACHE_WARMUP = c.cacheWarmup.trim();
   // A telephone bridge or a browser at 48 kHz: every answer in its format (docs/protocol.md, "Audio formats").
   if (c.outputFormat !== '') env.EARSHOT_OUTPUT_FORMAT = c.outputFormat;
+  // How a sentence is said (docs/pronunciation.md): the lexicon is an S3 object the deploy uploads, read at init.
+  if (c.speakingRate !== 1) env.EARSHOT_SPEAKING_RATE = String(c.speakingRate);
+  if ((c.lexiconFile !== '') !== (lexiconObject !== undefined)) throw new Error('a lexicon file needs its uploaded object, and only then');
+  if (lexiconObject !== undefined) env.EARSHOT_LEXICON = lexiconObject;
   if (c.cacheSharedTier !== (cacheBucket !== undefined)) throw new Error('the shared cache tier needs its bucket, and only then');
   if (cacheBucket !== undefined) {
     env.EARSHOT_CACHE_BUCKET = cacheBucket;

@@ -1,6 +1,9 @@
 // The gateway stack as CloudFormation will see it: the Lambda (arm64, provided.al2023), its streaming
 // function URL and who may call it, its least-privilege role, and the environment the Rust bootstrap reads.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { Match } from 'aws-cdk-lib/assertions';
 import { readConfigFile } from '../lib/config';
@@ -153,10 +156,10 @@ describe('Lambda architecture', () => {
 describe('Lambda environment (the contract with the Rust bootstrap)', () => {
   it('carries every variable of the default (Bedrock) agent, with the default values', () => {
     const env = only(synth().gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
-    // Each agent's own, the token mode's, the warm-up list (written only when it is not earshot's own) and the
+    // Each agent's own, the token mode's, the warm-up list (written only when it is not earshot's own), the speaking rate and lexicon (only when set) and the
     // audio format (only when one is configured: each backend's own PCM otherwise).
     const otherAgents = ENV_NAMES.filter((n) =>
-      /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX|CACHE_SHARED_BACKENDS|CACHE_FETCH_MS|OUTPUT_FORMAT)/.test(n),
+      /^EARSHOT_(OPENAI|HTTP_AGENT|TEMPERATURE|MAX_TOKENS|AGENT_KEY|AGENTCORE|TOKEN_|CACHE_WARMUP|CACHE_BUCKET|CACHE_PREFIX|CACHE_SHARED_BACKENDS|CACHE_FETCH_MS|OUTPUT_FORMAT|SPEAKING_RATE|LEXICON)/.test(n),
     );
     assert.deepEqual(Object.keys(env).sort(), ENV_NAMES.filter((n) => !otherAgents.includes(n)).sort());
     assert.deepEqual(env, {
@@ -398,6 +401,23 @@ describe('token mode and spend guards', () => {
 
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
   const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+
+  it('uploads the lexicon file with the deploy, names its object to the gateway and lets it read that object alone', () => {
+    const file = path.join(os.tmpdir(), `earshot-lexicon-${process.pid}.lex`);
+    fs.writeFileSync(file, 'kubectl = cube control\n');
+    const s = synth({ lexiconFile: file, speakingRate: '1.25' });
+    const env = envOf(s);
+    assert.match(env.EARSHOT_LEXICON, /^s3:\/\/cdk-[a-z0-9]+-assets-\d+-[a-z0-9-]+\/[0-9a-f]{64}\.lex$/, 'the asset, named by its content');
+    assert.equal(env.EARSHOT_SPEAKING_RATE, '1.25');
+    const read = statements(s.gatewayTemplate).find((st) => st.Sid === 'LexiconObject');
+    assert.deepEqual(read?.Action, 's3:GetObject');
+    assert.match(JSON.stringify(read?.Resource), /[0-9a-f]{64}\.lex/, 'that object, not the bucket');
+    const plain = envOf(synth());
+    assert.equal(plain.EARSHOT_LEXICON, undefined);
+    assert.equal(plain.EARSHOT_SPEAKING_RATE, undefined, "each voice's own rate");
+    assert.throws(() => synth({ lexiconFile: '/nonexistent/lexicon.lex' }), /lexiconFile` names no file/);
+    assert.throws(() => synth({ speakingRate: '3' }), /speakingRate` must be from 0\.5 to 2\.0/);
+  });
 
   it('makes the URL public at the AWS level, with CORS for the listed origins, and the gateway check a token', () => {
     const s = synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com' });
