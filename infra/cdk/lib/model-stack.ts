@@ -3,6 +3,8 @@
 import * as path from 'path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Token, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { DockerImageAsset, Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -177,6 +179,36 @@ export class KokoroModelStack extends Stack {
       scaleOutCooldown: Duration.minutes(2),
       scaleInCooldown: Duration.minutes(10),
     });
+    // Whether ConcurrentRequestsPerModel counts a bidirectional session is not documented. If it does not, the
+    // policy above never sees the load: the container refuses sessions at its cap and the gateway spills them
+    // to the other arm, silently. So the gateway's own count of those spills scales out too: its metric line
+    // says `Overflows` 1 for a conversation assigned to Kokoro that another arm spoke because Kokoro was full
+    // (functions/earshot-gateway/src/metrics.rs), or `BusyRefusals` 1 for one refused 503 where no arm could
+    // take it; a minute with any adds an instance (three or more, two).
+    const count = (metricName: string, dimensionsMap: Record<string, string>) =>
+      new cw.Metric({ namespace: c.metricsNamespace, metricName, dimensionsMap, statistic: 'Sum', period: Duration.minutes(1) });
+    const turnedAway = new cw.MathExpression({
+      expression: 'FILL(spilled, 0) + FILL(refused, 0)',
+      usingMetrics: { spilled: count('Overflows', { Arm: 'kokoro' }), refused: count('BusyRefusals', { Backend: 'kokoro' }) },
+      label: 'conversations Kokoro was too full to take',
+      period: Duration.minutes(1),
+    });
+    const spill = new appscaling.StepScalingAction(this, 'ScaleOutOnOverflow', {
+      scalingTarget: target,
+      adjustmentType: appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+      metricAggregationType: appscaling.MetricAggregationType.MAXIMUM,
+      cooldown: Duration.minutes(2),
+    });
+    spill.addAdjustment({ lowerBound: 0, upperBound: 2, adjustment: 1 });
+    spill.addAdjustment({ lowerBound: 2, adjustment: 2 });
+    new cw.Alarm(this, 'KokoroOverflow', {
+      alarmDescription: 'earshot: conversations meant for Kokoro were spoken by another arm, or refused, because the endpoint was full',
+      metric: turnedAway,
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+    }).addAlarmAction(new cwActions.ApplicationScalingAction(spill));
 
     new CfnOutput(this, 'EndpointName', { value: this.endpoint.attrEndpointName, description: 'The Kokoro SageMaker endpoint' });
     new CfnOutput(this, 'ImageUri', { value: image.imageUri, description: 'The Kokoro image' });

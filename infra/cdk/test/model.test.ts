@@ -5,7 +5,20 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { describe, it } from 'node:test';
 import { IMAGE_CONTEXTS } from '../lib/model-stack';
+import { Template } from 'aws-cdk-lib/assertions';
 import { ACCOUNT, REGION, actionsOf, only, onlyId, render, resourcesOf, statements, synth } from './fixture';
+
+/** The endpoint's target-tracking policy (the other scales out on the gateway's overflows). */
+function trackingPolicy(template: Template): { Properties: Record<string, any> } {
+  return policyOfType(template, 'TargetTrackingScaling')[1];
+}
+
+/** The one scaling policy of `type`: its logical id and resource. */
+function policyOfType(template: Template, type: string): [string, { Properties: Record<string, any> }] {
+  const all = Object.entries(template.findResources('AWS::ApplicationAutoScaling::ScalingPolicy')).filter(([, p]) => p.Properties.PolicyType === type);
+  assert.equal(all.length, 1, `one ${type} policy`);
+  return all[0] as [string, { Properties: Record<string, any> }];
+}
 
 describe('Kokoro image', () => {
   const s = synth();
@@ -140,13 +153,41 @@ describe('autoscaling', () => {
     assert.equal(target.Properties.MaxCapacity, 3);
     assert.ok(target.DependsOn?.includes(onlyId(t!, 'AWS::SageMaker::Endpoint')));
 
-    const policy = only(t!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties;
+    const policy = trackingPolicy(t!).Properties;
     assert.equal(policy.PolicyType, 'TargetTrackingScaling');
     assert.deepEqual(policy.ScalingTargetId, { Ref: onlyId(t!, 'AWS::ApplicationAutoScaling::ScalableTarget') });
     const tracking = policy.TargetTrackingScalingPolicyConfiguration;
     // Long-lived streams: concurrency, at high resolution, not invocations per minute.
     assert.equal(tracking.PredefinedMetricSpecification.PredefinedMetricType, 'SageMakerVariantConcurrentRequestsPerModelHighResolution');
     assert.equal(tracking.TargetValue, 9);
+  });
+
+  it("scales out on the gateway's own count of conversations Kokoro was too full to take, whatever the endpoint's metric counts", () => {
+    const { modelTemplate: t } = synth();
+    const [stepsId, steps] = policyOfType(t!, 'StepScaling');
+    const config = steps.Properties.StepScalingPolicyConfiguration;
+    assert.equal(config.AdjustmentType, 'ChangeInCapacity');
+    assert.equal(config.Cooldown, 120);
+    assert.deepEqual(config.StepAdjustments, [
+      { MetricIntervalLowerBound: 0, MetricIntervalUpperBound: 2, ScalingAdjustment: 1 },
+      { MetricIntervalLowerBound: 2, ScalingAdjustment: 2 },
+    ]);
+    const alarm = only(t!, 'AWS::CloudWatch::Alarm').Properties;
+    const [sum, ...counted] = alarm.Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: { Namespace: string; MetricName: string; Dimensions: { Name: string; Value: string }[] }; Period: number; Stat: string } }[];
+    assert.equal(sum.Expression, 'FILL(spilled, 0) + FILL(refused, 0)');
+    // Only what the gateway emits, on the dimensions it emits it with (docs/metrics.json, checked against metrics.rs).
+    const contract: { metrics: { name: string; dimensions: string[][] }[] } = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../docs/metrics.json'), 'utf8'));
+    const said = counted.map((m) => [m.Id, m.MetricStat!.Metric.MetricName, m.MetricStat!.Metric.Dimensions.map((d) => `${d.Name}=${d.Value}`).join(','), m.MetricStat!.Stat, m.MetricStat!.Period]);
+    assert.deepEqual(said, [['spilled', 'Overflows', 'Arm=kokoro', 'Sum', 60], ['refused', 'BusyRefusals', 'Backend=kokoro', 'Sum', 60]]);
+    for (const m of counted) {
+      const emitted = contract.metrics.find((c) => c.name === m.MetricStat!.Metric.MetricName);
+      assert.ok(emitted?.dimensions.some((d) => JSON.stringify(d) === JSON.stringify(m.MetricStat!.Metric.Dimensions.map((x) => x.Name))), `${m.MetricStat!.Metric.MetricName} is emitted on those dimensions`);
+      assert.equal(m.MetricStat!.Metric.Namespace, 'earshot');
+    }
+    assert.equal(alarm.Threshold, 1);
+    assert.equal(alarm.ComparisonOperator, 'GreaterThanOrEqualToThreshold');
+    assert.equal(alarm.TreatMissingData, 'notBreaching');
+    assert.deepEqual(alarm.AlarmActions, [{ Ref: stepsId }]);
   });
 
   it("uses Application Auto Scaling's service-linked role instead of creating one", () => {
@@ -196,12 +237,12 @@ describe('a CPU endpoint', () => {
   it('admits one conversation per vCPU and scales out before the instance is full', () => {
     const model = only(s.modelTemplate!, 'AWS::SageMaker::Model').Properties;
     assert.deepEqual(model.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '4' });
-    const tracking = only(s.modelTemplate!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration;
+    const tracking = trackingPolicy(s.modelTemplate!).Properties.TargetTrackingScalingPolicyConfiguration;
     assert.equal(tracking.TargetValue, 3);
     // Given: the measured figure wins over the estimate.
     const measured = synth({ instanceType: 'ml.c7i.4xlarge', instanceUsdPerHour: '1', maxSessionsPerInstance: '6' }).modelTemplate!;
     assert.deepEqual(only(measured, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '6' });
-    assert.equal(only(measured, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 4);
+    assert.equal(trackingPolicy(measured).Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 4);
   });
 
   it('charts the CPU, not a GPU, and prices the instance at the price given', () => {
@@ -215,7 +256,7 @@ describe('the instance, checked', () => {
   it('keeps the GPU image\'s admission limit and scales out at the measured knee', () => {
     const { modelTemplate: t } = synth();
     assert.deepEqual(only(t!, 'AWS::SageMaker::Model').Properties.PrimaryContainer.Environment, { KOKORO_MAX_SESSIONS: '16' });
-    assert.equal(only(t!, 'AWS::ApplicationAutoScaling::ScalingPolicy').Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 4);
+    assert.equal(trackingPolicy(t!).Properties.TargetTrackingScalingPolicyConfiguration.TargetValue, 4);
   });
 
   it('refuses an instance the image cannot run on, an unlisted one without a price, a target over what an instance admits', () => {
