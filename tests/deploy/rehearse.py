@@ -249,7 +249,15 @@ def sdk_standin(r):
             self.reply(404, "application/json", json.dumps({"message": f"no such path {self.path}"}))
 
         def do_POST(self):
-            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("content-length", "0"))).decode())
+            body = self.rfile.read(int(self.headers.get("content-length", "0"))).decode()
+            target = self.headers.get("x-amz-target", "")
+            if target.startswith("ServiceQuotasV20190624."):
+                # Service Quotas speaks JSON 1.1: applied values only where asked for them (none raised here).
+                operation, code = target.split(".", 1)[1], json.loads(body or "{}").get("ServiceCode")
+                self.asked(f"{operation} {code}")
+                quotas = [{"QuotaName": f"ml.{t}.xlarge for endpoint usage", "Value": 2.0} for t in ("g5", "g6")] if code == "sagemaker" else []
+                return self.reply(200, "application/x-amz-json-1.1", json.dumps({"Quotas": quotas}))
+            form = urllib.parse.parse_qs(body)
             if form.get("Action") != ["DescribeStacks"]:
                 return self.reply(400, "text/xml", "<ErrorResponse><Error><Code>InvalidAction</Code><Message>not rehearsed</Message></Error></ErrorResponse>")
             name = form.get("StackName", [""])[0]
@@ -431,13 +439,14 @@ def instance_type_change(r):
 def no_aws_cli(r):
     r.scenario("a deploy without the aws CLI: a new account's concurrency and other functions' reservations, asked through the SDK", REHEARSAL_LAMBDA_CONCURRENCY="10")
     sdk = f"http://127.0.0.1:{r.sdk_server.server_address[1]}"
-    endpoints = {"AWS_ENDPOINT_URL_LAMBDA": sdk, "AWS_ENDPOINT_URL_CLOUDFORMATION": sdk}
+    endpoints = {"AWS_ENDPOINT_URL_LAMBDA": sdk, "AWS_ENDPOINT_URL_CLOUDFORMATION": sdk, "AWS_ENDPOINT_URL_SERVICE_QUOTAS": sdk}
     out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
-    check("the aws CLI is not installed: the Lambda concurrency, the stacks and the Polly voices are asked through the AWS SDK" in out, "the SDK asks where the CLI cannot", out)
+    check("the aws CLI is not installed: the Lambda concurrency, the stacks, the Polly voices and the quotas are asked through the AWS SDK" in out, "the SDK asks where the CLI cannot", out)
     check(f"reservedConcurrency 20: the account's Lambda concurrency in {REGION} is 10" in out and "no function can reserve any" in out, "a new account's 10 stop the deploy", out)
     check(not calls_of(calls, "npx"), "nothing is created: no cdk bootstrap or deploy", out)
     check({"what": "GetAccountSettings", "region": REGION, "service": "lambda"} in r.sdk_asked, f"Lambda was asked, signed for {REGION}: {r.sdk_asked}", out)
-    check("not checked: the SageMaker quota" in out and "needs the aws CLI" in out, "what only the CLI asks is said as not checked", out)
+    check("not checked: the Bedrock model" in out and "needs the aws CLI" in out, "what only the CLI asks is said as not checked", out)
+    check("not checked: the SageMaker quota" not in out and f"Polly allows 26 concurrent generative requests (the default, none applied in {REGION})" in out, "the quotas were asked through the SDK", out)
     check("not checked: Polly generative voices" not in out, "Polly's voices were asked through the SDK (the Polly stand-in lists them)", out)
     # An account with room whose other functions reserve most of it: on a first deploy the stack is asked for.
     r.sdk_asked.clear()
@@ -445,7 +454,7 @@ def no_aws_cli(r):
     out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
     check("other functions already reserve 890 of the account's 1000" in out and "at most 10 can be reserved" in out, "other functions' reservations stop a first deploy", out)
     asked = [a["what"] for a in r.sdk_asked]
-    check(asked == ["GetAccountSettings", "DescribeStacks EarshotGateway", "DescribeStacks EarshotKokoroModel"], f"the stacks were asked for through the SDK: {r.sdk_asked}", out)
+    check(asked == ["ListServiceQuotas polly", "GetAccountSettings", "DescribeStacks EarshotGateway", "ListServiceQuotas sagemaker", "DescribeStacks EarshotKokoroModel"], f"the quotas and stacks were asked for through the SDK: {r.sdk_asked}", out)
     check(not calls_of(calls, "npx"), "nothing is created", out)
 
 

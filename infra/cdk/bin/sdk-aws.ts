@@ -5,14 +5,15 @@
 // lib/preflight.ts reads one kind of answer whichever asked, and a new account's 10 concurrent executions stop
 // the deploy before anything is created whether or not the CLI is installed.
 //
-// Asked this way: the account's Lambda concurrency, whether a stack exists (CloudFormation) and Polly's
-// generative voices. Anything else answers that it needs the aws CLI (exit 252, the CLI's own code for bad
+// Asked this way: the account's Lambda concurrency, whether a stack exists (CloudFormation), Polly's
+// generative voices and the service quotas (SageMaker's instances, Polly's concurrency). Anything else answers that it needs the aws CLI (exit 252, the CLI's own code for bad
 // arguments), which the preflight reports as not checked, never as missing. Credentials and Region come from
 // where the SDK finds them (the environment, ~/.aws), the endpoint from AWS_ENDPOINT_URL_<SERVICE> as the SDK
 // reads it.
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { GetAccountSettingsCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { DescribeVoicesCommand, Engine, PollyClient } from '@aws-sdk/client-polly';
+import { ServiceQuotasClient, paginateListAWSDefaultServiceQuotas, paginateListServiceQuotas } from '@aws-sdk/client-service-quotas';
 
 /** The value of `--name` in the CLI's arguments. */
 const option = (args: string[], name: string): string | undefined => {
@@ -35,6 +36,21 @@ function question(args: string[]): Question | undefined {
   if (service === 'cloudformation' && verb === 'describe-stacks') {
     const StackName = option(args, '--stack-name');
     return { operation: 'DescribeStacks', answer: () => new CloudFormationClient({ region }).send(new DescribeStacksCommand({ StackName })) };
+  }
+  if (service === 'service-quotas' && (verb === 'list-service-quotas' || verb === 'list-aws-default-service-quotas')) {
+    // The CLI gathers every page; so does this.
+    const ServiceCode = option(args, '--service-code');
+    const applied = verb === 'list-service-quotas';
+    return {
+      operation: applied ? 'ListServiceQuotas' : 'ListAWSDefaultServiceQuotas',
+      answer: async () => {
+        const client = { client: new ServiceQuotasClient({ region }) };
+        const pages = applied ? paginateListServiceQuotas(client, { ServiceCode }) : paginateListAWSDefaultServiceQuotas(client, { ServiceCode });
+        const Quotas = [];
+        for await (const page of pages) Quotas.push(...(page.Quotas ?? []));
+        return { Quotas };
+      },
+    };
   }
   if (service === 'polly' && verb === 'describe-voices') {
     const engine = option(args, '--engine') as Engine | undefined;
