@@ -246,6 +246,16 @@ def sdk_standin(r):
                 body = {"AccountLimit": {"TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800, "ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": unreserved},
                         "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": 0}}
                 return self.reply(200, "application/json", json.dumps(body))
+            # Bedrock's control plane (REST JSON): the model or inference profile as the stand-in aws answers it.
+            if self.path.startswith("/inference-profiles/"):
+                profile = urllib.parse.unquote(self.path.split("/", 2)[2])
+                self.asked(f"GetInferenceProfile {profile}")
+                return self.reply(200, "application/json", json.dumps({"inferenceProfileId": profile, "inferenceProfileName": profile, "status": "ACTIVE", "type": "SYSTEM_DEFINED", "models": []}))
+            if self.path.startswith("/foundation-models/"):
+                model = urllib.parse.unquote(self.path.split("/", 2)[2])
+                self.asked(f"GetFoundationModel {model}")
+                details = {"modelId": model, "modelArn": f"arn:aws:bedrock:{REGION}::foundation-model/{model}", "responseStreamingSupported": True, "inferenceTypesSupported": ["ON_DEMAND"], "modelLifecycle": {"status": "ACTIVE"}}
+                return self.reply(200, "application/json", json.dumps({"modelDetails": details}))
             self.reply(404, "application/json", json.dumps({"message": f"no such path {self.path}"}))
 
         def do_POST(self):
@@ -439,13 +449,13 @@ def instance_type_change(r):
 def no_aws_cli(r):
     r.scenario("a deploy without the aws CLI: a new account's concurrency and other functions' reservations, asked through the SDK", REHEARSAL_LAMBDA_CONCURRENCY="10")
     sdk = f"http://127.0.0.1:{r.sdk_server.server_address[1]}"
-    endpoints = {"AWS_ENDPOINT_URL_LAMBDA": sdk, "AWS_ENDPOINT_URL_CLOUDFORMATION": sdk, "AWS_ENDPOINT_URL_SERVICE_QUOTAS": sdk}
+    endpoints = {"AWS_ENDPOINT_URL_LAMBDA": sdk, "AWS_ENDPOINT_URL_CLOUDFORMATION": sdk, "AWS_ENDPOINT_URL_SERVICE_QUOTAS": sdk, "AWS_ENDPOINT_URL_BEDROCK": sdk}
     out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
-    check("the aws CLI is not installed: the Lambda concurrency, the stacks, the Polly voices and the quotas are asked through the AWS SDK" in out, "the SDK asks where the CLI cannot", out)
+    check("the aws CLI is not installed: every question is asked through the AWS SDK for JavaScript instead" in out, "the SDK asks where the CLI cannot", out)
     check(f"reservedConcurrency 20: the account's Lambda concurrency in {REGION} is 10" in out and "no function can reserve any" in out, "a new account's 10 stop the deploy", out)
     check(not calls_of(calls, "npx"), "nothing is created: no cdk bootstrap or deploy", out)
     check({"what": "GetAccountSettings", "region": REGION, "service": "lambda"} in r.sdk_asked, f"Lambda was asked, signed for {REGION}: {r.sdk_asked}", out)
-    check("not checked: the Bedrock model" in out and "needs the aws CLI" in out, "what only the CLI asks is said as not checked", out)
+    check("not checked: the Bedrock model" not in out and "needs the aws CLI" not in out, "every question was asked through the SDK", out)
     check("not checked: the SageMaker quota" not in out and f"Polly allows 26 concurrent generative requests (the default, none applied in {REGION})" in out, "the quotas were asked through the SDK", out)
     check("not checked: Polly generative voices" not in out, "Polly's voices were asked through the SDK (the Polly stand-in lists them)", out)
     # An account with room whose other functions reserve most of it: on a first deploy the stack is asked for.
@@ -454,7 +464,8 @@ def no_aws_cli(r):
     out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
     check("other functions already reserve 890 of the account's 1000" in out and "at most 10 can be reserved" in out, "other functions' reservations stop a first deploy", out)
     asked = [a["what"] for a in r.sdk_asked]
-    check(asked == ["ListServiceQuotas polly", "GetAccountSettings", "DescribeStacks EarshotGateway", "ListServiceQuotas sagemaker", "DescribeStacks EarshotKokoroModel"], f"the quotas and stacks were asked for through the SDK: {r.sdk_asked}", out)
+    expected = ["ListServiceQuotas polly", "GetInferenceProfile eu.amazon.nova-lite-v1:0", "GetAccountSettings", "DescribeStacks EarshotGateway", "ListServiceQuotas sagemaker", "DescribeStacks EarshotKokoroModel"]
+    check(asked == expected, f"every question went through the SDK: {r.sdk_asked}", out)
     check(not calls_of(calls, "npx"), "nothing is created", out)
 
 

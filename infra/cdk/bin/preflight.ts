@@ -28,7 +28,7 @@ const ask = (args: string[]): Answer => {
 };
 
 async function main(): Promise<void> {
-  if (!cliInstalled) console.log('    the aws CLI is not installed: the Lambda concurrency, the stacks, the Polly voices and the quotas are asked through the AWS SDK for JavaScript');
+  if (!cliInstalled) console.log('    the aws CLI is not installed: every question is asked through the AWS SDK for JavaScript instead');
   let probe: PollyProbe | undefined;
   if (deployedBackends(config).includes('polly')) {
     probe = await probePollyStream(region, pollyVoiceId(config.pollyVoice));

@@ -5,11 +5,13 @@
 // lib/preflight.ts reads one kind of answer whichever asked, and a new account's 10 concurrent executions stop
 // the deploy before anything is created whether or not the CLI is installed.
 //
-// Asked this way: the account's Lambda concurrency, whether a stack exists (CloudFormation), Polly's
-// generative voices and the service quotas (SageMaker's instances, Polly's concurrency). Anything else answers that it needs the aws CLI (exit 252, the CLI's own code for bad
+// Asked this way: every question the preflight asks (the account's Lambda concurrency, whether a stack exists,
+// Polly's generative voices, the Bedrock model or inference profile, the service quotas). Anything else answers
+// that it needs the aws CLI (exit 252, the CLI's own code for bad
 // arguments), which the preflight reports as not checked, never as missing. Credentials and Region come from
 // where the SDK finds them (the environment, ~/.aws), the endpoint from AWS_ENDPOINT_URL_<SERVICE> as the SDK
 // reads it.
+import { BedrockClient, GetFoundationModelCommand, GetInferenceProfileCommand } from '@aws-sdk/client-bedrock';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { GetAccountSettingsCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { DescribeVoicesCommand, Engine, PollyClient } from '@aws-sdk/client-polly';
@@ -51,6 +53,14 @@ function question(args: string[]): Question | undefined {
         return { Quotas };
       },
     };
+  }
+  if (service === 'bedrock' && verb === 'get-foundation-model') {
+    const modelIdentifier = option(args, '--model-identifier');
+    return { operation: 'GetFoundationModel', answer: () => new BedrockClient({ region }).send(new GetFoundationModelCommand({ modelIdentifier })) };
+  }
+  if (service === 'bedrock' && verb === 'get-inference-profile') {
+    const inferenceProfileIdentifier = option(args, '--inference-profile-identifier');
+    return { operation: 'GetInferenceProfile', answer: () => new BedrockClient({ region }).send(new GetInferenceProfileCommand({ inferenceProfileIdentifier })) };
   }
   if (service === 'polly' && verb === 'describe-voices') {
     const engine = option(args, '--engine') as Engine | undefined;
