@@ -49,7 +49,11 @@ from kokoro_server.localrun import Outcome, ServerProcess, collect, send_request
 SAMPLE_RATE = 24_000
 STALL_SECONDS = 0.05
 
+ANSWER_FIRST = "Speech starts as soon as the first sentence is ready."
+
 SENTENCES = {
+    # The four-sentence answer's first sentence: a conversation alone is held to it (the same text, first).
+    "the answer's first": ANSWER_FIRST,
     "two words": "Hello there.",
     "short": "The meeting starts at ten tomorrow morning.",
     "medium": "Your order shipped this morning and should reach you by Thursday afternoon.",
@@ -61,7 +65,7 @@ SENTENCES = {
 }
 
 ANSWER = [
-    "Speech starts as soon as the first sentence is ready.",
+    ANSWER_FIRST,
     "The second sentence follows while the first one plays.",
     "A third sentence keeps the stream going without a gap.",
     "The fourth sentence closes this answer.",
@@ -170,10 +174,9 @@ def answers_an_hour(conversations: int, answer_s: float) -> int:
     return round(conversations * 3600 / answer_s) if conversations else 0
 
 
-async def idle_first_audio(url: str, runs: int) -> float:
-    """Median first audio (ms) of one conversation alone, ``runs`` one after another."""
-    firsts = [(await conversation(url, 0.0, f"idle-{i}"))[0] * 1000 for i in range(runs)]
-    return statistics.median(firsts)
+async def idle_first_audio(url: str, runs: int) -> list[float]:
+    """First audio (ms) of one conversation alone, ``runs`` one after another, in order."""
+    return [(await conversation(url, 0.0, f"idle-{i}"))[0] * 1000 for i in range(runs)]
 
 
 async def level(url: str, k: int, spread: float, budget_ms: float) -> Level:
@@ -274,7 +277,8 @@ def run_setting(workers: int, plan: str, args: argparse.Namespace, log_dir: Path
                 )
             )
             print(f"  {label}: first audio {sentences[-1].first_audio_ms_median:.1f} ms", file=sys.stderr)
-        idle_ms = asyncio.run(idle_first_audio(server.ws_url, args.repeat))
+        idle_runs = asyncio.run(idle_first_audio(server.ws_url, args.repeat))
+        idle_ms = statistics.median(idle_runs)
         if args.budget_ms is None:
             args.budget_ms = 2 * idle_ms
         print(f"  one conversation alone: first audio {idle_ms:.1f} ms; budget {args.budget_ms:.0f} ms", file=sys.stderr)
@@ -291,6 +295,8 @@ def run_setting(workers: int, plan: str, args: argparse.Namespace, log_dir: Path
         "gpu": gpu,
         "sentences": [asdict(s) for s in sentences],
         "idle_conversation_first_audio_ms": round(idle_ms, 1),
+        # Every run, in order, beside its first sentence alone ("the answer's first"): the conversation's cost.
+        "idle_conversation_first_audio_ms_runs": [round(r, 1) for r in idle_runs],
         "budget_ms": round(args.budget_ms, 1),
         "levels": [asdict(lv) for lv in levels],
         "knee_conversations": knee_k,
