@@ -159,8 +159,8 @@ async fn audio_of(url: &str, said: &str) -> f64 {
 }
 
 #[tokio::test]
-async fn a_lexicon_kept_in_s3_is_read_at_start_and_a_bad_one_stops_the_start_with_its_line() {
-    // As a deployment keeps it (the CDK app uploads the file): an object read once at start, on moto.
+async fn a_lexicon_kept_in_s3_is_read_at_start_again_when_edited_and_a_bad_one_is_refused_with_its_line() {
+    // As a deployment keeps it (the CDK app uploads the file): an object read at start, on moto.
     let moto = earshot_e2e::moto::Moto::start().await;
     moto.boto3(
         "s3 = client('s3')\n\
@@ -173,15 +173,39 @@ async fn a_lexicon_kept_in_s3_is_read_at_start_and_a_bad_one_stops_the_start_wit
     let said = "Run kubectl today.";
     let plain = EarshotProcess::start(&["--backends", "synthetic", "--cache", "off"]).await;
     plain.healthy().await;
-    let with =
-        EarshotProcess::start_with_env(&["--backends", "synthetic", "--cache", "off", "--lexicon", "s3://earshot-config/lexicons/products.lex"], &env).await;
+    let lexicon_args =
+        ["--backends", "synthetic", "--cache", "off", "--lexicon", "s3://earshot-config/lexicons/products.lex", "--lexicon-refresh-seconds", "1"];
+    let with = EarshotProcess::start_with_env(&lexicon_args, &env).await;
     with.healthy().await;
     let (written, aliased) = (audio_of(&plain.url, said).await, audio_of(&with.url, said).await);
     // 18 characters against 51 at the synthetic voice's 15 a second.
     assert!(aliased > 2.0 * written, "the voice was sent the alias: {aliased:.0} ms against {written:.0} ms as written");
     let log = std::fs::read_to_string(with.log_path()).unwrap();
     assert!(log.contains("the lexicon: 1 entries"), "{log}");
-    // A bad line, or no such object, stops the start, named.
+    // Edited in place, it is read again once its second has passed: a conversation after that says the new alias.
+    moto.boto3("client('s3').put_object(Bucket='earshot-config', Key='lexicons/products.lex', Body=b'kubectl = cube control\\n')");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let mut again = aliased;
+    for _ in 0..20 {
+        again = audio_of(&with.url, said).await;
+        if again < aliased {
+            break;
+        }
+    }
+    assert!(
+        again < 0.7 * aliased && again > written,
+        "the shorter alias is said once read again: {again:.0} ms (before {aliased:.0}, as written {written:.0})"
+    );
+    // A bad edit keeps what was read before.
+    moto.boto3("client('s3').put_object(Bucket='earshot-config', Key='lexicons/products.lex', Body=b'no equals sign\\n')");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    for _ in 0..3 {
+        assert_eq!(audio_of(&with.url, said).await, again, "a lexicon with a bad line is not taken");
+    }
+    let log = std::fs::read_to_string(with.log_path()).unwrap();
+    assert!(log.contains("the lexicon read again from s3://earshot-config/lexicons/products.lex"), "{log}");
+    assert!(log.contains("cannot read the lexicon again") && log.contains("line 1"), "{log}");
+    // At start, a bad line or no such object stops the start, named.
     for (object, says) in [("lexicons/bad.lex", "s3://earshot-config/lexicons/bad.lex, line 2"), ("lexicons/none.lex", "no such object")] {
         let out = std::process::Command::new(earshot_e2e::earshot_bin())
             .args(["serve", "--port", "0", "--backends", "synthetic", "--lexicon", &format!("s3://earshot-config/{object}")])

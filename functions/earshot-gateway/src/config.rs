@@ -89,6 +89,9 @@ pub struct GatewaySettings {
     /// The deployment's pronunciation lexicon ([`earshot_core::pronouncing`]); `None`: sentences are
     /// said as written.
     pub lexicon: Option<std::sync::Arc<earshot_core::text::Lexicon>>,
+    /// Where the lexicon is read again while the process lives (an S3 object); `None`: `lexicon` stays as
+    /// read at start ([`crate::lexicon_refresh`]).
+    pub lexicon_refresh: Option<std::sync::Arc<crate::lexicon_refresh::LexiconRefresh>>,
     /// What each capped backend holds at once across the deployment (`EARSHOT_BACKEND_CONVERSATIONS`: the
     /// cap itself wraps the backend, [`crate::backend_cap`]), as `/healthz` tells the doctor; empty: none.
     pub backend_conversations: Vec<(String, usize)>,
@@ -138,6 +141,7 @@ impl Default for GatewaySettings {
             speaking_rate: earshot_core::speech::SpeakingRate::NORMAL,
             backend_conversations: Vec::new(),
             lexicon: None,
+            lexicon_refresh: None,
             conversation_secret: crate::owner::ConversationSecret::random(),
         }
     }
@@ -258,6 +262,15 @@ impl Gateway {
             .try_acquire_owned()
             .map(Some)
             .map_err(|_| crate::api_error::ApiError::unavailable("server_busy", "this server is speaking as many conversations as it may; retry shortly", 1))
+    }
+
+    /// The lexicon a conversation opening now is said by: as last read where it is read again, else as
+    /// read at start.
+    pub fn lexicon(&self) -> Option<std::sync::Arc<earshot_core::text::Lexicon>> {
+        match &self.settings().lexicon_refresh {
+            Some(refresh) => Some(refresh.current()),
+            None => self.settings().lexicon.clone(),
+        }
     }
 
     /// The settings the gateway was built with.

@@ -23,6 +23,7 @@ pub mod host_check;
 pub mod idle;
 pub mod input_budget;
 pub mod interrupts;
+pub mod lexicon_refresh;
 pub mod metrics;
 pub mod openai_speech;
 pub mod owner;

@@ -206,7 +206,7 @@ pub(crate) async fn open(
         .language(language)
         .sample_rate(session_rate(route.output))
         .speaking_rate(route.speaking_rate)
-        .lexicon(gw.settings().lexicon.clone())
+        .lexicon(gw.lexicon())
         .cache(gw.cache_use(owner))
         .arm_health(Some(gw.arm_health().clone()))
         .language_route(language_route)

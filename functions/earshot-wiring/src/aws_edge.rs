@@ -154,13 +154,24 @@ mod with_aws {
             Arc::new(earshot_aws::s3_cache::S3SentenceTier::new(self.control.clone(), &self.sdk, bucket, prefix, endpoint))
         }
 
-        /// The object `key` of `bucket`, read once (a deployment's lexicon at start).
+        /// The object `key` of `bucket` as text (a deployment's lexicon at start).
         pub async fn read_object(&self, bucket: &str, key: &str) -> Result<String, String> {
-            let bucket_of = earshot_aws::s3_bucket::S3Bucket::new(self.control.clone(), &self.sdk, bucket, None);
-            match bucket_of.get_object(key, Duration::from_secs(10)).await? {
-                Some(body) => String::from_utf8(body.to_vec()).map_err(|_| format!("s3://{bucket}/{key} is not UTF-8 text")),
-                None => Err(format!("s3://{bucket}/{key}: no such object")),
-            }
+            (self.object_reader(bucket, key))().await
+        }
+
+        /// Reads the object `key` of `bucket` as text, each time it is called (a lexicon read again).
+        pub fn object_reader(&self, bucket: &str, key: &str) -> earshot_gateway::lexicon_refresh::ReadLexicon {
+            let s3 = Arc::new(earshot_aws::s3_bucket::S3Bucket::new(self.control.clone(), &self.sdk, bucket, None));
+            let (bucket, key) = (bucket.to_string(), key.to_string());
+            Arc::new(move || {
+                let (s3, bucket, key) = (s3.clone(), bucket.clone(), key.clone());
+                Box::pin(async move {
+                    match s3.get_object(&key, Duration::from_secs(10)).await? {
+                        Some(body) => String::from_utf8(body.to_vec()).map_err(|_| format!("s3://{bucket}/{key} is not UTF-8 text")),
+                        None => Err(format!("s3://{bucket}/{key}: no such object")),
+                    }
+                })
+            })
         }
 
         /// The DynamoDB table interrupts go through (at `endpoint` where given).
@@ -228,6 +239,9 @@ mod without_aws {
             match *self {}
         }
         pub async fn read_object(&self, _: &str, _: &str) -> Result<String, String> {
+            match *self {}
+        }
+        pub fn object_reader(&self, _: &str, _: &str) -> earshot_gateway::lexicon_refresh::ReadLexicon {
             match *self {}
         }
     }

@@ -250,8 +250,15 @@ async fn connect_parts(gateway: &mut GatewaySettings, settings: &Settings, aws_r
         CacheScope::Off => tracing::info!("the sentence cache is off"),
     }
     if let Some((bucket, key)) = settings.lexicon_object() {
+        let whence = format!("s3://{bucket}/{key}");
         let text = aws().read_object(bucket, key).await.map_err(SettingsError::wrap("lexicon"))?;
-        gateway.lexicon = Some(Arc::new(Settings::lexicon_of(&format!("s3://{bucket}/{key}"), &text)?));
+        let lexicon = Arc::new(Settings::lexicon_of(&whence, &text)?);
+        if settings.lexicon_refresh_seconds > 0 {
+            let every = Duration::from_secs(settings.lexicon_refresh_seconds);
+            let refresh = earshot_gateway::lexicon_refresh::LexiconRefresh::new(lexicon.clone(), every, whence, aws().object_reader(bucket, key));
+            gateway.lexicon_refresh = Some(Arc::new(refresh));
+        }
+        gateway.lexicon = Some(lexicon);
     }
     if let Some(lexicon) = &gateway.lexicon {
         tracing::info!("the lexicon: {} entries (version {}), said the same way on every voice", lexicon.entries().len(), lexicon.version());

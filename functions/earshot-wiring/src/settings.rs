@@ -295,6 +295,10 @@ pub struct Settings {
     /// sentence is said as it says, on every voice. A bad line stops the start with its number and why.
     #[arg(long, env = "EARSHOT_LEXICON", value_name = "FILE|s3://BUCKET/KEY")]
     pub lexicon: Option<String>,
+    /// How often a lexicon kept in S3 is read again while the process lives, in seconds (0: only at start).
+    /// A conversation that opens after that long starts a reading; a bad one keeps the lexicon before it.
+    #[arg(long, env = "EARSHOT_LEXICON_REFRESH_SECONDS", default_value_t = 300)]
+    pub lexicon_refresh_seconds: u64,
     /// Live conversations one caller (a token's `sub`, an IAM principal) may hold at once; more are
     /// refused `429 too_many_conversations` (0: no limit). Shared across instances through the
     /// interrupt table where there is one.
@@ -417,6 +421,9 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_SYNTHETIC_LATENCY_MS",
     "EARSHOT_SYNTHETIC_SESSIONS",
     "EARSHOT_SYNTHETIC_LEAD_MS",
+    // The CDK app's lexicon is an asset: a changed file is a new object, named by a new deploy, so a deployed
+    // function keeps the default; an operator who edits an object of their own in place may set it.
+    "EARSHOT_LEXICON_REFRESH_SECONDS",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -651,6 +658,7 @@ impl Settings {
             }
         }
         within(self.token_keys_refresh_seconds, 0, 86_400, "token-keys-refresh-seconds", "must be at most 86400 (0: only at start)")?;
+        within(self.lexicon_refresh_seconds, 0, 86_400, "lexicon-refresh-seconds", "must be at most 86400 (0: only at start)")?;
         if self.auth == AuthMode::Token && self.token_keys.is_none() && self.token_keys_secret.is_none() {
             return refuse("auth", "token mode needs keys: EARSHOT_TOKEN_KEYS_SECRET (--token-keys-secret) or EARSHOT_TOKEN_KEYS (--token-keys)".into());
         }
