@@ -7,7 +7,7 @@
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CDK_ROOT, DEFAULT_CONFIG_FILE, instancePricePerHour, readConfigFile, resolveConfig } from '../lib/config';
+import { CDK_ROOT, DEFAULT_CONFIG_FILE, EarshotConfig, instancePricePerHour, readConfigFile, resolveConfig } from '../lib/config';
 import { strangerCeiling } from '../lib/spend-guards';
 
 const [what, where] = process.argv.slice(2);
@@ -37,9 +37,11 @@ if (what === 'templates') {
   process.exit(2);
 }
 
-/** A deploy's own `key=value` settings (its context) as a map. */
-function contextOf(context: string[]): Record<string, string> {
-  return Object.fromEntries(context.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+/** The configuration a deploy with these `key=value` settings (its context) uses; throws where the deploy would refuse it. */
+function configOf(context: string[]): EarshotConfig {
+  const settings: Record<string, string> = Object.fromEntries(context.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const file = readConfigFile(settings.configFile ? path.resolve(CDK_ROOT, settings.configFile) : DEFAULT_CONFIG_FILE);
+  return resolveConfig(file, (key) => settings[key], process.env.AWS_REGION ?? 'us-east-1');
 }
 
 /**
@@ -48,10 +50,8 @@ function contextOf(context: string[]): Record<string, string> {
  * other auth types, or for a configuration the deploy itself will refuse (it says why).
  */
 function strangersBeforeDeploy(context: string[]): string | undefined {
-  const settings = contextOf(context);
   try {
-    const file = readConfigFile(settings.configFile ? path.resolve(CDK_ROOT, settings.configFile) : DEFAULT_CONFIG_FILE);
-    const config = resolveConfig(file, (key) => settings[key], process.env.AWS_REGION ?? 'us-east-1');
+    const config = configOf(context);
     if (config.authType !== 'NONE') return undefined;
     return `    authType NONE: anyone with the URL may call. ${strangerCeiling(config)}`;
   } catch {
@@ -65,11 +65,9 @@ function strangersBeforeDeploy(context: string[]): string | undefined {
  * without it, what the deploy may have made. `context` is the deploy's own `key=value` settings.
  */
 function whatBills(context: string[]): string {
-  const settings = contextOf(context);
   let endpoint = 'billed by the hour per instance, day and night (SageMaker pricing, real-time inference)';
   try {
-    const file = readConfigFile(settings.configFile ? path.resolve(CDK_ROOT, settings.configFile) : DEFAULT_CONFIG_FILE);
-    const config = resolveConfig(file, (key) => settings[key], process.env.AWS_REGION ?? 'us-east-1');
+    const config = configOf(context);
     const each = instancePricePerHour(config);
     endpoint = `${config.minInstances} × ${config.instanceType} at $${each.toFixed(2)} an hour each (list price): $${(config.minInstances * each).toFixed(2)} an hour, day and night`;
   } catch {

@@ -293,10 +293,10 @@ export const CONFIG_KEYS = Object.keys(KINDS) as (keyof EarshotConfig)[];
 
 /** The folder of the CDK app (infra/cdk), whatever the current directory. */
 export const CDK_ROOT = path.resolve(__dirname, '..');
+export const DEFAULT_CONFIG_FILE = path.join(CDK_ROOT, 'earshot.config.json');
 
 /** The lexicon file the configuration names, as an absolute path (relative ones from infra/cdk). */
 export const lexiconPath = (c: EarshotConfig): string => path.resolve(CDK_ROOT, c.lexiconFile);
-export const DEFAULT_CONFIG_FILE = path.join(CDK_ROOT, 'earshot.config.json');
 
 // CloudWatch Logs accepts only these retention periods.
 const RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
@@ -306,6 +306,10 @@ export class ConfigError extends Error {}
 function fail(key: string, message: string): never {
   throw new ConfigError(`earshot config: \`${key}\` ${message}`);
 }
+
+/** A number from the config file, or a decimal written as `-c key=1.25`; NaN for anything else. */
+const decimal = (value: unknown, text: string | undefined): number =>
+  typeof value === 'number' ? value : text !== undefined && /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
 
 /** Turns a value from the config file (typed) or from `-c key=value` (a string) into its kind. */
 function coerce(key: string, kind: Kind, value: unknown): unknown {
@@ -321,12 +325,12 @@ function coerce(key: string, kind: Kind, value: unknown): unknown {
       return n;
     }
     case 'decimal': {
-      const n = typeof value === 'number' ? value : text !== undefined && /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+      const n = decimal(value, text);
       if (!Number.isFinite(n)) fail(key, `must be a number such as 1.25, got ${JSON.stringify(value)}`);
       return n;
     }
     case 'price': {
-      const n = typeof value === 'number' ? value : text !== undefined && /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+      const n = decimal(value, text);
       if (!Number.isFinite(n) || n < 0) fail(key, `must be a price in dollars such as 1.408, got ${JSON.stringify(value)}`);
       return n;
     }
