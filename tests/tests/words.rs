@@ -1,5 +1,5 @@
 //! Word timings end to end: the Kokoro container times each written word from its model (through the
-//! gateway, in English and in French sent in its spoken form), and the estimate made for a voice that
+//! gateway, in English and in French sent in its spoken form, an English phone number and address too), and the estimate made for a voice that
 //! gives none is measured against those timings on the same audio, its error bounded.
 
 use std::sync::Arc;
@@ -61,6 +61,25 @@ async fn a_number_sent_in_its_spoken_form_spans_every_word_said_for_it() {
     let coute = words.iter().find(|w| w.text == "coûte").unwrap();
     // « douze euros cinquante »: three words, each longer than « coûte » alone takes.
     assert!(number.end_ms - number.start_ms > 2.0 * (coute.end_ms - coute.start_ms), "{words:?}");
+}
+
+#[tokio::test]
+async fn an_english_phone_number_and_address_are_said_in_words_untold_and_timed_as_written() {
+    let url = gateway().await;
+    // No language told: the container reads Latin script as English, and is sent the English spoken form.
+    let text = "Call 555-123-4567 or write to help@example.com today.";
+    let body = SpeakBody { text: Some(text.into()), ..Default::default() };
+    let r = speak(&url, &body, &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    let (timing, words) = r.words(0);
+    assert_eq!(timing, Some(TimingSource::Model));
+    let written: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(written, ["Call", "555-123-4567", "or", "write", "to", "help", "example.com", "today"]);
+    let span = |w: &WordTiming| w.end_ms - w.start_ms;
+    // « five five five, one two three, four five six seven » and « example dot com »: each word said, so
+    // each spans several times what « or » takes.
+    assert!(span(&words[1]) > 4.0 * span(&words[2]), "{words:?}");
+    assert!(span(&words[6]) > 2.0 * span(&words[2]), "{words:?}");
 }
 
 #[tokio::test]

@@ -133,7 +133,7 @@ impl SpeechBackend for SageMakerBackend {
 
     /// The container told no language reads by script, whatever the voice's own language.
     fn reading_language(&self, _voice: &str, session: Option<&Language>, sentence: Option<&Language>, text: &str) -> Option<Language> {
-        earshot_core::text::spoken::container_reading(sentence.or(session), text)
+        Some(earshot_core::text::spoken::container_reading(sentence.or(session), text))
     }
 
     fn languages(&self) -> Vec<(Language, String)> {

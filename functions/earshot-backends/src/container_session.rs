@@ -110,13 +110,12 @@ impl<T: ContainerTransport> Session<T> {
                 command = commands.recv(), if !finishing => match command {
                     Some(SpeechCommand::Speak(request)) => {
                         let id = format!("s{}", request.index);
-                        // The container's front ends read digits but not `1er`, `10 h 30` or `¥12.5` as a speaker would:
-                        // the sentence goes in its spoken form for its language (captions keep the text as written).
+                        // The container's front ends read digits but not `1er`, `10 h 30`, `¥12.5` or a phone number
+                        // as a speaker would: the sentence goes in its spoken form for its language, or, untold, for
+                        // the language the container reads its script in (captions keep the text as written).
                         let language = request.language.as_ref().or(self.language.as_ref());
-                        let text = match language {
-                            Some(language) => earshot_core::text::spoken::spoken(&request.text, language),
-                            None => std::borrow::Cow::Borrowed(request.text.as_str()),
-                        };
+                        let reading = language.cloned().unwrap_or_else(|| earshot_core::text::language::read_by_script(&request.text));
+                        let text = earshot_core::text::spoken::spoken(&request.text, &reading);
                         let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, self.speed);
                         self.live.insert(id, (request.index, SpokenMap::new(&request.text, &text)));
                         self.send(message).await

@@ -237,7 +237,7 @@ impl SpeechBackend for KokoroBackend {
 
     /// The container told no language reads by script, whatever the voice's own language.
     fn reading_language(&self, _voice: &str, session: Option<&Language>, sentence: Option<&Language>, text: &str) -> Option<Language> {
-        earshot_core::text::spoken::container_reading(sentence.or(session), text)
+        Some(earshot_core::text::spoken::container_reading(sentence.or(session), text))
     }
 
     fn voice_speaks(&self, voice: &str, language: &Language) -> bool {

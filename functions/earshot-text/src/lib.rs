@@ -6,8 +6,8 @@
 //! - [`segmenter`]: the streaming sentence segmenter: text in, in chunks of any size; sentences out as
 //!   soon as they are certain, the same however the text was chunked. Its word lists are
 //!   [`abbreviations`], its character classes [`chars`], its list markers [`list_marker`].
-//! - [`spoken`]: each sentence's numbers, times and money in words for its language (French and
-//!   Mandarin), with a map back to the written words.
+//! - [`spoken`]: each sentence's numbers, times, dates, money, units, phone numbers and web and e-mail
+//!   addresses in words for its language (English, French and Mandarin).
 //! - [`lexicon`]: a pronunciation lexicon: written forms and what a voice says for them.
 //! - [`language`]: BCP 47 tags, and detection by script then by trigram profile.
 //! - [`words`]: the written words of a sentence, when each is heard (from a voice, or estimated from the

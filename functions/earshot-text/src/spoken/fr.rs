@@ -7,7 +7,21 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
+use super::addresses::{self, Words};
 use super::numbers::{pattern, rewrite_all, Amount, Rewrite};
+
+/// How an address is said in French.
+const ADDRESS_WORDS: Words = Words {
+    dot: "point",
+    at: "arobase",
+    slash: "slash",
+    dash: "tiret",
+    underscore: "tiret bas",
+    colon: "deux-points",
+    plus: "plus",
+    digits: &["zéro", "un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf"],
+    join: " ",
+};
 
 /// A number: digits grouped in threes by a space (plain, no-break or narrow), or not grouped; then a
 /// decimal comma or point with its digits.
@@ -15,6 +29,7 @@ const NUMBER: &str = r"(?P<whole>\d{1,3}(?:[ \u{a0}\u{202f}]\d{3})+|\d+)(?:[,.](
 
 struct Rules {
     abbreviations: Vec<(Regex, &'static str)>,
+    phone: Regex,
     iso_date: Regex,
     date: Regex,
     time: Regex,
@@ -52,6 +67,8 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     .into_iter()
     .map(|(p, with)| (pattern(p), with))
     .collect(),
+    // 06 12 34 56 78, 01.23.45.67.89, +33 6 12 34 56 78: read in pairs, as French numbers are said.
+    phone: pattern(r"(?:\+(?P<country>\d{1,3})\s?(?P<first>[1-9])|\b(?P<national>0[1-9]))(?P<pairs>(?:[\s.]\d{2}){4})\b"),
     iso_date: pattern(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b"),
     date: pattern(r"\b(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4})\b"),
     time: pattern(r"\b(?P<h>\d{1,2})(?:\s?h\s?|:)(?P<min>\d{2})\b"),
@@ -71,11 +88,12 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
 /// `sentence` with its written forms in words.
 pub fn spoken(sentence: &str) -> String {
     let rules = &*RULES;
-    let mut text = sentence.to_string();
+    let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, *with).into_owned();
     }
-    let steps: [(&Regex, Rewrite); 12] = [
+    let steps: [(&Regex, Rewrite); 13] = [
+        (&rules.phone, phone),
         (&rules.iso_date, date),
         (&rules.date, date),
         (&rules.time, time),
@@ -94,6 +112,22 @@ pub fn spoken(sentence: &str) -> String {
         .number
         .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))
         .into_owned()
+}
+
+/// A phone number in pairs: `06 12 34 56 78` « zéro six, douze, trente-quatre, cinquante-six, soixante-dix-huit »;
+/// a pair with a leading zero as its two digits (`05` « zéro cinq »).
+fn phone(c: &Captures) -> Option<String> {
+    let pair = |p: &str| match p.strip_prefix('0') {
+        Some(d) => format!("zéro {}", digits(d)),
+        None => p.parse().map(cardinal).unwrap_or_else(|_| digits(p)),
+    };
+    let mut said = match (c.name("country"), c.name("first"), c.name("national")) {
+        (Some(country), Some(first), _) => vec![format!("plus {}", cardinal(country.as_str().parse().ok()?)), digits(first.as_str())],
+        (_, _, Some(national)) => vec![pair(national.as_str())],
+        _ => return None,
+    };
+    said.extend(c["pairs"].split([' ', '.']).filter(|p| !p.is_empty()).map(pair));
+    Some(said.join(", "))
 }
 
 const MONTHS: [&str; 12] = ["janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre", "octobre", "novembre", "décembre"];

@@ -14,9 +14,12 @@
 //! case character by character). Each language's rules are a list of patterns tried in order, each with
 //! its spoken form; the case lists in `tests/spoken/` hold one line per rule and form.
 //!
-//! English is left to the front ends (misaki reads English numbers, currencies and times), and so is any
-//! other language.
+//! English has rules too (phone numbers, dates, units and abbreviations its front end reads its own way);
+//! any other language is left to the front ends. Web and e-mail addresses are said part by part in each
+//! language with rules (the `addresses` module).
 
+mod addresses;
+mod en;
 mod fr;
 mod numbers;
 mod zh;
@@ -25,7 +28,8 @@ use std::borrow::Cow;
 
 use crate::language::Language;
 
-/// Whether `language` has spoken-form rules here (`fr`, `zh`).
+/// Whether the container must be told `language` for its spoken forms to apply before the first sentence
+/// settles it (`fr`, `zh`): English's apply untold as well, as the container reads Latin script as English.
 pub fn has_rules(language: &Language) -> bool {
     matches!(language.as_str(), "fr" | "zh")
 }
@@ -33,6 +37,7 @@ pub fn has_rules(language: &Language) -> bool {
 /// `sentence` as a voice should say it in `language`; unchanged for a language with no rules here.
 pub fn spoken<'a>(sentence: &'a str, language: &Language) -> Cow<'a, str> {
     match language.as_str() {
+        "en" => Cow::Owned(en::spoken(&half_width(sentence))),
         "fr" => Cow::Owned(fr::spoken(&half_width(sentence))),
         "zh" => Cow::Owned(zh::spoken(&half_width(sentence))),
         _ => Cow::Borrowed(sentence),
@@ -40,17 +45,11 @@ pub fn spoken<'a>(sentence: &'a str, language: &Language) -> Cow<'a, str> {
 }
 
 /// How the Kokoro container reads `text` told `told` (or nothing), for the sentence cache's key: the language
-/// told; untold, the language its script is read in, where that reading is the same as being told it (the
-/// container turns a sentence into its spoken form only when told its language, so an untold `价格是12元`
-/// is another sound than a told one); otherwise `None`, a reading of its own.
-pub fn container_reading(told: Option<&Language>, text: &str) -> Option<Language> {
-    match told {
-        Some(language) => Some(language.clone()),
-        None => {
-            let by_script = crate::language::read_by_script(text);
-            (spoken(text, &by_script) == text).then_some(by_script)
-        }
-    }
+/// told; untold, the language its script is read in (the container reads Latin script as English, Han as
+/// Chinese, and the sentence is sent in that language's spoken form), so an untold `价格是12元` is the same
+/// sound as a told one.
+pub fn container_reading(told: Option<&Language>, text: &str) -> Language {
+    told.cloned().unwrap_or_else(|| crate::language::read_by_script(text))
 }
 
 /// Full-width digits and Latin letters (`１２ｋｍ`) as their ASCII forms, and the full-width signs that go
@@ -76,19 +75,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_container_reads_untold_text_as_told_its_script_only_where_no_spoken_form_changes_it() {
+    fn the_container_reads_untold_text_as_told_its_script() {
         let (en, zh) = (Language::parse("en").unwrap(), Language::parse("zh").unwrap());
-        assert_eq!(container_reading(None, "Sure."), Some(en.clone()), "an English opener untold is the same sound as told");
-        assert_eq!(container_reading(Some(&en), "Sure."), Some(en));
-        assert_eq!(container_reading(None, "好的。"), Some(zh.clone()));
-        // Told Mandarin, the digits go in their spoken form; untold, as written: another sound.
-        assert_eq!(container_reading(None, "价格是12元。"), None);
-        assert_eq!(container_reading(Some(&zh), "价格是12元。"), Some(zh));
+        assert_eq!(container_reading(None, "Sure."), en.clone(), "an English opener untold is the same sound as told");
+        assert_eq!(container_reading(Some(&en), "Sure."), en);
+        assert_eq!(container_reading(None, "好的。"), zh.clone());
+        // Told Mandarin or not, the digits go in their spoken form: one sound.
+        assert_eq!(container_reading(None, "价格是12元。"), zh.clone());
+        assert_eq!(container_reading(Some(&zh), "价格是12元。"), zh);
     }
 
     #[test]
     fn other_languages_pass_unchanged() {
-        assert!(matches!(spoken("It costs $12.50.", &Language::parse("en").unwrap()), Cow::Borrowed(_)));
+        assert!(matches!(spoken("Es kostet 12,50 €.", &Language::parse("de").unwrap()), Cow::Borrowed(_)));
     }
 
     #[test]

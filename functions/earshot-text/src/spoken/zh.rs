@@ -7,12 +7,19 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
+use super::addresses::{self, Words};
 use super::numbers::{pattern, rewrite_all, Amount, Rewrite};
+
+/// How an address is said in Mandarin (Latin words as written, the signs in Chinese).
+const ADDRESS_WORDS: Words =
+    Words { dot: "点", at: "艾特", slash: "斜杠", dash: "横杠", underscore: "下划线", colon: "冒号", plus: "加", digits: &DIGITS, join: "" };
 
 /// A number: digits grouped in threes by commas, or not grouped; then a decimal point with its digits.
 const NUMBER: &str = r"(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<fraction>\d+))?";
 
 struct Rules {
+    mobile: Regex,
+    landline: Regex,
     iso_date: Regex,
     year: Regex,
     time: Regex,
@@ -26,6 +33,11 @@ struct Rules {
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
+    // 13800138000, 138-0013-8000, +86 138 0013 8000: three, four and four digits (Chinese characters are word
+    // characters, so the edges are matched as "not a digit" rather than a word boundary).
+    mobile: pattern(r"(?P<before>^|\D)(?:\+(?P<country>\d{1,3})\s?)?(?P<a>1[3-9]\d)[\s-]?(?P<b>\d{4})[\s-]?(?P<c>\d{4})(?P<after>\D|$)"),
+    // 010-12345678, 0755-1234567: the area code, then the number.
+    landline: pattern(r"(?P<before>^|\D)(?P<a>0\d{2,3})-(?P<b>\d{7,8})(?P<after>\D|$)"),
     iso_date: pattern(r"(?P<y>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})"),
     year: pattern(r"(?P<y>\d{2,4})年"),
     time: pattern(r"(?P<h>\d{1,2}):(?P<min>\d{2})"),
@@ -41,8 +53,10 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
 /// `sentence` with its written forms in words.
 pub fn spoken(sentence: &str) -> String {
     let rules = &*RULES;
-    let mut text = sentence.to_string();
-    let steps: [(&Regex, Rewrite); 9] = [
+    let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
+    let steps: [(&Regex, Rewrite); 11] = [
+        (&rules.mobile, phone),
+        (&rules.landline, phone),
         (&rules.iso_date, |c| Some(format!("{}年{}月{}日", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))),
         (&rules.year, |c| Some(format!("{}年", if c["y"].len() == 4 { digits(&c["y"]) } else { cardinal(c["y"].parse().ok()?) }))),
         (&rules.time, time),
@@ -61,6 +75,14 @@ pub fn spoken(sentence: &str) -> String {
         .number
         .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))
         .into_owned()
+}
+
+/// A phone number digit by digit in its groups, one said 幺 as it is in numbers read aloud.
+fn phone(c: &Captures) -> Option<String> {
+    let said = |digits: &str| -> String { digits.chars().filter_map(|c| c.to_digit(10)).map(|d| if d == 1 { "幺" } else { DIGITS[d as usize] }).collect() };
+    let mut groups: Vec<String> = c.name("country").map(|country| format!("加{}", said(country.as_str()))).into_iter().collect();
+    groups.extend(["a", "b", "c"].iter().filter_map(|g| c.name(g)).map(|g| said(g.as_str())));
+    Some(format!("{}{}{}", &c["before"], groups.join("，"), &c["after"]))
 }
 
 fn time(c: &Captures) -> Option<String> {
