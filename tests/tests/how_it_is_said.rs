@@ -1,6 +1,7 @@
 //! How a sentence is said, end to end: a speaking rate (the Kokoro container's speed, Polly's prosody
-//! rate as SSML) and a pronunciation lexicon (every arm sent the same words, a failover included),
-//! with the words a client sees still the written ones.
+//! rate as SSML) and a pronunciation lexicon (every arm sent the same words, a failover included; an
+//! entry in IPA as phonemes to the container and a `<phoneme>` to Polly), with the words a client sees
+//! still the written ones.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use earshot_gateway::{Gateway, GatewaySettings, Routing};
 use earshot_standins::{StandIns, StandInsConfig};
 
 const ANSWER: &str = "Your order shipped this morning. It should arrive on Thursday, before noon.";
-const LEXICON: &str = "# how this deployment says its product names\nSQL = sequel\nkubectl = cube control\n";
+const LEXICON: &str = "# how this deployment says its product names\nSQL = sequel\nkubectl = cube control\nNguyen = /wˈɪn/\n";
 
 fn settings(lexicon: Option<&str>) -> GatewaySettings {
     let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
@@ -90,6 +91,23 @@ async fn a_lexicon_entry_changes_what_the_voice_says_and_the_words_stay_as_writt
     assert_ne!(lexicon.audio, plain.audio);
 }
 
+#[tokio::test]
+async fn an_ipa_entry_is_said_with_its_phonemes_by_the_container_and_timed_as_written() {
+    let said = "Call Nguyen today.";
+    let plain = speak(&kokoro_gateway(None).await, &text(said), &CallOptions::default()).await.expect("spoken");
+    let lexicon = speak(&kokoro_gateway(Some(LEXICON)).await, &text(said), &CallOptions::default()).await.expect("spoken");
+    assert_eq!(check_conversation(&lexicon), [said], "the client is told the sentence as written");
+    for r in [&plain, &lexicon] {
+        let (timing, words) = r.words(0);
+        assert_eq!(timing, Some(TimingSource::Model));
+        assert_eq!(words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["Call", "Nguyen", "today"]);
+    }
+    // The voice's own reading of "Nguyen" has two syllables or more; /wˈɪn/ has one.
+    let nguyen = |r: &Received| r.words(0).1.iter().find(|w| w.text == "Nguyen").map(|w| w.end_ms - w.start_ms).unwrap();
+    assert!(nguyen(&lexicon) + 50.0 < nguyen(&plain), "Nguyen: {} ms as /wˈɪn/, {} ms as the voice reads it", nguyen(&lexicon), nguyen(&plain));
+    assert_ne!(lexicon.audio, plain.audio);
+}
+
 async fn standins() -> StandIns {
     let kokoro = Kokoro::shared();
     kokoro.ready().await;
@@ -121,6 +139,12 @@ async fn polly_is_sent_the_lexicon_s_words_at_the_rate_as_ssml() {
     check_conversation(&r);
     assert_eq!(s.stats.polly_ssml.lock().unwrap().len(), 1, "no SSML at rate 1");
     assert!(s.stats.polly_spoken.lock().unwrap().iter().any(|u| u.text == "Plain sequel."));
+    // An IPA entry goes as a `<phoneme>` in IPA, at any rate, the words as written inside it.
+    let r = speak(&url, &text("Ask Nguyen & me."), &CallOptions::default()).await.expect("spoken");
+    assert_eq!(check_conversation(&r), ["Ask Nguyen & me."]);
+    let ssml = s.stats.polly_ssml.lock().unwrap().clone();
+    assert_eq!(ssml.last().map(String::as_str), Some(r#"<speak>Ask <phoneme alphabet="ipa" ph="wˈɪn">Nguyen</phoneme> &amp; me.</speak>"#));
+    assert_eq!(r.words(0).1.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["Ask", "Nguyen", "me"]);
 }
 
 #[tokio::test]
@@ -141,12 +165,12 @@ async fn a_failover_before_the_first_audio_says_the_entry_as_the_first_arm_was_s
     settings.routing = Routing { failover: true, ..Default::default() };
     let url = serve(Gateway::new(vec![polly(&config).await, sagemaker], Arc::new(agent(200.0)), settings)).await.url;
     // Polly's stand-in fails the stream on the marker: the conversation moves to Kokoro on SageMaker.
-    let said = "Try SQL [[ServiceFailureException]] now.";
+    let said = "Try SQL with Nguyen [[ServiceFailureException]] now.";
     let r = speak(&url, &text(said), &CallOptions::default()).await.expect("spoken");
     check_conversation(&r);
     assert_eq!(r.session.as_ref().unwrap().backend, "kokoro", "the second arm (Kokoro on SageMaker) speaks");
     let to_kokoro: Vec<String> = s.stats.sagemaker_synthesize.lock().unwrap().iter().filter_map(|m| m["text"].as_str().map(str::to_string)).collect();
-    assert_eq!(to_kokoro, ["Try sequel [[ServiceFailureException]] now."], "the second arm is sent the lexicon's words too");
+    assert_eq!(to_kokoro, ["Try sequel with [Nguyen](/wˈɪn/) [[ServiceFailureException]] now."], "the second arm is sent the lexicon's words and phonemes too");
     assert!(r.words(0).1.iter().any(|w| w.text == "SQL"), "and the client sees the written word");
 }
 

@@ -39,6 +39,7 @@ use bytes::Bytes;
 use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
 use earshot_core::speech::{SessionOptions, SpeakingRate, SpeechBackend, SpeechCommand, SpeechError, SpeechEvent, SpeechSession, Voice};
+use earshot_core::text::pronounced::{self, Part};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -682,15 +683,18 @@ impl Session {
 
 /// Sends a sentence on its own stream: its text (in events of at most [`MAX_EVENT_CHARS`]), a forced
 /// flush with the last, then the close that makes Polly say when its audio is complete. At a rate other
-/// than the voice's own, each piece is an SSML document of its own (`TextType` `ssml`), its text in a
-/// `<prosody rate="N%">` (Polly's SSML reference: a rate of 20 % to 200 %; SSML tags are not billed).
+/// than the voice's own, or with a pronunciation marked in it (a lexicon's IPA entry), each piece is an
+/// SSML document of its own (`TextType` `ssml`): its text in a `<prosody rate="N%">` (Polly's SSML
+/// reference: a rate of 20 % to 200 %; SSML tags are not billed), each mark a `<phoneme alphabet="ipa">`.
+/// A sentence is far shorter than a piece (the segmenter's 400 characters against 3,000), so no mark is cut.
 async fn send_sentence(stream: &mut Stream, text: &str, rate: SpeakingRate) -> bool {
     let pieces = text_pieces(text, MAX_EVENT_CHARS);
     let last = pieces.len() - 1;
+    let ssml = !rate.is_normal() || pronounced::has_marks(text);
     for (i, piece) in pieces.into_iter().enumerate() {
-        let mut event = match rate.is_normal() {
-            true => TextEvent::builder().text(piece),
-            false => TextEvent::builder().text(at_rate(&piece, rate)).text_type(TextType::Ssml),
+        let mut event = match ssml {
+            false => TextEvent::builder().text(piece),
+            true => TextEvent::builder().text(ssml_document(&piece, rate)).text_type(TextType::Ssml),
         };
         if i == last {
             event = event.flush_stream_configuration(FlushStreamConfiguration::builder().force(true).build());
@@ -703,19 +707,38 @@ async fn send_sentence(stream: &mut Stream, text: &str, rate: SpeakingRate) -> b
     stream.send(StartSpeechSynthesisStreamActionStream::CloseStreamEvent(CloseStreamEvent::builder().build())).await
 }
 
-/// `text` as an SSML document that says it at `rate`, its XML characters escaped.
-fn at_rate(text: &str, rate: SpeakingRate) -> String {
-    let mut escaped = String::with_capacity(text.len() + 48);
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            c => escaped.push(c),
+/// `text` as an SSML document: said at `rate` (a `prosody` where it is not the voice's own), each
+/// pronunciation marked in it as a `phoneme` in IPA, its XML characters escaped.
+fn ssml_document(text: &str, rate: SpeakingRate) -> String {
+    let mut body = String::with_capacity(text.len() + 64);
+    for part in pronounced::parts(text) {
+        match part {
+            Part::Text(text) => escape_into(&mut body, text),
+            Part::Said { words, ipa } => {
+                body.push_str("<phoneme alphabet=\"ipa\" ph=\"");
+                escape_into(&mut body, ipa);
+                body.push_str("\">");
+                escape_into(&mut body, words);
+                body.push_str("</phoneme>");
+            }
         }
     }
-    format!("<speak><prosody rate=\"{}%\">{escaped}</prosody></speak>", rate.percent())
+    match rate.is_normal() {
+        true => format!("<speak>{body}</speak>"),
+        false => format!("<speak><prosody rate=\"{}%\">{body}</prosody></speak>", rate.percent()),
+    }
+}
+
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// `text` in pieces of at most `max` characters, cut after white space where there is some.
@@ -749,7 +772,13 @@ mod tests {
     #[test]
     fn another_rate_is_a_prosody_around_the_text_escaped() {
         let rate = SpeakingRate::from_factor(1.5).unwrap();
-        assert_eq!(at_rate("Tom & Jerry <3 \"you\".", rate), "<speak><prosody rate=\"150%\">Tom &amp; Jerry &lt;3 &quot;you&quot;.</prosody></speak>");
+        assert_eq!(ssml_document("Tom & Jerry <3 \"you\".", rate), "<speak><prosody rate=\"150%\">Tom &amp; Jerry &lt;3 &quot;you&quot;.</prosody></speak>");
+    }
+
+    #[test]
+    fn a_marked_pronunciation_is_a_phoneme_in_ipa() {
+        let normal = SpeakingRate::from_factor(1.0).unwrap();
+        assert_eq!(ssml_document("Ask [Nguyen](/wˈɪn/) & me.", normal), "<speak>Ask <phoneme alphabet=\"ipa\" ph=\"wˈɪn\">Nguyen</phoneme> &amp; me.</speak>");
     }
 
     #[test]

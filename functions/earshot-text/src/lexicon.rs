@@ -17,6 +17,7 @@
 //! kubectl = cube control
 //! EKS = E K S
 //! Dupont [fr] = Dupon
+//! Nguyen = /wˈɪn/
 //! ```
 //!
 //! - The written form is a word or a phrase, matched whole: not inside a longer word (a form in a
@@ -26,7 +27,10 @@
 //! - `[language]` (a BCP 47 tag) limits the entry to sentences in that language; with none, it applies
 //!   in every language.
 //! - Where two entries match at the same place, the longer written form wins; then the earlier line.
-//! - A pronunciation in IPA (`= /wɪn/`) is refused for now: give the words to say.
+//! - What to say is words, or a pronunciation in IPA between slashes (`Nguyen = /wˈɪn/`): the written form
+//!   is then marked to be said with those phonemes ([`crate::pronounced`]), and each voice says it in its
+//!   own form (the Kokoro container as phonemes, Polly as an SSML `<phoneme>`). Only phonemes are taken:
+//!   letters, stress and length marks, diacritics and spaces.
 //!
 //! A bad line stops the load with its number and the reason ([`LexiconError`]).
 //!
@@ -50,8 +54,11 @@ pub const MAX_ENTRIES: usize = 100_000;
 pub struct Entry {
     /// The written form, as the file gives it.
     pub written: String,
-    /// What a voice says for it.
+    /// What a voice says for it: words, or, where [`Entry::ipa`], phonemes in IPA (without their slashes).
     pub say: String,
+    /// Whether `say` is a pronunciation in IPA (`= /wɪn/` in the file): the written form is then marked
+    /// to be said so ([`crate::pronounced`]), each voice in its own form.
+    pub ipa: bool,
     /// Whether it matches only as written (it has a capital letter).
     pub exact_case: bool,
     /// The language it is limited to; `None`: every language.
@@ -174,7 +181,11 @@ impl Lexicon {
                 continue;
             }
             out.push_str(&sentence[at..start]);
-            out.push_str(&self.entries[index].say);
+            let entry = &self.entries[index];
+            match entry.ipa {
+                true => out.push_str(&crate::pronounced::mark(&sentence[start..end], &entry.say)),
+                false => out.push_str(&entry.say),
+            }
             at = end;
         }
         out.push_str(&sentence[at..]);
@@ -202,8 +213,13 @@ fn entry(line_text: &str, line: usize) -> Result<Entry, LexiconError> {
     if say.is_empty() {
         return Err(refuse(format!("nothing to say for `{written}`")));
     }
-    if say.len() > 2 && say.starts_with('/') && say.ends_with('/') {
-        return Err(refuse(format!("`{say}` is a pronunciation in IPA, which is not offered yet: give the words to say for `{written}`")));
+    let ipa = say.len() > 2 && say.starts_with('/') && say.ends_with('/');
+    let say = if ipa { say[1..say.len() - 1].trim() } else { say };
+    if ipa {
+        crate::pronounced::check_ipa(say).map_err(&refuse)?;
+    }
+    if written.contains(['[', ']']) {
+        return Err(refuse(format!("`{written}` holds a bracket, which marks a pronunciation")));
     }
     if written.chars().any(|c| c.is_control()) || say.chars().any(|c| c.is_control()) {
         return Err(refuse("control characters are not allowed".into()));
@@ -211,7 +227,7 @@ fn entry(line_text: &str, line: usize) -> Result<Entry, LexiconError> {
     if !written.chars().any(char::is_alphanumeric) {
         return Err(refuse(format!("`{written}` has no letter or digit to match")));
     }
-    Ok(Entry { written: written.to_string(), say: say.to_string(), exact_case: written.chars().any(char::is_uppercase), language, line })
+    Ok(Entry { written: written.to_string(), say: say.to_string(), ipa, exact_case: written.chars().any(char::is_uppercase), language, line })
 }
 
 fn lowered(text: &str) -> String {
@@ -254,7 +270,8 @@ fn version_of(entries: &[Entry]) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for e in entries {
         let language = e.language.as_ref().map(Language::to_string).unwrap_or_default();
-        for byte in [e.written.as_str(), "\u{1f}", language.as_str(), "\u{1f}", e.say.as_str(), "\u{1e}"].iter().flat_map(|s| s.bytes()) {
+        let kind = if e.ipa { "/" } else { "" };
+        for byte in [e.written.as_str(), "\u{1f}", language.as_str(), "\u{1f}", kind, e.say.as_str(), "\u{1e}"].iter().flat_map(|s| s.bytes()) {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
         }
     }
@@ -317,10 +334,19 @@ mod tests {
         let refused = |text: &str| Lexicon::parse(text).unwrap_err().to_string();
         assert_eq!(refused("# ok\nSQL sequel\n"), "line 2: expected `written form = what to say`");
         assert_eq!(refused("SQL =\n"), "line 1: nothing to say for `SQL`");
-        assert!(refused("Nguyen = /wɪn/\n").starts_with("line 1: `/wɪn/` is a pronunciation in IPA"));
+        assert_eq!(refused("Nguyen = /wɪn./\n"), "line 1: `/wɪn./` holds `.`, which is not a phoneme (letters, stress and length marks, diacritics)");
+        assert_eq!(refused("Nguyen = / /\n"), "line 1: `//` holds no phoneme");
         assert!(refused("Dupont [not a tag!] = Dupon\n").starts_with("line 1: `[not a tag!]` is not a language tag"));
         assert_eq!(refused("SQL = sequel\n\nSQL = squeal\n"), "line 3: `SQL` is given on line 1 already");
         assert_eq!(refused("... = dots\n"), "line 1: `...` has no letter or digit to match");
+    }
+
+    #[test]
+    fn an_ipa_entry_marks_the_words_as_written_to_be_said_with_its_phonemes() {
+        let l = lexicon("nguyen = /wˈɪn/\nSQL = sequel\n");
+        assert_eq!(l.apply("Ask Nguyen about SQL.", None), "Ask [Nguyen](/wˈɪn/) about sequel.");
+        assert_eq!(crate::pronounced::plain(&l.apply("Ask Nguyen.", None)), "Ask Nguyen.");
+        assert_ne!(lexicon("SQL = sequel\n").version(), lexicon("SQL = /sequel/\n").version());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   [`abbreviations`], its character classes [`chars`], its list markers [`list_marker`].
 //! - [`spoken`]: each sentence's numbers, times, dates, money, units, phone numbers and web and e-mail
 //!   addresses in words for its language (English, French and Mandarin).
-//! - [`lexicon`]: a pronunciation lexicon: written forms and what a voice says for them.
+//! - [`lexicon`]: a pronunciation lexicon: written forms and what a voice says for them (words, or IPA
+//!   marked inline as [`pronounced`] says).
 //! - [`language`]: BCP 47 tags, and detection by script then by trigram profile.
 //! - [`words`]: the written words of a sentence, when each is heard (from a voice, or estimated from the
 //!   sentence's audio), and the map from a spoken form's word timings back to the written words.
@@ -33,6 +34,7 @@ pub mod language;
 pub mod lexicon;
 pub mod list_marker;
 pub mod normaliser;
+pub mod pronounced;
 pub mod segmenter;
 pub mod spoken;
 pub mod words;

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from . import marked
 from .protocol import ProtocolError
 
 LATIN = "latin"
@@ -66,7 +67,9 @@ def detect_language(text: str) -> str | None:
 
 
 def resolve(text: str, language: str | None, request_id: str | None = None) -> ResolvedText:
-    """Normalise the text, settle its language and drop letters that language cannot read."""
+    """Normalise the text, settle its language and drop letters that language cannot read. The phonemes of an
+    inline pronunciation (``marked.py``) are set aside first: they are IPA, not letters of a script."""
+    text, phonemes = marked.split_marks(text)
     text = unicodedata.normalize("NFKC", text)
     chosen = language or detect_language(text)
     if chosen is None:
@@ -83,7 +86,7 @@ def resolve(text: str, language: str | None, request_id: str | None = None) -> R
             f"text has no letters that language {chosen!r} can speak",
             request_id,
         )
-    return ResolvedText(language=chosen, text=_SPACES.sub(" ", kept).strip())
+    return ResolvedText(language=chosen, text=marked.join_marks(_SPACES.sub(" ", kept).strip(), phonemes))
 
 
 def _readable(char: str, allowed: frozenset[str]) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .stats import RequestStats
-from . import audio, scripts
+from . import audio, marked, scripts
 from .config import ConfigError, Settings
 from .engines import Engine, Piece, Stop
 from .pacing import FixedPlan, PacedPlan, Pacer, Plan, PiecePlan, Speed
@@ -125,7 +125,8 @@ class Synthesizer:
             return self.engine.phonemize(text, request.language)
 
         try:
-            return WordTimer(request.text, phonemes, request.language, self.sample_rate, read)
+            # The words are those written: an inline pronunciation is timed as its words.
+            return WordTimer(marked.plain(request.text), phonemes, request.language, self.sample_rate, read)
         except Exception:
             log.exception("aligning the words of request %r failed; it goes on without them", request.request_id)
             return None

@@ -14,7 +14,8 @@
 //! - a `TextEvent` whose `TextType` is `ssml` is one `<speak>` document ("All SSML-enhanced text must be
 //!   enclosed within a pair of `<speak>` tags", Polly's SSML reference). The stand-in reads the tags
 //!   earshot sends, `<prosody rate="N%">` (20 % to 200 %, or `x-slow` to `x-fast`), and says the text at
-//!   that rate; any other tag, or a document that is not well formed, is a `ValidationException`
+//!   that rate, and `<phoneme alphabet="ipa" ph="…">` (said by the local Kokoro with those phonemes; AWS's
+//!   "Supported SSML tags" gives the generative voices partial availability of it); any other tag, or a document that is not well formed, is a `ValidationException`
 //!   ("Unsupported SSML tags in input text generate errors"). SSML tags are not billed characters (the
 //!   `SynthesizeSpeech` limits: "SSML tags are not counted as billed characters"), so only the text is
 //!   counted.
@@ -357,6 +358,8 @@ fn read_ssml(document: &str) -> Result<(String, f32), String> {
         .and_then(|d| d.strip_suffix("</speak>"))
         .ok_or_else(|| "Invalid SSML request: the text must be one <speak> document".to_string())?;
     let (mut text, mut rate, mut open) = (String::new(), 1.0f32, 0usize);
+    // The phonemes of the `<phoneme>` being read, and where its words start in `text`.
+    let mut phoneme: Option<(String, usize)> = None;
     let mut rest = inner;
     while let Some(at) = rest.find('<') {
         text.push_str(&rest[..at]);
@@ -364,6 +367,16 @@ fn read_ssml(document: &str) -> Result<(String, f32), String> {
         let tag = &rest[at + 1..end];
         if tag == "/prosody" && open > 0 {
             open -= 1;
+        } else if let Some(ph) = tag.strip_prefix("phoneme alphabet=\"ipa\" ph=\"").and_then(|t| t.strip_suffix('"')) {
+            if phoneme.is_some() || ph.is_empty() {
+                return Err("Invalid SSML request: a <phoneme> inside a <phoneme>, or one without phonemes".into());
+            }
+            phoneme = Some((ph.to_string(), text.len()));
+        } else if tag == "/phoneme" && phoneme.is_some() {
+            // Said by the local Kokoro as its own markup says a pronunciation: `[words](/phonemes/)`.
+            let (ph, start) = phoneme.take().expect("a phoneme is open");
+            let words = text.split_off(start);
+            text.push_str(&format!("[{words}](/{ph}/)"));
         } else if let Some(value) = tag.strip_prefix("prosody rate=\"").and_then(|t| t.strip_suffix('"')) {
             rate = match value {
                 "x-slow" => 0.5,
@@ -383,8 +396,8 @@ fn read_ssml(document: &str) -> Result<(String, f32), String> {
         rest = &rest[end + 1..];
     }
     text.push_str(rest);
-    if open != 0 {
-        return Err("Invalid SSML request: <prosody> is not closed".into());
+    if open != 0 || phoneme.is_some() {
+        return Err("Invalid SSML request: a <prosody> or <phoneme> is not closed".into());
     }
     let text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&");
     Ok((text, rate))
@@ -436,6 +449,8 @@ mod tests {
     fn ssml_is_read_for_its_text_and_rate_and_other_tags_are_refused() {
         assert_eq!(read_ssml("<speak><prosody rate=\"150%\">Tom &amp; Jerry.</prosody></speak>"), Ok(("Tom & Jerry.".into(), 1.5)));
         assert_eq!(read_ssml("<speak>Plain.</speak>"), Ok(("Plain.".into(), 1.0)));
+        assert_eq!(read_ssml("<speak>Ask <phoneme alphabet=\"ipa\" ph=\"wˈɪn\">Nguyen</phoneme>.</speak>"), Ok(("Ask [Nguyen](/wˈɪn/).".into(), 1.0)));
+        assert!(read_ssml("<speak>Ask <phoneme alphabet=\"ipa\" ph=\"wˈɪn\">Nguyen.</speak>").is_err());
         assert!(read_ssml("Plain.").is_err());
         assert!(read_ssml("<speak><emphasis>Hi</emphasis></speak>").unwrap_err().contains("unsupported tag <emphasis>"));
         assert!(read_ssml("<speak><prosody rate=\"300%\">Hi</prosody></speak>").is_err());

@@ -35,8 +35,9 @@ const LOOK_AHEAD: usize = 6;
 impl SpokenMap {
     /// The map for a sentence `written` as it was sent, `spoken`.
     pub fn new(written: &str, spoken: &str) -> SpokenMap {
-        let written_list = written_words(written);
-        let spoken_list = written_words(spoken);
+        // A pronunciation marked inline is timed as its words (`crate::pronounced`).
+        let written_list = written_words(&crate::pronounced::plain(written));
+        let spoken_list = written_words(&crate::pronounced::plain(spoken));
         let groups = groups(&written_list, &spoken_list);
         let timed = vec![None; spoken_list.len()];
         SpokenMap { written: written_list, spoken: spoken_list, groups, timed, placed: 0, next_group: 0 }

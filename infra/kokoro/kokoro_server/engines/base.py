@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import marked
 from ..config import Settings
 from ..phonemes import G2P, keep_known, pauses, split_pieces
 from ..protocol import ProtocolError
@@ -119,7 +120,8 @@ class Engine(ABC):
         return any(v.name == name for v in self.voices())
 
     def phonemize(self, text: str, language: str) -> str:
-        return keep_known(self._g2p[language](text), self._vocab)
+        """The front end's phonemes for ``text``, a pronunciation given inline taken as it is (``marked.py``)."""
+        return keep_known(marked.phonemize(text, self._g2p[language]), self._vocab)
 
     def phonemes(self, text: str, language: str, request_id: str | None = None) -> str:
         """A text's phonemes, or the ``unsupported_script`` error when the model can speak none of them."""
