@@ -229,7 +229,8 @@ pub fn segmenter(sizes_mb: &[f64], passes: usize) -> serde_json::Value {
         _ => None,
     };
     let lexicon = lexicon_cost(&[0, 100, 10_000]);
-    json!({ "chunking": "3-6 characters", "passes": passes, "rows": rows, "scaling": scaling, "lexicon": lexicon })
+    let spoken = spoken_cost();
+    json!({ "chunking": "3-6 characters", "passes": passes, "rows": rows, "scaling": scaling, "lexicon": lexicon, "spoken": spoken })
 }
 
 /// What a pronunciation lexicon costs each sentence on its way to a voice (the lexicon layer's one
@@ -258,6 +259,53 @@ fn lexicon_cost(sizes: &[usize]) -> serde_json::Value {
         let (median, worst) = (micros[micros.len() / 2], micros[micros.len() - 1]);
         println!("{size:>8} entries: median {median:.2} us, worst {worst:.2} us");
         rows.push(json!({ "entries": size, "median_us": median, "worst_us": worst }));
+    }
+    json!(rows)
+}
+
+/// What the spoken forms cost each sentence on its way to the Kokoro container (one `spoken` per sentence, in
+/// the container's session): microseconds per sentence, median and worst, over the same answer's sentences
+/// and over the scored set's English, French and Mandarin answers (addresses, phone numbers, dates, money).
+fn spoken_cost() -> serde_json::Value {
+    use earshot_core::text::{language::Language, spoken::spoken};
+    let text = llm_like_text(200_000);
+    let answer = earshot_core::text::split(&text, earshot_core::text::SegmenterConfig::default());
+    let cases = |language: &str| -> Vec<String> {
+        // The lists in the repository: from the bench's package folder under cargo, else from the root `make bench` runs in.
+        let root = std::env::var_os("CARGO_MANIFEST_DIR").map(|d| std::path::PathBuf::from(d).join("..")).unwrap_or_else(|| ".".into());
+        let path = root.join(format!("functions/earshot-text/tests/spoken/{language}.tsv"));
+        let list = std::fs::read_to_string(&path).unwrap_or_default();
+        list.lines().filter_map(|l| l.split_once('\t')).map(|(written, _)| written.replace("\\n", " ")).collect()
+    };
+    println!("spoken forms: microseconds per sentence (the first, compiling the patterns, timed apart)");
+    let started = Instant::now();
+    earshot_core::text::spoken::prepare();
+    let compile_us = started.elapsed().as_secs_f64() * 1e6;
+    println!("{:>26}: {compile_us:.0} us", "compiling every language's");
+    let mut rows =
+        vec![json!({ "sentences_of": "compiling the patterns (once a process, at start)", "count": 1, "median_us": compile_us, "worst_us": compile_us })];
+    for (what, language, sentences) in [
+        ("an LLM-like answer", "en", answer.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+        ("the English scored set", "en", cases("en")),
+        ("the French scored set", "fr", cases("fr")),
+        ("the Mandarin scored set", "zh", cases("zh")),
+    ] {
+        let language = Language::parse(language).expect("a language");
+        if sentences.is_empty() {
+            continue;
+        }
+        let mut micros: Vec<f64> = sentences
+            .iter()
+            .map(|sentence| {
+                let started = Instant::now();
+                std::hint::black_box(spoken(std::hint::black_box(sentence), &language));
+                started.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        micros.sort_by(f64::total_cmp);
+        let (median, worst) = (micros[micros.len() / 2], micros[micros.len() - 1]);
+        println!("{what:>26}: median {median:.2} us, worst {worst:.2} us ({} sentences)", sentences.len());
+        rows.push(json!({ "sentences_of": what, "count": sentences.len(), "median_us": median, "worst_us": worst }));
     }
     json!(rows)
 }

@@ -637,6 +637,20 @@ fn segmenter(o: &mut String, s: &serde_json::Value) {
             );
         }
     }
+    if let Some(rows) = s["spoken"].as_array() {
+        let _ = writeln!(o, "\nThe spoken forms' cost per sentence (one pass of a language's rules, in the Kokoro container's session):\n");
+        let _ = writeln!(o, "| sentences | n | median (µs) | worst (µs) |\n|---|---|---|---|");
+        for row in rows {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:.2} | {:.2} |",
+                row["sentences_of"].as_str().unwrap_or(""),
+                row["count"],
+                row["median_us"].as_f64().unwrap_or(f64::NAN),
+                row["worst_us"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
+    }
     let _ = writeln!(o);
 }
 

@@ -198,6 +198,8 @@ impl Drop for Live {
 impl Gateway {
     /// A gateway serving `backends` (the first being the default) with `agent`, under `settings`.
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
+        // The spoken forms' patterns, compiled off the first sentence's path (see `spoken::prepare`).
+        std::thread::spawn(earshot_core::text::spoken::prepare);
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
         let cache = (settings.cache.scope != CacheScope::Off).then(|| Arc::new(SentenceCache::new(settings.cache.limits)));
         let budgets = Ledger::for_interrupts(&settings.interrupts);
