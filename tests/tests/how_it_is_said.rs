@@ -240,3 +240,74 @@ async fn a_lexicon_kept_in_s3_is_read_at_start_again_when_edited_and_a_bad_one_i
         assert!(!out.status.success() && stderr.contains("lexicon") && stderr.contains(says), "{object}: {stderr}");
     }
 }
+
+#[tokio::test]
+async fn an_owners_lexicon_named_by_its_token_is_laid_on_the_deployments_for_its_conversations_alone() {
+    const KEYS: &str = "k2026=0123456789abcdef0123456789abcdef";
+    let dir = std::env::temp_dir().join(format!("earshot-owner-lexicons-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (deployment, acme) = (dir.join("deployment.lex"), dir.join("acme.lex"));
+    std::fs::write(&deployment, "kubectl = cube control\n").unwrap();
+    std::fs::write(&acme, "# acme's own names\nAcme = A C M E, the company\nkubectl = cube control, cube control, cube control\n").unwrap();
+    let owners = format!("acme={}", acme.display());
+    let args = [
+        "--backends",
+        "synthetic",
+        "--cache",
+        "off",
+        "--auth",
+        "token",
+        "--token-keys",
+        KEYS,
+        "--lexicon",
+        deployment.to_str().unwrap(),
+        "--owner-lexicons",
+        &owners,
+    ];
+    let earshot = EarshotProcess::start(&args).await;
+    earshot.healthy().await;
+    let token = |args: &[&str]| {
+        let out = std::process::Command::new(earshot_e2e::earshot_bin())
+            .arg("token")
+            .args(args)
+            .env("EARSHOT_TOKEN_KEYS", KEYS)
+            .output()
+            .expect("earshot token runs");
+        assert!(out.status.success(), "earshot token: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let (acme_token, other_token, unknown_token) =
+        (token(&["--sub", "acme-app", "--lexicon", "acme"]), token(&["--sub", "other-app"]), token(&["--sub", "x", "--lexicon", "globex"]));
+    let said = "Acme runs kubectl.";
+    let audio = |bearer: String| {
+        let url = earshot.url.clone();
+        async move {
+            let r = speak(&url, &text(said), &CallOptions { bearer: Some(bearer), ..Default::default() }).await.expect("spoken");
+            assert_eq!(check_conversation(&r), [said], "the client is told the sentence as written");
+            let words: Vec<String> = r.words(0).1.iter().map(|w| w.text.clone()).collect();
+            assert_eq!(words, ["Acme", "runs", "kubectl"]);
+            r.timeline.as_ref().expect("a timeline").sentences.iter().map(|s| s.audio_ms).sum::<f64>()
+        }
+    };
+    // The synthetic voice's audio lasts as long as the text it is sent: "Acme runs cube control." (23
+    // characters) for another owner; "A C M E, the company runs cube control, cube control, cube control." (67)
+    // for acme's, whose entries come first and whose other words are still the deployment's.
+    let (theirs, acmes) = (audio(other_token.clone()).await, audio(acme_token).await);
+    assert!(acmes > 2.5 * theirs, "acme's lexicon said: {acmes:.0} ms against {theirs:.0} ms");
+    assert_eq!(audio(other_token).await, theirs, "another owner is still said by the deployment's lexicon alone");
+    // A token naming a lexicon the gateway does not have is refused before anything is said, naming those it has.
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/speak", earshot.url))
+        .bearer_auth(unknown_token)
+        .json(&serde_json::json!({"text": said}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "token_out_of_scope", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("`globex`") && body["error"]["message"].as_str().unwrap().contains("acme"), "{body}");
+    let log = std::fs::read_to_string(earshot.log_path()).unwrap();
+    assert!(log.contains("the owner lexicon `acme`: 2 entries"), "{log}");
+    let _ = std::fs::remove_dir_all(dir);
+}

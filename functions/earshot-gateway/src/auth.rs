@@ -11,6 +11,7 @@
 //! | `sub` | who the token is for: the owner of the conversations it starts (see `owner.rs`); a token without one owns only its own |
 //! | `backends`, `voices`, `releases` | the backends, voices and release modes the bearer may use |
 //! | `max_chars` | the most characters a request may send (prompt, earlier turns, or text) |
+//! | `lexicon` | the owner's pronunciation lexicon: one the deployment names (`EARSHOT_OWNER_LEXICONS`), its entries said before the deployment's (a name the deployment does not have is a 403) |
 //! | `conversations` | the conversation ids the bearer may speak under and interrupt (an id, `*`, or whole segments then `:*`: `conversation_scope.rs`) |
 //! | `max_conversations`, `max_chars_per_hour`, `max_input_chars_per_hour`, `max_requests_per_minute` | the owner's live conversations, characters spoken and sent per rolling hour, and requests per minute, narrowed below the gateway's own limits (a token narrows them, never widens: the lower of the two holds) |
 //!
@@ -134,6 +135,10 @@ pub struct Claims {
     /// The release modes the bearer may ask for; any when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub releases: Option<Vec<String>>,
+    /// The owner's lexicon: one of the deployment's named lexicons (`EARSHOT_OWNER_LEXICONS`), laid on the
+    /// deployment's own for the bearer's conversations; the deployment's alone when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexicon: Option<String>,
     /// The most characters one request may send (its prompt, earlier turns or text); no limit when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,

@@ -12,6 +12,7 @@ use earshot_core::cached_session::{CacheUse, SharedUse};
 use earshot_core::scheduler::SchedulerConfig;
 use earshot_core::speech::SpeechBackend;
 use earshot_core::tasks::Tasks;
+use earshot_core::text::Lexicon;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -92,6 +93,9 @@ pub struct GatewaySettings {
     /// Where the lexicon is read again while the process lives (an S3 object); `None`: `lexicon` stays as
     /// read at start ([`crate::lexicon_refresh`]).
     pub lexicon_refresh: Option<std::sync::Arc<crate::lexicon_refresh::LexiconRefresh>>,
+    /// Lexicons an owner's token may name (its `lexicon` claim), by name: each laid on the deployment's
+    /// for that owner's conversations ([`Gateway::lexicon_for`]); empty: none.
+    pub owner_lexicons: std::collections::BTreeMap<String, std::sync::Arc<earshot_core::text::Lexicon>>,
     /// What each capped backend holds at once across the deployment (`EARSHOT_BACKEND_CONVERSATIONS`: the
     /// cap itself wraps the backend, [`crate::backend_cap`]), as `/healthz` tells the doctor; empty: none.
     pub backend_conversations: Vec<(String, usize)>,
@@ -142,6 +146,7 @@ impl Default for GatewaySettings {
             backend_conversations: Vec::new(),
             lexicon: None,
             lexicon_refresh: None,
+            owner_lexicons: Default::default(),
             conversation_secret: crate::owner::ConversationSecret::random(),
         }
     }
@@ -177,6 +182,9 @@ pub struct Gateway {
     /// The arms that failed lately, passed over by the next conversations until a probe finds them
     /// healthy ([`earshot_core::arm_health`]).
     arm_health: Arc<earshot_core::arm_health::ArmHealth>,
+    /// Each owner lexicon laid on the deployment's, by name, with the deployment lexicon's version it was
+    /// laid on ([`Gateway::lexicon_for`]).
+    layered_lexicons: std::sync::Mutex<std::collections::HashMap<String, (String, Arc<Lexicon>)>>,
 }
 
 /// A conversation counted as live until this is dropped ([`Gateway::conversation_began`]).
@@ -216,6 +224,7 @@ impl Gateway {
             cache,
             live: tokio::sync::watch::Sender::new(0),
             arm_health: earshot_core::arm_health::ArmHealth::new(),
+            layered_lexicons: Default::default(),
         }
     }
 
@@ -272,6 +281,35 @@ impl Gateway {
         match &self.settings().lexicon_refresh {
             Some(refresh) => Some(refresh.current()),
             None => self.settings().lexicon.clone(),
+        }
+    }
+
+    /// The lexicon a conversation of a bearer of `scope` opening now is said by: the owner's (the token's
+    /// `lexicon` claim) laid on the deployment's, or the deployment's alone. A name the deployment does not
+    /// have is refused (403 `token_out_of_scope`), naming those it has. The two laid together are kept for
+    /// the next conversation until the deployment's is read again.
+    pub fn lexicon_for(&self, scope: Option<&crate::auth::Claims>) -> Result<Option<Arc<Lexicon>>, crate::api_error::ApiError> {
+        let deployment = self.lexicon();
+        let Some(name) = scope.and_then(|s| s.lexicon.as_deref()) else { return Ok(deployment) };
+        let Some(owners) = self.settings().owner_lexicons.get(name) else {
+            let known: Vec<&str> = self.settings().owner_lexicons.keys().map(String::as_str).collect();
+            return Err(crate::api_error::ApiError::forbidden(
+                "token_out_of_scope",
+                format!(
+                    "this token names the lexicon `{name}`, which this gateway does not have ({})",
+                    if known.is_empty() { "it has no owner lexicons".to_string() } else { format!("it has {}", known.join(", ")) }
+                ),
+            ));
+        };
+        let Some(deployment) = deployment else { return Ok(Some(owners.clone())) };
+        let mut layered = self.layered_lexicons.lock().unwrap_or_else(|e| e.into_inner());
+        match layered.get(name) {
+            Some((under, both)) if under == deployment.version() => Ok(Some(both.clone())),
+            _ => {
+                let both = Arc::new(Lexicon::layered(owners, &deployment));
+                layered.insert(name.to_string(), (deployment.version().to_string(), both.clone()));
+                Ok(Some(both))
+            }
         }
     }
 

@@ -32,6 +32,9 @@ pub(crate) struct Route {
     pub output: Option<OutputFormat>,
     /// How fast every arm speaks (the request's, else the deployment's).
     pub speaking_rate: SpeakingRate,
+    /// The lexicon every arm says the conversation by: the owner's laid on the deployment's, or the
+    /// deployment's ([`Gateway::lexicon_for`]).
+    pub lexicon: Option<Arc<earshot_core::text::Lexicon>>,
 }
 
 /// Step 1: chooses the backend and its failover order among those the caller's token allows, with
@@ -132,7 +135,8 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     }
     let output = request.output.or(gw.settings().output_format);
     let speaking_rate = request.rate.unwrap_or(gw.settings().speaking_rate);
-    Ok(Route { choice, arms, language, language_from, output, speaking_rate })
+    let lexicon = gw.lexicon_for(scope)?;
+    Ok(Route { choice, arms, language, language_from, output, speaking_rate, lexicon })
 }
 
 /// The rate a conversation's arms are opened at for the client's `output` format (Polly's 8 kHz for
@@ -206,7 +210,7 @@ pub(crate) async fn open(
         .language(language)
         .sample_rate(session_rate(route.output))
         .speaking_rate(route.speaking_rate)
-        .lexicon(gw.lexicon())
+        .lexicon(route.lexicon.clone())
         .cache(gw.cache_use(owner))
         .arm_health(Some(gw.arm_health().clone()))
         .language_route(language_route)
@@ -364,6 +368,7 @@ mod tests {
             backends: None,
             voices: Some(voices.iter().map(|v| v.to_string()).collect()),
             releases: None,
+            lexicon: None,
             max_chars: None,
             conversations: None,
             max_conversations: None,

@@ -119,14 +119,24 @@ impl Lexicon {
         }
         let mut seen = std::collections::HashMap::new();
         for e in &entries {
-            let key = (lowered(&e.written), e.exact_case.then(|| e.written.clone()), e.language.clone());
-            if let Some(first) = seen.insert(key, e.line) {
+            if let Some(first) = seen.insert(key(e), e.line) {
                 return Err(LexiconError { line: e.line, reason: format!("`{}` is given on line {first} already", e.written) });
             }
         }
         let patterns: Vec<String> = entries.iter().map(|e| lowered(&e.written)).collect();
         let automaton = AhoCorasick::new(&patterns).map_err(|e| LexiconError { line: 0, reason: format!("the lexicon cannot be built: {e}") })?;
         Ok(Lexicon { version: version_of(&entries), entries, automaton })
+    }
+
+    /// `over` laid on `under`: every entry of `over`, then each of `under` that `over` does not give again
+    /// (the same written form, case rule and language). An owner's lexicon laid on the deployment's says
+    /// the owner's names the owner's way and every other entry the deployment's.
+    pub fn layered(over: &Lexicon, under: &Lexicon) -> Lexicon {
+        let given: std::collections::HashSet<_> = over.entries.iter().map(key).collect();
+        let entries: Vec<Entry> = over.entries.iter().chain(under.entries.iter().filter(|e| !given.contains(&key(e)))).cloned().collect();
+        let patterns: Vec<String> = entries.iter().map(|e| lowered(&e.written)).collect();
+        let automaton = AhoCorasick::new(&patterns).expect("patterns that built two lexicons build one");
+        Lexicon { version: version_of(&entries), entries, automaton }
     }
 
     /// A lexicon with no entries: every sentence is said as written.
@@ -228,6 +238,11 @@ fn entry(line_text: &str, line: usize) -> Result<Entry, LexiconError> {
         return Err(refuse(format!("`{written}` has no letter or digit to match")));
     }
     Ok(Entry { written: written.to_string(), say: say.to_string(), ipa, exact_case: written.chars().any(char::is_uppercase), language, line })
+}
+
+/// What makes two entries the same entry: the written form as it matches, and the language.
+fn key(e: &Entry) -> (String, Option<String>, Option<Language>) {
+    (lowered(&e.written), e.exact_case.then(|| e.written.clone()), e.language.clone())
 }
 
 fn lowered(text: &str) -> String {
@@ -347,6 +362,17 @@ mod tests {
         assert_eq!(l.apply("Ask Nguyen about SQL.", None), "Ask [Nguyen](/wˈɪn/) about sequel.");
         assert_eq!(crate::pronounced::plain(&l.apply("Ask Nguyen.", None)), "Ask Nguyen.");
         assert_ne!(lexicon("SQL = sequel\n").version(), lexicon("SQL = /sequel/\n").version());
+    }
+
+    #[test]
+    fn an_owners_lexicon_laid_on_the_deployments_wins_where_both_give_a_form() {
+        let deployment = lexicon("SQL = sequel\nkubectl = cube control\n");
+        let owner = lexicon("SQL = S Q L\nAcme = Ack me\n");
+        let both = Lexicon::layered(&owner, &deployment);
+        assert_eq!(both.apply("Acme runs SQL with kubectl.", None), "Ack me runs S Q L with cube control.");
+        assert_eq!(both.entries().len(), 3);
+        assert_ne!(both.version(), deployment.version());
+        assert_eq!(Lexicon::layered(&owner, &deployment).version(), both.version());
     }
 
     #[test]

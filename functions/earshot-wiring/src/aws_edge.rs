@@ -44,6 +44,8 @@ pub(crate) fn needs_aws(settings: &Settings) -> Option<(&'static str, &'static s
         Some(("cache-bucket", "an S3 bucket"))
     } else if settings.lexicon_object().is_some() {
         Some(("lexicon", "an S3 object"))
+    } else if !settings.owner_lexicon_objects().is_empty() {
+        Some(("owner-lexicons", "S3 objects"))
     } else {
         None
     }

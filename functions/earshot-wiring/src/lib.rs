@@ -260,6 +260,15 @@ async fn connect_parts(gateway: &mut GatewaySettings, settings: &Settings, aws_r
         }
         gateway.lexicon = Some(lexicon);
     }
+    for (name, bucket, key) in settings.owner_lexicon_objects() {
+        let text = aws().read_object(bucket, key).await.map_err(SettingsError::wrap("owner-lexicons"))?;
+        let lexicon =
+            earshot_core::text::Lexicon::parse(&text).map_err(|e| SettingsError::of("owner-lexicons", format!("{name}: s3://{bucket}/{key}, {e}")))?;
+        gateway.owner_lexicons.insert(name.to_string(), Arc::new(lexicon));
+    }
+    for (name, lexicon) in &gateway.owner_lexicons {
+        tracing::info!("the owner lexicon `{name}`: {} entries (version {}), for tokens that name it", lexicon.entries().len(), lexicon.version());
+    }
     if let Some(lexicon) = &gateway.lexicon {
         tracing::info!("the lexicon: {} entries (version {}), said the same way on every voice", lexicon.entries().len(), lexicon.version());
     }

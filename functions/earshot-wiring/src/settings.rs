@@ -295,6 +295,11 @@ pub struct Settings {
     /// sentence is said as it says, on every voice. A bad line stops the start with its number and why.
     #[arg(long, env = "EARSHOT_LEXICON", value_name = "FILE|s3://BUCKET/KEY")]
     pub lexicon: Option<String>,
+    /// Lexicons an owner's token may name in its `lexicon` claim: `NAME=FILE|s3://BUCKET/KEY`, comma
+    /// separated (`acme=acme.txt,globex=s3://lexicons/globex.txt`). Each is read at start, checked as the
+    /// deployment's is, and laid on it for that owner's conversations.
+    #[arg(long, env = "EARSHOT_OWNER_LEXICONS", value_name = "NAME=SOURCE,...", default_value = "", value_parser = owner_lexicons)]
+    pub owner_lexicons: OwnerLexicons,
     /// How often a lexicon kept in S3 is read again while the process lives, in seconds (0: only at start).
     /// A conversation that opens after that long starts a reading; a bad one keeps the lexicon before it.
     #[arg(long, env = "EARSHOT_LEXICON_REFRESH_SECONDS", default_value_t = 300)]
@@ -424,6 +429,9 @@ pub const LOCAL_ONLY: &[&str] = &[
     // The CDK app's lexicon is an asset: a changed file is a new object, named by a new deploy, so a deployed
     // function keeps the default; an operator who edits an object of their own in place may set it.
     "EARSHOT_LEXICON_REFRESH_SECONDS",
+    // Owners' lexicons are not part of the CDK configuration yet: an operator who keeps them in S3 sets the
+    // variable on the function and grants it s3:GetObject on those objects (docs/pronunciation.md).
+    "EARSHOT_OWNER_LEXICONS",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -549,10 +557,26 @@ impl Settings {
         Ok(Some(Arc::new(Settings::lexicon_of(path, &text)?)))
     }
 
+    /// The owner lexicons kept in files, read and checked, by name (those kept in S3 are read when the AWS
+    /// parts connect: [`Settings::owner_lexicon_objects`]).
+    pub fn owner_lexicons(&self) -> Result<std::collections::BTreeMap<String, Arc<Lexicon>>, SettingsError> {
+        let mut read = std::collections::BTreeMap::new();
+        for (name, source) in self.owner_lexicons.0.iter().filter(|(_, source)| !source.starts_with("s3://")) {
+            let text = std::fs::read_to_string(source).map_err(|e| SettingsError::of("owner-lexicons", format!("{name}: {source} cannot be read: {e}")))?;
+            let lexicon = Lexicon::parse(&text).map_err(|e| SettingsError::of("owner-lexicons", format!("{name}: {source}, {e}")))?;
+            read.insert(name.clone(), Arc::new(lexicon));
+        }
+        Ok(read)
+    }
+
+    /// The owner lexicons kept in S3: name, bucket and key.
+    pub fn owner_lexicon_objects(&self) -> Vec<(&str, &str, &str)> {
+        self.owner_lexicons.0.iter().filter_map(|(name, source)| Some((name.as_str(), s3_object(source)?.0, s3_object(source)?.1))).collect()
+    }
+
     /// The lexicon's S3 object as its bucket and key, where `--lexicon` names one.
     pub fn lexicon_object(&self) -> Option<(&str, &str)> {
-        let (bucket, key) = self.lexicon.as_deref()?.strip_prefix("s3://")?.split_once('/')?;
-        (!bucket.is_empty() && !key.is_empty()).then_some((bucket, key))
+        s3_object(self.lexicon.as_deref()?)
     }
 
     /// The lexicon in `text`, read from `whence` (a path or an `s3://` address, for the message).
@@ -731,6 +755,7 @@ impl Settings {
             output_format: self.output_format,
             speaking_rate: self.speaking_rate()?,
             lexicon: self.lexicon()?,
+            owner_lexicons: self.owner_lexicons()?,
             backend_conversations: self.backend_conversations.0.iter().filter(|(_, max)| *max > 0).cloned().collect(),
             interrupts: match place {
                 // Conversations run in other invocations, out of this process's reach (unless a shared
@@ -778,6 +803,35 @@ impl BackendCaps {
     pub fn of(&self, name: &str) -> Option<usize> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, max)| *max).filter(|max| *max > 0)
     }
+}
+
+/// An S3 object's bucket and key, from `s3://BUCKET/KEY`.
+fn s3_object(source: &str) -> Option<(&str, &str)> {
+    let (bucket, key) = source.strip_prefix("s3://")?.split_once('/')?;
+    (!bucket.is_empty() && !key.is_empty()).then_some((bucket, key))
+}
+
+/// The lexicons owners' tokens may name: `acme=acme.txt,globex=s3://lexicons/globex.txt`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OwnerLexicons(pub Vec<(String, String)>);
+
+fn owner_lexicons(spec: &str) -> Result<OwnerLexicons, String> {
+    let mut named: Vec<(String, String)> = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, source) =
+            part.split_once('=').map(|(n, s)| (n.trim(), s.trim())).ok_or_else(|| format!("`{part}` is not NAME=FILE or NAME=s3://BUCKET/KEY"))?;
+        if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(format!("`{name}` is not a lexicon name (1 to 64 letters, digits, - or _: a token's `lexicon` claim names it)"));
+        }
+        if source.is_empty() || (source.starts_with("s3://") && s3_object(source).is_none()) {
+            return Err(format!("`{part}`: the source is a file or s3://BUCKET/KEY"));
+        }
+        if named.iter().any(|(n, _)| n == name) {
+            return Err(format!("the lexicon `{name}` is named twice"));
+        }
+        named.push((name.to_string(), source.to_string()));
+    }
+    Ok(OwnerLexicons(named))
 }
 
 fn backend_conversations(spec: &str) -> Result<BackendCaps, String> {
@@ -930,6 +984,30 @@ mod tests {
         for file in [good, bad] {
             let _ = std::fs::remove_file(file);
         }
+    }
+
+    #[test]
+    fn owner_lexicons_are_named_read_at_start_and_a_bad_one_stops_it_named() {
+        let dir = std::env::temp_dir();
+        let acme = dir.join(format!("earshot-owner-lexicon-{}.txt", std::process::id()));
+        std::fs::write(&acme, "Acme = Ack me\nNguyen = /wˈɪn/\n").unwrap();
+        let spec = format!("acme={},globex=s3://lexicons/globex.txt", acme.display());
+        let loaded = served(&[("EARSHOT_OWNER_LEXICONS", &spec)]).unwrap();
+        assert_eq!(loaded.owner_lexicons.keys().collect::<Vec<_>>(), ["acme"], "the S3 one is read when the AWS parts connect");
+        let refused = |vars: &[(&str, &str)]| match served(vars) {
+            Ok(_) => panic!("{vars:?} was taken"),
+            Err(e) => e.to_string(),
+        };
+        assert!(refused(&[("EARSHOT_OWNER_LEXICONS", "acme")]).contains("is not NAME=FILE"));
+        assert!(refused(&[("EARSHOT_OWNER_LEXICONS", "a b=x.txt")]).contains("is not a lexicon name"));
+        assert!(refused(&[("EARSHOT_OWNER_LEXICONS", "a=x.txt,a=y.txt")]).contains("named twice"));
+        assert!(refused(&[("EARSHOT_OWNER_LEXICONS", "a=s3://bucket")]).contains("s3://BUCKET/KEY"));
+        let missing = refused(&[("EARSHOT_OWNER_LEXICONS", "acme=/nonexistent/acme.txt")]);
+        assert!(missing.contains("acme") && missing.contains("cannot be read"), "{missing}");
+        std::fs::write(&acme, "Acme Ack me\n").unwrap();
+        let line = refused(&[("EARSHOT_OWNER_LEXICONS", &format!("acme={}", acme.display()))]);
+        assert!(line.contains("acme") && line.contains("line 1"), "{line}");
+        let _ = std::fs::remove_file(acme);
     }
 
     #[test]

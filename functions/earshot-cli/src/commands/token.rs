@@ -53,6 +53,9 @@ pub struct TokenArgs {
     /// The most requests the bearer's owner may make in a minute (narrows the gateway's, never widens it).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     max_requests_per_minute: Option<u64>,
+    /// The owner's lexicon: one of the gateway's `EARSHOT_OWNER_LEXICONS`, said before the deployment's.
+    #[arg(long)]
+    lexicon: Option<String>,
 }
 
 pub fn run(args: TokenArgs) -> Result<(), String> {
@@ -75,6 +78,7 @@ pub fn run(args: TokenArgs) -> Result<(), String> {
         backends: some(args.backends),
         voices: some(args.voices),
         releases: some(args.releases),
+        lexicon: args.lexicon,
         max_chars: args.max_chars,
         conversations: some(args.conversations),
         max_conversations: args.max_conversations.map(|n| n as usize),
