@@ -82,7 +82,11 @@ pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, 
     let bytes_per_ms = session.format.sample_rate as f64 * 2.0 / 1000.0;
     let sent = Instant::now();
     let ms = || sent.elapsed().as_secs_f64() * 1000.0;
-    session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None })).await.map_err(|_| "the session closed")?;
+    session
+        .commands
+        .send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None, rate: None }))
+        .await
+        .map_err(|_| "the session closed")?;
     session.commands.send(SpeechCommand::Finish).await.map_err(|_| "the session closed")?;
     let (mut first, mut whole, mut bytes, mut chunks) = (None, None, 0usize, 0usize);
     while let Some(event) = session.events.recv().await {

@@ -311,3 +311,72 @@ async fn an_owners_lexicon_named_by_its_token_is_laid_on_the_deployments_for_its
     assert!(log.contains("the owner lexicon `acme`: 2 entries"), "{log}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `text` read as SSML.
+fn ssml(document: &str) -> SpeakBody {
+    SpeakBody { markup: Some("ssml".into()), ..text(document) }
+}
+
+#[tokio::test]
+async fn ssml_breaks_are_silence_of_their_length_and_aliases_phonemes_and_characters_keep_the_written_words() {
+    let url = kokoro_gateway(None).await;
+    let said = |body: SpeakBody| {
+        let url = url.clone();
+        async move {
+            let r = speak(&url, &body, &CallOptions::default()).await.expect("spoken");
+            let sentences = check_conversation(&r);
+            (r, sentences)
+        }
+    };
+    let (plain, _) = said(ssml("<speak>Call <sub alias=\"Doctor Smith\">Dr. Smith</sub>.</speak>")).await;
+    let document = "<speak>Call <sub alias=\"Doctor Smith\">Dr. Smith</sub>.<break time=\"800ms\"/>\
+        She is <say-as interpret-as=\"characters\">EKS</say-as> certified, and so is <phoneme alphabet=\"ipa\" ph=\"wˈɪn\">Nguyen</phoneme>.</speak>";
+    let (r, sentences) = said(ssml(document)).await;
+    assert_eq!(sentences, ["Call Dr. Smith.", "She is EKS certified, and so is Nguyen."], "the client is told the sentences as written");
+    let timeline = r.timeline.as_ref().unwrap();
+    // The break is 800 ms of silence after the first sentence's audio, whichever voice: the audio grows by it.
+    let grown = timeline.sentences[0].audio_ms - plain.timeline.as_ref().unwrap().sentences[0].audio_ms;
+    assert!((grown - 800.0).abs() <= 30.0, "the break added {grown:.0} ms");
+    let (timing, words) = r.words(0);
+    assert_eq!(timing, Some(TimingSource::Model));
+    assert_eq!(words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["Call", "Dr", "Smith"]);
+    assert!(words.last().unwrap().end_ms < timeline.sentences[0].audio_ms - 750.0, "the silence comes after the last word: {words:?}");
+    let (_, words) = r.words(1);
+    assert_eq!(words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["She", "is", "EKS", "certified", "and", "so", "is", "Nguyen"]);
+    // "E K S" spelled takes longer than a word of three letters read as one.
+    let span = |text: &str| words.iter().find(|w| w.text == text).map(|w| w.end_ms - w.start_ms).unwrap();
+    assert!(span("EKS") > 1.5 * span("She"), "{words:?}");
+    // Outside the subset: refused before any speech, naming the tag.
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/speak"))
+        .json(&serde_json::json!({"text": "<speak>Hi <emphasis>there</emphasis>.</speak>", "markup": "ssml"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_ssml", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("<emphasis>"), "{body}");
+}
+
+#[tokio::test]
+async fn an_ssml_prosody_rate_speaks_its_sentences_faster_on_kokoro_and_goes_to_polly_as_a_prosody() {
+    let url = kokoro_gateway(None).await;
+    let audio = |r: &Received, i: usize| r.timeline.as_ref().unwrap().sentences[i].audio_ms;
+    let body = ssml("<speak><prosody rate=\"150%\">Your order shipped this morning.</prosody> Your order shipped this morning.</speak>");
+    let r = speak(&url, &body, &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    let (fast, normal) = (audio(&r, 0), audio(&r, 1));
+    assert!((fast - normal / 1.5).abs() <= 0.12 * normal / 1.5, "at 150 %: {fast:.0} ms against {normal:.0} ms at the voice's own rate");
+    // Polly is sent the rate of each sentence as its own prosody, the rest as plain text.
+    let s = standins().await;
+    let config = earshot_e2e::run_aws::sdk_for(&s).await;
+    let mut settings = settings(None);
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    let polly_url = serve(Gateway::new(vec![polly(&config).await], Arc::new(agent(200.0)), settings)).await.url;
+    let body = ssml("<speak><prosody rate=\"x-slow\">Slow &amp; steady.</prosody> Then <say-as interpret-as=\"digits\">42</say-as> quick ones.</speak>");
+    let r = speak(&polly_url, &body, &CallOptions::default()).await.expect("spoken");
+    assert_eq!(check_conversation(&r), ["Slow & steady.", "Then 42 quick ones."]);
+    assert_eq!(s.stats.polly_ssml.lock().unwrap().clone(), [r#"<speak><prosody rate="50%">Slow &amp; steady.</prosody></speak>"#]);
+    assert!(s.stats.polly_spoken.lock().unwrap().iter().any(|u| u.text == "Then 4 2 quick ones."), "digits said one by one");
+}

@@ -425,7 +425,8 @@ struct Session {
     events: mpsc::Sender<SpeechEvent>,
     cancel: CancellationToken,
     /// Sentences waiting for a stream.
-    queue: VecDeque<(u32, String)>,
+    /// Sentences not yet sent: their index, text and own rate (an SSML `<prosody rate>`), if any.
+    queue: VecDeque<(u32, String, Option<SpeakingRate>)>,
     /// Sentences on their streams, in order; the first is the one whose audio goes out.
     live: VecDeque<Sentence>,
     spare: Option<Stream>,
@@ -464,7 +465,7 @@ impl Session {
                 _ = self.cancel.cancelled() => Next::End,
                 command = commands.recv(), if !self.finishing => match command {
                     Some(SpeechCommand::Speak(r)) => {
-                        self.queue.push_back((r.index, r.text));
+                        self.queue.push_back((r.index, r.text, r.rate));
                         Next::Go
                     }
                     Some(SpeechCommand::Finish) => {
@@ -488,8 +489,8 @@ impl Session {
     async fn advance(&mut self) -> Next {
         while !self.queue.is_empty() && self.live.len() < self.settings.ahead.max(1) {
             let Some(mut stream) = self.spare.take() else { break };
-            let (index, text) = self.queue.pop_front().expect("a sentence");
-            if !send_sentence(&mut stream, &text, self.rate).await {
+            let (index, text, rate) = self.queue.pop_front().expect("a sentence");
+            if !send_sentence(&mut stream, &text, rate.unwrap_or(self.rate)).await {
                 return self.fail(SpeechError::new("backend_gone", "the Polly stream is closed", true)).await;
             }
             self.live.push_back(Sentence { index, stream, sent_at: Instant::now(), held: Vec::new(), carry: None, got_audio: false, closed: false });

@@ -57,6 +57,7 @@ pub trait ContainerTransport: Send + Sync + 'static {
 /// Starts a session on an open transport; `speed` is the deployment's own (1.0: the model's), which the
 /// session's speaking rate multiplies.
 pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed: f32) -> SpeechSession {
+    let deployment_speed = speed;
     let speed = (speed * options.speaking_rate.factor()).clamp(0.5, 2.0);
     let (commands_tx, commands_rx) = mpsc::channel(COMMAND_CHANNEL);
     let (events_tx, events_rx) = mpsc::channel(EVENT_CHANNEL);
@@ -66,6 +67,7 @@ pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed
         cancel: options.cancel.clone(),
         voice: options.voice.clone(),
         language: options.language.clone(),
+        deployment_speed,
         speed,
         live: HashMap::new(),
         skipped: BTreeSet::new(),
@@ -82,6 +84,9 @@ struct Session<T> {
     /// Sent with each sentence, so the container reads it with that language's front end (it would
     /// otherwise tell the language by script alone, and read French as English).
     language: Option<Language>,
+    /// The deployment's speed, which a sentence's own rate (an SSML `<prosody rate>`) multiplies.
+    deployment_speed: f32,
+    /// The deployment's speed at the session's rate.
     speed: f32,
     /// Request id → sentence index, for requests sent and not yet ended, with the map from the words the
     /// container times (those of the spoken form it was sent) to the sentence's written words.
@@ -116,7 +121,8 @@ impl<T: ContainerTransport> Session<T> {
                         let language = request.language.as_ref().or(self.language.as_ref());
                         let reading = language.cloned().unwrap_or_else(|| earshot_core::text::language::read_by_script(&request.text));
                         let text = earshot_core::text::spoken::spoken(&request.text, &reading);
-                        let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, self.speed);
+                        let speed = request.rate.map_or(self.speed, |rate| (self.deployment_speed * rate.factor()).clamp(0.5, 2.0));
+                        let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, speed);
                         self.live.insert(id, (request.index, SpokenMap::new(&request.text, &text)));
                         self.send(message).await
                     }

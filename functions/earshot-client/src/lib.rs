@@ -50,6 +50,9 @@ pub struct SpeakBody {
     /// How fast to speak, 0.5 to 2.0 (1: the voice's own); the gateway's default when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// `ssml`: the text, or the agent's answer, is SSML of the gateway's portable subset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub markup: Option<String>,
 }
 
 /// What a client measured, in milliseconds since it sent the request.

@@ -103,7 +103,7 @@ impl SessionKey {
             voice: self.voice.clone(),
             language: reading.map(|l| l.to_string()),
             format: self.format.clone(),
-            rate: self.rate.percent(),
+            rate: request.rate.unwrap_or(self.rate).percent(),
             text: request.text.clone(),
         }
     }
@@ -403,7 +403,7 @@ mod tests {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, cache.clone(), CancellationToken::new());
         for (index, text) in sentences.iter().enumerate() {
-            let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None };
+            let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None, rate: None };
             session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
         }
         session.commands.send(SpeechCommand::Finish).await.unwrap();
@@ -483,7 +483,7 @@ mod tests {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let cancel = CancellationToken::new();
         let mut session = wrap(backend(heard, "Held."), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), cancel.clone());
-        session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "Held.".into(), language: None })).await.unwrap();
+        session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "Held.".into(), language: None, rate: None })).await.unwrap();
         for _ in 0..2 {
             assert!(matches!(session.events.recv().await, Some(SpeechEvent::Audio { .. })));
         }
@@ -498,7 +498,7 @@ mod tests {
         speak(&store(None, &cache), &["Paris."]).await;
         let heard = Arc::new(Mutex::new(Vec::new()));
         let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), CancellationToken::new());
-        let french = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("fr").ok() };
+        let french = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("fr").ok(), rate: None };
         session.commands.send(SpeechCommand::Speak(french)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();
         while let Some(event) = session.events.recv().await {
@@ -507,7 +507,7 @@ mod tests {
             }
         }
         assert_eq!(*heard.lock().unwrap(), ["Paris."], "read as French, it is another sound");
-        let english = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("en").ok() };
+        let english = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("en").ok(), rate: None };
         let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), CancellationToken::new());
         session.commands.send(SpeechCommand::Speak(english)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();

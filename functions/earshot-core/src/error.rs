@@ -58,6 +58,9 @@ pub mod codes {
     pub const NOTHING_SPEAKABLE: &str = "nothing_speakable";
     /// A buffered answer over its cap.
     pub const ANSWER_TOO_LONG: &str = "answer_too_long";
+    /// An answer read as SSML (`markup: ssml`) holds a tag, attribute or value outside the subset, or is
+    /// not well formed: the message names it.
+    pub const INVALID_SSML: &str = "invalid_ssml";
     /// The client asked to stop the conversation.
     pub const INTERRUPTED: &str = "interrupted";
     /// The conversation ran past its maximum length.

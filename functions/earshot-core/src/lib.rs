@@ -20,7 +20,7 @@
 //!   session that answers them from it.
 //! - [`session_layer`]: a layer around a speech session (the budget, the lexicon, the switcher, the
 //!   cache) and the one relay each runs in; [`session_stack`]: their order, written once;
-//!   [`pronouncing`]: the lexicon's layer.
+//!   [`pronouncing`]: the lexicon's layer; [`rendering`]: an SSML answer's, outermost.
 //! - [`protocol`]: the versioned wire protocol to frontends (SSE and binary frames); [`output`]: the
 //!   audio format a client plays, and the encoder that turns a backend's PCM into it.
 //! - [`timeline`]: the measurement marks and the metrics derived from them; [`playback`]: the
@@ -45,6 +45,7 @@ pub mod playback;
 pub mod pronouncing;
 pub mod protocol;
 pub mod redact;
+pub mod rendering;
 pub mod scheduler;
 pub mod session_layer;
 pub mod session_stack;

@@ -46,6 +46,7 @@ use crate::protocol::{
     WordTiming,
 };
 use crate::speech::{FinishReport, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession, Switch};
+use crate::text::ssml::{Piece, SsmlReader};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
 use crate::timeline::{Clock, SentenceMarks, Timeline};
 use crate::words::{estimate, Envelope};
@@ -89,6 +90,9 @@ pub struct SchedulerConfig {
     pub segmenter: SegmenterConfig,
     /// Make Markdown speakable before segmenting.
     pub normalise_markdown: bool,
+    /// Read the answer as SSML ([`crate::text::ssml`]): set per conversation, for a request's
+    /// `"markup": "ssml"` (Markdown is then not normalised: the answer is SSML, not Markdown).
+    pub ssml: bool,
     /// Sentences at the backend and not finished (at least one: [`SchedulerConfig::in_flight_bound`]).
     pub max_in_flight: usize,
     /// The longest answer accepted, in characters.
@@ -124,6 +128,7 @@ impl Default for SchedulerConfig {
             idle_release: Some(Duration::from_millis(defaults::IDLE_RELEASE_MS)),
             segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
             normalise_markdown: true,
+            ssml: false,
             max_in_flight: defaults::MAX_IN_FLIGHT,
             max_answer_chars: defaults::MAX_ANSWER_CHARS,
             backend_silence: Some(Duration::from_millis(defaults::BACKEND_SILENCE_MS)),
@@ -145,6 +150,11 @@ impl SchedulerConfig {
         let speakable = if self.normalise_markdown { crate::text::normalise(text) } else { text.to_string() };
         crate::text::split(&speakable, self.segmenter.clone())
     }
+}
+
+/// The error an answer that is not SSML of the subset ends with.
+fn invalid_ssml(e: crate::text::ssml::SsmlError) -> ErrorInfo {
+    ErrorInfo::new(error_codes::INVALID_SSML, format!("the answer is not SSML this gateway reads: {e}"), false)
 }
 
 /// One conversation for the scheduler: what it reads, what it speaks through, and what it says first.
@@ -226,8 +236,14 @@ struct Scheduler<'a> {
     /// The last `session` message sent, the template of the next.
     info: SessionInfo,
     normaliser: Normaliser,
+    /// The SSML reader, for an answer read as SSML.
+    ssml: Option<SsmlReader>,
+    /// Markers of a sentence with nothing to say (a break before any text): said with the next one.
+    carried_markers: String,
     segmenter: Segmenter,
-    queue: VecDeque<(u32, String)>,
+    /// Sentences to release: their index, as the client is shown them, and as they go to the voice (with
+    /// their SSML markers, where the answer is SSML).
+    queue: VecDeque<(u32, String, String)>,
     next_index: u32,
     in_flight: usize,
     agent_done: bool,
@@ -300,6 +316,8 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         encoder,
         info,
         normaliser: Normaliser::new(),
+        ssml: cfg.ssml.then(SsmlReader::new),
+        carried_markers: String::new(),
         segmenter: Segmenter::new(segmenting),
         queue: VecDeque::new(),
         next_index: 0,
@@ -535,6 +553,13 @@ impl Scheduler<'_> {
                 if let Flow::End(o) = self.send(ServerEvent::Text(TextDelta { text: text.clone() })).await {
                     return Flow::End(o);
                 }
+                if self.ssml.is_some() {
+                    return match self.ssml.as_mut().map(|r| r.push(&text)) {
+                        Some(Ok(pieces)) => self.segment_pieces(pieces),
+                        Some(Err(e)) => Flow::End(self.fail(invalid_ssml(e)).await),
+                        None => Flow::Continue,
+                    };
+                }
                 let speakable = if self.cfg.normalise_markdown { self.normaliser.push(&text) } else { text };
                 let sentences: Vec<Sentence> = self.segmenter.push(&speakable).collect();
                 self.release_all(sentences)
@@ -547,6 +572,16 @@ impl Scheduler<'_> {
                 self.timeline.agent_done_ms = Some(self.clock.now_ms());
                 self.timeline.agent_end_unmarked = done == AgentEvent::DoneUnmarked;
                 self.agent_done = true;
+                if let Some(reader) = self.ssml.as_mut() {
+                    match reader.finish() {
+                        Ok(pieces) => {
+                            if let Flow::End(o) = self.segment_pieces(pieces) {
+                                return Flow::End(o);
+                            }
+                        }
+                        Err(e) => return Flow::End(self.fail(invalid_ssml(e)).await),
+                    }
+                }
                 let sentences = self.flush_text();
                 self.release_all(sentences)
             }
@@ -556,6 +591,21 @@ impl Scheduler<'_> {
                 Flow::End(self.fail(info).await)
             }
         }
+    }
+
+    /// What the SSML reader gave, through the segmenter: a boundary (a break, the end of `<s>` or `<p>`)
+    /// ends the sentence there.
+    fn segment_pieces(&mut self, pieces: Vec<Piece>) -> Flow {
+        for piece in pieces {
+            let sentences: Vec<Sentence> = match piece {
+                Piece::Text(text) => self.segmenter.push(&text).collect(),
+                Piece::Boundary => self.segmenter.flush().collect(),
+            };
+            if let Flow::End(o) = self.release_all(sentences) {
+                return Flow::End(o);
+            }
+        }
+        Flow::Continue
     }
 
     /// Everything pending in the normaliser and the segmenter, as sentences.
@@ -570,20 +620,29 @@ impl Scheduler<'_> {
     fn release_all(&mut self, sentences: Vec<Sentence>) -> Flow {
         let now = self.clock.now_ms();
         for sentence in sentences {
-            // Punctuation alone has nothing to say.
-            if !sentence.text.chars().any(char::is_alphanumeric) {
+            // As the client is shown it (SSML markers left out), and as the voice is sent it.
+            let marked = match self.carried_markers.is_empty() {
+                true => sentence.text,
+                false => std::mem::take(&mut self.carried_markers) + &sentence.text,
+            };
+            let written = crate::text::markup::written(&marked).trim().to_string();
+            // Punctuation alone has nothing to say; a break alone is said with the next sentence.
+            if !written.chars().any(char::is_alphanumeric) {
+                if crate::text::markup::has_markers(&marked) {
+                    self.carried_markers = marked;
+                }
                 continue;
             }
             let index = self.next_index;
             self.next_index += 1;
             self.timeline.sentences.push(SentenceMarks {
                 index,
-                chars: sentence.text.chars().count(),
+                chars: written.chars().count(),
                 complete_ms: now,
-                text: sentence.text.clone(),
+                text: written.clone(),
                 ..Default::default()
             });
-            self.queue.push_back((index, sentence.text));
+            self.queue.push_back((index, written, marked));
         }
         Flow::Continue
     }
@@ -594,7 +653,7 @@ impl Scheduler<'_> {
             return Flow::Continue;
         }
         while self.in_flight < self.cfg.in_flight_bound() {
-            let Some((index, text)) = self.queue.pop_front() else { break };
+            let Some((index, text, marked)) = self.queue.pop_front() else { break };
             let now = self.clock.now_ms();
             if let Some(marks) = self.timeline.sentence_mut(index) {
                 marks.released_ms = Some(now);
@@ -603,7 +662,7 @@ impl Scheduler<'_> {
                 return Flow::End(o);
             }
             self.speaking.insert(index, Spoken { text: text.clone(), envelope: Some(Envelope::new(self.format.sample_rate)), held: Vec::new(), sent: 0 });
-            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text, language: None })).await.is_err() {
+            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text: marked, language: None, rate: None })).await.is_err() {
                 let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 return Flow::End(self.fail(info).await);
             }

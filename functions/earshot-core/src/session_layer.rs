@@ -242,7 +242,7 @@ mod tests {
     }
 
     fn speak(index: u32) -> SpeechCommand {
-        SpeechCommand::Speak(SpeechRequest { index, text: format!("Sentence {index}."), language: None })
+        SpeechCommand::Speak(SpeechRequest { index, text: format!("Sentence {index}."), language: None, rate: None })
     }
 
     fn audio(index: u32) -> SpeechEvent {

@@ -26,6 +26,9 @@ pub struct SpeechRequest {
     /// The sentence's language where it became known after the session opened (the answer's first
     /// sentence told it); `None`: the session's own ([`SessionOptions::language`]).
     pub language: Option<Language>,
+    /// How fast to say this sentence, where an SSML `<prosody rate>` says; `None`: the session's own
+    /// ([`SessionOptions::speaking_rate`]).
+    pub rate: Option<SpeakingRate>,
 }
 
 /// What the scheduler tells a session.

@@ -577,3 +577,29 @@ async fn a_backend_silent_past_its_limit_with_a_sentence_to_speak_ends_the_conve
         converse(vec![say("The order shipped today."), wait_ms(30_000), say(" It arrives on Friday."), Step::Done], |_| speak_ms(100, 2, 50), cfg).await;
     assert_eq!(run.outcome, Outcome::Completed);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_read_as_ssml_is_shown_as_written_cut_at_its_breaks_and_sent_with_its_markers() {
+    let ssml = SchedulerConfig { ssml: true, ..Default::default() };
+    let steps = vec![say("<speak>Ask <sub alias=\"Doctor Smith\">Dr. Sm"), say("ith</sub> now<break time=\"1s\"/> then wait.</speak>"), Step::Done];
+    let (run, _, backend) = converse(steps, plain(10), ssml.clone()).await;
+    assert!(matches!(run.outcome, Outcome::Completed), "{:?}", run.outcome);
+    assert_protocol(&run);
+    let shown: Vec<String> = run.events.iter().filter_map(|(_, e)| if let ServerEvent::Sentence(s) = e { Some(s.text.clone()) } else { None }).collect();
+    // The alias's full stop is no sentence end, the break is one; the client never sees a tag or a marker.
+    assert_eq!(shown, ["Ask Dr. Smith now", "then wait."]);
+    let sent: Vec<String> = backend.log().spoken.iter().map(|(_, text, _)| earshot_core::text::markup::shown(text)).collect();
+    assert_eq!(sent, ["Ask {sub Doctor Smith}Dr. Smith{/} now{break 1000}", "then wait."]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_with_a_tag_outside_the_subset_ends_with_invalid_ssml_naming_it() {
+    let ssml = SchedulerConfig { ssml: true, ..Default::default() };
+    let steps = vec![say("<speak>Fine so far. <emphasis>Loud</emphasis> words.</speak>"), Step::Done];
+    let (run, _, _) = converse(steps, plain(10), ssml).await;
+    assert!(matches!(run.outcome, Outcome::Failed(_)), "{:?}", run.outcome);
+    assert_protocol(&run);
+    assert_eq!(run.last_error_code().as_deref(), Some("invalid_ssml"));
+    let message = run.events.iter().find_map(|(_, e)| if let ServerEvent::Error(e) = e { Some(e.message.clone()) } else { None }).unwrap();
+    assert!(message.contains("<emphasis>"), "{message}");
+}

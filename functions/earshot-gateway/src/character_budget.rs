@@ -335,7 +335,7 @@ mod tests {
         });
         let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
         let mut session = earshot_core::session_layer::relay(Charging::new(budget), inner, tokio_util::sync::CancellationToken::new());
-        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None });
+        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None });
         session.commands.send(sentence(0, 20)).await.unwrap();
         session.commands.send(sentence(1, 200)).await.unwrap();
         let billed = session.events.recv().await;

@@ -206,8 +206,14 @@ impl Drop for Live {
 impl Gateway {
     /// A gateway serving `backends` (the first being the default) with `agent`, under `settings`.
     pub fn new(backends: Vec<Arc<dyn SpeechBackend>>, agent: Arc<dyn AgentSource>, settings: GatewaySettings) -> Self {
-        // The spoken forms' patterns, compiled off the first sentence's path (see `spoken::prepare`).
-        std::thread::spawn(earshot_core::text::spoken::prepare);
+        // The spoken forms' patterns, compiled off the first sentence's path (see `spoken::prepare`), on a
+        // blocking thread the gateway's tracker waits for; outside a runtime (a test's), on first use.
+        let tasks = Tasks::new();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tasks.spawn(async {
+                let _ = tokio::task::spawn_blocking(earshot_core::text::spoken::prepare).await;
+            });
+        }
         let conversation_slots = settings.max_conversations.map(|n| Arc::new(Semaphore::new(n.max(1))));
         let cache = (settings.cache.scope != CacheScope::Off).then(|| Arc::new(SentenceCache::new(settings.cache.limits)));
         let budgets = Ledger::for_interrupts(&settings.interrupts);
@@ -218,7 +224,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             registry: Arc::default(),
             conversation_slots,
-            tasks: Tasks::new(),
+            tasks,
             owner_places: Arc::default(),
             budgets,
             cache,

@@ -134,6 +134,11 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     if let Some(budget) = budget {
         opened.session = earshot_core::session_stack::outermost(crate::character_budget::Charging::new(budget), opened.session, stopper.token());
     }
+    // An answer read as SSML: its tags rendered once for every arm, outermost (earshot_core::rendering).
+    if request.ssml {
+        let rendering = earshot_core::rendering::Rendering::new(opened.session.format.clone());
+        opened.session = earshot_core::session_stack::outermost(rendering, opened.session, stopper.token());
+    }
     // The agent's session (AgentCore's, an HTTP agent's memory) is the owner's conversation, not the id's.
     // Sent upstream from here: what the request sends stays charged whatever becomes of the answer (a
     // request refused before is given it back).
@@ -167,7 +172,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // overflows and failures are the arm's.
     let assignment = arm.clone().zip(experiment);
     let cell = TimelineCell::default();
-    let task = gw.tasks().spawn(converse(gw.clone(), conversation, out.clone(), cell.clone()));
+    let task = gw.tasks().spawn(converse(gw.clone(), conversation, request.ssml, out.clone(), cell.clone()));
     let counting = Counting {
         conversation_id: request.conversation_id.clone(),
         request_id: request_id.clone(),
@@ -239,8 +244,12 @@ pub(crate) async fn track(gw: &Gateway, key: &str, request_id: &str, stopper: &S
 
 /// Step 5: runs the scheduler to the conversation's end, leaving its timeline in `cell` (there too if
 /// the task is aborted: the supervisor counts every conversation, step 6).
-async fn converse(gw: Arc<Gateway>, conversation: Conversation, out: mpsc::Sender<ServerEvent>, cell: TimelineCell) -> Outcome {
-    scheduler::run_into(conversation, &gw.settings().scheduler, out, cell).await
+async fn converse(gw: Arc<Gateway>, conversation: Conversation, ssml: bool, out: mpsc::Sender<ServerEvent>, cell: TimelineCell) -> Outcome {
+    match ssml {
+        false => scheduler::run_into(conversation, &gw.settings().scheduler, out, cell).await,
+        // The same settings, the answer read as SSML.
+        true => scheduler::run_into(conversation, &scheduler::SchedulerConfig { ssml: true, ..gw.settings().scheduler.clone() }, out, cell).await,
+    }
 }
 
 /// What the supervisor needs to count the conversation once it has ended: one metric line for every

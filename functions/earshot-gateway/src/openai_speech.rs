@@ -205,6 +205,7 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
         conversation_id: uuid::Uuid::new_v4().to_string(),
         conversation_id_given: false,
         api: Some(API),
+        ssml: false,
     };
     Ok(Asked { request, container, sse })
 }

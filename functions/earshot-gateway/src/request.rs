@@ -15,6 +15,8 @@ use serde::Deserialize;
 
 use crate::api_error::ApiError;
 use crate::strict_json::StrictError;
+use earshot_core::text::markup;
+use earshot_core::text::ssml::Piece;
 
 /// The JSON body, as sent.
 #[derive(Debug, Deserialize)]
@@ -44,6 +46,9 @@ pub struct SpeakBody {
     pub conversation_id: Option<String>,
     /// How fast to speak, 0.5 to 2.0 (1: the voice's own); the deployment's when left out.
     pub rate: Option<f64>,
+    /// `ssml`: the text, or the agent's answer, is SSML of the portable subset (docs/pronunciation.md);
+    /// `none` or left out: plain text (the agent's Markdown made speakable).
+    pub markup: Option<String>,
 }
 
 /// One turn of `messages`, as chat APIs write it.
@@ -120,6 +125,8 @@ pub struct SpeakRequest {
     /// The API the request came through where it is not earshot's own (`openai_speech`): its metric
     /// line says so.
     pub api: Option<&'static str>,
+    /// Whether the text, or the agent's answer, is read as SSML (`"markup": "ssml"`).
+    pub ssml: bool,
 }
 
 impl SpeakRequest {
@@ -132,6 +139,8 @@ impl SpeakRequest {
             return Some((language.clone(), LanguageSource::Request));
         }
         let sample: String = match &self.input {
+            // SSML is detected on what it says, its tags left out (it was read whole when the request was).
+            AgentInput::Text(t) if self.ssml => ssml_written(t).chars().take(DETECTION_SAMPLE_CHARS).collect(),
             AgentInput::Text(t) => t.chars().take(DETECTION_SAMPLE_CHARS).collect(),
             AgentInput::Prompt { prompt, .. } => prompt.chars().take(DETECTION_SAMPLE_CHARS).collect(),
         };
@@ -217,7 +226,27 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         None => None,
         Some(rate) => Some(SpeakingRate::from_factor(rate).map_err(|e| ApiError::bad_request("invalid_rate", format!("`rate`: {e}")))?),
     };
-    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, rate, conversation_id, conversation_id_given, api: None })
+    let ssml = match body.markup.as_deref() {
+        None | Some("none") => false,
+        Some("ssml") => true,
+        Some(other) => return Err(ApiError::bad_request("invalid_markup", format!("`markup` is `ssml` or `none`, not `{other}`"))),
+    };
+    // SSML to speak as given is read whole before any speech: a tag outside the subset is a 400 naming it.
+    if let (true, AgentInput::Text(text)) = (ssml, &input) {
+        let pieces =
+            earshot_core::text::ssml::read(text).map_err(|e| ApiError::bad_request("invalid_ssml", format!("`text` is not SSML this gateway reads: {e}")))?;
+        let said: String = pieces.iter().filter_map(|p| if let Piece::Text(t) = p { Some(markup::written(t).into_owned()) } else { None }).collect();
+        if !said.chars().any(char::is_alphanumeric) {
+            return Err(ApiError::bad_request("empty_text", "`text` says nothing once its SSML tags are set aside"));
+        }
+    }
+    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, rate, conversation_id, conversation_id_given, api: None, ssml })
+}
+
+/// What an SSML document says, its tags left out (empty where it is not SSML of the subset).
+fn ssml_written(document: &str) -> String {
+    let pieces = earshot_core::text::ssml::read(document).unwrap_or_default();
+    pieces.iter().filter_map(|p| if let Piece::Text(t) = p { Some(markup::written(t).into_owned()) } else { None }).collect::<Vec<_>>().join(" ")
 }
 
 /// The prompt and the turns before it. Without `prompt`, the last message is the prompt and must be

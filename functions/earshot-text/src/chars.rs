@@ -23,7 +23,10 @@ pub fn is_dot(c: char) -> bool {
 
 /// A mark that closes a quotation or bracket and stays with the sentence before it.
 pub fn is_closer(c: char) -> bool {
-    matches!(c, '"' | '\'' | '”' | '’' | '»' | '›' | ')' | ']' | '}' | '」' | '』' | '）' | '】' | '》' | '〉' | '〕' | '］' | '｝' | '〗' | '〙' | '＂')
+    // An SSML tag's marker right after a full stop (`.</prosody> Next`) stays with the sentence, as a
+    // closing bracket would.
+    is_markup(c)
+        || matches!(c, '"' | '\'' | '”' | '’' | '»' | '›' | ')' | ']' | '}' | '」' | '』' | '）' | '】' | '》' | '〉' | '〕' | '］' | '｝' | '〗' | '〙' | '＂')
 }
 
 /// A mark that opens a bracket or quotation whose contents do not end the enclosing sentence.
@@ -83,4 +86,10 @@ pub fn is_digit(c: char) -> bool {
 /// Whether a character starts a word that continues a sentence: a lower-case letter.
 pub fn is_lower(c: char) -> bool {
     c.is_lowercase()
+}
+
+/// Whether `c` belongs to an SSML tag's marker ([`crate::markup`]): private-use characters the segmenter
+/// reads past, as if the tag were not there (`{sub}Dr.` is the title `Dr.`).
+pub fn is_markup(c: char) -> bool {
+    matches!(c, '\u{F8F0}'..='\u{F8F2}' | '\u{F0000}'..='\u{FFFFD}')
 }

@@ -10,6 +10,8 @@
 //!   addresses in words for its language (English, French and Mandarin).
 //! - [`lexicon`]: a pronunciation lexicon: written forms and what a voice says for them (words, or IPA
 //!   marked inline as [`pronounced`] says).
+//! - [`ssml`]: a portable SSML subset read as it streams, each tag carried in the text as a [`markup`]
+//!   marker, and [`markup`]'s renderer: each sentence as written, and as every voice is sent it.
 //! - [`language`]: BCP 47 tags, and detection by script then by trigram profile.
 //! - [`words`]: the written words of a sentence, when each is heard (from a voice, or estimated from the
 //!   sentence's audio), and the map from a spoken form's word timings back to the written words.
@@ -33,10 +35,12 @@ pub mod chars;
 pub mod language;
 pub mod lexicon;
 pub mod list_marker;
+pub mod markup;
 pub mod normaliser;
 pub mod pronounced;
 pub mod segmenter;
 pub mod spoken;
+pub mod ssml;
 pub mod words;
 
 pub use language::Language;

@@ -28,8 +28,8 @@
 
 use crate::abbreviations::{is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number};
 use crate::chars::{
-    is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot, is_lower, is_opener, is_terminator,
-    straight_quote_opens,
+    is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot, is_lower, is_markup, is_opener,
+    is_terminator, straight_quote_opens,
 };
 use crate::language::Language;
 use crate::list_marker::{self, ListMarker, Parsed};
@@ -846,7 +846,7 @@ impl Segmenter {
             Some(ws) => self.text(ws, at),
             None => self.text(self.start, at).trim_end().rsplit(char::is_whitespace).next().unwrap_or(""),
         };
-        raw.trim_start_matches(|c: char| is_opener(c) || is_closer(c))
+        raw.trim_matches(is_markup).trim_start_matches(|c: char| is_opener(c) || is_closer(c) || is_markup(c))
     }
 
     /// The word before the current word (`5` in `5 ft.`).
