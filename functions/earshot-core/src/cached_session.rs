@@ -448,6 +448,45 @@ mod tests {
         assert_eq!(cache.stats().hits, 1);
     }
 
+    /// Speaks `sentences` through the lexicon's layer over a cached session, as the session stack puts them.
+    async fn speak_said_by(lexicon: &str, cache: &CacheUse, sentences: &[&str]) -> (Vec<SpeechEvent>, Vec<String>) {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let cached = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, cache.clone(), CancellationToken::new());
+        let lexicon = Arc::new(crate::text::Lexicon::parse(lexicon).unwrap());
+        let mut session = crate::pronouncing::wrap(cached, Some(lexicon), None, CancellationToken::new());
+        for (index, text) in sentences.iter().enumerate() {
+            let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None, rate: None };
+            session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
+        }
+        session.commands.send(SpeechCommand::Finish).await.unwrap();
+        let mut events = Vec::new();
+        while let Some(event) = session.events.recv().await {
+            let closed = matches!(event, SpeechEvent::Closed { .. });
+            events.push(event);
+            if closed {
+                break;
+            }
+        }
+        let heard = heard.lock().unwrap().clone();
+        (events, heard)
+    }
+
+    #[tokio::test]
+    async fn a_sentence_said_again_under_a_changed_lexicon_entry_is_a_miss_never_the_old_sound() {
+        let cache = Arc::new(SentenceCache::new(CacheLimits::default()));
+        let said = ["Ask Nguyen."];
+        let (_, asked) = speak_said_by("Nguyen = /wˈɪn/\n", &store(None, &cache), &said).await;
+        assert_eq!(asked, ["Ask [Nguyen](/wˈɪn/)."]);
+        let (events, asked) = speak_said_by("Nguyen = /wˈɪn/\n", &store(None, &cache), &said).await;
+        assert!(asked.is_empty() && told(&events).contains(&"0:end(cached)".to_string()), "the same lexicon: a hit");
+        // The entry changed (an operator corrected it, or another owner's lexicon says it otherwise).
+        let (events, asked) = speak_said_by("Nguyen = /ŋwˈiən/\n", &store(None, &cache), &said).await;
+        assert_eq!(asked, ["Ask [Nguyen](/ŋwˈiən/)."], "a changed entry is a miss");
+        assert!(!told(&events).contains(&"0:end(cached)".to_string()));
+        let (_, asked) = speak_said_by("Nguyen = win\n", &store(None, &cache), &said).await;
+        assert_eq!(asked, ["Ask win."], "and so is the same form said by words");
+    }
+
     #[tokio::test]
     async fn another_owner_s_partition_hears_nothing_of_this_one() {
         let cache = Arc::new(SentenceCache::new(CacheLimits::default()));

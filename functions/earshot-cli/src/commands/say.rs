@@ -36,6 +36,9 @@ pub struct SayArgs {
     /// How fast to speak, 0.5 to 2.0 (1: the voice's own; the gateway's default when left out).
     #[arg(long)]
     rate: Option<f64>,
+    /// `ssml`: the text (or the agent's answer) is SSML of the gateway's portable subset.
+    #[arg(long)]
+    markup: Option<String>,
     /// Where to write the audio.
     #[arg(long, short, default_value = "answer.wav")]
     out: PathBuf,
@@ -62,6 +65,7 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         output_format: args.output_format.clone(),
         conversation_id: None,
         rate: args.rate,
+        markup: args.markup.clone(),
         ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
