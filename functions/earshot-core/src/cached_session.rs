@@ -401,7 +401,14 @@ mod tests {
     /// backend was asked to speak.
     async fn speak(cache: &CacheUse, sentences: &[&str]) -> (Vec<SpeechEvent>, Vec<String>) {
         let heard = Arc::new(Mutex::new(Vec::new()));
-        let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, cache.clone(), CancellationToken::new());
+        let session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, cache.clone(), CancellationToken::new());
+        let events = drive(session, sentences).await;
+        let heard = heard.lock().unwrap().clone();
+        (events, heard)
+    }
+
+    /// Sends `sentences` and `Finish` to `session`: every event up to its close.
+    async fn drive(mut session: SpeechSession, sentences: &[&str]) -> Vec<SpeechEvent> {
         for (index, text) in sentences.iter().enumerate() {
             let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None, rate: None };
             session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
@@ -415,8 +422,7 @@ mod tests {
                 break;
             }
         }
-        let heard = heard.lock().unwrap().clone();
-        (events, heard)
+        events
     }
 
     fn store(partition: Option<&str>, cache: &Arc<SentenceCache>) -> CacheUse {
@@ -453,20 +459,8 @@ mod tests {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let cached = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, cache.clone(), CancellationToken::new());
         let lexicon = Arc::new(crate::text::Lexicon::parse(lexicon).unwrap());
-        let mut session = crate::pronouncing::wrap(cached, Some(lexicon), None, CancellationToken::new());
-        for (index, text) in sentences.iter().enumerate() {
-            let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None, rate: None };
-            session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
-        }
-        session.commands.send(SpeechCommand::Finish).await.unwrap();
-        let mut events = Vec::new();
-        while let Some(event) = session.events.recv().await {
-            let closed = matches!(event, SpeechEvent::Closed { .. });
-            events.push(event);
-            if closed {
-                break;
-            }
-        }
+        let session = crate::pronouncing::wrap(cached, Some(lexicon), None, CancellationToken::new());
+        let events = drive(session, sentences).await;
         let heard = heard.lock().unwrap().clone();
         (events, heard)
     }
