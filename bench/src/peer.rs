@@ -195,16 +195,21 @@ pub fn first_sentence(answer: &str) -> &str {
     answer.find(['.', '?', '!']).map_or(answer, |end| &answer[..=end])
 }
 
-/// A variant from `--peer-variant`: its settings as environment variables of its container.
-fn variant_env(variant: &str) -> Result<Vec<(&str, String)>, String> {
-    variant
+/// Environment variables for a process: name and value.
+type Env<'a> = Vec<(&'a str, String)>;
+
+/// A variant from `--peer-variant`: its settings as environment variables, `EARSHOT_*` ones of its gateway
+/// and the rest of its container.
+fn variant_env(variant: &str) -> Result<(Env<'_>, Env<'_>), String> {
+    let all: Vec<(&str, String)> = variant
         .split(',')
         .map(|kv| kv.split_once('=').map(|(k, v)| (k.trim(), v.trim().to_string())).ok_or(format!("--peer-variant {variant}: expected KEY=VALUE,…")))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(all.into_iter().partition(|(k, _)| k.starts_with("EARSHOT_")))
 }
 
 /// A gateway speaking through one container, with the pace and voice every earshot cell shares.
-async fn earshot(paths: &Paths, name: &str, kokoro: &stack::Running) -> Result<stack::Running, String> {
+async fn earshot(paths: &Paths, name: &str, kokoro: &stack::Running, env: &[(&str, String)]) -> Result<stack::Running, String> {
     let args: Vec<String> = [
         "--kokoro-url",
         kokoro.url.as_str(),
@@ -219,18 +224,19 @@ async fn earshot(paths: &Paths, name: &str, kokoro: &stack::Running) -> Result<s
     ]
     .map(String::from)
     .to_vec();
-    stack::gateway(paths, name, &args, &[]).await
+    stack::gateway(paths, name, &args, env).await
 }
 
 pub async fn run(paths: &Paths, peer_dir: &Path, trials: usize, variants: &[String]) -> Result<Results, String> {
     let kokoro = stack::kokoro(paths).await?;
     let (model, voices) = model_files(&paths.kokoro_dir)?;
-    let gateway = earshot(paths, "gateway-peer", &kokoro).await?;
+    let gateway = earshot(paths, "gateway-peer", &kokoro, &[]).await?;
     // Each variant with its own container and gateway.
     let mut others = Vec::new();
     for (i, variant) in variants.iter().enumerate() {
-        let container = stack::kokoro_with(paths, &variant_env(variant)?).await?;
-        let gateway = earshot(paths, &format!("gateway-peer-variant-{}", i + 1), &container).await?;
+        let (gateway_env, container_env) = variant_env(variant)?;
+        let container = stack::kokoro_with(paths, &container_env).await?;
+        let gateway = earshot(paths, &format!("gateway-peer-variant-{}", i + 1), &container, &gateway_env).await?;
         others.push((variant.clone(), container, gateway));
     }
     let mut peer = Peer::start(paths, peer_dir, &model, &voices).await?;

@@ -234,3 +234,37 @@ async fn the_estimate_from_audio_stays_near_the_models_own_timings() {
 /// Measured: median 56 ms, p90 144 ms over 216 boundaries; half as much again allowed.
 const MEDIAN_BOUND_MS: f64 = 85.0;
 const P90_BOUND_MS: f64 = 215.0;
+
+#[tokio::test]
+async fn the_first_sentence_starts_before_it_is_certain_and_one_that_turns_out_longer_is_said_whole() {
+    // The answer streamed a character at a time: each full stop comes before the character that confirms it.
+    let backend = kokoro_backend(Kokoro::shared()).await;
+    let mut settings = GatewaySettings { metrics_namespace: None, ..Default::default() };
+    settings.cache.scope = earshot_core::cache::CacheScope::Off;
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    let config = earshot_agents::ScriptedConfig { tokens_per_second: 100.0, first_token_delay: Duration::ZERO, tokens: earshot_agents::Tokens::Chars(1) };
+    let url = serve(Gateway::new(vec![backend], Arc::new(earshot_agents::ScriptedAgent::new(config)), settings)).await.url;
+    let said = |text: &'static str| {
+        let url = url.clone();
+        async move {
+            let r = speak(&url, &SpeakBody { text: Some(text.into()), ..Default::default() }, &CallOptions::default()).await.expect("spoken");
+            let sentences = check_conversation(&r);
+            (r, sentences)
+        }
+    };
+    // Confirmed: the container began "Sure." when its full stop came, a character before the segmenter
+    // released it; the client heard it as any sentence, timed by the model.
+    let (r, sentences) = said("Sure. I can help with that.").await;
+    assert_eq!(sentences, ["Sure.", "I can help with that."]);
+    let first = &r.timeline.as_ref().unwrap().sentences[0];
+    assert!(first.prepared_ms.is_some_and(|p| p < first.complete_ms), "{first:?}");
+    assert_eq!(r.words(0).0, Some(TimingSource::Model));
+    // Withdrawn: "It costs 3." looked complete until the 5 came; what the container made of it was
+    // cancelled unheard, and the sentence was said whole.
+    let (r, sentences) = said("It costs 3.50 dollars today. Thanks.").await;
+    assert_eq!(sentences, ["It costs 3.50 dollars today.", "Thanks."]);
+    let (_, words) = r.words(0);
+    assert_eq!(words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["It", "costs", "3.50", "dollars", "today"]);
+    let first = &r.timeline.as_ref().unwrap().sentences[0];
+    assert!(first.prepared_ms.is_some(), "prepared again as the whole sentence once its full stop came: {first:?}");
+}

@@ -472,6 +472,8 @@ impl Session {
                         self.finishing = true;
                         Next::Go
                     }
+                    // A sentence sent to Polly is billed and cannot be taken back: only what is certain goes.
+                    Some(SpeechCommand::Prepare(_)) => Next::Go,
                     None => Next::End,
                 },
                 Some((id, report)) = streams.recv() => self.on_stream(id, report).await,

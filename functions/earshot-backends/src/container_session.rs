@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use earshot_core::language::Language;
 use earshot_core::protocol::AudioFormat;
-use earshot_core::speech::{FinishReport, SessionOptions, Skipped, SpeechCommand, SpeechError, SpeechEvent, SpeechSession};
+use earshot_core::speech::{FinishReport, SessionOptions, Skipped, SpeechCommand, SpeechError, SpeechEvent, SpeechRequest, SpeechSession};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -70,10 +70,20 @@ pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed
         deployment_speed,
         speed,
         live: HashMap::new(),
+        prepared: None,
+        preparations: 0,
         skipped: BTreeSet::new(),
     };
     earshot_core::tasks::spawn(session.drive(commands_rx));
     SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
+}
+
+/// A sentence sent to the container before it was certain: its id there, the request it was prepared as,
+/// and what came of it so far, for the scheduler once a `Speak` confirms it.
+struct Prepared {
+    id: String,
+    request: SpeechRequest,
+    held: Vec<SpeechEvent>,
 }
 
 struct Session<T> {
@@ -91,6 +101,9 @@ struct Session<T> {
     /// Request id → sentence index, for requests sent and not yet ended, with the map from the words the
     /// container times (those of the spoken form it was sent) to the sentence's written words.
     live: HashMap<String, (u32, SpokenMap)>,
+    /// The sentence prepared and not yet confirmed (see [`SpeechCommand::Prepare`]), and how many have been.
+    prepared: Option<Prepared>,
+    preparations: u32,
     /// Sentences the container refused as unspeakable, not yet told: each waits for the sentences
     /// before it to end, so that the scheduler hears of the sentences in order.
     skipped: BTreeSet<u32>,
@@ -113,19 +126,8 @@ impl<T: ContainerTransport> Session<T> {
                 biased;
                 _ = self.cancel.cancelled() => Next::Abandon,
                 command = commands.recv(), if !finishing => match command {
-                    Some(SpeechCommand::Speak(request)) => {
-                        let id = format!("s{}", request.index);
-                        // The container's front ends read digits but not `1er`, `10 h 30`, `¥12.5` or a phone number
-                        // as a speaker would: the sentence goes in its spoken form for its language, or, untold, for
-                        // the language the container reads its script in (captions keep the text as written).
-                        let language = request.language.as_ref().or(self.language.as_ref());
-                        let reading = language.cloned().unwrap_or_else(|| earshot_core::text::language::read_by_script(&request.text));
-                        let text = earshot_core::text::spoken::spoken(&request.text, &reading);
-                        let speed = request.rate.map_or(self.speed, |rate| (self.deployment_speed * rate.factor()).clamp(0.5, 2.0));
-                        let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, speed);
-                        self.live.insert(id, (request.index, SpokenMap::new(&request.text, &text)));
-                        self.send(message).await
-                    }
+                    Some(SpeechCommand::Speak(request)) => self.speak(request).await,
+                    Some(SpeechCommand::Prepare(request)) => self.prepare(request).await,
                     Some(SpeechCommand::Finish) => {
                         finishing = true;
                         self.send(kokoro_wire::close()).await
@@ -147,6 +149,59 @@ impl<T: ContainerTransport> Session<T> {
                 }
             }
         }
+    }
+
+    /// Sends `request` under `id`, and keeps it live.
+    async fn synthesize(&mut self, id: String, request: &SpeechRequest) -> Next {
+        // The container's front ends read digits but not `1er`, `10 h 30`, `¥12.5` or a phone number
+        // as a speaker would: the sentence goes in its spoken form for its language, or, untold, for
+        // the language the container reads its script in (captions keep the text as written).
+        let language = request.language.as_ref().or(self.language.as_ref());
+        let reading = language.cloned().unwrap_or_else(|| earshot_core::text::language::read_by_script(&request.text));
+        let text = earshot_core::text::spoken::spoken(&request.text, &reading);
+        let speed = request.rate.map_or(self.speed, |rate| (self.deployment_speed * rate.factor()).clamp(0.5, 2.0));
+        let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, speed);
+        self.live.insert(id, (request.index, SpokenMap::new(&request.text, &text)));
+        self.send(message).await
+    }
+
+    /// A sentence to speak: the one prepared, if it is that one (what it made so far is passed on now), else
+    /// sent (a preparation it replaces is cancelled).
+    async fn speak(&mut self, request: SpeechRequest) -> Next {
+        if let Some(prepared) = self.prepared.take() {
+            if prepared.request == request {
+                for event in prepared.held {
+                    if let Next::Abandon = self.emit(event).await {
+                        return Next::Abandon;
+                    }
+                }
+                return Next::Go;
+            }
+            if let Next::Stop = self.withdraw(&prepared.id).await {
+                return Next::Stop;
+            }
+        }
+        self.synthesize(format!("s{}", request.index), &request).await
+    }
+
+    /// The sentence most likely next (see [`SpeechCommand::Prepare`]): sent now under an id of its own, what
+    /// comes of it held until a `Speak` confirms it; a preparation before it is cancelled.
+    async fn prepare(&mut self, request: SpeechRequest) -> Next {
+        if let Some(before) = self.prepared.take() {
+            if let Next::Stop = self.withdraw(&before.id).await {
+                return Next::Stop;
+            }
+        }
+        self.preparations += 1;
+        let id = format!("p{}-{}", request.index, self.preparations);
+        self.prepared = Some(Prepared { id: id.clone(), request: request.clone(), held: Vec::new() });
+        self.synthesize(id, &request).await
+    }
+
+    /// Cancels a preparation at the container: nothing more of it is passed on.
+    async fn withdraw(&mut self, id: &str) -> Next {
+        self.live.remove(id);
+        self.send(kokoro_wire::cancel(id)).await
     }
 
     async fn send(&mut self, text: String) -> Next {
@@ -175,8 +230,19 @@ impl<T: ContainerTransport> Session<T> {
         Next::Go
     }
 
-    /// Hands an event to the scheduler, unless the conversation ends first.
-    async fn emit(&self, event: SpeechEvent) -> Next {
+    /// Hands an event to the scheduler, unless the conversation ends first; one of the sentence being
+    /// prepared is held until it is confirmed.
+    async fn emit(&mut self, event: SpeechEvent) -> Next {
+        if let Some(prepared) = self.prepared.as_mut() {
+            let index = match &event {
+                SpeechEvent::Audio { index, .. } | SpeechEvent::Words { index, .. } | SpeechEvent::Finished { index, .. } => Some(*index),
+                _ => None,
+            };
+            if index == Some(prepared.request.index) {
+                prepared.held.push(event);
+                return Next::Go;
+            }
+        }
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Next::Abandon,
@@ -184,7 +250,7 @@ impl<T: ContainerTransport> Session<T> {
         }
     }
 
-    async fn report(&self, code: &str, message: String, retryable: bool) {
+    async fn report(&mut self, code: &str, message: String, retryable: bool) {
         let _ = self.emit(SpeechEvent::Failed(SpeechError::new(code, message, retryable))).await;
     }
 
@@ -226,6 +292,12 @@ impl<T: ContainerTransport> Session<T> {
                 Ok(ControlMessage::Cancelled { request_id }) => {
                     self.live.remove(&request_id);
                     self.tell_skipped().await
+                }
+                // A preparation the container refused: dropped; the sentence, if it comes, is sent as any other.
+                Ok(ControlMessage::Error { request_id: Some(id), .. }) if self.prepared.as_ref().is_some_and(|p| p.id == id) => {
+                    self.prepared = None;
+                    self.live.remove(&id);
+                    Next::Go
                 }
                 Ok(ControlMessage::Error { code, message, request_id })
                     if code == "unsupported_script" && request_id.as_ref().is_some_and(|id| self.live.contains_key(id)) =>

@@ -208,6 +208,8 @@ async fn drive(cfg: SyntheticConfig, mut commands: mpsc::Receiver<SpeechCommand>
             command = commands.recv(), if !finishing => match command {
                 Some(SpeechCommand::Speak(request)) => queue.push_back((request, Instant::now())),
                 Some(SpeechCommand::Finish) => finishing = true,
+                // Its sentence takes as long whenever it starts: nothing to gain from starting early.
+                Some(SpeechCommand::Prepare(_)) => {}
                 None => return,
             },
             _ = sleep_until(wake), if wake.is_some() => {

@@ -59,6 +59,12 @@ impl CacheUse {
         CacheUse { cache, partition, declared: None, shared: None }
     }
 
+    /// Whether a sentence is kept under `key` in this conversation's part or the declared part (nothing
+    /// counted: a look before the sentence is asked for).
+    fn holds(&self, key: &CacheKey) -> bool {
+        self.cache.contains(key) || self.declared.as_ref().is_some_and(|declared| self.cache.contains(&CacheKey { partition: declared.clone(), ..key.clone() }))
+    }
+
     /// The sentence kept under `key` in this conversation's part, else in the declared part (one hit or
     /// one miss counted either way).
     fn find(&self, key: &CacheKey) -> Option<Arc<CachedSentence>> {
@@ -199,10 +205,22 @@ impl Caching {
         if self.failed {
             return;
         }
-        let SpeechCommand::Speak(request) = command else {
-            self.finish_held = true;
-            self.dispatch(ctx);
-            return;
+        let request = match command {
+            SpeechCommand::Speak(request) => request,
+            SpeechCommand::Prepare(request) => {
+                // Prepared only where the backend will speak it: not a sentence the cache holds, nor one the
+                // shared tier may, nor one behind sentences still to be answered.
+                let key = self.cache.cache.admits(&request.text).then(|| self.key.for_request(&self.cache.partition, &request));
+                if self.pending.is_empty() && self.shared.is_none() && key.as_ref().is_none_or(|k| !self.cache.holds(k)) {
+                    ctx.send_on(SpeechCommand::Prepare(request));
+                }
+                return;
+            }
+            SpeechCommand::Finish => {
+                self.finish_held = true;
+                self.dispatch(ctx);
+                return;
+            }
         };
         let index = request.index;
         let key = self.cache.cache.admits(&request.text).then(|| self.key.for_request(&self.cache.partition, &request));
@@ -391,6 +409,7 @@ mod tests {
                     SpeechCommand::Finish => {
                         let _ = to_relay.send(SpeechEvent::Closed { billed_characters: None }).await;
                     }
+                    SpeechCommand::Prepare(_) => {}
                 }
             }
         });

@@ -49,9 +49,21 @@ impl SessionLayer for Pronouncing {
     type Note = ();
 
     async fn command(&mut self, command: SpeechCommand, ctx: &mut Ctx<()>) {
-        let SpeechCommand::Speak(mut request) = command else {
-            ctx.send_on(command);
-            return;
+        let mut request = match command {
+            SpeechCommand::Speak(request) => request,
+            // Prepared as it will be sent: rewritten the same way, nothing kept for it.
+            SpeechCommand::Prepare(mut request) => {
+                let language = request.language.as_ref().or(self.language.as_ref());
+                if let std::borrow::Cow::Owned(spoken) = self.lexicon.apply(&request.text, language) {
+                    request.text = spoken;
+                }
+                ctx.send_on(SpeechCommand::Prepare(request));
+                return;
+            }
+            other => {
+                ctx.send_on(other);
+                return;
+            }
         };
         let language = request.language.as_ref().or(self.language.as_ref());
         let rewritten = match self.lexicon.apply(&request.text, language) {

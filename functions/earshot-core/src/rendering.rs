@@ -61,9 +61,14 @@ impl SessionLayer for Rendering {
     type Note = ();
 
     async fn command(&mut self, command: SpeechCommand, ctx: &mut Ctx<()>) {
-        let SpeechCommand::Speak(mut request) = command else {
-            ctx.send_on(command);
-            return;
+        let mut request = match command {
+            SpeechCommand::Speak(request) => request,
+            // The renderer carries elements from sentence to sentence: a sentence is rendered once, when sent.
+            SpeechCommand::Prepare(_) => return,
+            other => {
+                ctx.send_on(other);
+                return;
+            }
         };
         let rendered = self.renderer.render(&request.text);
         request.text = rendered.spoken.clone();

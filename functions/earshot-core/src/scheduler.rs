@@ -93,6 +93,10 @@ pub struct SchedulerConfig {
     /// Read the answer as SSML ([`crate::text::ssml`]): set per conversation, for a request's
     /// `"markup": "ssml"` (Markdown is then not normalised: the answer is SSML, not Markdown).
     pub ssml: bool,
+    /// Tell the session the answer's first sentence as soon as its full stop has come, before the
+    /// character that confirms it ([`SpeechCommand::Prepare`]): a voice that starts on it gains the time
+    /// between the two (one stream piece).
+    pub prepare_first_sentence: bool,
     /// Sentences at the backend and not finished (at least one: [`SchedulerConfig::in_flight_bound`]).
     pub max_in_flight: usize,
     /// The longest answer accepted, in characters.
@@ -129,6 +133,7 @@ impl Default for SchedulerConfig {
             segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
             normalise_markdown: true,
             ssml: false,
+            prepare_first_sentence: true,
             max_in_flight: defaults::MAX_IN_FLIGHT,
             max_answer_chars: defaults::MAX_ANSWER_CHARS,
             backend_silence: Some(Duration::from_millis(defaults::BACKEND_SILENCE_MS)),
@@ -240,6 +245,8 @@ struct Scheduler<'a> {
     ssml: Option<SsmlReader>,
     /// Markers of a sentence with nothing to say (a break before any text): said with the next one.
     carried_markers: String,
+    /// The first sentence as the session was told to prepare it, if it was, and when.
+    prepared: Option<(String, f64)>,
     segmenter: Segmenter,
     /// Sentences to release: their index, as the client is shown them, and as they go to the voice (with
     /// their SSML markers, where the answer is SSML).
@@ -318,6 +325,7 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
         normaliser: Normaliser::new(),
         ssml: cfg.ssml.then(SsmlReader::new),
         carried_markers: String::new(),
+        prepared: None,
         segmenter: Segmenter::new(segmenting),
         queue: VecDeque::new(),
         next_index: 0,
@@ -562,7 +570,10 @@ impl Scheduler<'_> {
                 }
                 let speakable = if self.cfg.normalise_markdown { self.normaliser.push(&text) } else { text };
                 let sentences: Vec<Sentence> = self.segmenter.push(&speakable).collect();
-                self.release_all(sentences)
+                if let Flow::End(o) = self.release_all(sentences) {
+                    return Flow::End(o);
+                }
+                self.prepare_first().await
             }
             Some(Ok(AgentEvent::Pause)) => {
                 let sentences = self.flush_text();
@@ -591,6 +602,26 @@ impl Scheduler<'_> {
                 Flow::End(self.fail(info).await)
             }
         }
+    }
+
+    /// The answer's first sentence, told to the session as soon as it would be complete were a sentence to
+    /// follow, and again if what it would be changes. It is sent as it will be (`Speak`, released by the
+    /// pump) only once the segmenter releases it; the session keeps what it made of the preparation
+    /// unheard until then.
+    async fn prepare_first(&mut self) -> Flow {
+        if !self.cfg.prepare_first_sentence || self.next_index > 0 || !self.queue.is_empty() || self.release != Release::Incremental {
+            return Flow::Continue;
+        }
+        let Some(text) = self.segmenter.pending_sentence().filter(|t| t.chars().any(char::is_alphanumeric)) else { return Flow::Continue };
+        if self.prepared.as_ref().is_some_and(|(prepared, _)| *prepared == text) {
+            return Flow::Continue;
+        }
+        self.prepared = Some((text.clone(), self.clock.now_ms()));
+        if self.commands.send(SpeechCommand::Prepare(SpeechRequest { index: 0, text, language: None, rate: None })).await.is_err() {
+            let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
+            return Flow::End(self.fail(info).await);
+        }
+        Flow::Continue
     }
 
     /// What the SSML reader gave, through the segmenter: a boundary (a break, the end of `<s>` or `<p>`)
@@ -635,10 +666,12 @@ impl Scheduler<'_> {
             }
             let index = self.next_index;
             self.next_index += 1;
+            let prepared_ms = self.prepared.as_ref().filter(|(prepared, _)| index == 0 && *prepared == marked).map(|(_, at)| *at);
             self.timeline.sentences.push(SentenceMarks {
                 index,
                 chars: written.chars().count(),
                 complete_ms: now,
+                prepared_ms,
                 text: written.clone(),
                 ..Default::default()
             });

@@ -36,6 +36,12 @@ pub struct SpeechRequest {
 pub enum SpeechCommand {
     /// Speak one more sentence, after those sent before it.
     Speak(SpeechRequest),
+    /// The sentence that will most likely be sent next, before it is certain (its full stop has come, the
+    /// character that confirms it has not): a session may start on it, and keep what it makes unheard
+    /// until a `Speak` of the same index, text and language confirms it (then it is that sentence, already
+    /// begun) or another `Speak` of that index replaces it (then it is dropped). Nothing is charged or
+    /// heard for it; a session may ignore it. The scheduler prepares only the answer's first sentence.
+    Prepare(SpeechRequest),
     /// No more sentences: finish those sent, then close.
     Finish,
 }

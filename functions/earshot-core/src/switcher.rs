@@ -114,6 +114,17 @@ impl SessionLayer for Switcher {
     }
 
     async fn command(&mut self, command: SpeechCommand, ctx: &mut Ctx<()>) {
+        if let SpeechCommand::Prepare(mut request) = command {
+            // Only to a session whose language is settled (the first sentence may still move the answer
+            // to another), told the language its sentence will be told; never kept for another session.
+            if self.settle.is_none() {
+                if let Some(language) = &self.told {
+                    request.language = Some(language.clone());
+                }
+                ctx.send_on(SpeechCommand::Prepare(request));
+            }
+            return;
+        }
         if let Some(route) = self.settle.take() {
             if let SpeechCommand::Speak(request) = &command {
                 if let Some(switch) = self.settle(&route, &request.text, ctx).await {
@@ -204,6 +215,7 @@ impl Switcher {
                 self.unfinished.push_back(request.clone());
             }
             SpeechCommand::Finish => self.finishing = true,
+            SpeechCommand::Prepare(_) => {}
         }
         command
     }

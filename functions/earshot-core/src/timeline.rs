@@ -40,6 +40,12 @@ pub struct SentenceMarks {
     pub complete_ms: f64,
     /// The sentence was sent to the TTS backend (later than `complete_ms` only when buffered).
     pub released_ms: Option<f64>,
+    /// The session was told the sentence before it was certain ([`crate::speech::SpeechCommand::Prepare`]:
+    /// the answer's first sentence, once its full stop had come), and it was that sentence: a voice that
+    /// started on it then began `complete_ms - prepared_ms` sooner. `None`: not prepared, or prepared
+    /// otherwise and withdrawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared_ms: Option<f64>,
     /// The backend's first audio for the sentence arrived.
     pub tts_first_audio_ms: Option<f64>,
     /// The sentence's first audio chunk was handed to the client connection.

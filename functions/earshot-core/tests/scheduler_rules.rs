@@ -395,9 +395,13 @@ async fn model_words_stay_in_order_while_the_encoder_holds_the_first_audio() {
     tokio::spawn(async move {
         let word = |text: &str, start_ms: f64, end_ms: f64| WordTiming { text: text.into(), start_ms, end_ms };
         while let Some(command) = commands.recv().await {
-            let SpeechCommand::Speak(request) = command else {
-                let _ = events_tx.send(SpeechEvent::Closed { billed_characters: None }).await;
-                return;
+            let request = match command {
+                SpeechCommand::Speak(request) => request,
+                SpeechCommand::Prepare(_) => continue,
+                SpeechCommand::Finish => {
+                    let _ = events_tx.send(SpeechEvent::Closed { billed_characters: None }).await;
+                    return;
+                }
             };
             let index = request.index;
             for event in [
@@ -602,4 +606,43 @@ async fn an_answer_with_a_tag_outside_the_subset_ends_with_invalid_ssml_naming_i
     assert_eq!(run.last_error_code().as_deref(), Some("invalid_ssml"));
     let message = run.events.iter().find_map(|(_, e)| if let ServerEvent::Error(e) = e { Some(e.message.clone()) } else { None }).unwrap();
     assert!(message.contains("<emphasis>"), "{message}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_sentence_is_prepared_at_its_full_stop_before_the_character_that_confirms_it() {
+    // The full stop comes, then nothing for 100 ms, then the next sentence's first letter.
+    let steps = vec![say("Returning a jacket is eas"), say("y. "), wait_ms(100), say("Bring it in."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(10), SchedulerConfig { idle_release: None, ..Default::default() }).await;
+    assert!(matches!(run.outcome, Outcome::Completed), "{:?}", run.outcome);
+    assert_protocol(&run);
+    let log = backend.log();
+    assert_eq!(
+        log.prepared.iter().map(|(i, t, _)| (*i, t.as_str())).collect::<Vec<_>>(),
+        [(0, "Returning a jacket is easy.")],
+        "prepared once, only the first"
+    );
+    let (prepared_at, spoken_at) = (log.prepared[0].2, log.spoken[0].2);
+    assert!(spoken_at >= prepared_at + 100, "prepared at {prepared_at} ms, sent at {spoken_at} ms");
+    assert_eq!(log.spoken[0].1, "Returning a jacket is easy.");
+    let marks = &run.timeline.sentences[0];
+    assert!(marks.prepared_ms.is_some_and(|p| p + 100.0 <= marks.complete_ms), "{marks:?}");
+    assert!(run.timeline.sentences[1].prepared_ms.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_first_sentence_that_turns_out_longer_is_prepared_again_and_sent_as_it_is() {
+    // "It costs 3." looks complete until "50" comes: the session is told again, and the sentence sent is the whole.
+    let steps = vec![say("It costs 3."), wait_ms(50), say("50 today. "), wait_ms(50), say("Fine."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(10), SchedulerConfig { idle_release: None, ..Default::default() }).await;
+    assert!(matches!(run.outcome, Outcome::Completed), "{:?}", run.outcome);
+    let log = backend.log();
+    let prepared: Vec<&str> = log.prepared.iter().map(|(_, t, _)| t.as_str()).collect();
+    assert_eq!(prepared, ["It costs 3.", "It costs 3.50 today."]);
+    assert_eq!(log.spoken.iter().map(|(_, t, _)| t.as_str()).collect::<Vec<_>>(), ["It costs 3.50 today.", "Fine."]);
+    assert!(run.timeline.sentences[0].prepared_ms.is_some(), "the second preparation was the sentence");
+    // A setting that turns it off prepares nothing.
+    let steps = vec![say("Returning a jacket is easy. "), wait_ms(100), say("Bring it in."), Step::Done];
+    let off = SchedulerConfig { prepare_first_sentence: false, ..Default::default() };
+    let (_, _, backend) = converse(steps, plain(10), off).await;
+    assert!(backend.log().prepared.is_empty());
 }

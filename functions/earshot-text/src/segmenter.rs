@@ -206,16 +206,31 @@ impl Segmenter {
     /// scheduler asks this when the agent has gone quiet, to release a finished sentence without
     /// waiting for the character that would confirm it.
     pub fn pending_is_complete(&self) -> bool {
+        self.probe_pending().0
+    }
+
+    /// Whether the pending text would end at a boundary were a new sentence to follow it, and the
+    /// sentences the segmenter would then release.
+    fn probe_pending(&self) -> (bool, Vec<Sentence>) {
         let pending = self.pending();
         let real_end = self.start + pending.trim_end().len();
         if pending.trim().is_empty() {
-            return false;
+            return (false, Vec::new());
         }
         let mut probe = self.clone();
         probe.out.clear();
         probe.buf.push_str(" A ");
         probe.scan(false);
-        probe.last_boundary >= real_end
+        (probe.last_boundary >= real_end, probe.out)
+    }
+
+    /// The pending text as the sentence it would be released as, if a new sentence followed it (as
+    /// [`Segmenter::pending_is_complete`] decides); `None` where it would not be one sentence.
+    pub fn pending_sentence(&self) -> Option<String> {
+        match self.probe_pending() {
+            (true, sentences) if sentences.len() == 1 => sentences.into_iter().next().map(|s| s.text),
+            _ => None,
+        }
     }
 
     #[inline]

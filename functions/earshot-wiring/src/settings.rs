@@ -235,6 +235,10 @@ pub struct Settings {
     /// Sentences at the backend and not finished, at most.
     #[arg(long, env = "EARSHOT_MAX_IN_FLIGHT", default_value_t = scheduler_defaults::MAX_IN_FLIGHT)]
     pub max_in_flight: usize,
+    /// Start the voice on the answer's first sentence as soon as its full stop has come, before the
+    /// character that confirms it (the Kokoro container; Polly is sent only what is certain).
+    #[arg(long, env = "EARSHOT_PREPARE_FIRST_SENTENCE", default_value_t = true, default_missing_value = "true", num_args = 0..=1, action = ArgAction::Set, value_name = "true|false")]
+    pub prepare_first_sentence: bool,
     /// The DynamoDB table through which an interrupt reaches the invocation that speaks (Lambda; none:
     /// interrupts stay in this process, and on Lambda are refused with 501).
     #[arg(long, env = "EARSHOT_INTERRUPT_TABLE")]
@@ -432,6 +436,8 @@ pub const LOCAL_ONLY: &[&str] = &[
     // Owners' lexicons are not part of the CDK configuration yet: an operator who keeps them in S3 sets the
     // variable on the function and grants it s3:GetObject on those objects (docs/pronunciation.md).
     "EARSHOT_OWNER_LEXICONS",
+    // On by default everywhere; off only to measure what it is worth (the peer bench's variant).
+    "EARSHOT_PREPARE_FIRST_SENTENCE",
 ];
 
 /// Read by the logging set-up of both binaries rather than by [`Settings`].
@@ -715,6 +721,7 @@ impl Settings {
         scheduler.idle_release = (self.idle_release_ms > 0).then(|| Duration::from_millis(self.idle_release_ms));
         scheduler.segmenter.fast_first_min_words = self.fast_first;
         scheduler.max_in_flight = self.max_in_flight;
+        scheduler.prepare_first_sentence = self.prepare_first_sentence;
         scheduler.backend_silence = self.backend_silence();
         scheduler.client_read_timeout = self.client_read_timeout();
         let mut limits = defaults.limits.clone();

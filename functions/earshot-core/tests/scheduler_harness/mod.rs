@@ -151,6 +151,8 @@ pub struct BackendLog {
     pub spoken: Vec<(u32, String, u64)>,
     /// The language each `Speak` was told, in the same order.
     pub told: Vec<Option<String>>,
+    /// `(index, text, virtual ms)` for each `Prepare` (a voice that starts on it; this one only notes it).
+    pub prepared: Vec<(u32, String, u64)>,
     /// The most sentences it held (sent and not finished) at once.
     pub max_outstanding: usize,
     /// Sentences it finished (or gave up on).
@@ -203,6 +205,7 @@ pub fn backend_with_capacity(plan: impl Fn(u32) -> Plan + Send + 'static, origin
                     l.finish_ms = Some(ms_since(origin));
                     let _ = work_tx.send(None);
                 }
+                SpeechCommand::Prepare(r) => l.prepared.push((r.index, r.text, ms_since(origin))),
             }
         }
         reader_log.0.lock().unwrap().dropped_ms = Some(ms_since(origin));
