@@ -155,7 +155,7 @@ def peer_plot(peer, out: Path) -> None:
     answers = [a for a, _ in peer["first_sentences"]]
     variants = sorted({t["variant"] for t in trials if t.get("variant")})
     cells = [("pipecat", None, "pipecat 1.14 (KokoroTTSService)", "#ff7f0e"), ("earshot", None, "earshot", "#1f77b4")]
-    cells += [("variant", v, f"earshot, container {v}", "#9ecae1") for v in variants]
+    cells += [("variant", v, f"earshot, {v}", "#9ecae1") for v in variants]
     cells.append(("direct", None, "kokoro-onnx alone (first sentence)", "#7f7f7f"))
     fig, axes = plt.subplots(1, len(answers), figsize=(5.5 * len(answers), 4.5), squeeze=False)
     for ax, answer in zip(axes[0], answers):

@@ -58,7 +58,7 @@ pub enum System {
     Earshot,
     /// kokoro-onnx on the first sentence alone.
     Direct,
-    /// earshot with its container under other settings (`--peer-variant`), the same in every other way: what
+    /// earshot under other settings of its container or gateway (`--peer-variant`), the same in every other way: what
     /// one setting is worth, measured in the same rounds.
     Variant,
 }
@@ -67,7 +67,7 @@ pub enum System {
 pub struct Trial {
     pub answer: String,
     pub system: System,
-    /// A variant's container settings (`KEY=VALUE,…`).
+    /// A variant's settings (`KEY=VALUE,…`: `EARSHOT_*` of the gateway, the rest of the container).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     pub round: usize,

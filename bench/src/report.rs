@@ -893,8 +893,8 @@ fn peer(o: &mut String, p: &crate::peer::Results) {
     variants.sort();
     variants.dedup();
     if !variants.is_empty() {
-        let _ = writeln!(o, "\nearshot with its container under other settings, in the same rounds (what each setting is worth):\n");
-        let _ = writeln!(o, "| answer | container settings | earshot first audio | less the default's median |");
+        let _ = writeln!(o, "\nearshot under other settings of its container or gateway (`EARSHOT_*`), in the same rounds (what each setting is worth):\n");
+        let _ = writeln!(o, "| answer | settings | earshot first audio | less the default's median |");
         let _ = writeln!(o, "|---|---|---|---:|");
         for (answer, _) in &p.first_sentences {
             let base = Summary::of(&p.trials, answer).earshot;
