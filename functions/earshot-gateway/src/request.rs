@@ -235,8 +235,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
     if let (true, AgentInput::Text(text)) = (ssml, &input) {
         let pieces =
             earshot_core::text::ssml::read(text).map_err(|e| ApiError::bad_request("invalid_ssml", format!("`text` is not SSML this gateway reads: {e}")))?;
-        let said: String = pieces.iter().filter_map(|p| if let Piece::Text(t) = p { Some(markup::written(t).into_owned()) } else { None }).collect();
-        if !said.chars().any(char::is_alphanumeric) {
+        if !said(&pieces).chars().any(char::is_alphanumeric) {
             return Err(ApiError::bad_request("empty_text", "`text` says nothing once its SSML tags are set aside"));
         }
     }
@@ -245,7 +244,11 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
 
 /// What an SSML document says, its tags left out (empty where it is not SSML of the subset).
 fn ssml_written(document: &str) -> String {
-    let pieces = earshot_core::text::ssml::read(document).unwrap_or_default();
+    said(&earshot_core::text::ssml::read(document).unwrap_or_default())
+}
+
+/// The text of an SSML document's pieces, their tags left out, a space where a sentence was cut.
+fn said(pieces: &[Piece]) -> String {
     pieces.iter().filter_map(|p| if let Piece::Text(t) = p { Some(markup::written(t).into_owned()) } else { None }).collect::<Vec<_>>().join(" ")
 }
 

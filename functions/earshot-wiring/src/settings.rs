@@ -577,7 +577,7 @@ impl Settings {
 
     /// The owner lexicons kept in S3: name, bucket and key.
     pub fn owner_lexicon_objects(&self) -> Vec<(&str, &str, &str)> {
-        self.owner_lexicons.0.iter().filter_map(|(name, source)| Some((name.as_str(), s3_object(source)?.0, s3_object(source)?.1))).collect()
+        self.owner_lexicons.0.iter().filter_map(|(name, source)| s3_object(source).map(|(bucket, key)| (name.as_str(), bucket, key))).collect()
     }
 
     /// The lexicon's S3 object as its bucket and key, where `--lexicon` names one.

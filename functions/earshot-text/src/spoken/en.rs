@@ -150,7 +150,7 @@ fn phone_nanp(c: &Captures) -> Option<String> {
 }
 
 /// Groups of digits as written (`44 20 7946 0958`), each digit by digit, a pause between groups.
-pub(super) fn phone_groups(groups: &str) -> String {
+fn phone_groups(groups: &str) -> String {
     groups.split([' ', '.', '-']).filter(|g| !g.is_empty()).map(digits).collect::<Vec<_>>().join(", ")
 }
 
