@@ -31,6 +31,9 @@ async fn earshot_s_pipecat_voice_speaks_times_words_and_hears_an_interruption() 
     for word in ["Sure", "Your", "order", "shipped", "this", "morning"] {
         assert!(words.contains(&word), "{word} is not among pipecat's words {words:?}");
     }
+    // Only the words: pipecat does not add each sentence's whole text after them (its context would hold
+    // the answer twice).
+    assert!(words.iter().all(|w| !w.trim().contains(' ')), "a sentence among pipecat's words {words:?}");
 
     // Spoken over 1.6 s into the answer's audio: what had played, cut at whole words (the
     // voice runs ahead of real time, so earlier sentences may be finished at earshot and cut here by their

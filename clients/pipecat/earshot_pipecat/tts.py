@@ -113,7 +113,18 @@ class EarshotTTSService(TTSService):
         # The arm stands in pipecat's settings as the model; the language is earshot's to tell (the request's
         # text, or the answer's first sentence).
         settings = TTSSettings(model=backend, voice=voice, language=None)
-        super().__init__(push_start_frame=True, push_stop_frames=True, sample_rate=sample_rate, settings=settings, **kwargs)
+        # Words reach pipecat from earshot's timings alone (``push_text_frames=False``, as every voice of
+        # pipecat's with word timestamps): left on, pipecat would also push each sentence's whole text after
+        # its audio, so its context would hold every sentence twice and a word frame could follow its
+        # sentence's text.
+        super().__init__(
+            push_start_frame=True,
+            push_stop_frames=True,
+            push_text_frames=False,
+            sample_rate=sample_rate,
+            settings=settings,
+            **kwargs,
+        )
         self._base_url = base_url.rstrip("/")
         self._headers = {"authorization": f"Bearer {token}"} if token else {}
         self._backend = backend
