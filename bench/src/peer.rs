@@ -17,6 +17,12 @@
 //! sentence alone, to its first chunk) and the floor (complete + the direct call's median); each system's
 //! distance to the floor. The goals: earshot's first audio no later than pipecat's, within
 //! [`FLOOR_SLACK_MS`] of the floor, and the sentence complete no later than pipecat releases it.
+//!
+//! The floor takes the direct call's median, and the model's own spread (±100 ms on this machine) moves it
+//! between runs. So each earshot trial also keeps its own voice's time: from the release to the container's
+//! first audio at the gateway (the gateway's metric line for that conversation, `SynthesisLatency`). What
+//! earshot adds over its own voice in the same trial (first audio less release less voice: the SSE hop and
+//! the client's decoding) is then measured without the model's spread in it.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -77,6 +83,11 @@ pub struct Trial {
     /// sent as the segmenter completes the sentence (the timeline's `complete_ms` and `released_ms` are one
     /// moment when no idle release is waited for, as here).
     pub released_ms: Option<f64>,
+    /// earshot: from the release to the voice's first audio at the gateway (its metric line's
+    /// `SynthesisLatency` for the first sentence): the container's render of the sentence, with the hops to it
+    /// and back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +109,18 @@ pub fn paired_differences(trials: &[Trial], answer: &str) -> Vec<f64> {
     };
     let rounds = trials.iter().map(|t| t.round).max().map_or(0, |r| r + 1);
     let mut out: Vec<f64> = (0..rounds).filter_map(|r| Some(first(System::Earshot, r)? - first(System::Pipecat, r)?)).collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// Per answer, what earshot added over its own voice in each trial: first audio less release less the voice's
+/// first audio after the release (the SSE hop and the client's decoding), sorted.
+pub fn over_the_voice(trials: &[Trial], answer: &str) -> Vec<f64> {
+    let mut out: Vec<f64> = trials
+        .iter()
+        .filter(|t| t.answer == answer && t.system == System::Earshot && t.variant.is_none())
+        .filter_map(|t| Some(t.first_audio_ms - t.released_ms? - t.voice_ms?))
+        .collect();
     out.sort_by(f64::total_cmp);
     out
 }
@@ -245,10 +268,10 @@ pub async fn run(paths: &Paths, peer_dir: &Path, trials: usize, variants: &[Stri
     let mut cells: Vec<(usize, System, usize)> =
         (0..ANSWERS.len()).flat_map(|a| [(a, System::Pipecat, 0), (a, System::Earshot, 0), (a, System::Direct, 0)]).collect();
     cells.extend((0..ANSWERS.len()).flat_map(|a| (1..=others.len()).map(move |v| (a, System::Variant, v))));
-    let target = |v: usize| -> (&str, &str, Option<String>) {
+    let target = |v: usize| -> (&stack::Running, &str, Option<String>) {
         match v {
-            0 => (gateway.url.as_str(), kokoro.url.as_str(), None),
-            v => (others[v - 1].2.url.as_str(), others[v - 1].1.url.as_str(), Some(others[v - 1].0.clone())),
+            0 => (&gateway, kokoro.url.as_str(), None),
+            v => (&others[v - 1].2, others[v - 1].1.url.as_str(), Some(others[v - 1].0.clone())),
         }
     };
     if paths.warm_up {
@@ -276,12 +299,12 @@ pub async fn run(paths: &Paths, peer_dir: &Path, trials: usize, variants: &[Stri
 }
 
 /// One cell: the answer through one system, the machine idle before it.
-async fn one(peer: &mut Peer, gateway: &str, kokoro: &str, answer: usize, system: System) -> Result<Trial, String> {
+async fn one(peer: &mut Peer, gateway: &stack::Running, kokoro: &str, answer: usize, system: System) -> Result<Trial, String> {
     let (name, text) = ANSWERS[answer];
     stack::kokoro_idle(kokoro).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let number = |v: &serde_json::Value, key: &str| v[key].as_f64();
-    let mut trial = Trial { answer: name.into(), system, variant: None, round: 0, first_audio_ms: f64::NAN, released_ms: None };
+    let mut trial = Trial { answer: name.into(), system, variant: None, round: 0, first_audio_ms: f64::NAN, released_ms: None, voice_ms: None };
     match system {
         System::Pipecat => {
             let said =
@@ -296,7 +319,8 @@ async fn one(peer: &mut Peer, gateway: &str, kokoro: &str, answer: usize, system
         System::Earshot | System::Variant => {
             let options = earshot_client::CallOptions { timeout: Duration::from_secs(120), stop_after_audio_chunks: Some(1), ..Default::default() };
             let body = earshot_client::SpeakBody { text: Some(text.into()), ..crate::trial::body(None, None, "incremental", None) };
-            let r = earshot_client::speak(gateway, &body, &options).await.map_err(|e| format!("earshot, answer {name}: {e}"))?;
+            let lines_before = metric_lines(&gateway.service.log).len();
+            let r = earshot_client::speak(&gateway.url, &body, &options).await.map_err(|e| format!("earshot, answer {name}: {e}"))?;
             if let Some(error) = &r.error {
                 return Err(format!("earshot, answer {name}: {}: {}", error.code, error.message));
             }
@@ -307,9 +331,28 @@ async fn one(peer: &mut Peer, gateway: &str, kokoro: &str, answer: usize, system
             let released = r.first_event_ms(|e| matches!(e, ServerEvent::Sentence(_))).ok_or("earshot: no `sentence` event")?;
             trial.first_audio_ms = r.marks.first_audio_decoded_ms.ok_or("earshot: no audio")? - token;
             trial.released_ms = Some(released - token);
+            trial.voice_ms = first_synthesis_latency(&gateway.service.log, lines_before).await;
         }
     }
     Ok(trial)
+}
+
+/// The gateway's metric lines (one JSON object a conversation, as it ends) in its log.
+fn metric_lines(log: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines().filter(|l| l.contains("\"SynthesisLatency\"")).filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// The first sentence's `SynthesisLatency` of the conversation that ended after the log held `before` metric
+/// lines: the gateway writes the line once the client has left, a moment after its first audio.
+async fn first_synthesis_latency(log: &Path, before: usize) -> Option<f64> {
+    for _ in 0..150 {
+        if let Some(line) = metric_lines(log).get(before) {
+            return line["SynthesisLatency"][0].as_f64();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -325,7 +368,8 @@ mod tests {
         let late = Summary { earshot: 710.0, ..s };
         assert_eq!(late.goals(), [false, false, true]);
         // Round by round: earshot 10 ms ahead in round 0, 30 behind in round 1; a round missing a cell is left out.
-        let trial = |system, round, first_audio_ms| Trial { answer: "A".into(), system, variant: None, round, first_audio_ms, released_ms: None };
+        let trial =
+            |system, round, first_audio_ms| Trial { answer: "A".into(), system, variant: None, round, first_audio_ms, released_ms: None, voice_ms: None };
         let trials = vec![
             trial(System::Pipecat, 0, 700.0),
             trial(System::Earshot, 0, 690.0),
@@ -334,5 +378,9 @@ mod tests {
             trial(System::Earshot, 2, 1.0),
         ];
         assert_eq!(paired_differences(&trials, "A"), vec![-10.0, 30.0]);
+        // Over its own voice: first audio less release less the voice's time; a trial without either is left out.
+        let timed = |first_audio_ms, released_ms, voice_ms| Trial { released_ms, voice_ms, ..trial(System::Earshot, 0, first_audio_ms) };
+        let trials = vec![timed(450.0, Some(35.0), Some(410.0)), timed(500.0, Some(34.0), None), timed(400.0, Some(36.0), Some(361.0))];
+        assert_eq!(over_the_voice(&trials, "A"), vec![3.0, 5.0]);
     }
 }

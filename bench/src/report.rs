@@ -889,6 +889,30 @@ fn peer(o: &mut String, p: &crate::peer::Results) {
             met(goals[2]),
         );
     }
+    let _ = writeln!(
+        o,
+        "\nTrial by trial, where earshot's first audio goes: the release, its own voice's first audio after it (the gateway's `SynthesisLatency`: the container and the model's render in it), and what earshot added over that voice (the SSE hop and the client's decoding), beside pipecat's first audio after its own release and the direct call. The model's spread is in the voice and the direct call alike; what earshot adds is measured without it.\n"
+    );
+    let _ = writeln!(o, "| answer | earshot: release | its voice after the release | earshot over its voice | pipecat after its release | direct call |");
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    for (answer, _) in &p.first_sentences {
+        let earshot = |value: &dyn Fn(&crate::peer::Trial) -> Option<f64>| -> Vec<f64> {
+            p.trials.iter().filter(|t| &t.answer == answer && t.system == System::Earshot && t.variant.is_none()).filter_map(value).collect()
+        };
+        let over = crate::peer::over_the_voice(&p.trials, answer);
+        let pipecat_after: Vec<f64> =
+            p.trials.iter().filter(|t| &t.answer == answer && t.system == System::Pipecat).filter_map(|t| Some(t.first_audio_ms - t.released_ms?)).collect();
+        let direct: Vec<f64> = p.trials.iter().filter(|t| &t.answer == answer && t.system == System::Direct).map(|t| t.first_audio_ms).collect();
+        let _ = writeln!(
+            o,
+            "| {answer} | {} | {} | {} | {} | {} |",
+            spread(&earshot(&|t| t.released_ms)),
+            spread(&earshot(&|t| t.voice_ms)),
+            spread(&over),
+            spread(&pipecat_after),
+            spread(&direct),
+        );
+    }
     let mut variants: Vec<&str> = p.trials.iter().filter_map(|t| t.variant.as_deref()).collect();
     variants.sort();
     variants.dedup();

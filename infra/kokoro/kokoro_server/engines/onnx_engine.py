@@ -16,6 +16,7 @@ import importlib.resources
 import json
 import logging
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -179,12 +180,24 @@ class OnnxEngine(Engine):
     def infer(self, phonemes: str, voice: str, speed: float, stop: Stop | None = None) -> Rendered:
         with self._running_lock:
             session = self.session_now()
+            running = self._running
             self._running += 1
+        others = self._headroom.steady() if self._headroom else 0.0
+        started = time.perf_counter()
         try:
             return self._render(session, phonemes, voice, speed, stop)
         finally:
             with self._running_lock:
                 self._running -= 1
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "%d phonemes rendered in %.1f ms on the %s session (others steadily used %.2f cores, %d pieces running)",
+                    len(phonemes),
+                    (time.perf_counter() - started) * 1000,
+                    "spinning" if session is self._spinning else "sleeping",
+                    others,
+                    running,
+                )
 
     def _render(self, session: ort.InferenceSession, phonemes: str, voice: str, speed: float, stop: Stop | None) -> Rendered:
         tokens = [self._vocab[p] for p in phonemes if p in self._vocab][:MAX_PHONEMES]
