@@ -96,9 +96,14 @@ pub struct Results {
     pub first_sentences: Vec<(String, String)>,
 }
 
+/// One value of each trial of one cell (the default settings; variants are cells of their own), where the trial has it.
+pub fn cell_values(trials: &[Trial], answer: &str, system: System, value: impl Fn(&Trial) -> Option<f64>) -> Vec<f64> {
+    trials.iter().filter(|t| t.answer == answer && t.system == system && t.variant.is_none()).filter_map(value).collect()
+}
+
 /// The median of one cell.
 pub fn cell_median(trials: &[Trial], answer: &str, system: System, value: impl Fn(&Trial) -> Option<f64>) -> f64 {
-    median(&trials.iter().filter(|t| t.answer == answer && t.system == system && t.variant.is_none()).filter_map(value).collect::<Vec<_>>())
+    median(&cell_values(trials, answer, system, value))
 }
 
 /// Per answer, earshot's first audio less pipecat's in each round (the two ran back to back, so what the machine
@@ -116,11 +121,7 @@ pub fn paired_differences(trials: &[Trial], answer: &str) -> Vec<f64> {
 /// Per answer, what earshot added over its own voice in each trial: first audio less release less the voice's
 /// first audio after the release (the SSE hop and the client's decoding), sorted.
 pub fn over_the_voice(trials: &[Trial], answer: &str) -> Vec<f64> {
-    let mut out: Vec<f64> = trials
-        .iter()
-        .filter(|t| t.answer == answer && t.system == System::Earshot && t.variant.is_none())
-        .filter_map(|t| Some(t.first_audio_ms - t.released_ms? - t.voice_ms?))
-        .collect();
+    let mut out = cell_values(trials, answer, System::Earshot, |t| Some(t.first_audio_ms - t.released_ms? - t.voice_ms?));
     out.sort_by(f64::total_cmp);
     out
 }
@@ -337,10 +338,10 @@ async fn one(peer: &mut Peer, gateway: &stack::Running, kokoro: &str, answer: us
     Ok(trial)
 }
 
-/// The gateway's metric lines (one JSON object a conversation, as it ends) in its log.
-fn metric_lines(log: &Path) -> Vec<serde_json::Value> {
+/// The gateway's metric lines (one JSON object a conversation, as it ends) in its log, unparsed.
+fn metric_lines(log: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines().filter(|l| l.contains("\"SynthesisLatency\"")).filter_map(|l| serde_json::from_str(l).ok()).collect()
+    text.lines().filter(|l| l.contains("\"SynthesisLatency\"")).map(str::to_string).collect()
 }
 
 /// The first sentence's `SynthesisLatency` of the conversation that ended after the log held `before` metric
@@ -348,6 +349,7 @@ fn metric_lines(log: &Path) -> Vec<serde_json::Value> {
 async fn first_synthesis_latency(log: &Path, before: usize) -> Option<f64> {
     for _ in 0..150 {
         if let Some(line) = metric_lines(log).get(before) {
+            let line: serde_json::Value = serde_json::from_str(line).ok()?;
             return line["SynthesisLatency"][0].as_f64();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -857,7 +857,7 @@ fn paired(differences: &[f64]) -> String {
 }
 
 fn peer(o: &mut String, p: &crate::peer::Results) {
-    use crate::peer::{Summary, System, CHUNK_CHARS, FLOOR_SLACK_MS, TOKENS_PER_SECOND};
+    use crate::peer::{cell_values, Summary, System, CHUNK_CHARS, FLOOR_SLACK_MS, TOKENS_PER_SECOND};
     let _ = writeln!(o, "## 19. Peer: earshot beside pipecat on the same model\n");
     let _ = writeln!(
         o,
@@ -866,9 +866,7 @@ fn peer(o: &mut String, p: &crate::peer::Results) {
     let _ = writeln!(o, "| answer | first sentence | pipecat first audio | earshot first audio | earshot − pipecat | round by round: median, p10 / p90, rounds earshot was ahead | released: pipecat / earshot | direct call | floor | distance: pipecat / earshot | goals |");
     let _ = writeln!(o, "|---|---|---|---|---:|---|---|---|---:|---|---|");
     for (answer, sentence) in &p.first_sentences {
-        let cell = |system: System| -> Vec<f64> {
-            p.trials.iter().filter(|t| &t.answer == answer && t.system == system && t.variant.is_none()).map(|t| t.first_audio_ms).collect()
-        };
+        let cell = |system: System| cell_values(&p.trials, answer, system, |t| Some(t.first_audio_ms));
         let s = Summary::of(&p.trials, answer);
         let goals = s.goals();
         let _ = writeln!(
@@ -896,21 +894,14 @@ fn peer(o: &mut String, p: &crate::peer::Results) {
     let _ = writeln!(o, "| answer | earshot: release | its voice after the release | earshot over its voice | pipecat after its release | direct call |");
     let _ = writeln!(o, "|---|---|---|---|---|---|");
     for (answer, _) in &p.first_sentences {
-        let earshot = |value: &dyn Fn(&crate::peer::Trial) -> Option<f64>| -> Vec<f64> {
-            p.trials.iter().filter(|t| &t.answer == answer && t.system == System::Earshot && t.variant.is_none()).filter_map(value).collect()
-        };
-        let over = crate::peer::over_the_voice(&p.trials, answer);
-        let pipecat_after: Vec<f64> =
-            p.trials.iter().filter(|t| &t.answer == answer && t.system == System::Pipecat).filter_map(|t| Some(t.first_audio_ms - t.released_ms?)).collect();
-        let direct: Vec<f64> = p.trials.iter().filter(|t| &t.answer == answer && t.system == System::Direct).map(|t| t.first_audio_ms).collect();
         let _ = writeln!(
             o,
             "| {answer} | {} | {} | {} | {} | {} |",
-            spread(&earshot(&|t| t.released_ms)),
-            spread(&earshot(&|t| t.voice_ms)),
-            spread(&over),
-            spread(&pipecat_after),
-            spread(&direct),
+            spread(&cell_values(&p.trials, answer, System::Earshot, |t| t.released_ms)),
+            spread(&cell_values(&p.trials, answer, System::Earshot, |t| t.voice_ms)),
+            spread(&crate::peer::over_the_voice(&p.trials, answer)),
+            spread(&cell_values(&p.trials, answer, System::Pipecat, |t| Some(t.first_audio_ms - t.released_ms?))),
+            spread(&cell_values(&p.trials, answer, System::Direct, |t| Some(t.first_audio_ms))),
         );
     }
     let mut variants: Vec<&str> = p.trials.iter().filter_map(|t| t.variant.as_deref()).collect();

@@ -18,7 +18,7 @@ The engine asks about the load that will share the render, so it is judged by th
 opening a conversation, a moment before its first piece) is in one or two and gone by the time the piece
 renders. Judged by the last sample alone, an answer's first piece ran on the sleeping session in 2 of 6 to 8 of
 10 answers on an otherwise idle machine, the others' burst already over when it rendered, and paid for it:
-"Sure." 389 ms sleeping against 360 spinning, a 29-phoneme sentence 851 against 795 (medians of 20, idle).
+"Sure." 380 ms sleeping against 360 spinning, a 29-phoneme sentence 842 against 800 (``measure_sessions.py``).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Headroom:
     def __init__(self, interval: float = INTERVAL, cores: int | None = None) -> None:
         self.cores = cores or os.cpu_count() or 1
         self._interval = interval
-        self._others = 0.0
+        # The last ``WINDOW`` samples, the newest last.
         self._recent: deque[float] = deque(maxlen=WINDOW)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -84,7 +84,7 @@ class Headroom:
     def others(self) -> float:
         """Cores other processes used over the last interval (0 until the first interval has passed)."""
         with self._lock:
-            return self._others
+            return self._recent[-1] if self._recent else 0.0
 
     def steady(self) -> float:
         """Cores other processes have used in each of the last ``WINDOW`` intervals: the least of those
@@ -99,7 +99,6 @@ class Headroom:
     def record(self, others: float) -> None:
         """Takes one interval's sample of the others' cores."""
         with self._lock:
-            self._others = others
             self._recent.append(others)
 
     def _read(self) -> tuple[int, int, int]:
