@@ -50,6 +50,12 @@ class Settings:
     # Whether onnxruntime's threads spin between the operators of a run (stopping the moment it returns):
     # ``auto``, when a core is free for each (headroom.py), ``on`` always, ``off`` never.
     ort_spinning: str = "auto"
+    # onnxruntime's dynamic block sizing (``session.dynamic_block_base``): N > 0 cuts each operator's loop into
+    # blocks that start at 1/(threads * N) of it and shrink, each taken by whichever thread is free, so that a
+    # thread the machine holds up for a moment need not hold up the operator; 0 (the default) leaves
+    # onnxruntime's own split, one block a thread fixed in advance. It made no difference on a 2-core machine
+    # (README, "onnxruntime's threads").
+    ort_dynamic_block_base: int = 0
     max_frame_samples: int = 24000
     piece_phonemes: int = 150
     first_piece_phonemes: int = 60
@@ -106,6 +112,7 @@ class Settings:
             ort_intra_threads=r.integer("KOKORO_ORT_INTRA_THREADS", 0, 0, 256),
             ort_inter_threads=r.integer("KOKORO_ORT_INTER_THREADS", 1, 1, 256),
             ort_spinning=r.spinning("KOKORO_ORT_SPINNING", "auto"),
+            ort_dynamic_block_base=r.integer("KOKORO_ORT_DYNAMIC_BLOCK_BASE", 0, 0, 64),
             max_frame_samples=r.integer("KOKORO_MAX_FRAME_SAMPLES", 24000, 240, 24000 * 60),
             piece_phonemes=r.integer("KOKORO_PIECE_PHONEMES", 150, 20, 510),
             first_piece_phonemes=r.integer("KOKORO_FIRST_PIECE_PHONEMES", 60, 0, 510),

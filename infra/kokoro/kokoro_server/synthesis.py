@@ -109,14 +109,20 @@ class Synthesizer:
     async def piece_plan(self, request: Request) -> tuple[PiecePlan, WordTimer | None]:
         """The plan a streaming request is rendered by (``KOKORO_PIECE_PLAN``), and its word timer when the
         request asked for word timings."""
-        phonemes = await self._run(self.engine.phonemes, request.text, request.language, request.request_id)
+        # One trip to the worker thread for both: each trip wakes the thread and then the event loop, before
+        # the sentence's first piece can start.
+        phonemes, timer = await self._run(self._phonemes_and_timer, request)
         s = self.settings
         first = s.first_piece_phonemes or s.piece_phonemes
-        timer = await self._run(self._word_timer, request, phonemes) if request.words else None
         if s.piece_plan == "fixed":
             return FixedPlan(phonemes, s.piece_phonemes, s.first_piece_phonemes, s.sentence_pause, s.clause_pause), timer
         plan = PacedPlan(Plan.of(phonemes, s.sentence_pause, s.clause_pause), Pacer(self.speed, first, s.piece_phonemes))
         return plan, timer
+
+    def _phonemes_and_timer(self, request: Request) -> tuple[str, WordTimer | None]:
+        """The request's phonemes (or its ``unsupported_script`` error) and, where it asked for words, its timer."""
+        phonemes = self.engine.phonemes(request.text, request.language, request.request_id)
+        return phonemes, self._word_timer(request, phonemes) if request.words else None
 
     def _word_timer(self, request: Request, phonemes: str) -> WordTimer | None:
         """The request's word timer; None (the request goes on without words) if it cannot be made."""

@@ -36,6 +36,8 @@ def test_settings_come_from_the_environment() -> None:
         ("KOKORO_PORT", "eighty"),
         ("KOKORO_QUEUE_SIZE", "0"),
         ("KOKORO_ORT_SPINNING", "maybe"),
+        ("KOKORO_ORT_DYNAMIC_BLOCK_BASE", "-1"),
+        ("KOKORO_ORT_DYNAMIC_BLOCK_BASE", "many"),
     ],
 )
 def test_bad_settings_name_the_variable(name: str, value: str) -> None:
@@ -100,3 +102,23 @@ def test_onnx_threads_spin_within_a_run_only_as_configured_and_stop_when_it_retu
 
     assert tuple(entry(s, "session.intra_op.allow_spinning") for s in sessions) == kinds
     assert all(entry(s, "session.force_spinning_stop") == "1" for s in sessions if s is not None)
+
+
+@pytest.mark.parametrize(("variable", "base"), [(None, None), ("0", None), ("4", "4")])
+def test_onnx_threads_take_dynamic_blocks_as_configured(variable: str | None, base: str | None) -> None:
+    # Off by default (onnxruntime's fixed split: no entry); N cuts each operator's loop into shrinking blocks
+    # that whichever thread is free takes. Both sessions of auto alike, and either renders a sentence.
+    from kokoro_server.engines.onnx_engine import OnnxEngine
+
+    env = {} if variable is None else {"KOKORO_ORT_DYNAMIC_BLOCK_BASE": variable}
+    engine = OnnxEngine(Settings.from_env(env))
+    engine.load()
+    for session in (engine._session, engine._spinning):  # noqa: SLF001 (the sessions as onnxruntime holds them)
+        assert session is not None
+        options = session.get_session_options()
+        if base is None:
+            with pytest.raises(RuntimeError, match="session.dynamic_block_base"):
+                options.get_session_config_entry("session.dynamic_block_base")
+        else:
+            assert options.get_session_config_entry("session.dynamic_block_base") == base
+    assert engine.infer(engine.phonemize("Sure.", "en"), engine.default_voice("en"), 1.0).audio.size > 0

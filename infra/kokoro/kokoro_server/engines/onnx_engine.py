@@ -165,6 +165,8 @@ class OnnxEngine(Engine):
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
         options.add_session_config_entry("session.force_spinning_stop", "1")
+        if self.settings.ort_dynamic_block_base:
+            options.add_session_config_entry("session.dynamic_block_base", str(self.settings.ort_dynamic_block_base))
         return options
 
     def session_now(self) -> ort.InferenceSession:
