@@ -40,12 +40,10 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
         eprintln!("bench: container: warming up the model");
         synthesize(&voice, SHORT).await?;
     }
-    let mut rng = Rng(0xC047A14E4);
+    let cells = [("short", SHORT), ("long", LONG)];
     let mut out = Vec::new();
-    for round in 0..trials {
-        let mut order = [("short", SHORT), ("long", LONG)];
-        rng.shuffle(&mut order);
-        for (name, text) in order {
+    for (round, order) in Rng(0xC047A14E4).balanced_orders(cells.len(), trials).into_iter().enumerate() {
+        for (name, text) in order.into_iter().map(|i| cells[i]) {
             stack::kokoro_idle(&kokoro.url).await?;
             let (first_audio_ms, whole_ms, audio_ms, chunks) = synthesize(&voice, text).await?;
             out.push(Trial {

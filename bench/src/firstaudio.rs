@@ -132,13 +132,11 @@ pub async fn run(paths: &Paths, trials: usize, shapes: &[String], baseline: Opti
         }
         first_sentences.push(first);
     }
-    let mut rng = Rng(0xF1257A0D10);
+    let cells: Vec<(usize, usize, Cell)> =
+        (0..shapes.len()).flat_map(|s| (0..builds.len()).flat_map(move |b| [(s, b, Cell::Sentence), (s, b, Cell::Answer)])).collect();
     let mut out = Vec::new();
-    for round in 0..trials {
-        let mut order: Vec<(usize, usize, Cell)> =
-            (0..shapes.len()).flat_map(|s| (0..builds.len()).flat_map(move |b| [(s, b, Cell::Sentence), (s, b, Cell::Answer)])).collect();
-        rng.shuffle(&mut order);
-        for (s, b, cell) in order {
+    for (round, order) in Rng(0xF1257A0D10).balanced_orders(cells.len(), trials).into_iter().enumerate() {
+        for (s, b, cell) in order.into_iter().map(|i| cells[i]) {
             let (build, gateway, container) = &builds[b];
             stack::kokoro_idle(&container.url).await?;
             let shape = shapes[s].name();

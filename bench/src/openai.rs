@@ -36,11 +36,8 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Results, String> {
     let gateway = stack::gateway(paths, "gateway-openai", &args, &[]).await?;
     let http = reqwest::Client::new();
     let mut results = Results { speak_ms: Vec::new(), openai_ms: Vec::new() };
-    let mut rng = Rng(0x0_0A15);
     // One round unmeasured: the first of each opens its connections and warms the model.
-    for round in 0..=trials {
-        let mut order = [0usize, 1];
-        rng.shuffle(&mut order);
+    for (round, order) in Rng(0x0_0A15).balanced_orders(2, trials + 1).into_iter().enumerate() {
         for cell in order {
             // Each text once per cell and round, with the round in it so that no two requests say the same.
             let text = format!("{} Round {round}.", TEXTS[(round + cell) % TEXTS.len()]);

@@ -45,13 +45,10 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Vec<Trial>, String> {
             trial::run(url, &trial::body(None, Some(TEXT), "incremental", backend), false).await?;
         }
     }
-    let mut rng = Rng(0x0E7E_4EAD);
     let mut out = Vec::new();
     let started = Instant::now();
-    for round in 0..trials {
-        let mut order = cells.to_vec();
-        rng.shuffle(&mut order);
-        for (path, url, backend) in order {
+    for (round, order) in Rng(0x0E7E_4EAD).balanced_orders(cells.len(), trials).into_iter().enumerate() {
+        for (path, url, backend) in order.into_iter().map(|i| cells[i]) {
             stack::kokoro_idle(&kokoro.url).await?;
             let measured = trial::run(url, &trial::body(None, Some(TEXT), "incremental", backend), false).await.map_err(|e| format!("{path}: {e}"))?;
             out.push(Trial { path: path.into(), round, measured });

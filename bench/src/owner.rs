@@ -64,11 +64,8 @@ pub async fn run(paths: &Paths, trials: usize, moto_server: &Path) -> Result<Vec
         [("no owner checks", off.url.as_str()), ("owner checks in the process", local.url.as_str()), ("owner checks in DynamoDB (moto)", shared.url.as_str())];
     let mut rows: Vec<Row> = cells.iter().map(|(cell, _)| Row { cell: cell.to_string(), client_ttfa_ms: Vec::new() }).collect();
     let mut body = trial::body(None, Some(TEXT), "incremental", None);
-    let mut rng = Rng(0x0_11E4);
     // One round unmeasured: each gateway's first conversation opens its connections.
-    for round in 0..=trials {
-        let mut order: Vec<usize> = (0..cells.len()).collect();
-        rng.shuffle(&mut order);
+    for (round, order) in Rng(0x0_11E4).balanced_orders(cells.len(), trials + 1).into_iter().enumerate() {
         for i in order {
             body.conversation_id = Some(format!("bench:{round}-{i}"));
             let received = speak(cells[i].1, &body, &options).await.map_err(|e| format!("{}: {e}", cells[i].0))?;

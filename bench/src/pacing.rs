@@ -64,11 +64,10 @@ pub async fn run(paths: &Paths, trials: usize, shapes: &[String], quick: bool) -
     let mut out = Vec::new();
     for &(load, hogs) in &LOADS[..if quick { 2 } else { LOADS.len() }] {
         let _hogs = cpu_hogs(paths, hogs)?;
-        for round in 0..trials {
-            for shape in shapes {
-                let mut order: Vec<usize> = (0..gateways.len()).collect();
-                rng.shuffle(&mut order);
-                for i in order {
+        let orders = crate::balanced_by_shape(&mut rng, shapes.len(), gateways.len(), trials);
+        for (round, by_shape) in orders.iter().enumerate() {
+            for (s, shape) in shapes.iter().enumerate() {
+                for &i in &by_shape[s] {
                     let (plan, gateway) = &gateways[i];
                     for kokoro in &containers {
                         stack::kokoro_idle(&kokoro.url).await?;

@@ -252,10 +252,9 @@ async fn earshot(paths: &Paths, name: &str, kokoro: &stack::Running, env: &[(&st
 }
 
 pub async fn run(paths: &Paths, peer_dir: &Path, trials: usize, variants: &[String]) -> Result<Results, String> {
-    let kokoro = stack::kokoro(paths).await?;
-    let (model, voices) = model_files(&paths.kokoro_dir)?;
-    let gateway = earshot(paths, "gateway-peer", &kokoro, &[]).await?;
-    // Each variant with its own container and gateway.
+    // Each variant with its own container and gateway, started before the default's: a container started
+    // before another rendered 5 to 15 ms slower on answer A with the same settings in four runs (cause not
+    // found), so the default's starts last, as it does in a run with no variant, right before pipecat.
     let mut others = Vec::new();
     for (i, variant) in variants.iter().enumerate() {
         let (gateway_env, container_env) = variant_env(variant)?;
@@ -263,32 +262,35 @@ pub async fn run(paths: &Paths, peer_dir: &Path, trials: usize, variants: &[Stri
         let gateway = earshot(paths, &format!("gateway-peer-variant-{}", i + 1), &container, &gateway_env).await?;
         others.push((variant.clone(), container, gateway));
     }
+    let kokoro = stack::kokoro(paths).await?;
+    let (model, voices) = model_files(&paths.kokoro_dir)?;
+    let gateway = earshot(paths, "gateway-peer", &kokoro, &[]).await?;
     let mut peer = Peer::start(paths, peer_dir, &model, &voices).await?;
     eprintln!("bench: peer: pipecat is ready ({}; model {})", peer_dir.display(), model.display());
     // A cell: the answer, the system, and for earshot which of its gateways (0: the plain one, i: variant i).
     let mut cells: Vec<(usize, System, usize)> =
         (0..ANSWERS.len()).flat_map(|a| [(a, System::Pipecat, 0), (a, System::Earshot, 0), (a, System::Direct, 0)]).collect();
     cells.extend((0..ANSWERS.len()).flat_map(|a| (1..=others.len()).map(move |v| (a, System::Variant, v))));
-    let target = |v: usize| -> (&stack::Running, &str, Option<String>) {
+    let target = |v: usize| -> (&stack::Running, Option<String>) {
         match v {
-            0 => (&gateway, kokoro.url.as_str(), None),
-            v => (&others[v - 1].2, others[v - 1].1.url.as_str(), Some(others[v - 1].0.clone())),
+            0 => (&gateway, None),
+            v => (&others[v - 1].2, Some(others[v - 1].0.clone())),
         }
     };
+    // Every container, not only the next cell's: one still cancelling the last cell's answer would run beside
+    // the next cell, whichever system that is.
+    let containers: Vec<&str> = std::iter::once(kokoro.url.as_str()).chain(others.iter().map(|(_, c, _)| c.url.as_str())).collect();
     if paths.warm_up {
         for &(a, system, v) in &cells {
-            let (gateway, kokoro, _) = target(v);
-            one(&mut peer, gateway, kokoro, a, system).await?;
+            let (gateway, _) = target(v);
+            one(&mut peer, gateway, &containers, a, system).await?;
         }
     }
-    let mut rng = Rng(0x9E3C_A7F1);
     let mut out = Vec::new();
-    for round in 0..trials {
-        let mut order = cells.clone();
-        rng.shuffle(&mut order);
-        for &(a, system, v) in &order {
-            let (gateway, kokoro, variant) = target(v);
-            let mut trial = one(&mut peer, gateway, kokoro, a, system).await?;
+    for (round, order) in Rng(0x9E3C_A7F1).balanced_orders(cells.len(), trials).into_iter().enumerate() {
+        for &(a, system, v) in order.iter().map(|&c| &cells[c]) {
+            let (gateway, variant) = target(v);
+            let mut trial = one(&mut peer, gateway, &containers, a, system).await?;
             trial.round = round;
             trial.variant = variant;
             out.push(trial);
@@ -299,10 +301,13 @@ pub async fn run(paths: &Paths, peer_dir: &Path, trials: usize, variants: &[Stri
     Ok(Results { trials: out, first_sentences: ANSWERS.iter().map(|(name, text)| (name.to_string(), first_sentence(text).to_string())).collect() })
 }
 
-/// One cell: the answer through one system, the machine idle before it.
-async fn one(peer: &mut Peer, gateway: &stack::Running, kokoro: &str, answer: usize, system: System) -> Result<Trial, String> {
+/// One cell: the answer through one system, the machine idle before it (every container idle; pipecat is
+/// idle once it has answered the cell before).
+async fn one(peer: &mut Peer, gateway: &stack::Running, containers: &[&str], answer: usize, system: System) -> Result<Trial, String> {
     let (name, text) = ANSWERS[answer];
-    stack::kokoro_idle(kokoro).await?;
+    for kokoro in containers {
+        stack::kokoro_idle(kokoro).await?;
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let number = |v: &serde_json::Value, key: &str| v[key].as_f64();
     let mut trial = Trial { answer: name.into(), system, variant: None, round: 0, first_audio_ms: f64::NAN, released_ms: None, voice_ms: None };

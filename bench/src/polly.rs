@@ -57,12 +57,9 @@ pub async fn run(paths: &Paths, trials: usize, baseline: Option<&Path>) -> Resul
             one(url).await?;
         }
     }
-    let mut rng = Rng(0x9011_7B0D);
     let mut out = Vec::new();
-    for round in 0..trials {
-        let mut order = cells.clone();
-        rng.shuffle(&mut order);
-        for (design, url) in order {
+    for (round, order) in Rng(0x9011_7B0D).balanced_orders(cells.len(), trials).into_iter().enumerate() {
+        for (design, url) in order.into_iter().map(|i| cells[i].clone()) {
             stack::kokoro_idle(&kokoro.url).await?;
             let (measured, billed, done) = one(&url).await.map_err(|e| format!("{design}: {e}"))?;
             out.push(Trial { design: design.into(), round, billed_characters: billed, server_done_ms: done, measured });

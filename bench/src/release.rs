@@ -17,7 +17,7 @@ use crate::container;
 use crate::stack::{self, Paths};
 use crate::stats::median;
 use crate::trial::{self, Measured};
-use crate::Rng;
+use crate::{balanced_by_shape, Rng};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
@@ -156,14 +156,13 @@ pub async fn run(paths: &Paths, settings: Settings) -> Result<Results, String> {
         Cell::Floor,
     ];
     let mut rng = Rng(0x5EED0FBE7C);
+    let orders = balanced_by_shape(&mut rng, shapes.len(), cells.len(), settings.trials);
     let mut trials = Vec::new();
     let mut floor_trials = Vec::new();
     let started = Instant::now();
-    for round in 0..settings.trials {
+    for (round, by_shape) in orders.iter().enumerate() {
         for (s, &shape) in shapes.iter().enumerate() {
-            let mut order: Vec<Cell> = cells.to_vec();
-            rng.shuffle(&mut order);
-            for cell in order {
+            for cell in by_shape[s].iter().map(|&i| cells[i]) {
                 stack::kokoro_idle(&kokoro.url).await?;
                 match cell {
                     Cell::Conversation { config, release, ttfa_only } => {
