@@ -82,7 +82,7 @@ pub async fn synthesize(voice: &KokoroBackend, text: &str) -> Result<(f64, f64, 
     let ms = || sent.elapsed().as_secs_f64() * 1000.0;
     session
         .commands
-        .send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None, rate: None }))
+        .send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None, rate: None, silence_ms: 0 }))
         .await
         .map_err(|_| "the session closed")?;
     session.commands.send(SpeechCommand::Finish).await.map_err(|_| "the session closed")?;

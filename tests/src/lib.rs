@@ -356,6 +356,11 @@ impl EarshotProcess {
         panic!("earshot serve did not listen on {port}; see {}", log.display());
     }
 
+    /// The process id of `earshot serve` (its memory is read in /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits until `/healthz` answers 200.
     pub async fn healthy(&self) {
         for _ in 0..600 {

@@ -162,7 +162,7 @@ async fn model_words(backend: &Arc<dyn SpeechBackend>, text: &str, language: &st
         cancel: CancellationToken::new(),
     };
     let mut session = backend.open(options).await.expect("a session");
-    session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None, rate: None })).await.unwrap();
+    session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: text.into(), language: None, rate: None, silence_ms: 0 })).await.unwrap();
     session.commands.send(SpeechCommand::Finish).await.unwrap();
     let (mut pcm, mut words) = (Vec::new(), Vec::new());
     while let Some(event) = session.events.recv().await {

@@ -13,6 +13,16 @@ use std::collections::BTreeMap;
 /// How many minutes a spend counts for, unless a window says otherwise.
 pub const WINDOW_MINUTES: u64 = 60;
 
+/// Characters a second of silence costs the budget: about what a voice says in a second (150 words a
+/// minute, six characters a word with its space). A silence holds the stream, the connection and the
+/// conversation's place as long as speech would, so it is paid for as the speech it stands for.
+pub const SILENCE_CHARS_PER_SECOND: u64 = 15;
+
+/// What `silence_ms` of silence costs, in characters (rounded up: any silence costs at least one).
+pub fn silence_chars(silence_ms: u32) -> u64 {
+    (u64::from(silence_ms) * SILENCE_CHARS_PER_SECOND).div_ceil(1000)
+}
+
 /// One owner's spending: characters (or requests) reserved per minute (Unix seconds / 60), the last
 /// `span_minutes`' only (an hour, unless made with [`SpendWindow::spanning`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -429,7 +429,7 @@ mod tests {
     /// Sends `sentences` and `Finish` to `session`: every event up to its close.
     async fn drive(mut session: SpeechSession, sentences: &[&str]) -> Vec<SpeechEvent> {
         for (index, text) in sentences.iter().enumerate() {
-            let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None, rate: None };
+            let request = SpeechRequest { index: index as u32, text: text.to_string(), language: None, rate: None, silence_ms: 0 };
             session.commands.send(SpeechCommand::Speak(request)).await.unwrap();
         }
         session.commands.send(SpeechCommand::Finish).await.unwrap();
@@ -535,7 +535,7 @@ mod tests {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let cancel = CancellationToken::new();
         let mut session = wrap(backend(heard, "Held."), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), cancel.clone());
-        session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "Held.".into(), language: None, rate: None })).await.unwrap();
+        session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "Held.".into(), language: None, rate: None, silence_ms: 0 })).await.unwrap();
         for _ in 0..2 {
             assert!(matches!(session.events.recv().await, Some(SpeechEvent::Audio { .. })));
         }
@@ -550,7 +550,7 @@ mod tests {
         speak(&store(None, &cache), &["Paris."]).await;
         let heard = Arc::new(Mutex::new(Vec::new()));
         let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), CancellationToken::new());
-        let french = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("fr").ok(), rate: None };
+        let french = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("fr").ok(), rate: None, silence_ms: 0 };
         session.commands.send(SpeechCommand::Speak(french)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();
         while let Some(event) = session.events.recv().await {
@@ -559,7 +559,7 @@ mod tests {
             }
         }
         assert_eq!(*heard.lock().unwrap(), ["Paris."], "read as French, it is another sound");
-        let english = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("en").ok(), rate: None };
+        let english = SpeechRequest { index: 0, text: "Paris.".into(), language: Language::parse("en").ok(), rate: None, silence_ms: 0 };
         let mut session = wrap(backend(heard.clone(), ""), kokoro(), None, SpeakingRate::NORMAL, store(None, &cache), CancellationToken::new());
         session.commands.send(SpeechCommand::Speak(english)).await.unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();

@@ -135,7 +135,7 @@ mod tests {
         let (inner, mut sent, events) = voice();
         let lexicon = Arc::new(Lexicon::parse("SQL = sequel\nkubectl = cube control\n").unwrap());
         let mut outer = wrap(inner, Some(lexicon), None, CancellationToken::new());
-        let request = SpeechRequest { index: 0, text: "Run kubectl with SQL.".into(), language: None, rate: None };
+        let request = SpeechRequest { index: 0, text: "Run kubectl with SQL.".into(), language: None, rate: None, silence_ms: 0 };
         outer.commands.send(SpeechCommand::Speak(request)).await.unwrap();
         let SpeechCommand::Speak(got) = sent.recv().await.unwrap() else { panic!("a sentence") };
         assert_eq!(got.text, "Run cube control with sequel.");
@@ -153,7 +153,7 @@ mod tests {
         let (inner, mut sent, events) = voice();
         let mut outer = wrap(inner, Some(Arc::new(Lexicon::parse("SQL = sequel\n").unwrap())), None, CancellationToken::new());
         for (index, text) in [(0, "Plain words."), (1, "Some SQL.")] {
-            outer.commands.send(SpeechCommand::Speak(SpeechRequest { index, text: text.into(), language: None, rate: None })).await.unwrap();
+            outer.commands.send(SpeechCommand::Speak(SpeechRequest { index, text: text.into(), language: None, rate: None, silence_ms: 0 })).await.unwrap();
         }
         let texts: Vec<String> = [sent.recv().await, sent.recv().await]
             .into_iter()

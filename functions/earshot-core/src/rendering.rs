@@ -44,17 +44,44 @@ impl Rendering {
         Rendering { renderer: Renderer::new(), live: HashMap::new(), format }
     }
 
-    fn silence(&self, ms: u32) -> Bytes {
-        let samples = (u64::from(self.format.sample_rate) * u64::from(ms) / 1000) as usize * usize::from(self.format.channels.max(1));
-        match self.format.encoding.as_str() {
-            AudioFormat::PCM_S16LE => Bytes::from(vec![0u8; samples * 2]),
+    /// `ms` of silence in the session's format, in pieces of at most [`SILENCE_PIECE_BYTES`] (about 100
+    /// ms at 48 kHz): given as audio is, never as one buffer, and cut from a static buffer, so that no
+    /// silence allocates anything. The reader caps a pause at `MAX_PAUSE_MS`; so does this.
+    fn silence(&self, ms: u32) -> Vec<Bytes> {
+        let ms = ms.min(crate::text::ssml::MAX_PAUSE_MS);
+        let channels = usize::from(self.format.channels.max(1));
+        let samples = (u64::from(self.format.sample_rate) * u64::from(ms) / 1000) as usize * channels;
+        let (fill, sample_bytes): (&'static [u8], usize) = match self.format.encoding.as_str() {
+            AudioFormat::PCM_S16LE => (&ZEROS, 2),
             // G.711's silence: the code for zero.
-            "mulaw" => Bytes::from(vec![0xFFu8; samples]),
-            "alaw" => Bytes::from(vec![0xD5u8; samples]),
-            _ => Bytes::new(),
+            "mulaw" => (&MULAW_ZEROS, 1),
+            "alaw" => (&ALAW_ZEROS, 1),
+            _ => return Vec::new(),
+        };
+        let frame = sample_bytes * channels;
+        let piece = (fill.len() / frame).max(1) * frame;
+        let mut left = samples * sample_bytes;
+        let mut out = Vec::with_capacity(left.div_ceil(piece));
+        while left > 0 {
+            let take = left.min(piece);
+            out.push(Bytes::from_static(&fill[..take]));
+            left -= take;
+        }
+        out
+    }
+
+    fn tell_silence(&self, index: u32, ms: u32, ctx: &mut Ctx<()>) {
+        for pcm in self.silence(ms) {
+            ctx.tell(SpeechEvent::Audio { index, pcm });
         }
     }
 }
+
+/// The most bytes of silence in one piece: 100 ms of 16-bit stereo at 48 kHz.
+pub const SILENCE_PIECE_BYTES: usize = 19_200;
+static ZEROS: [u8; SILENCE_PIECE_BYTES] = [0; SILENCE_PIECE_BYTES];
+static MULAW_ZEROS: [u8; SILENCE_PIECE_BYTES] = [0xFF; SILENCE_PIECE_BYTES];
+static ALAW_ZEROS: [u8; SILENCE_PIECE_BYTES] = [0xD5; SILENCE_PIECE_BYTES];
 
 #[async_trait]
 impl SessionLayer for Rendering {
@@ -78,6 +105,8 @@ impl SessionLayer for Rendering {
         if let Some(percent) = rendered.rate {
             request.rate = SpeakingRate::from_factor(f64::from(percent) / 100.0).ok();
         }
+        let cap = crate::text::ssml::MAX_PAUSE_MS;
+        request.silence_ms = rendered.pause_before_ms.min(cap) + rendered.pause_after_ms.min(cap);
         let map = SpokenMap::new(&rendered.written, &rendered.spoken);
         self.live.insert(request.index, Live { rendered, map, audio_started: false });
         ctx.send_on(SpeechCommand::Speak(request));
@@ -93,9 +122,7 @@ impl SessionLayer for Rendering {
                     }
                     _ => 0,
                 };
-                if before > 0 {
-                    ctx.tell(SpeechEvent::Audio { index, pcm: self.silence(before) });
-                }
+                self.tell_silence(index, before, ctx);
                 ctx.tell(SpeechEvent::Audio { index, pcm });
             }
             SpeechEvent::Words { index, words } => match self.live.get_mut(&index) {
@@ -113,8 +140,8 @@ impl SessionLayer for Rendering {
                     if live.map.timed_any() && !rest.is_empty() {
                         ctx.tell(SpeechEvent::Words { index, words: rest });
                     }
-                    if live.audio_started && live.rendered.pause_after_ms > 0 {
-                        ctx.tell(SpeechEvent::Audio { index, pcm: self.silence(live.rendered.pause_after_ms) });
+                    if live.audio_started {
+                        self.tell_silence(index, live.rendered.pause_after_ms, ctx);
                     }
                 }
                 ctx.tell(SpeechEvent::Finished { index, report });

@@ -550,6 +550,12 @@ impl Scheduler<'_> {
     async fn on_agent(&mut self, event: Option<Result<AgentEvent, crate::agent::AgentError>>) -> Flow {
         match event {
             Some(Ok(AgentEvent::Delta(text))) => {
+                // earshot's own marker characters are never the agent's: left out, so that no answer can
+                // write a tag of its own (earshot_text::markup::is_reserved).
+                let text = match crate::text::markup::without_reserved(&text) {
+                    std::borrow::Cow::Borrowed(_) => text,
+                    std::borrow::Cow::Owned(kept) => kept,
+                };
                 if self.timeline.first_agent_token_ms.is_none() {
                     self.timeline.first_agent_token_ms = Some(self.clock.now_ms());
                 }
@@ -617,7 +623,7 @@ impl Scheduler<'_> {
             return Flow::Continue;
         }
         self.prepared = Some((text.clone(), self.clock.now_ms()));
-        if self.commands.send(SpeechCommand::Prepare(SpeechRequest { index: 0, text, language: None, rate: None })).await.is_err() {
+        if self.commands.send(SpeechCommand::Prepare(SpeechRequest { index: 0, text, language: None, rate: None, silence_ms: 0 })).await.is_err() {
             let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
             return Flow::End(self.fail(info).await);
         }
@@ -695,7 +701,7 @@ impl Scheduler<'_> {
                 return Flow::End(o);
             }
             self.speaking.insert(index, Spoken { text: text.clone(), envelope: Some(Envelope::new(self.format.sample_rate)), held: Vec::new(), sent: 0 });
-            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text: marked, language: None, rate: None })).await.is_err() {
+            if self.commands.send(SpeechCommand::Speak(SpeechRequest { index, text: marked, language: None, rate: None, silence_ms: 0 })).await.is_err() {
                 let info = ErrorInfo::new(error_codes::BACKEND_GONE, "the speech session ended unexpectedly", true);
                 return Flow::End(self.fail(info).await);
             }

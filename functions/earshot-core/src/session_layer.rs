@@ -242,7 +242,7 @@ mod tests {
     }
 
     fn speak(index: u32) -> SpeechCommand {
-        SpeechCommand::Speak(SpeechRequest { index, text: format!("Sentence {index}."), language: None, rate: None })
+        SpeechCommand::Speak(SpeechRequest { index, text: format!("Sentence {index}."), language: None, rate: None, silence_ms: 0 })
     }
 
     fn audio(index: u32) -> SpeechEvent {

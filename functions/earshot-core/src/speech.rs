@@ -29,6 +29,9 @@ pub struct SpeechRequest {
     /// How fast to say this sentence, where an SSML `<prosody rate>` says; `None`: the session's own
     /// ([`SessionOptions::speaking_rate`]).
     pub rate: Option<SpeakingRate>,
+    /// Silence a layer outside gives with this sentence (an SSML `<break>`, [`crate::rendering`]), in
+    /// milliseconds: no voice makes it, and the owner's budget charges it ([`crate::budget::silence_chars`]).
+    pub silence_ms: u32,
 }
 
 /// What the scheduler tells a session.

@@ -240,7 +240,9 @@ impl SessionLayer for Charging {
             return;
         }
         if let SpeechCommand::Speak(request) = &command {
-            if let Err(e) = self.budget.charge(request.text.chars().count() as u64).await {
+            // What the voice is sent (after SSML's rendering) and the silence given with it.
+            let charge = request.text.chars().count() as u64 + earshot_core::budget::silence_chars(request.silence_ms);
+            if let Err(e) = self.budget.charge(charge).await {
                 // The session lives on (dropping it would cancel it) until the scheduler, told of the refusal
                 // at the session's close, lets go.
                 (self.refusal, self.refused) = (Some(e), true);
@@ -335,7 +337,7 @@ mod tests {
         });
         let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
         let mut session = earshot_core::session_layer::relay(Charging::new(budget), inner, tokio_util::sync::CancellationToken::new());
-        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None });
+        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
         session.commands.send(sentence(0, 20)).await.unwrap();
         session.commands.send(sentence(1, 200)).await.unwrap();
         let billed = session.events.recv().await;

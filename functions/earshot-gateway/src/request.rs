@@ -287,6 +287,10 @@ fn conversation(prompt: Option<String>, mut messages: Vec<Message>, limits: &Lim
         if m.content.chars().all(invisible) {
             return Err(invalid_messages(&format!("messages[{i}].content is empty")));
         }
+        if let Some(c) = markup::first_reserved(&m.content) {
+            let message = format!("messages[{i}].content holds U+{:04X}, a private-use character this gateway keeps for itself", c as u32);
+            return Err(ApiError::bad_request("reserved_character", message));
+        }
         chars += m.content.chars().count();
         history.push(Turn { role, content: m.content });
     }
@@ -328,6 +332,11 @@ fn checked_as(value: String, field: &str, spoken_as_given: bool, max: usize) -> 
             "empty_input",
             format!("`{field}` has nothing to speak once formatting, punctuation and invisible characters are set aside"),
         ));
+    }
+    // earshot's own marker characters (earshot_text::markup::is_reserved) are never a caller's text.
+    if let Some(c) = markup::first_reserved(&value) {
+        let message = format!("`{field}` holds U+{:04X}, a private-use character this gateway keeps for itself", c as u32);
+        return Err(ApiError::bad_request("reserved_character", message));
     }
     let chars = value.chars().count();
     if chars > max {

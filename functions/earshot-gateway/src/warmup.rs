@@ -169,7 +169,7 @@ async fn render(gw: &Gateway, backend: &Arc<dyn SpeechBackend>, voice: &str, sen
                 .map_err(|e| e.message)?;
         // As a conversation's lexicon layer would send it, so that the key is the one a conversation looks for.
         let text = gw.lexicon().as_ref().map_or_else(|| sentence.to_string(), |l| l.apply(sentence, None).into_owned());
-        let request = SpeechRequest { index: 0, text, language: None, rate: None };
+        let request = SpeechRequest { index: 0, text, language: None, rate: None, silence_ms: 0 };
         for command in [SpeechCommand::Speak(request), SpeechCommand::Finish] {
             session.commands.send(command).await.map_err(|_| "the session ended".to_string())?;
         }

@@ -234,6 +234,9 @@ fn entry(line_text: &str, line: usize) -> Result<Entry, LexiconError> {
     if written.chars().any(|c| c.is_control()) || say.chars().any(|c| c.is_control()) {
         return Err(refuse("control characters are not allowed".into()));
     }
+    if let Some(c) = crate::markup::first_reserved(line_text) {
+        return Err(refuse(format!("U+{:04X} is a private-use character earshot keeps for itself", c as u32)));
+    }
     if !written.chars().any(char::is_alphanumeric) {
         return Err(refuse(format!("`{written}` has no letter or digit to match")));
     }

@@ -24,8 +24,39 @@ pub const OPEN: char = '\u{F8F0}';
 pub const SEP: char = '\u{F8F1}';
 /// Where an element ends.
 pub const CLOSE: char = '\u{F8F2}';
+/// The longest break, in milliseconds (Polly's own limit: "up to 10 seconds").
+pub const MAX_BREAK_MS: u32 = 10_000;
+/// The longest pause: breaks in a row, with no letter or digit between them, add up to at most this.
+/// A sentence has at most a pause before it and one after, so its silence is at most twice this.
+pub const MAX_PAUSE_MS: u32 = 10_000;
+/// The most silence one answer's breaks may add up to, in milliseconds.
+pub const MAX_ANSWER_SILENCE_MS: u32 = 60_000;
+
 /// Where a marker's characters are moved to (plane 15's private use area), so that none is read as text.
 const SHIFT: u32 = 0xF0000;
+
+/// Whether `c` is one of the characters earshot keeps for its markers: U+F8F0 to U+F8FF (the three marker
+/// characters and room beside them) and the whole of plane 15 (U+F0000 to U+FFFFF, where a marker's
+/// values are moved). No text from outside may hold one: a caller's or an agent's own `U+F8F0` would
+/// otherwise be read as a tag (a break of any length, an alias). Every entry refuses them ([`first_reserved`])
+/// or leaves them out ([`without_reserved`]); the SSML reader refuses them as character references.
+pub fn is_reserved(c: char) -> bool {
+    matches!(c, '\u{F8F0}'..='\u{F8FF}' | '\u{F0000}'..='\u{FFFFF}')
+}
+
+/// The first character of `text` that earshot keeps for its markers, if any.
+pub fn first_reserved(text: &str) -> Option<char> {
+    text.chars().find(|c| is_reserved(*c))
+}
+
+/// `text` without the characters earshot keeps for its markers (an agent's answer: spoken as the rest of
+/// its text, never as a tag).
+pub fn without_reserved(text: &str) -> Cow<'_, str> {
+    match first_reserved(text) {
+        None => Cow::Borrowed(text),
+        Some(_) => Cow::Owned(text.chars().filter(|c| !is_reserved(*c)).collect()),
+    }
+}
 
 /// One SSML tag of the subset, as carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +101,8 @@ fn tag_of(value: &str) -> Option<Tag> {
     let value: String = value.chars().map(|c| char::from_u32((c as u32).wrapping_sub(SHIFT)).unwrap_or('?')).collect();
     let (kind, rest) = value.split_at(value.char_indices().nth(1).map_or(value.len(), |(i, _)| i));
     match kind {
-        "b" => rest.parse().ok().map(Tag::Break),
+        // The reader gives at most `MAX_BREAK_MS`; a marker is never read past it.
+        "b" => rest.parse().ok().map(|ms: u32| Tag::Break(ms.min(MAX_BREAK_MS))),
         "a" => rest.split_once('|').map(|(i, f)| Tag::SayAs { interpret: i.to_string(), format: f.to_string() }),
         "s" => Some(Tag::Sub(rest.to_string())),
         "p" => Some(Tag::Phoneme(rest.to_string())),

@@ -27,8 +27,8 @@ pub const TAG_REACH: usize = 400;
 const ENTITY_REACH: usize = 12;
 /// The orders a `<say-as interpret-as="date">` may give.
 const DATE_FORMATS: [&str; 10] = ["mdy", "dmy", "ymd", "md", "dm", "ym", "my", "d", "m", "y"];
-/// The longest break, in milliseconds (Polly's own limit: "up to 10 seconds").
-pub const MAX_BREAK_MS: u32 = 10_000;
+/// The caps on silence, kept beside the markers that carry it.
+pub use crate::markup::{MAX_ANSWER_SILENCE_MS, MAX_BREAK_MS, MAX_PAUSE_MS};
 
 /// What the reader gives the segmenter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +70,10 @@ pub struct SsmlReader {
     started: bool,
     /// A refusal already given: the reader gives it again and reads nothing more.
     failed: Option<SsmlError>,
+    /// The breaks since the last letter or digit, in milliseconds (at most [`MAX_PAUSE_MS`]).
+    pause_ms: u32,
+    /// Every break of the document so far (at most [`MAX_ANSWER_SILENCE_MS`]).
+    silence_ms: u32,
 }
 
 impl SsmlReader {
@@ -173,6 +177,10 @@ impl SsmlReader {
         if part.is_empty() {
             return Ok(());
         }
+        refuse_reserved(part)?;
+        if part.chars().any(char::is_alphanumeric) {
+            self.pause_ms = 0;
+        }
         if self.ended && !part.trim().is_empty() {
             return Err(SsmlError(format!("text after </speak>: `{}`", part.trim())));
         }
@@ -184,7 +192,21 @@ impl SsmlReader {
         Ok(())
     }
 
+    /// A break of `ms` more: within the pause's and the answer's caps, or refused naming them.
+    fn silence(&mut self, ms: u32) -> Result<(), SsmlError> {
+        self.pause_ms = self.pause_ms.saturating_add(ms);
+        self.silence_ms = self.silence_ms.saturating_add(ms);
+        if self.pause_ms > MAX_PAUSE_MS {
+            return Err(SsmlError(format!("<break>s in a row add up to more than {} s of silence (at most {} s between two words)", MAX_PAUSE_MS / 1000, MAX_PAUSE_MS / 1000)));
+        }
+        if self.silence_ms > MAX_ANSWER_SILENCE_MS {
+            return Err(SsmlError(format!("<break>s add up to more than {} s of silence in one answer", MAX_ANSWER_SILENCE_MS / 1000)));
+        }
+        Ok(())
+    }
+
     fn tag(&mut self, tag: &str, text: &mut String, pieces: &mut Vec<Piece>) -> Result<(), SsmlError> {
+        refuse_reserved(tag)?;
         if tag.starts_with('?') {
             // An XML declaration (`<?xml version="1.0"?>`) says nothing to a voice.
             return if self.started { Err(SsmlError(format!("<{tag}> may only begin the document"))) } else { Ok(()) };
@@ -220,7 +242,9 @@ impl SsmlReader {
                 if !empty {
                     return Err(SsmlError("<break> is empty: write <break time=\"500ms\"/>".into()));
                 }
-                text.push_str(&markup::marker(&Tag::Break(break_ms(&attributes)?)));
+                let ms = break_ms(&attributes)?;
+                self.silence(ms)?;
+                text.push_str(&markup::marker(&Tag::Break(ms)));
                 flush(text, pieces);
                 pieces.push(Piece::Boundary);
                 return Ok(());
@@ -338,6 +362,14 @@ pub fn read(document: &str) -> Result<Vec<Piece>, SsmlError> {
     Ok(pieces)
 }
 
+/// A character earshot keeps for its markers ([`markup::is_reserved`]) is refused wherever it is written.
+fn refuse_reserved(part: &str) -> Result<(), SsmlError> {
+    match markup::first_reserved(part) {
+        Some(c) => Err(SsmlError(format!("U+{:04X} is a private-use character this gateway keeps for itself", c as u32))),
+        None => Ok(()),
+    }
+}
+
 fn entity(name: &str) -> Option<char> {
     match name {
         "amp" => Some('&'),
@@ -351,7 +383,8 @@ fn entity(name: &str) -> Option<char> {
                 Some(hex) => u32::from_str_radix(hex, 16).ok()?,
                 None => number.parse().ok()?,
             };
-            char::from_u32(value).filter(|c| !c.is_control() || c.is_whitespace())
+            // earshot's own marker characters are never text, however written (`&#xF8F0;`).
+            char::from_u32(value).filter(|c| (!c.is_control() || c.is_whitespace()) && !markup::is_reserved(*c))
         }
     }
 }
@@ -458,6 +491,42 @@ mod tests {
                 Piece::Boundary => "|".into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn earshot_s_own_marker_characters_are_refused_however_written() {
+        let raw = format!("<speak>\u{F8F0}\u{F0062}\u{F0034}\u{F8F1}Hi.</speak>");
+        for document in [raw.as_str(), "<speak>&#xF8F0;&#xF0062;&#xF8F1;Hi.</speak>", "<speak>&#63728;Hi.</speak>", "<sub alias=\"\u{F8F2}x\">y</sub>"] {
+            let refused = read(document).expect_err(document);
+            assert!(refused.0.contains("private-use") || refused.0.contains("not an entity"), "{document}: {refused}");
+        }
+        // Streamed a character at a time: refused alike.
+        let mut reader = SsmlReader::new();
+        let streamed = raw.chars().try_for_each(|c| reader.push(&c.to_string()).map(drop)).and_then(|()| reader.finish().map(drop));
+        assert!(streamed.is_err());
+        // Other private-use characters are text (an icon font's).
+        assert!(read("<speak>\u{E000} Hi.</speak>").is_ok());
+    }
+
+    #[test]
+    fn silence_is_capped_per_pause_and_per_answer() {
+        let breaks = |n: usize| format!("<speak>{}Hi.</speak>", "<break time=\"10s\"/>".repeat(n));
+        assert!(read(&breaks(1)).is_ok(), "one break of 10 s");
+        let two = read(&breaks(2)).expect_err("20 s in a row");
+        assert!(two.0.contains("<break>s in a row"), "{two}");
+        assert!(read(&breaks(1_000)).is_err());
+        // Pauses between words add up to the answer's cap.
+        let spaced = |n: usize| format!("<speak>{}</speak>", "Hi.<break time=\"10s\"/>".repeat(n));
+        assert!(read(&spaced(6)).is_ok(), "60 s in all");
+        let seven = read(&spaced(7)).expect_err("70 s in all");
+        assert!(seven.0.contains("in one answer"), "{seven}");
+        // The run is counted across chunks and reset by a word.
+        let mut reader = SsmlReader::new();
+        reader.push("<speak><break time=\"6s\"/>").unwrap();
+        assert!(reader.push("<break time=\"6s\"/>").is_err());
+        let mut reader = SsmlReader::new();
+        reader.push("<speak><break time=\"6s\"/>a").unwrap();
+        assert!(reader.push("<break time=\"6s\"/>b</speak>").is_ok());
     }
 
     #[test]
