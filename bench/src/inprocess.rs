@@ -230,7 +230,28 @@ pub fn segmenter(sizes_mb: &[f64], passes: usize) -> serde_json::Value {
     };
     let lexicon = lexicon_cost(&[0, 100, 10_000]);
     let spoken = spoken_cost();
-    json!({ "chunking": "3-6 characters", "passes": passes, "rows": rows, "scaling": scaling, "lexicon": lexicon, "spoken": spoken })
+    let parser = parser_cost();
+    json!({ "chunking": "3-6 characters", "passes": passes, "rows": rows, "scaling": scaling, "lexicon": lexicon, "spoken": spoken, "parser": parser })
+}
+
+/// What a request body costs to read before it is refused (earshot_gateway::strict_json, every body's
+/// first step): a 64 KiB body shaped as one key holding 16,000 array elements against a body of the same
+/// size holding one string, best of 20 reads each. The goal: the crafted one within 2x the plain one.
+fn parser_cost() -> serde_json::Value {
+    let crafted = format!("{{\"text\": [{}]}}", vec!["1"; 16_000].join(","));
+    let plain = format!("{{\"text\": \"{}\"}}", "a".repeat(crafted.len() - 12));
+    let best = |body: &str| {
+        (0..20)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(earshot_gateway::strict_json::from_slice(std::hint::black_box(body.as_bytes())).ok());
+                started.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let (crafted_ms, plain_ms) = (best(&crafted), best(&plain));
+    println!("request parser: {} bytes of 16,000 array elements {crafted_ms:.3} ms, one string of the same size {plain_ms:.3} ms ({:.1}x)", crafted.len(), crafted_ms / plain_ms);
+    json!({ "bytes": crafted.len(), "crafted_ms": crafted_ms, "plain_ms": plain_ms, "ratio": crafted_ms / plain_ms })
 }
 
 /// What a pronunciation lexicon costs each sentence on its way to a voice (the lexicon layer's one

@@ -501,6 +501,75 @@ fn zero_window_http2_peer(port: u16, opened: Instant) -> (Option<Duration>, bool
     }
 }
 
+/// A peer with its window at zero (`SETTINGS_INITIAL_WINDOW_SIZE=0`) that asks `GET /healthz` on stream 1
+/// and never opens that stream's window, while on the same connection it asks `GET /healthz` again every
+/// 400 ms on a new stream whose window it opens at once (so those answers move). Runs for `run`; gives when
+/// stream 1 was reset after `opened` (None: never), how many sibling answers' data came, and whether the
+/// connection was still open at the end.
+fn stalled_stream_beside_moving_siblings(port: u16, opened: Instant, run: Duration) -> (Option<Duration>, usize, bool) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let block: Vec<u8> = [&[0x82u8, 0x86, 0x44, 8][..], b"/healthz", &[0x41, 9], b"127.0.0.1"].concat();
+    let ask = |id: u32| {
+        let mut frames = vec![0, 0, block.len() as u8, 1, 5];
+        frames.extend_from_slice(&id.to_be_bytes());
+        frames.extend_from_slice(&block);
+        frames
+    };
+    let open_window = |id: u32| [&[0u8, 0, 4, 8, 0][..], &id.to_be_bytes(), &65_535u32.to_be_bytes()].concat();
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00".to_vec();
+    hello.extend_from_slice(&ask(1));
+    stream.write_all(&hello).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let (mut reset, mut sibling_data, mut next_id, mut next_ask) = (None, 0, 3u32, Instant::now());
+    let mut held: Vec<u8> = Vec::new();
+    while opened.elapsed() < run {
+        if Instant::now() >= next_ask {
+            let _ = stream.write_all(&[ask(next_id), open_window(next_id)].concat());
+            next_id += 2;
+            next_ask += Duration::from_millis(400);
+        }
+        let mut buf = [0u8; 16_384];
+        match stream.read(&mut buf) {
+            Ok(0) => return (reset, sibling_data, false),
+            Ok(n) => held.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return (reset, sibling_data, false),
+        }
+        while held.len() >= 9 {
+            let length = u32::from_be_bytes([0, held[0], held[1], held[2]]) as usize;
+            if held.len() < 9 + length {
+                break;
+            }
+            let frame: Vec<u8> = held.drain(..9 + length).collect();
+            let (kind, id) = (frame[3], u32::from_be_bytes([frame[5] & 0x7f, frame[6], frame[7], frame[8]]));
+            match kind {
+                0 if id == 1 => panic!("a DATA frame came through stream 1's window of zero"),
+                0 => sibling_data += 1,
+                3 if id == 1 => reset = reset.or(Some(opened.elapsed())),
+                _ => answer_control_frame(&mut stream, &frame[..9], &frame[9..]),
+            }
+        }
+    }
+    (reset, sibling_data, true)
+}
+
+#[tokio::test]
+async fn an_http2_stream_that_takes_nothing_is_reset_at_the_write_deadline_whatever_its_siblings_do() {
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--write-timeout", "2", "--idle-timeout", "60"]).await;
+    earshot.healthy().await;
+    let port = earshot.port;
+    let opened = Instant::now();
+    let (reset, sibling_data, open) =
+        tokio::task::spawn_blocking(move || stalled_stream_beside_moving_siblings(port, opened, Duration::from_secs(6))).await.unwrap();
+    let reset = reset.expect("stream 1 took nothing and was never reset while its siblings moved");
+    assert!(reset >= Duration::from_millis(1800) && reset < Duration::from_secs(4), "reset {reset:?} after it opened");
+    assert!(sibling_data >= 8, "the siblings were served all along: {sibling_data} answers' data");
+    assert!(open, "the connection, with its siblings moving, stays open");
+    // A caller is served as ever.
+    let r = speak(&earshot.url, &text("Still here."), &CallOptions::default()).await.expect("served");
+    assert!(r.error.is_none());
+}
+
 #[tokio::test]
 async fn requests_that_never_progress_are_closed_by_their_deadlines_and_callers_are_served_again() {
     // Four HTTP/2 peers whose window stays at zero hold all four places of the server with a response in flight:

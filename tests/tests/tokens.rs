@@ -386,7 +386,7 @@ async fn what_a_caller_sends_is_budgeted_even_when_it_leaves_after_the_headers()
 #[tokio::test]
 async fn a_caller_past_its_requests_a_minute_waits_for_the_minute_to_end() {
     let earshot = token_gateway(&["--max-requests-per-owner-minute", "2"]).await;
-    let (heidi, ivan) = (token(&["--sub", "heidi"]), token(&["--sub", "ivan"]));
+    let (heidi, ivan) = (token(&["--sub", "heidi", "--conversation", "h:*"]), token(&["--sub", "ivan"]));
     // Three requests inside one clock minute: start where the minute has time left.
     while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 60 > 45 {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -398,6 +398,14 @@ async fn a_caller_past_its_requests_a_minute_waits_for_the_minute_to_end() {
         Err(ClientError::Refused { status, code, .. }) => assert_eq!((status, code.as_str()), (429, "request_rate_exceeded")),
         other => panic!("a third request in a minute was not refused: {:?}", other.map(|r| r.status)),
     }
+    // Counted before the body is parsed: a body that would cost its parse (thousands of array elements,
+    // and not even valid for the route) is refused for the rate, not read.
+    let crafted = format!("{{\"text\": [{}]}}", vec!["1"; 16_000].join(","));
+    let r = reqwest::Client::new().post(format!("{}/v1/speak", earshot.url)).bearer_auth(&heidi).body(crafted).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 429, "the rate before the parse: {}", r.text().await.unwrap_or_default());
+    // An interrupt is counted too.
+    let r = reqwest::Client::new().post(format!("{}/v1/conversations/h:1/interrupt", earshot.url)).bearer_auth(&heidi).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 429, "an interrupt past the rate");
     assert!(speak(&earshot.url, &SpeakBody { conversation_id: Some("i:1".into()), ..text("Hi.") }, &with(&ivan)).await.unwrap().error.is_none());
     // A token narrows the rate for its bearer: one request a minute.
     let judy = token(&["--sub", "judy", "--max-requests-per-minute", "1"]);

@@ -387,9 +387,18 @@ impl Gateway {
         Budget::open(&self.budgets, owner, limit, &self.tasks).await
     }
 
-    /// Counts `owner`'s request and charges what it sends (`input_chars`), or `429`
-    /// (`input_budget_spent`, `request_rate_exceeded`); see [`crate::input_budget`].
-    /// `scope`: the bearer's token, which may narrow both limits.
+    /// Counts `owner`'s request against its rate, before its body is read, or `429 request_rate_exceeded`;
+    /// see [`crate::input_budget::count_request`]. `scope`: the bearer's token, which may narrow the limit.
+    pub async fn count_request(&self, owner: &crate::owner::Owner, scope: Option<&crate::auth::Claims>) -> Result<(), crate::api_error::ApiError> {
+        let limits = match scope {
+            Some(claims) => claims.input_limits(self.settings.input_limits),
+            None => self.settings.input_limits,
+        };
+        crate::input_budget::count_request(&self.budgets, owner, limits.requests_per_minute).await
+    }
+
+    /// Charges what `owner`'s request sends (`input_chars`), or `429 input_budget_spent`; see
+    /// [`crate::input_budget`]. `scope`: the bearer's token, which may narrow the limit.
     pub async fn input_charge(
         &self,
         owner: &crate::owner::Owner,

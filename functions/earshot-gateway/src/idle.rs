@@ -18,6 +18,12 @@
 //! has given nothing and is not waiting on the client; a connection where a frame has waited the write time
 //! and no body moved meanwhile is stalled, and its task closes it ([`IdleWatch::stalled_for`]).
 //!
+//! On HTTP/2 one connection carries many streams, so a connection-wide clock would let a stalled stream
+//! live as long as a sibling moves (a peer that gives stream 1 no window and asks `GET /healthz` every 20 s
+//! holds stream 1 for ever). Each stream's task therefore runs under a watch of its own
+//! ([`watching_stream`]): the body tells both watches, and a stream whose frame waited the write time is
+//! ended there (reset), while the connection is closed only when nothing on it moves.
+//!
 //! Written by hand: neither hyper nor hyper-util offers an idle or a write deadline across both protocols,
 //! and the pieces are small (counters, times, a body wrapper).
 
@@ -114,6 +120,31 @@ impl IdleWatch {
     }
 }
 
+tokio::task_local! {
+    /// The watch of the HTTP/2 stream whose task is running, where there is one.
+    static STREAM: IdleWatch;
+}
+
+/// How much later than its connection's write deadline a stalled stream is reset on its own.
+const STREAM_GRACE: Duration = Duration::from_millis(250);
+
+/// Runs `stream` (one HTTP/2 stream's task) under a watch of its own: it ends when its response has
+/// held a frame its client did not take for `write_limit`, even while other streams of its connection
+/// move. Dropping the stream's task is what resets it.
+pub async fn watching_stream<F: std::future::Future>(stream: F, write_limit: Duration) {
+    let watch = IdleWatch::default();
+    let stalled = watch.clone();
+    // A little after the connection's own deadline: where nothing else on the connection moves, the
+    // connection is closed whole at the write time (its slot freed, the metric counted), as before.
+    let limit = write_limit + STREAM_GRACE;
+    tokio::select! {
+        _ = STREAM.scope(watch, stream) => {}
+        _ = stalled.stalled_for(limit) => {
+            tracing::info!("an HTTP/2 stream's client took nothing for {limit:?}: the stream is reset, its connection goes on");
+        }
+    }
+}
+
 /// A request in flight on its connection.
 #[derive(Debug)]
 pub struct Busy(IdleWatch);
@@ -134,6 +165,8 @@ impl Drop for Busy {
 pub struct BusyBody {
     inner: Body,
     busy: Busy,
+    /// The watch of the HTTP/2 stream it is the body of, where it is one.
+    stream: Option<IdleWatch>,
     /// A frame given and not yet followed by a request for the next.
     given: bool,
 }
@@ -141,7 +174,7 @@ pub struct BusyBody {
 impl BusyBody {
     /// `inner`, counted as a request in flight on `busy`'s connection until dropped.
     pub fn new(inner: Body, busy: Busy) -> Self {
-        BusyBody { inner, busy, given: false }
+        BusyBody { inner, busy, stream: STREAM.try_with(IdleWatch::clone).ok(), given: false }
     }
 }
 
@@ -149,6 +182,9 @@ impl Drop for BusyBody {
     fn drop(&mut self) {
         if self.given {
             self.busy.0.moved(false, true);
+            if let Some(stream) = &self.stream {
+                stream.moved(false, true);
+            }
         }
     }
 }
@@ -163,6 +199,9 @@ impl http_body::Body for BusyBody {
         let gave = matches!(polled, Poll::Ready(Some(Ok(_))));
         if was_waiting || gave {
             self.busy.0.moved(gave, was_waiting);
+            if let Some(stream) = &self.stream {
+                stream.moved(gave, was_waiting);
+            }
         }
         self.given = gave;
         polled

@@ -115,7 +115,12 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
-    let bytes = match read_body(&gw, &headers, body).await {
+    // Counted while the body arrives, and before it is parsed: a caller past its rate costs no parse.
+    let (counted, bytes) = tokio::join!(gw.count_request(&owner, scope.as_ref()), read_body(&gw, &headers, body));
+    if let Err(e) = counted {
+        return e.into_response();
+    }
+    let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(e) => return e.into_response(),
     };
@@ -137,7 +142,12 @@ async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body:
         Ok(caller) => caller,
         Err(e) => return OpenAiError::from(e).into_response(),
     };
-    let bytes = match read_body(&gw, &headers, body).await {
+    // Counted while the body arrives, and before it is parsed: a caller past its rate costs no parse.
+    let (counted, bytes) = tokio::join!(gw.count_request(&owner, scope.as_ref()), read_body(&gw, &headers, body));
+    if let Err(e) = counted {
+        return OpenAiError::from(e).into_response();
+    }
+    let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(e) => return OpenAiError::from(e).into_response(),
     };
@@ -156,14 +166,18 @@ async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body:
 /// interrupt was recorded (again or not: it is idempotent), 404 when no conversation is live under
 /// the id, 501 where no shared store is configured and the conversation may run elsewhere.
 async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, request: Request) -> Response {
-    let owner = match &gw.settings().auth {
-        Some(auth) => match auth.verify_request(&headers, request.uri()).and_then(|bearer| bearer.claims.may_interrupt(&id).map(|()| bearer.owner)) {
-            Ok(owner) => owner,
+    let (scope, owner) = match &gw.settings().auth {
+        Some(auth) => match auth.verify_request(&headers, request.uri()).and_then(|bearer| bearer.claims.may_interrupt(&id).map(|()| bearer)) {
+            Ok(bearer) => (Some(bearer.claims), bearer.owner),
             Err(e) => return e.into_response(),
         },
-        None => Owner::of_request(request.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners),
+        None => (None, Owner::of_request(request.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners)),
     };
     if let Err(e) = request::check_conversation_id(&id) {
+        return e.into_response();
+    }
+    // An interrupt is a request as any other: counted against the caller's rate.
+    if let Err(e) = gw.count_request(&owner, scope.as_ref()).await {
         return e.into_response();
     }
     // Read under the same deadline as a speak request's body: a declared body never sent holds nothing.

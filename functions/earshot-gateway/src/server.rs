@@ -31,7 +31,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::AsyncWriteExt;
@@ -218,8 +218,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
 }
 
 /// hyper's connection builder for both protocols, within the server's limits.
-fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+fn connection_builder(limits: &ServerLimits) -> auto::Builder<StreamExecutor> {
+    let mut builder = auto::Builder::new(StreamExecutor { write_limit: limits.write_timeout });
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -235,6 +235,27 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
         .keep_alive_interval(Some(Duration::from_secs(30)))
         .keep_alive_timeout(Duration::from_secs(10));
     builder
+}
+
+/// Runs each HTTP/2 stream hyper hands it as a task of its own under the write deadline: a stream whose
+/// response holds a frame its client has not taken for `write_limit` ends there, and hyper's stream
+/// dropped is reset (`RST_STREAM`, CANCEL), whatever its siblings on the connection do. The stream's body
+/// finds its watch through [`crate::idle::watching_stream`]. Written here because hyper offers no
+/// per-stream write deadline; its executor is the one place every stream's task passes through.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamExecutor {
+    write_limit: Duration,
+}
+
+impl<F> hyper::rt::Executor<F> for StreamExecutor
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, stream: F) {
+        let limit = self.write_limit;
+        tokio::spawn(crate::idle::watching_stream(stream, limit));
+    }
 }
 
 /// An accepted socket set for audio.
