@@ -16,7 +16,7 @@ use tower::ServiceExt;
 async fn main() -> Result<(), Error> {
     let requested = std::env::var(earshot_wiring::settings::LOG_VARIABLE).ok();
     let filter = tracing_subscriber::EnvFilter::try_new(earshot_wiring::settings::log_directives(requested.as_deref())).unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).without_time().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).without_time().with_writer(earshot_wiring::log_lines::stderr).init();
     // Read, then checked and converted once.
     let resolved = Settings::parse_vars(|name| std::env::var(name).ok())?.resolve(Place::Lambda)?;
     let auth = resolved.settings().auth;

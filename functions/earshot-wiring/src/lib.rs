@@ -12,12 +12,14 @@
 //!   what needs a connection (secrets, stores, the AWS parts) is left for [`connect`].
 //! - [`connect`] (and [`build`], both steps at once): the backends, the agent and the gateway that the
 //!   settings describe, connected.
+//! - [`log_lines`]: the writer every log line goes out through, one line each whatever it quotes.
 //! - `aws_edge`: the AWS parts among them, behind the cargo feature `aws` (on by default; `make run`
 //!   builds without it and refuses AWS settings with a message saying so).
 
 #![warn(missing_docs)]
 
 mod aws_edge;
+pub mod log_lines;
 pub mod serve_settings;
 pub mod settings;
 pub mod settings_error;

@@ -657,6 +657,17 @@ impl Settings {
         }
         within(self.keep_alive_ms, 100, 600_000, "keep-alive-ms", "must be 100 to 600000")?;
         within(self.backend_open_timeout_ms, 1, 60_000, "backend-open-timeout-ms", "must be 1 to 60000")?;
+        // Strangers and token holders are held to limits kept per owner: on Lambda those live in the table,
+        // or each warm instance would keep (and reset) its own. Refused rather than run open.
+        if place == Place::Lambda && matches!(self.auth, AuthMode::Public | AuthMode::Token) && self.interrupt_table.is_none() {
+            return refuse(
+                "interrupt-table",
+                format!(
+                    "is required on Lambda with EARSHOT_AUTH={}: each caller's places, budgets and rates are kept there for every instance (without it each warm instance would keep limits of its own); the CDK stack makes one",
+                    if self.auth == AuthMode::Public { "public" } else { "token" }
+                ),
+            );
+        }
         if place == Place::Lambda && self.backends.contains(&BackendKind::Kokoro) && self.sagemaker_endpoint.is_none() {
             return refuse("sagemaker-endpoint", "is required when EARSHOT_BACKENDS includes kokoro".into());
         }
@@ -1227,7 +1238,9 @@ mod tests {
                 &[polly, ("EARSHOT_TOKEN_KEYS_REFRESH_SECONDS", "86401")],
                 "EARSHOT_TOKEN_KEYS_REFRESH_SECONDS (--token-keys-refresh-seconds): must be at most 86400",
             ),
-            (&[polly, ("EARSHOT_AUTH", "token")], "EARSHOT_AUTH (--auth): token mode needs keys"),
+            (&[polly, ("EARSHOT_AUTH", "token"), ("EARSHOT_INTERRUPT_TABLE", "t")], "EARSHOT_AUTH (--auth): token mode needs keys"),
+            (&[polly, ("EARSHOT_AUTH", "token")], "EARSHOT_INTERRUPT_TABLE (--interrupt-table): is required on Lambda with EARSHOT_AUTH=token"),
+            (&[polly, ("EARSHOT_AUTH", "public")], "EARSHOT_INTERRUPT_TABLE (--interrupt-table): is required on Lambda with EARSHOT_AUTH=public"),
             (&[polly, ("EARSHOT_HTTP_AGENT_KEY_HEADER", "x-api-key")], "EARSHOT_HTTP_AGENT_KEY_HEADER (--http-agent-key-header): names where the key goes"),
             (&[polly, ("EARSHOT_HTTP_AGENT_HEADER", "no colon")], "EARSHOT_HTTP_AGENT_HEADER (--http-agent-header): `no colon` is not `Name: value`"),
         ];

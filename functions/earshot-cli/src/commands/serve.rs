@@ -26,7 +26,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
 pub fn init_logging() {
     let requested = std::env::var(earshot_wiring::settings::LOG_VARIABLE).ok();
     let filter = tracing_subscriber::EnvFilter::try_new(earshot_wiring::settings::log_directives(requested.as_deref())).unwrap_or_else(|_| "info".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(earshot_wiring::log_lines::stderr_coloured).try_init();
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
