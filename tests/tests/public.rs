@@ -45,6 +45,64 @@ async fn each_address_has_its_own_budget() {
 }
 
 #[tokio::test]
+async fn many_addresses_together_run_into_the_deployment_s_ceiling() {
+    // Each address may speak 1,000 characters an hour; all of them together 100. Two addresses, then
+    // twenty more, each with budget of its own left: the ceiling refuses them all alike, 503 with
+    // Retry-After, and a metric line counts each refusal.
+    let earshot = EarshotProcess::start(&[
+        "--backends",
+        "synthetic",
+        "--auth",
+        "public",
+        "--max-chars-per-owner-hour",
+        "1000",
+        "--ceiling-chars-per-hour",
+        "100",
+        "--ceiling-requests-per-hour",
+        "1000",
+    ])
+    .await;
+    earshot.healthy().await;
+    let sentence = "Hello there, how are you today?";
+    // A conversation reserves a quarter of the ceiling (25) at a time: three 31-character answers fit.
+    let mut spoken = 0;
+    let mut refused = Vec::new();
+    for n in 2..24 {
+        let client = from(&format!("127.0.1.{n}"));
+        let response = client.post(format!("{}/v1/speak", earshot.url)).json(&serde_json::json!({"text": sentence, "format": "sse"})).send().await.unwrap();
+        let (status, retry_after) = (response.status().as_u16(), response.headers().get("retry-after").is_some());
+        let body = response.text().await.unwrap_or_default();
+        match status {
+            200 if body.contains("event: done") => spoken += 1,
+            // A sentence past the ceiling mid-answer ends it with the ceiling's error.
+            200 => assert!(body.contains("spend_ceiling"), "{body}"),
+            503 => {
+                assert!(body.contains("\"spend_ceiling\"") && retry_after, "{body}");
+                refused.push(n);
+            }
+            other => panic!("127.0.1.{n}: {other} {body}"),
+        }
+    }
+    assert!((2..=3).contains(&spoken), "the ceiling's 100 characters hold about three answers of 31: {spoken}");
+    assert!(refused.len() >= 18, "every address after the ceiling is refused, whatever its own budget: {refused:?}");
+    let lines = earshot.metric_lines_at_least(1).await;
+    let reached = lines.iter().filter(|l| l["SpendCeilingReached"] == 1 && l["Limit"] == "characters").count();
+    assert!(reached >= refused.len(), "a metric line for each refusal: {reached}");
+}
+
+#[tokio::test]
+async fn a_ceiling_on_requests_holds_all_addresses_together() {
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public", "--ceiling-requests-per-hour", "3"]).await;
+    earshot.healthy().await;
+    let mut statuses = Vec::new();
+    for n in 2..7 {
+        let (status, _) = speak(&from(&format!("127.0.2.{n}")), &earshot.url, "Hi.", "a").await;
+        statuses.push(status);
+    }
+    assert_eq!(statuses, [200, 200, 200, 503, 503], "three requests an hour for all addresses together");
+}
+
+#[tokio::test]
 async fn a_stranger_cannot_interrupt_another_address_s_conversation_by_its_id() {
     let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public"]).await;
     earshot.healthy().await;

@@ -18,11 +18,14 @@ pub struct ApiError {
     pub error: Error,
     /// Seconds after which a retry may succeed (`Retry-After`).
     pub retry_after: Option<u32>,
+    /// Which limit of the deployment's spend ceiling refused the request, where one did
+    /// ([`crate::spend_ceiling`]): its metric line is logged from this.
+    pub ceiling: Option<crate::spend_ceiling::Limit>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        ApiError { status, error: Error::new(code, message, retryable), retry_after: None }
+        ApiError { status, error: Error::new(code, message, retryable), retry_after: None, ceiling: None }
     }
 
     /// 400: the request is malformed or asks for something that does not exist.
@@ -92,7 +95,7 @@ impl ApiError {
 
     /// 502: a backend or the agent failed before the stream started.
     pub fn from_upstream(error: Error) -> Self {
-        ApiError { status: StatusCode::BAD_GATEWAY, error, retry_after: None }
+        ApiError { status: StatusCode::BAD_GATEWAY, error, retry_after: None, ceiling: None }
     }
 }
 

@@ -103,11 +103,13 @@ impl Ledger {
     }
 }
 
-/// One conversation's share of its owner's budget.
+/// One conversation's share of its owner's budget, or of the deployment's ceiling.
 pub struct Budget {
     ledger: Ledger,
     key: String,
     limit: u64,
+    /// Whether this is the deployment's ceiling ([`crate::spend_ceiling`]) rather than the owner's budget.
+    ceiling: bool,
     reserved: u64,
     used: u64,
     /// Each reservation, `(minute, characters)`, oldest first: what is not spoken goes back where it came from.
@@ -132,7 +134,32 @@ impl Budget {
             return Err(ApiError::too_many(CHARACTER_BUDGET_SPENT, spent_message(limit), retry_after));
         }
         let grants = vec![(first.minute, first.granted)];
-        Ok(Some(Budget { ledger: ledger.clone(), key, limit, reserved: first.granted, used: 0, grants, tasks: tasks.clone() }))
+        Ok(Some(Budget { ledger: ledger.clone(), key, limit, ceiling: false, reserved: first.granted, used: 0, grants, tasks: tasks.clone() }))
+    }
+
+    /// The first block of the deployment's ceiling on characters spoken (`limit` an hour, all callers but
+    /// the `local` one together) for `owner`'s new conversation, or `503 spend_ceiling`.
+    pub async fn open_ceiling(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &Tasks) -> Result<Option<Budget>, ApiError> {
+        let Some(limit) = limit.filter(|_| *owner != Owner::local()) else { return Ok(None) };
+        let key = crate::spend_ceiling::deployment().budget_key();
+        let first = ledger.reserve(&key, block(limit), block(limit), limit).await.map_err(ApiError::from_upstream)?;
+        if first.granted == 0 {
+            return Err(crate::spend_ceiling::refused(crate::spend_ceiling::Limit::Characters, limit, first.retry_after_s));
+        }
+        let grants = vec![(first.minute, first.granted)];
+        Ok(Some(Budget { ledger: ledger.clone(), key, limit, ceiling: true, reserved: first.granted, used: 0, grants, tasks: tasks.clone() }))
+    }
+
+    /// The error a sentence this budget cannot cover ends the answer with.
+    fn spent(&self) -> SpeechError {
+        match self.ceiling {
+            true => SpeechError::new(
+                crate::spend_ceiling::SPEND_CEILING,
+                crate::spend_ceiling::message(crate::spend_ceiling::Limit::Characters, self.limit),
+                true,
+            ),
+            false => SpeechError::new(CHARACTER_BUDGET_SPENT, spent_message(self.limit), false),
+        }
     }
 
     /// Charges `chars` for a sentence, reserving more when they are not covered: `Err` where the budget
@@ -149,7 +176,7 @@ impl Budget {
                     self.take(rest);
                 }
                 self.used = self.reserved;
-                return Err(SpeechError::new(CHARACTER_BUDGET_SPENT, spent_message(self.limit), false));
+                return Err(self.spent());
             }
         }
         self.used += chars;
@@ -212,12 +239,15 @@ impl Drop for Budget {
     }
 }
 
-/// The budget as a layer around a conversation's session ([`earshot_core::session_layer`]): each sentence
-/// is charged before the voice gets it. A sentence the budget cannot cover is not sent; the voice is told
-/// to finish the sentences it has, and the session's close is turned into the `character_budget_spent`
-/// failure, so that the audio of every sentence charged before it is heard whole and the answer ends there.
+/// The budgets as a layer around a conversation's session ([`earshot_core::session_layer`]): each sentence
+/// is charged before the voice gets it, to its owner's budget and to the deployment's ceiling where there
+/// is one. A sentence a budget cannot cover is not sent; the voice is told to finish the sentences it has,
+/// and the session's close is turned into that budget's failure (`character_budget_spent`, or
+/// `spend_ceiling`), so that the audio of every sentence charged before it is heard whole and the answer
+/// ends there.
 pub struct Charging {
-    budget: Budget,
+    /// The owner's budget, then the ceiling's: a sentence is charged to each in turn.
+    budgets: Vec<Budget>,
     /// The refusal, until the session's close reports it.
     refusal: Option<SpeechError>,
     /// A sentence was refused: what the scheduler still sends is not spoken.
@@ -225,9 +255,9 @@ pub struct Charging {
 }
 
 impl Charging {
-    /// The layer charging `budget`, nothing refused yet.
-    pub fn new(budget: Budget) -> Self {
-        Charging { budget, refusal: None, refused: false }
+    /// The layer charging `budgets` (at least one), nothing refused yet.
+    pub fn new(budgets: Vec<Budget>) -> Self {
+        Charging { budgets, refusal: None, refused: false }
     }
 }
 
@@ -242,12 +272,18 @@ impl SessionLayer for Charging {
         if let SpeechCommand::Speak(request) = &command {
             // What the voice is sent (after SSML's rendering) and the silence given with it.
             let charge = request.text.chars().count() as u64 + earshot_core::budget::silence_chars(request.silence_ms);
-            if let Err(e) = self.budget.charge(charge).await {
-                // The session lives on (dropping it would cancel it) until the scheduler, told of the refusal
-                // at the session's close, lets go.
-                (self.refusal, self.refused) = (Some(e), true);
-                ctx.send_on(SpeechCommand::Finish);
-                return;
+            for at in 0..self.budgets.len() {
+                if let Err(e) = self.budgets[at].charge(charge).await {
+                    for earlier in &mut self.budgets[..at] {
+                        earlier.used = earlier.used.saturating_sub(charge);
+                    }
+                    // What an earlier budget charged for the sentence is not spent (it is not spoken), and is
+                    // given back as the session closes. The session lives on (dropping it would cancel it)
+                    // until the scheduler, told of the refusal at the session's close, lets go.
+                    (self.refusal, self.refused) = (Some(e), true);
+                    ctx.send_on(SpeechCommand::Finish);
+                    return;
+                }
             }
         }
         ctx.send_on(command);
@@ -256,7 +292,9 @@ impl SessionLayer for Charging {
     async fn event(&mut self, event: SpeechEvent, ctx: &mut Ctx<()>) {
         let SpeechEvent::Closed { billed_characters } = event else { return ctx.tell(event) };
         // Given back before the scheduler sends `done`: the caller's next request sees it.
-        self.budget.settle().await;
+        for budget in &mut self.budgets {
+            budget.settle().await;
+        }
         match self.refusal.take() {
             Some(e) => {
                 // The cut ends the answer, but what the voice billed for it is still counted.
@@ -336,7 +374,7 @@ mod tests {
             }
         });
         let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
-        let mut session = earshot_core::session_layer::relay(Charging::new(budget), inner, tokio_util::sync::CancellationToken::new());
+        let mut session = earshot_core::session_layer::relay(Charging::new(vec![budget]), inner, tokio_util::sync::CancellationToken::new());
         let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
         session.commands.send(sentence(0, 20)).await.unwrap();
         session.commands.send(sentence(1, 200)).await.unwrap();

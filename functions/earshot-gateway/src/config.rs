@@ -69,6 +69,9 @@ pub struct GatewaySettings {
     /// What one owner may send: input characters (prompts, earlier turns, texts) per rolling hour and
     /// requests per minute (past either, `429`; see [`crate::input_budget`]).
     pub input_limits: crate::input_budget::InputLimits,
+    /// What all callers but the `local` one may spend together per rolling hour (past it, `503
+    /// spend_ceiling`; see [`crate::spend_ceiling`]); none by default.
+    pub ceiling: crate::spend_ceiling::Ceiling,
     /// The names a gateway that asks for no credentials answers to (`Host` and `Origin`); `None`: no
     /// check (Lambda, where the function URL and IAM stand in front).
     pub allowed_hosts: Option<AllowedHosts>,
@@ -139,6 +142,7 @@ impl Default for GatewaySettings {
             max_conversations_per_owner: Some(defaults::MAX_CONVERSATIONS_PER_OWNER),
             max_chars_per_owner_hour: Some(defaults::MAX_CHARS_PER_OWNER_HOUR),
             input_limits: crate::input_budget::InputLimits::default(),
+            ceiling: crate::spend_ceiling::Ceiling::default(),
             cache: CacheSettings::default(),
             cache_shared: None,
             output_format: None,
@@ -372,19 +376,28 @@ impl Gateway {
         crate::owner_places::take(owner, request_id, limit, &self.settings.interrupts, &self.owner_places, &self.tasks, ttl).await
     }
 
-    /// The first block of `owner`'s character budget for a conversation, or `429 character_budget_spent`
-    /// (`None`: no budget).
+    /// The first block of `owner`'s character budget for a conversation, or `429 character_budget_spent`,
+    /// and of the deployment's ceiling where there is one, or `503 spend_ceiling` (empty: no budget).
     /// `scope`: the bearer's token, which may narrow the owner's budget.
-    pub async fn character_budget(
+    pub async fn character_budgets(
         &self,
         owner: &crate::owner::Owner,
         scope: Option<&crate::auth::Claims>,
-    ) -> Result<Option<Budget>, crate::api_error::ApiError> {
+    ) -> Result<Vec<Budget>, crate::api_error::ApiError> {
         let limit = match scope {
             Some(claims) => claims.chars_per_hour_limit(self.settings.max_chars_per_owner_hour),
             None => self.settings.max_chars_per_owner_hour,
         };
-        Budget::open(&self.budgets, owner, limit, &self.tasks).await
+        let mut budgets: Vec<Budget> = Budget::open(&self.budgets, owner, limit, &self.tasks).await?.into_iter().collect();
+        // Refused, the owner's block is dropped: given back.
+        let ceiling = Budget::open_ceiling(&self.budgets, owner, self.settings.ceiling.chars_per_hour, &self.tasks).await.inspect_err(|e| self.noted(e))?;
+        budgets.extend(ceiling);
+        Ok(budgets)
+    }
+
+    /// Logs the metric line of a refusal for the deployment's ceiling ([`crate::spend_ceiling::note`]).
+    fn noted(&self, refusal: &crate::api_error::ApiError) {
+        crate::spend_ceiling::note(refusal, self.settings.metrics_namespace.as_deref());
     }
 
     /// Counts `owner`'s request against its rate, before its body is read, or `429 request_rate_exceeded`;
@@ -394,7 +407,9 @@ impl Gateway {
             Some(claims) => claims.input_limits(self.settings.input_limits),
             None => self.settings.input_limits,
         };
-        crate::input_budget::count_request(&self.budgets, owner, limits.requests_per_minute).await
+        crate::input_budget::count_request(&self.budgets, owner, limits.requests_per_minute, self.settings.ceiling.requests_per_hour)
+            .await
+            .inspect_err(|e| self.noted(e))
     }
 
     /// Charges what `owner`'s request sends (`input_chars`), or `429 input_budget_spent`; see
@@ -409,7 +424,9 @@ impl Gateway {
             Some(claims) => claims.input_limits(self.settings.input_limits),
             None => self.settings.input_limits,
         };
-        crate::input_budget::admit(&self.budgets, owner, limits, input_chars, &self.tasks).await
+        crate::input_budget::admit(&self.budgets, owner, limits, self.settings.ceiling.input_chars_per_hour, input_chars, &self.tasks)
+            .await
+            .inspect_err(|e| self.noted(e))
     }
 
     /// The conversations' tasks: spawn through it; on shutdown, close it and wait.

@@ -114,7 +114,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     // back when dropped; a store that fails is upstream).
     let (owner_place, budget, input) = tokio::join!(
         gw.owner_place(&owner, &request_id, scope.as_ref()),
-        gw.character_budget(&owner, scope.as_ref()),
+        gw.character_budgets(&owner, scope.as_ref()),
         gw.input_charge(&owner, scope.as_ref(), request.input_chars() as u64)
     );
     let (input, owner_place, budget) = (input.map_err(for_client)?, owner_place.map_err(for_client)?, budget.map_err(for_client)?);
@@ -131,7 +131,7 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let mut opened = open(&gw, &route, &owner, &request.conversation_id, stopper.token(), settle, reroute).await.map_err(for_client)?;
     let session_open_ms = clock.now_ms();
     // The session stack's outermost layer (earshot_core::session_stack): a sentence is charged once whichever voice ends up speaking it.
-    if let Some(budget) = budget {
+    if !budget.is_empty() {
         opened.session = earshot_core::session_stack::outermost(crate::character_budget::Charging::new(budget), opened.session, stopper.token());
     }
     // An answer read as SSML: its tags rendered once for every arm, outermost (earshot_core::rendering).

@@ -24,6 +24,8 @@ use earshot_core::tasks::Tasks;
 use crate::api_error::ApiError;
 use crate::character_budget::Ledger;
 use crate::owner::Owner;
+use crate::spend_ceiling::Limit;
+use earshot_core::budget::WINDOW_MINUTES;
 
 /// A caller's input characters were all sent within the rolling hour.
 pub const INPUT_BUDGET_SPENT: &str = "input_budget_spent";
@@ -52,86 +54,105 @@ impl Default for InputLimits {
     }
 }
 
-/// The input characters a request was charged: given back when dropped unless [`InputCharge::sent`] says
-/// the request went on.
+/// The input characters a request was charged (its owner's, and the deployment's ceiling's where there is
+/// one): given back when dropped unless [`InputCharge::sent`] says the request went on.
 pub struct InputCharge {
     ledger: Ledger,
-    key: String,
-    chars: u64,
-    /// The minute the charge is dated.
-    minute: u64,
+    /// Each charge: its key, characters and the minute it is dated.
+    parts: Vec<(String, u64, u64)>,
     tasks: Tasks,
 }
 
 impl InputCharge {
     /// The request went upstream: its input stays charged.
     pub fn sent(mut self) {
-        self.chars = 0;
+        self.parts.clear();
     }
 }
 
 impl Drop for InputCharge {
     fn drop(&mut self) {
-        if self.chars == 0 {
-            return;
+        for (key, chars, minute) in std::mem::take(&mut self.parts) {
+            let ledger = self.ledger.clone();
+            self.tasks.spawn(async move {
+                if let Err(e) = ledger.refund(&key, &[(minute, chars)]).await {
+                    tracing::warn!(
+                        "cannot give back {chars} input characters of a refused request (they lapse within the hour): {}",
+                        earshot_core::redact::redact(&e.to_string())
+                    );
+                }
+            });
         }
-        let (ledger, key, chars, minute) = (self.ledger.clone(), std::mem::take(&mut self.key), self.chars, self.minute);
-        self.tasks.spawn(async move {
-            if let Err(e) = ledger.refund(&key, &[(minute, chars)]).await {
-                tracing::warn!(
-                    "cannot give back {chars} input characters of a refused request (they lapse within the hour): {}",
-                    earshot_core::redact::redact(&e.to_string())
-                );
-            }
-        });
     }
 }
 
-/// Charges `owner`'s `input_chars`; `429` past the hour's limit. `Ok(None)`: nothing to charge (no input
-/// budget, or the `local` owner). The request itself was counted before its body was read
-/// ([`count_request`]).
-pub async fn admit(ledger: &Ledger, owner: &Owner, limits: InputLimits, input_chars: u64, tasks: &Tasks) -> Result<Option<InputCharge>, ApiError> {
-    if *owner == Owner::local() {
+/// Charges `owner`'s `input_chars`, and the deployment's ceiling's where `ceiling` is set; `429` past the
+/// owner's hour, `503 spend_ceiling` past the ceiling. `Ok(None)`: nothing to charge (no limit, or the
+/// `local` owner). The request itself was counted before its body was read ([`count_request`]).
+pub async fn admit(
+    ledger: &Ledger,
+    owner: &Owner,
+    limits: InputLimits,
+    ceiling: Option<u64>,
+    input_chars: u64,
+    tasks: &Tasks,
+) -> Result<Option<InputCharge>, ApiError> {
+    if *owner == Owner::local() || input_chars == 0 {
         return Ok(None);
     }
-    charge_input(ledger, owner, limits.chars_per_hour, input_chars, tasks).await
+    let mut charge = InputCharge { ledger: ledger.clone(), parts: Vec::new(), tasks: tasks.clone() };
+    if let Some(limit) = limits.chars_per_hour {
+        if input_chars > limit {
+            let message = format!("this request sends {input_chars} characters and a caller may send {limit} in an hour");
+            let mut never = ApiError::too_many(INPUT_BUDGET_SPENT, message, 3_600);
+            never.error.retryable = false;
+            return Err(never);
+        }
+        let key = owner.limit_key("input");
+        let charged = ledger.reserve_within(&key, WINDOW_MINUTES, input_chars, input_chars, limit).await.map_err(ApiError::from_upstream)?;
+        if charged.granted == 0 {
+            let message = format!("this caller has sent the {limit} characters of prompts and text it may in an hour; the budget frees as the hour rolls on");
+            return Err(ApiError::too_many(INPUT_BUDGET_SPENT, message, retry_after(charged.retry_after_s)));
+        }
+        charge.parts.push((key, charged.granted, charged.minute));
+    }
+    if let Some(limit) = ceiling {
+        // Dropped on refusal, the owner's charge is given back.
+        let key = crate::spend_ceiling::deployment().limit_key("input");
+        let charged = ledger.reserve_within(&key, WINDOW_MINUTES, input_chars, input_chars, limit).await.map_err(ApiError::from_upstream)?;
+        if charged.granted == 0 {
+            return Err(crate::spend_ceiling::refused(Limit::Input, limit, charged.retry_after_s));
+        }
+        charge.parts.push((key, charged.granted, charged.minute));
+    }
+    Ok((!charge.parts.is_empty()).then_some(charge))
 }
 
 /// Counts one request of `owner`'s against its rate, before anything of the request is read past its
 /// headers: a caller past its rate costs no parse (a body of thousands of array elements costs tens of
 /// milliseconds to read), nor anything after it. `429 request_rate_exceeded` past the limit; the `local`
 /// owner is not counted.
-pub async fn count_request(ledger: &Ledger, owner: &Owner, limit: Option<u64>) -> Result<(), ApiError> {
+/// The deployment's ceiling on requests an hour (`ceiling`), where set, counts the request too: `503
+/// spend_ceiling` past it.
+pub async fn count_request(ledger: &Ledger, owner: &Owner, limit: Option<u64>, ceiling: Option<u64>) -> Result<(), ApiError> {
     if *owner == Owner::local() {
         return Ok(());
     }
-    let Some(limit) = limit else { return Ok(()) };
-    let counted = ledger.reserve_within(&owner.limit_key("requests"), 1, 1, 1, limit).await.map_err(ApiError::from_upstream)?;
-    if counted.granted == 0 {
-        let message = format!("this caller has made the {limit} requests it may in a minute; retry when the minute ends");
-        return Err(ApiError::too_many(REQUEST_RATE_EXCEEDED, message, retry_after(counted.retry_after_s)));
+    if let Some(limit) = limit {
+        let counted = ledger.reserve_within(&owner.limit_key("requests"), 1, 1, 1, limit).await.map_err(ApiError::from_upstream)?;
+        if counted.granted == 0 {
+            let message = format!("this caller has made the {limit} requests it may in a minute; retry when the minute ends");
+            return Err(ApiError::too_many(REQUEST_RATE_EXCEEDED, message, retry_after(counted.retry_after_s)));
+        }
+    }
+    if let Some(limit) = ceiling {
+        let key = crate::spend_ceiling::deployment().limit_key("requests");
+        let counted = ledger.reserve_within(&key, WINDOW_MINUTES, 1, 1, limit).await.map_err(ApiError::from_upstream)?;
+        if counted.granted == 0 {
+            return Err(crate::spend_ceiling::refused(Limit::Requests, limit, counted.retry_after_s));
+        }
     }
     Ok(())
-}
-
-async fn charge_input(ledger: &Ledger, owner: &Owner, limit: Option<u64>, input_chars: u64, tasks: &Tasks) -> Result<Option<InputCharge>, ApiError> {
-    let Some(limit) = limit else { return Ok(None) };
-    if input_chars == 0 {
-        return Ok(None);
-    }
-    if input_chars > limit {
-        let message = format!("this request sends {input_chars} characters and a caller may send {limit} in an hour");
-        let mut never = ApiError::too_many(INPUT_BUDGET_SPENT, message, 3_600);
-        never.error.retryable = false;
-        return Err(never);
-    }
-    let key = owner.limit_key("input");
-    let charged = ledger.reserve_within(&key, earshot_core::budget::WINDOW_MINUTES, input_chars, input_chars, limit).await.map_err(ApiError::from_upstream)?;
-    if charged.granted == 0 {
-        let message = format!("this caller has sent the {limit} characters of prompts and text it may in an hour; the budget frees as the hour rolls on");
-        return Err(ApiError::too_many(INPUT_BUDGET_SPENT, message, retry_after(charged.retry_after_s)));
-    }
-    Ok(Some(InputCharge { ledger: ledger.clone(), key, chars: charged.granted, minute: charged.minute, tasks: tasks.clone() }))
 }
 
 fn retry_after(seconds: u64) -> u32 {
@@ -148,15 +169,15 @@ mod tests {
         let (ledger, tasks) = (Ledger::Local(Arc::default()), Tasks::new());
         let limits = InputLimits { chars_per_hour: Some(1_000), requests_per_minute: None };
         let a = Owner::subject("a");
-        admit(&ledger, &a, limits, 600, &tasks).await.unwrap().expect("charged").sent();
-        let refused = admit(&ledger, &a, limits, 600, &tasks).await.err().expect("400 left, 600 asked");
+        admit(&ledger, &a, limits, None, 600, &tasks).await.unwrap().expect("charged").sent();
+        let refused = admit(&ledger, &a, limits, None, 600, &tasks).await.err().expect("400 left, 600 asked");
         assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (429, INPUT_BUDGET_SPENT));
         assert!(refused.retry_after.unwrap() > 3_000, "the first minute lapses in an hour");
-        admit(&ledger, &a, limits, 400, &tasks).await.unwrap().expect("what is left").sent();
-        assert!(admit(&ledger, &Owner::subject("b"), limits, 600, &tasks).await.is_ok(), "another owner's budget is its own");
-        let never = admit(&ledger, &Owner::subject("c"), limits, 1_001, &tasks).await.err().expect("more than an hour's budget");
+        admit(&ledger, &a, limits, None, 400, &tasks).await.unwrap().expect("what is left").sent();
+        assert!(admit(&ledger, &Owner::subject("b"), limits, None, 600, &tasks).await.is_ok(), "another owner's budget is its own");
+        let never = admit(&ledger, &Owner::subject("c"), limits, None, 1_001, &tasks).await.err().expect("more than an hour's budget");
         assert!(never.error.message.contains("sends 1001 characters") && !never.error.retryable, "{}", never.error.message);
-        assert!(admit(&ledger, &Owner::local(), limits, 1_000_000, &tasks).await.unwrap().is_none(), "the local owner has no budget");
+        assert!(admit(&ledger, &Owner::local(), limits, None, 1_000_000, &tasks).await.unwrap().is_none(), "the local owner has no budget");
     }
 
     #[tokio::test]
@@ -164,10 +185,10 @@ mod tests {
         let (ledger, tasks) = (Ledger::Local(Arc::default()), Tasks::new());
         let limits = InputLimits { chars_per_hour: Some(1_000), requests_per_minute: None };
         let a = Owner::subject("a");
-        drop(admit(&ledger, &a, limits, 900, &tasks).await.unwrap());
+        drop(admit(&ledger, &a, limits, None, 900, &tasks).await.unwrap());
         tasks.close();
         tasks.wait().await;
-        admit(&ledger, &a, limits, 900, &tasks).await.unwrap().expect("given back, so charged again").sent();
+        admit(&ledger, &a, limits, None, 900, &tasks).await.unwrap().expect("given back, so charged again").sent();
     }
 
     #[tokio::test]
@@ -176,10 +197,10 @@ mod tests {
         let limits = InputLimits { chars_per_hour: None, requests_per_minute: Some(2) };
         let a = Owner::subject("a");
         for _ in 0..2 {
-            assert!(count_request(&ledger, &a, limits.requests_per_minute).await.is_ok());
+            assert!(count_request(&ledger, &a, limits.requests_per_minute, None).await.is_ok());
         }
-        assert!(admit(&ledger, &a, limits, 10, &tasks).await.is_ok(), "input is charged apart from the rate");
-        let refused = count_request(&ledger, &a, limits.requests_per_minute).await.err().expect("a third request in the minute");
+        assert!(admit(&ledger, &a, limits, None, 10, &tasks).await.is_ok(), "input is charged apart from the rate");
+        let refused = count_request(&ledger, &a, limits.requests_per_minute, None).await.err().expect("a third request in the minute");
         assert_eq!(refused.error.code, REQUEST_RATE_EXCEEDED);
         assert!((1..=60).contains(&refused.retry_after.unwrap()));
     }

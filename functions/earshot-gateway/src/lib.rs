@@ -33,6 +33,7 @@ pub mod route;
 pub mod router;
 pub mod routing;
 pub mod server;
+pub mod spend_ceiling;
 pub mod strict_json;
 pub mod warmup;
 

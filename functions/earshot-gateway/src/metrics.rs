@@ -230,6 +230,21 @@ pub fn connection_closed_line(reason: &str, namespace: &str, epoch_ms: u64) -> V
     })
 }
 
+/// The line of a request or a sentence refused for the deployment's spend ceiling (`limit`: characters,
+/// input or requests; [`crate::spend_ceiling`]).
+pub fn spend_ceiling_line(limit: &str, namespace: &str, epoch_ms: u64) -> Value {
+    json!({
+        "_aws": {"Timestamp": epoch_ms, "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [["Limit"]], "Metrics": [{"Name": "SpendCeilingReached", "Unit": "Count"}]}]},
+        "Limit": limit,
+        "SpendCeilingReached": 1,
+    })
+}
+
+/// Logs a spend ceiling's refusal.
+pub fn log_spend_ceiling(limit: &str, namespace: &str) {
+    println!("{}", spend_ceiling_line(limit, namespace, epoch_ms()));
+}
+
 /// Logs a closed connection's line.
 pub fn log_connection_closed(reason: &str, namespace: &str) {
     println!("{}", connection_closed_line(reason, namespace, epoch_ms()));
@@ -354,6 +369,7 @@ mod tests {
         assert_eq!(line["BackendHeldTime"], 250.0);
         emitted.extend(declared(&line));
         emitted.extend(declared(&refusal_line("kokoro", "earshot", 1)));
+        emitted.extend(declared(&spend_ceiling_line("characters", "earshot", 1)));
 
         let path =
             std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test names the package's folder")).join("../../docs/metrics.json");

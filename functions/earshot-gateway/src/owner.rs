@@ -55,6 +55,13 @@ impl Owner {
         Owner("local".into())
     }
 
+    /// The whole deployment: what all callers together spend is counted under it
+    /// ([`crate::spend_ceiling`]). No caller is ever this owner (a token's subject is `sub:…`, an address
+    /// a digest).
+    pub fn deployment() -> Self {
+        Owner("deployment".into())
+    }
+
     /// A token's subject.
     pub fn subject(sub: &str) -> Self {
         Owner(format!("sub:{sub}"))

@@ -328,6 +328,17 @@ pub struct Settings {
     /// Requests one caller may make in a minute (0: no limit); past it `429 request_rate_exceeded`.
     #[arg(long, env = "EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE", default_value_t = earshot_gateway::input_budget::DEFAULT_REQUESTS_PER_MINUTE)]
     pub max_requests_per_owner_minute: u64,
+    /// Characters all callers together (every one but the local owner) may have spoken in a rolling hour:
+    /// the deployment's ceiling over every caller's own budget, which a public URL's many addresses could
+    /// otherwise add up past any bill (0: no ceiling). Past it `503 spend_ceiling`; kept where the budgets are.
+    #[arg(long, env = "EARSHOT_CEILING_CHARS_PER_HOUR", default_value_t = 0)]
+    pub ceiling_chars_per_hour: u64,
+    /// Characters all callers together may send to the agent in a rolling hour (0: no ceiling).
+    #[arg(long, env = "EARSHOT_CEILING_INPUT_CHARS_PER_HOUR", default_value_t = 0)]
+    pub ceiling_input_chars_per_hour: u64,
+    /// Requests all callers together may make in a rolling hour (0: no ceiling).
+    #[arg(long, env = "EARSHOT_CEILING_REQUESTS_PER_HOUR", default_value_t = 0)]
+    pub ceiling_requests_per_hour: u64,
     /// Conversations a backend may hold at once across the deployment, `NAME=N` separated by commas, where
     /// its service has a concurrency quota: Polly's generative voices allow 26 concurrent requests and a
     /// conversation holds up to 3 streams, so 8 (raise it with the quota; `polly=0`: no cap). Past it a
@@ -635,6 +646,9 @@ impl Settings {
         }
         within(self.max_conversations_per_owner as u64, 0, 10_000, "max-conversations-per-owner", "must be at most 10000 (0: no limit)")?;
         within(self.max_chars_per_owner_hour, 0, 100_000_000, "max-chars-per-owner-hour", "must be at most 100000000 (0: no budget)")?;
+        within(self.ceiling_chars_per_hour, 0, 10_000_000_000, "ceiling-chars-per-hour", "must be at most 10000000000 (0: no ceiling)")?;
+        within(self.ceiling_input_chars_per_hour, 0, 10_000_000_000, "ceiling-input-chars-per-hour", "must be at most 10000000000 (0: no ceiling)")?;
+        within(self.ceiling_requests_per_hour, 0, 100_000_000, "ceiling-requests-per-hour", "must be at most 100000000 (0: no ceiling)")?;
         if !(0.01..=4096.0).contains(&self.cache_mib) {
             return refuse("cache-mib", format!("must be 0.01 to 4096, not {}", self.cache_mib));
         }
@@ -765,6 +779,11 @@ impl Settings {
             max_conversation: (self.max_conversation_seconds > 0).then(|| Duration::from_secs(self.max_conversation_seconds)),
             max_conversations_per_owner: (self.max_conversations_per_owner > 0).then_some(self.max_conversations_per_owner),
             max_chars_per_owner_hour: (self.max_chars_per_owner_hour > 0).then_some(self.max_chars_per_owner_hour),
+            ceiling: earshot_gateway::spend_ceiling::Ceiling {
+                chars_per_hour: (self.ceiling_chars_per_hour > 0).then_some(self.ceiling_chars_per_hour),
+                input_chars_per_hour: (self.ceiling_input_chars_per_hour > 0).then_some(self.ceiling_input_chars_per_hour),
+                requests_per_hour: (self.ceiling_requests_per_hour > 0).then_some(self.ceiling_requests_per_hour),
+            },
             input_limits: earshot_gateway::input_budget::InputLimits {
                 chars_per_hour: (self.max_input_chars_per_owner_hour > 0).then_some(self.max_input_chars_per_owner_hour),
                 requests_per_minute: (self.max_requests_per_owner_minute > 0).then_some(self.max_requests_per_owner_minute),
