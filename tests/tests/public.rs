@@ -103,6 +103,31 @@ async fn a_ceiling_on_requests_holds_all_addresses_together() {
 }
 
 #[tokio::test]
+async fn a_trusted_proxy_names_its_callers_and_an_untrusted_peer_cannot() {
+    // Each address may speak 40 characters an hour: one 31-character sentence. 127.0.3.1 is the proxy.
+    let earshot =
+        EarshotProcess::start(&["--backends", "synthetic", "--auth", "public", "--max-chars-per-owner-hour", "40", "--trusted-proxies", "127.0.3.1/32"]).await;
+    earshot.healthy().await;
+    let sentence = "Hello there, how are you today?";
+    let via = |client: &reqwest::Client, forwarded_for: &str| {
+        let body = serde_json::json!({ "text": sentence, "format": "sse" });
+        client.post(format!("{}/v1/speak", earshot.url)).header("x-forwarded-for", forwarded_for).json(&body).send()
+    };
+    let proxy = from("127.0.3.1");
+    // Two callers behind the proxy are two owners: each speaks its sentence; the first again is spent.
+    for caller in ["198.51.100.1", "198.51.100.2"] {
+        let r = via(&proxy, &format!("6.6.6.6, {caller}")).await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{caller}: its own budget");
+        assert!(r.text().await.unwrap().contains("event: done"));
+    }
+    assert_eq!(via(&proxy, "198.51.100.1").await.unwrap().status().as_u16(), 429, "198.51.100.1 spent its own budget");
+    // A peer that is no trusted proxy is itself, whatever it writes: the header does not buy it a new budget.
+    let stranger = from("127.0.3.2");
+    assert_eq!(via(&stranger, "198.51.100.3").await.unwrap().status().as_u16(), 200);
+    assert_eq!(via(&stranger, "198.51.100.4").await.unwrap().status().as_u16(), 429, "the header was ignored: the same owner");
+}
+
+#[tokio::test]
 async fn a_stranger_cannot_interrupt_another_address_s_conversation_by_its_id() {
     let earshot = EarshotProcess::start(&["--backends", "synthetic", "--auth", "public"]).await;
     earshot.healthy().await;

@@ -35,6 +35,7 @@ pub mod routing;
 pub mod server;
 pub mod spend_ceiling;
 pub mod strict_json;
+pub mod trusted_proxies;
 pub mod warmup;
 
 pub use config::{Gateway, GatewaySettings, Limits};

@@ -74,6 +74,9 @@ pub struct ServerLimits {
     pub ipv6_prefix: u8,
     /// Where a closed connection's metric line goes (`None`: no line).
     pub metrics_namespace: Option<String>,
+    /// The proxies whose forwarding headers name the caller ([`crate::trusted_proxies`]); their own
+    /// connections are not held to one address's cap.
+    pub trusted_proxies: crate::trusted_proxies::TrustedProxies,
     /// On shutdown, how long live conversations may go on before they are ended.
     pub drain: Duration,
     /// After the drain, how long the server waits for the ended streams to reach their clients.
@@ -93,6 +96,7 @@ impl Default for ServerLimits {
             write_timeout: Duration::from_secs(30),
             ipv6_prefix: 64,
             metrics_namespace: None,
+            trusted_proxies: crate::trusted_proxies::TrustedProxies::default(),
             drain: Duration::from_secs(5),
             grace: Duration::from_secs(2),
         }
@@ -162,18 +166,27 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, 
             tokio::spawn(refuse(stream, busy_response()));
             continue;
         };
-        let Some(address_slot) = per_address.take(peer.ip()) else {
-            tracing::debug!(address = %peer.ip(), "a connection over its address's cap: refused");
-            tokio::spawn(refuse(stream, too_many_from_address()));
-            continue;
+        // A trusted proxy carries many callers: its connections are not held to one address's cap.
+        let address_slot = match limits.trusted_proxies.contains(peer.ip()) {
+            true => None,
+            false => match per_address.take(peer.ip()) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!(address = %peer.ip(), "a connection over its address's cap: refused");
+                    tokio::spawn(refuse(stream, too_many_from_address()));
+                    continue;
+                }
+            },
         };
         let slot = (slot, address_slot);
         let router = router.clone();
         let header_limits = limits.clone();
         let idle = IdleWatch::default();
         let requests = idle.clone();
-        let caller = crate::owner::CallerAddress(per_address.caller(peer.ip()));
+        let (trusted, ipv6_prefix) = (limits.trusted_proxies.clone(), limits.ipv6_prefix);
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            // The caller: the peer, or the address a trusted proxy in front names (crate::trusted_proxies).
+            let caller = crate::owner::CallerAddress(crate::address_slots::caller_of(trusted.caller(peer.ip(), request.headers()), ipv6_prefix));
             request.extensions_mut().insert(caller);
             let busy = requests.busy();
             let refused = oversized_headers(request.headers(), &header_limits);

@@ -20,6 +20,7 @@ async fn main() -> Result<(), Error> {
     // Read, then checked and converted once.
     let resolved = Settings::parse_vars(|name| std::env::var(name).ok())?.resolve(Place::Lambda)?;
     let auth = resolved.settings().auth;
+    let trusted = resolved.settings().proxies()?;
     // Kokoro on Lambda is a SageMaker endpoint: there is no container to watch come up.
     let built = earshot_wiring::connect(resolved).await?;
     let (gateway, _watches) = built.gateway();
@@ -37,15 +38,15 @@ async fn main() -> Result<(), Error> {
     // client leaves mid-stream under cargo lambda's emulator): the process would exit and the next
     // invocation pay a cold start. Start the loop again instead; the gateway is already built.
     loop {
-        let router = router.clone();
+        let (router, trusted) = (router.clone(), trusted.clone());
         let served = lambda_http::run_with_streaming_response(service_fn(move |request: Request| {
-            let router = router.clone();
+            let (router, trusted) = (router.clone(), trusted.clone());
             async move {
                 let caller = iam_caller(&request);
                 if iam_in_front && caller.is_none() {
                     return Ok(no_iam_caller());
                 }
-                let address = caller_address(&request, ipv6_prefix);
+                let address = caller_address(&request, &trusted, ipv6_prefix);
                 let (parts, body) = request.into_parts();
                 let mut request = axum::http::Request::from_parts(parts, axum::body::Body::from(body.to_vec()));
                 if let Some(caller) = caller {
@@ -79,13 +80,19 @@ fn no_iam_caller() -> axum::response::Response {
 
 /// The caller's network address, from the function URL's request context (`http.sourceIp`, the client's
 /// own: AWS, "Invoking Lambda function URLs", the request payload), as its caller (an IPv6 one by its
-/// prefix). Where anyone may call (auth `public`), the owner of what it starts.
-fn caller_address(request: &Request, ipv6_prefix: u8) -> Option<earshot_gateway::CallerAddress> {
+/// prefix), or the address a trusted proxy in front names (`EARSHOT_TRUSTED_PROXIES`). Where anyone may call
+/// (auth `public`), the owner of what it starts.
+fn caller_address(
+    request: &Request,
+    trusted: &earshot_gateway::trusted_proxies::TrustedProxies,
+    ipv6_prefix: u8,
+) -> Option<earshot_gateway::CallerAddress> {
     use lambda_http::request::RequestContext;
     use lambda_http::RequestExt;
     match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(context) => {
-            let address: std::net::IpAddr = context.http.source_ip.as_deref()?.parse().ok()?;
+            let peer: std::net::IpAddr = context.http.source_ip.as_deref()?.parse().ok()?;
+            let address = trusted.caller(peer, request.headers());
             Some(earshot_gateway::CallerAddress(earshot_gateway::address_slots::caller_of(address, ipv6_prefix)))
         }
         #[allow(unreachable_patterns)]

@@ -339,6 +339,12 @@ pub struct Settings {
     /// Requests all callers together may make in a rolling hour (0: no ceiling).
     #[arg(long, env = "EARSHOT_CEILING_REQUESTS_PER_HOUR", default_value_t = 0)]
     pub ceiling_requests_per_hour: u64,
+    /// The proxies in front whose forwarding headers (`Forwarded`, `X-Forwarded-For`) name the caller:
+    /// CIDRs separated by commas (CloudFront's, a load balancer's subnet). Checked against the TCP peer
+    /// under `earshot serve`, the function URL's `sourceIp` on Lambda; from any other peer the headers are
+    /// ignored. Empty: none (every caller is its own address).
+    #[arg(long, env = "EARSHOT_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
     /// Conversations a backend may hold at once across the deployment, `NAME=N` separated by commas, where
     /// its service has a concurrency quota: Polly's generative voices allow 26 concurrent requests and a
     /// conversation holds up to 3 streams, so 8 (raise it with the quota; `polly=0`: no cap). Past it a
@@ -488,6 +494,11 @@ struct FromEnv {
 }
 
 impl Settings {
+    /// The proxies whose forwarding headers name the caller ([`earshot_gateway::trusted_proxies`]).
+    pub fn proxies(&self) -> Result<earshot_gateway::trusted_proxies::TrustedProxies, SettingsError> {
+        earshot_gateway::trusted_proxies::TrustedProxies::parse(&self.trusted_proxies).map_err(|why| SettingsError::of("trusted-proxies", why))
+    }
+
     /// Reads the settings from variables alone and checks them for `place` (tests and tools; the Lambda
     /// reads them with [`Settings::parse_vars`] and checks them once, in [`Settings::resolve`]).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>, place: Place) -> Result<Settings, SettingsError> {
@@ -646,6 +657,7 @@ impl Settings {
         }
         within(self.max_conversations_per_owner as u64, 0, 10_000, "max-conversations-per-owner", "must be at most 10000 (0: no limit)")?;
         within(self.max_chars_per_owner_hour, 0, 100_000_000, "max-chars-per-owner-hour", "must be at most 100000000 (0: no budget)")?;
+        self.proxies()?;
         within(self.ceiling_chars_per_hour, 0, 10_000_000_000, "ceiling-chars-per-hour", "must be at most 10000000000 (0: no ceiling)")?;
         within(self.ceiling_input_chars_per_hour, 0, 10_000_000_000, "ceiling-input-chars-per-hour", "must be at most 10000000000 (0: no ceiling)")?;
         within(self.ceiling_requests_per_hour, 0, 100_000_000, "ceiling-requests-per-hour", "must be at most 100000000 (0: no ceiling)")?;

@@ -31,7 +31,8 @@ pub fn init_logging() {
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     // Every setting is converted and checked before anything connects or listens.
-    let served = args.serve.served(args.settings.auth)?;
+    let mut served = args.serve.served(args.settings.auth)?;
+    served.limits.trusted_proxies = args.settings.proxies()?;
     let resolved = args.settings.resolve(Place::Serve)?.serving(&served);
     let built = earshot_wiring::connect(resolved).await?;
     let (mut limits, addr) = (served.limits, served.addr);
