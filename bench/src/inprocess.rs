@@ -250,7 +250,11 @@ fn parser_cost() -> serde_json::Value {
             .fold(f64::MAX, f64::min)
     };
     let (crafted_ms, plain_ms) = (best(&crafted), best(&plain));
-    println!("request parser: {} bytes of 16,000 array elements {crafted_ms:.3} ms, one string of the same size {plain_ms:.3} ms ({:.1}x)", crafted.len(), crafted_ms / plain_ms);
+    println!(
+        "request parser: {} bytes of 16,000 array elements {crafted_ms:.3} ms, one string of the same size {plain_ms:.3} ms ({:.1}x)",
+        crafted.len(),
+        crafted_ms / plain_ms
+    );
     json!({ "bytes": crafted.len(), "crafted_ms": crafted_ms, "plain_ms": plain_ms, "ratio": crafted_ms / plain_ms })
 }
 

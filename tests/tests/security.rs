@@ -85,7 +85,11 @@ async fn silence_is_capped_by_name_streamed_in_pieces_and_leaves_nothing_behind(
     let seconds = r.audio.len() as f64 / (f64::from(format.sample_rate) * 2.0 * f64::from(format.channels));
     assert!(seconds >= 60.0, "a minute of silence and six words: {seconds} s");
     let largest = r.marks.audio_chunks.iter().map(|(_, bytes)| *bytes).max().unwrap_or(0);
-    assert!(largest <= earshot_core::rendering::SILENCE_PIECE_BYTES, "no piece of audio over {} bytes: {largest}", earshot_core::rendering::SILENCE_PIECE_BYTES);
+    assert!(
+        largest <= earshot_core::rendering::SILENCE_PIECE_BYTES,
+        "no piece of audio over {} bytes: {largest}",
+        earshot_core::rendering::SILENCE_PIECE_BYTES
+    );
     // A hundred requests of a thousand breaks, and ten answers of a minute's silence: the process holds no
     // more than it did, within the bound.
     let before = rss_mib(earshot.pid());

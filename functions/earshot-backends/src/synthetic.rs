@@ -285,7 +285,11 @@ mod tests {
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         for (index, text) in ["ten chars.", "ten chars."].into_iter().enumerate() {
-            session.commands.send(SpeechCommand::Speak(SpeechRequest { index: index as u32, text: text.into(), language: None, rate: None, silence_ms: 0 })).await.unwrap();
+            session
+                .commands
+                .send(SpeechCommand::Speak(SpeechRequest { index: index as u32, text: text.into(), language: None, rate: None, silence_ms: 0 }))
+                .await
+                .unwrap();
         }
         session.commands.send(SpeechCommand::Finish).await.unwrap();
         let mut first_audio = Vec::new();
@@ -322,7 +326,11 @@ mod tests {
         let mut session = backend.open(options).await.expect("open");
         let started = Instant::now();
         // 400 ms of audio in four 100 ms chunks.
-        session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None, rate: None, silence_ms: 0 })).await.unwrap();
+        session
+            .commands
+            .send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None, rate: None, silence_ms: 0 }))
+            .await
+            .unwrap();
         session.commands.send(SpeechCommand::Finish).await.unwrap();
         let mut sent = Vec::new();
         while let Some(event) = session.events.recv().await {
@@ -349,7 +357,11 @@ mod tests {
         for id in ["first", "second"] {
             let options = tone_options(id);
             let session = backend.open(options).await.expect("open: the limit queues, it does not refuse");
-            session.commands.send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None, rate: None, silence_ms: 0 })).await.unwrap();
+            session
+                .commands
+                .send(SpeechCommand::Speak(SpeechRequest { index: 0, text: "ten chars.".into(), language: None, rate: None, silence_ms: 0 }))
+                .await
+                .unwrap();
             session.commands.send(SpeechCommand::Finish).await.unwrap();
             sessions.push(session);
         }

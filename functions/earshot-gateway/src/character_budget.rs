@@ -153,11 +153,9 @@ impl Budget {
     /// The error a sentence this budget cannot cover ends the answer with.
     fn spent(&self) -> SpeechError {
         match self.ceiling {
-            true => SpeechError::new(
-                crate::spend_ceiling::SPEND_CEILING,
-                crate::spend_ceiling::message(crate::spend_ceiling::Limit::Characters, self.limit),
-                true,
-            ),
+            true => {
+                SpeechError::new(crate::spend_ceiling::SPEND_CEILING, crate::spend_ceiling::message(crate::spend_ceiling::Limit::Characters, self.limit), true)
+            }
             false => SpeechError::new(CHARACTER_BUDGET_SPENT, spent_message(self.limit), false),
         }
     }
@@ -375,7 +373,8 @@ mod tests {
         });
         let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
         let mut session = earshot_core::session_layer::relay(Charging::new(vec![budget]), inner, tokio_util::sync::CancellationToken::new());
-        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
+        let sentence =
+            |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
         session.commands.send(sentence(0, 20)).await.unwrap();
         session.commands.send(sentence(1, 200)).await.unwrap();
         let billed = session.events.recv().await;

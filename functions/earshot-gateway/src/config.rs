@@ -379,11 +379,7 @@ impl Gateway {
     /// The first block of `owner`'s character budget for a conversation, or `429 character_budget_spent`,
     /// and of the deployment's ceiling where there is one, or `503 spend_ceiling` (empty: no budget).
     /// `scope`: the bearer's token, which may narrow the owner's budget.
-    pub async fn character_budgets(
-        &self,
-        owner: &crate::owner::Owner,
-        scope: Option<&crate::auth::Claims>,
-    ) -> Result<Vec<Budget>, crate::api_error::ApiError> {
+    pub async fn character_budgets(&self, owner: &crate::owner::Owner, scope: Option<&crate::auth::Claims>) -> Result<Vec<Budget>, crate::api_error::ApiError> {
         let limit = match scope {
             Some(claims) => claims.chars_per_hour_limit(self.settings.max_chars_per_owner_hour),
             None => self.settings.max_chars_per_owner_hour,

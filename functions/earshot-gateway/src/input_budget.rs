@@ -200,7 +200,7 @@ mod tests {
             assert!(count_request(&ledger, &a, limits.requests_per_minute, None).await.is_ok());
         }
         assert!(admit(&ledger, &a, limits, None, 10, &tasks).await.is_ok(), "input is charged apart from the rate");
-        let refused = count_request(&ledger, &a, limits.requests_per_minute, None).await.err().expect("a third request in the minute");
+        let refused = count_request(&ledger, &a, limits.requests_per_minute, None).await.expect_err("a third request in the minute");
         assert_eq!(refused.error.code, REQUEST_RATE_EXCEEDED);
         assert!((1..=60).contains(&refused.retry_after.unwrap()));
     }

@@ -82,11 +82,7 @@ fn no_iam_caller() -> axum::response::Response {
 /// own: AWS, "Invoking Lambda function URLs", the request payload), as its caller (an IPv6 one by its
 /// prefix), or the address a trusted proxy in front names (`EARSHOT_TRUSTED_PROXIES`). Where anyone may call
 /// (auth `public`), the owner of what it starts.
-fn caller_address(
-    request: &Request,
-    trusted: &earshot_gateway::trusted_proxies::TrustedProxies,
-    ipv6_prefix: u8,
-) -> Option<earshot_gateway::CallerAddress> {
+fn caller_address(request: &Request, trusted: &earshot_gateway::trusted_proxies::TrustedProxies, ipv6_prefix: u8) -> Option<earshot_gateway::CallerAddress> {
     use lambda_http::request::RequestContext;
     use lambda_http::RequestExt;
     match request.request_context_ref()? {

@@ -197,7 +197,11 @@ impl SsmlReader {
         self.pause_ms = self.pause_ms.saturating_add(ms);
         self.silence_ms = self.silence_ms.saturating_add(ms);
         if self.pause_ms > MAX_PAUSE_MS {
-            return Err(SsmlError(format!("<break>s in a row add up to more than {} s of silence (at most {} s between two words)", MAX_PAUSE_MS / 1000, MAX_PAUSE_MS / 1000)));
+            return Err(SsmlError(format!(
+                "<break>s in a row add up to more than {} s of silence (at most {} s between two words)",
+                MAX_PAUSE_MS / 1000,
+                MAX_PAUSE_MS / 1000
+            )));
         }
         if self.silence_ms > MAX_ANSWER_SILENCE_MS {
             return Err(SsmlError(format!("<break>s add up to more than {} s of silence in one answer", MAX_ANSWER_SILENCE_MS / 1000)));
@@ -495,7 +499,7 @@ mod tests {
 
     #[test]
     fn earshot_s_own_marker_characters_are_refused_however_written() {
-        let raw = format!("<speak>\u{F8F0}\u{F0062}\u{F0034}\u{F8F1}Hi.</speak>");
+        let raw = "<speak>\u{F8F0}\u{F0062}\u{F0034}\u{F8F1}Hi.</speak>".to_string();
         for document in [raw.as_str(), "<speak>&#xF8F0;&#xF0062;&#xF8F1;Hi.</speak>", "<speak>&#63728;Hi.</speak>", "<sub alias=\"\u{F8F2}x\">y</sub>"] {
             let refused = read(document).expect_err(document);
             assert!(refused.0.contains("private-use") || refused.0.contains("not an entity"), "{document}: {refused}");
