@@ -152,6 +152,9 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
     let value = crate::strict_json::from_slice(body).map_err(|e| match e {
         crate::strict_json::StrictError::Syntax(why) => invalid("invalid_json", "body", format!("the body is not JSON: {why}")),
         crate::strict_json::StrictError::DuplicateKey(key) => invalid("invalid_json", "body", format!("`{key}` is given twice")),
+        crate::strict_json::StrictError::TooManyValues => {
+            invalid("invalid_request", "body", format!("the body holds more than {} JSON values", crate::strict_json::MOST_VALUES))
+        }
     })?;
     if !value.is_object() {
         return Err(invalid("invalid_json", "body", "the body is a JSON object"));

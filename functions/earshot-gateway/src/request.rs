@@ -170,6 +170,10 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
     let value = crate::strict_json::from_slice(body).map_err(|e| match e {
         StrictError::Syntax(e) => ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")),
         StrictError::DuplicateKey(key) => ApiError::bad_request("invalid_request", format!("`{key}` is given twice; give each field once")),
+        StrictError::TooManyValues => ApiError::bad_request(
+            "invalid_request",
+            format!("the body holds more than {} JSON values; a request holds a few dozen", crate::strict_json::MOST_VALUES),
+        ),
     })?;
     if !value.is_object() {
         return Err(ApiError::bad_request("invalid_request", "the body must be one JSON object, such as {\"text\": \"Hello.\"}"));

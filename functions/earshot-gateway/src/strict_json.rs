@@ -6,7 +6,7 @@
 //! Written by hand because serde_json has no option for it: a `Deserialize` that builds the same
 //! `serde_json::Value` while keeping, per object, the keys it has seen. It reads the input once.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -19,6 +19,8 @@ pub enum StrictError {
     Syntax(String),
     /// The JSON path of the object and the key it repeats, as `messages[1].role`.
     DuplicateKey(String),
+    /// More values than any request holds ([`MOST_VALUES`]): read no further.
+    TooManyValues,
 }
 
 /// Parses `body` as one JSON value, refusing duplicate keys in any object.
@@ -34,6 +36,9 @@ const DUPLICATE_TAG: &str = "\u{0}duplicate:";
 
 fn classify(e: serde_json::Error) -> StrictError {
     let text = e.to_string();
+    if text.starts_with(TOO_MANY_TAG) {
+        return StrictError::TooManyValues;
+    }
     match text.strip_prefix(DUPLICATE_TAG) {
         // serde_json appends " at line L column C" to custom errors: the key is what comes before it.
         Some(rest) => StrictError::DuplicateKey(rest.rsplit_once(" at line ").map_or(rest, |(key, _)| key).to_string()),
@@ -45,7 +50,31 @@ fn classify(e: serde_json::Error) -> StrictError {
 /// whole body, pushed and popped as the reader goes in and out, so that an element costs no string of
 /// its own: the path is written out only for the error that names it (a body of 16,000 array elements
 /// cost 10 times a plain one's parse when each element built its path).
-type Path = RefCell<Vec<Step>>;
+#[derive(Default)]
+struct Path {
+    steps: RefCell<Vec<Step>>,
+    /// Values read so far: past [`MOST_VALUES`] the body is refused where it stands, so that a body of
+    /// thousands of array elements costs what a few hundred do.
+    values: Cell<usize>,
+}
+
+impl Path {
+    /// One value more, or the error that ends the reading.
+    fn count<E: de::Error>(&self) -> Result<(), E> {
+        self.values.set(self.values.get() + 1);
+        match self.values.get() > MOST_VALUES {
+            true => Err(E::custom(TOO_MANY_TAG)),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The most JSON values (objects, arrays, strings, numbers… each counts) a body may hold: a request of the
+/// documented maximum (40 earlier turns of three values each, and the fields beside them) holds about 150.
+pub const MOST_VALUES: usize = 1_024;
+
+/// A body past [`MOST_VALUES`] is reported through serde's custom error, tagged as a duplicate is.
+const TOO_MANY_TAG: &str = "\u{0}too many values";
 
 /// One step of a [`Path`].
 enum Step {
@@ -96,6 +125,7 @@ struct Nested<'a> {
 impl<'de> de::DeserializeSeed<'de> for Nested<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.path.count()?;
         deserializer.deserialize_any(ValueVisitor { path: self.path })
     }
 }
@@ -135,9 +165,9 @@ impl<'de> Visitor<'de> for ValueVisitor<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         loop {
-            self.path.borrow_mut().push(Step::Index(items.len()));
+            self.path.steps.borrow_mut().push(Step::Index(items.len()));
             let item = seq.next_element_seed(Nested { path: self.path })?;
-            self.path.borrow_mut().pop();
+            self.path.steps.borrow_mut().pop();
             match item {
                 Some(item) => items.push(item),
                 None => return Ok(Value::Array(items)),
@@ -149,11 +179,11 @@ impl<'de> Visitor<'de> for ValueVisitor<'_> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
-                return Err(de::Error::custom(format!("{DUPLICATE_TAG}{}", written(&self.path.borrow(), &key))));
+                return Err(de::Error::custom(format!("{DUPLICATE_TAG}{}", written(&self.path.steps.borrow(), &key))));
             }
-            self.path.borrow_mut().push(Step::Key(key));
+            self.path.steps.borrow_mut().push(Step::Key(key));
             let value = map.next_value_seed(Nested { path: self.path })?;
-            if let Some(Step::Key(key)) = self.path.borrow_mut().pop() {
+            if let Some(Step::Key(key)) = self.path.steps.borrow_mut().pop() {
                 object.insert(key, value);
             }
         }
@@ -184,6 +214,14 @@ mod tests {
     fn every_kind_of_value_reads_as_serde_json_reads_it() {
         let body = br#"[1, -2, 3.5, true, null, "s\u00e9", {"k": [ ]}, 18446744073709551615]"#;
         assert_eq!(from_slice(body).unwrap(), serde_json::from_slice::<Value>(body).unwrap());
+    }
+
+    #[test]
+    fn a_body_of_more_values_than_any_request_holds_is_refused_where_it_stands() {
+        let crafted = format!("{{\"text\": [{}]}}", vec!["1"; 16_000].join(","));
+        assert_eq!(from_slice(crafted.as_bytes()), Err(StrictError::TooManyValues));
+        let most = format!("[{}]", vec!["1"; MOST_VALUES - 1].join(","));
+        assert!(from_slice(most.as_bytes()).is_ok(), "within the most");
     }
 
     #[test]
