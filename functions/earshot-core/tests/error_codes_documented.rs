@@ -34,6 +34,8 @@ const PREFIXES: &[&str] = &[
     "origin_",
     "too_many_",
     "iam_",
+    "reserved_",
+    "spend_",
 ];
 
 /// Literals shaped like codes that are not codes: keys of files earshot reads, named by their writers.
