@@ -8,7 +8,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CDK_ROOT, DEFAULT_CONFIG_FILE, EarshotConfig, instancePricePerHour, readConfigFile, resolveConfig } from '../lib/config';
-import { strangerCeiling } from '../lib/spend-guards';
+import { deploymentCeiling, strangerCeiling } from '../lib/spend-guards';
 
 const [what, where] = process.argv.slice(2);
 
@@ -21,7 +21,7 @@ if (what === 'templates') {
 } else if (what === 'outputs') {
   const outputs = JSON.parse(fs.readFileSync(where, 'utf8')) as Record<string, Record<string, string>>;
   for (const [stack, values] of Object.entries(outputs)) {
-    for (const key of ['FunctionUrl', 'AuthType', 'EndpointName', 'LogGroup', 'SpendGuards', 'StrangerCeiling']) {
+    for (const key of ['FunctionUrl', 'AuthType', 'EndpointName', 'LogGroup', 'SpendGuards', 'StrangerCeiling', 'DeploymentCeiling']) {
       if (values[key] !== undefined) console.log(`    ${stack} ${key}: ${values[key]}`);
     }
   }
@@ -53,7 +53,7 @@ function strangersBeforeDeploy(context: string[]): string | undefined {
   try {
     const config = configOf(context);
     if (config.authType !== 'NONE') return undefined;
-    return `    authType NONE: anyone with the URL may call. ${strangerCeiling(config)}`;
+    return `    authType NONE: anyone with the URL may call. ${strangerCeiling(config)}\n    ${deploymentCeiling(config)}`;
   } catch {
     return undefined;
   }

@@ -166,6 +166,12 @@ export interface EarshotConfig {
   readonly maxInputCharsPerOwnerHour: number;
   /** Requests one caller may make in a minute; 0: no limit. */
   readonly maxRequestsPerOwnerMinute: number;
+  /** The deployment's ceiling, all callers together per rolling hour (docs/security.md): characters spoken; 0: none. */
+  readonly ceilingCharsPerHour: number;
+  /** The ceiling on characters sent to the agent by all callers together per rolling hour; 0: none. */
+  readonly ceilingInputCharsPerHour: number;
+  /** The ceiling on requests by all callers together per rolling hour; 0: none. */
+  readonly ceilingRequestsPerHour: number;
   /** Conversations Polly may hold at once across the deployment (26 concurrent generative requests, up to 3 a conversation); 0: no cap. */
   readonly pollyConversations: number;
   /** What a caller hears from the sentence cache: `deployment` (its own sentences and the warm-up's declared ones), `owner` (its own only) or `off`; never another caller's. */
@@ -259,6 +265,9 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   maxCharsPerOwnerHour: 'integer',
   maxInputCharsPerOwnerHour: 'integer',
   maxRequestsPerOwnerMinute: 'integer',
+  ceilingCharsPerHour: 'integer',
+  ceilingInputCharsPerHour: 'integer',
+  ceilingRequestsPerHour: 'integer',
   pollyConversations: 'integer',
   cacheScope: 'string',
   cacheMib: 'integer',
@@ -424,6 +433,9 @@ function check(c: EarshotConfig): void {
   within('maxCharsPerOwnerHour', 0, 100_000_000);
   within('maxInputCharsPerOwnerHour', 0, 1_000_000_000);
   within('maxRequestsPerOwnerMinute', 0, 100_000);
+  within('ceilingCharsPerHour', 0, 10_000_000_000);
+  within('ceilingInputCharsPerHour', 0, 10_000_000_000);
+  within('ceilingRequestsPerHour', 0, 100_000_000);
   within('pollyConversations', 0, 100_000);
   if (!['deployment', 'owner', 'off'].includes(c.cacheScope)) fail('cacheScope', `must be deployment, owner or off, got ${JSON.stringify(c.cacheScope)}`);
   within('cacheMib', 1, 4096);

@@ -17,7 +17,7 @@ import { bedrockModelArns, endpointArn, inferenceProfile, secretArn } from './ar
 import { BootstrapCode } from './bootstrap-code';
 import { EarshotConfig, deployedBackends, instanceKind, instancePricePerHour, lexiconPath } from './config';
 import { EarshotDashboard } from './dashboard';
-import { spendGuards, strangerCeiling } from './spend-guards';
+import { deploymentCeiling, spendGuards, strangerCeiling } from './spend-guards';
 import { CACHE_PREFIX, lambdaEnvironment } from './lambda-env';
 
 /** The response headers a browser page may read (they name the backend and why it was chosen). */
@@ -309,6 +309,7 @@ export class EarshotGatewayStack extends Stack {
     new CfnOutput(this, 'SpendGuards', { value: spendGuards(c), description: 'What bounds the spend: caps that refuse, then alarms that notify' });
     // Auth NONE: anyone may call, so make deploy says what one stranger can cost in an hour at most.
     if (c.authType === 'NONE') new CfnOutput(this, 'StrangerCeiling', { value: strangerCeiling(c), description: 'What one caller address can spend in an hour at most, at list prices' });
+    new CfnOutput(this, 'DeploymentCeiling', { value: deploymentCeiling(c), description: 'What all callers together can spend in an hour at most, at list prices' });
 
     // Spend guards: an alarm when an hour brings more invocations, or more Polly characters, than expected.
     // An alarm that tells nobody guards nothing: each publishes to a topic of the stack's, which an
@@ -319,6 +320,28 @@ export class EarshotGatewayStack extends Stack {
         alarmDescription: `earshot: more than ${c.alarmInvocationsPerHour} conversations in an hour`,
         metric: this.fn.metricInvocations({ period: Duration.hours(1), statistic: 'Sum' }),
         threshold: c.alarmInvocationsPerHour,
+        evaluationPeriods: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }));
+    }
+    // The deployment's ceiling refused someone (docs/security.md): the service, not one caller, is out of budget.
+    if (c.ceilingCharsPerHour > 0 || c.ceilingInputCharsPerHour > 0 || c.ceilingRequestsPerHour > 0) {
+      alarms.push(new cw.Alarm(this, 'SpendCeilingReached', {
+        alarmDescription: 'earshot: all callers together reached the deployment\'s spend ceiling for the hour (503 spend_ceiling)',
+        // One metric per limit (an alarm cannot watch a SEARCH), summed.
+        metric: new cw.MathExpression({
+          expression: 'FILL(characters, 0) + FILL(input, 0) + FILL(requests, 0)',
+          usingMetrics: Object.fromEntries(
+            ['characters', 'input', 'requests'].map((limit) => [
+              limit,
+              new cw.Metric({ namespace: c.metricsNamespace, metricName: 'SpendCeilingReached', dimensionsMap: { Limit: limit }, statistic: 'Sum', period: Duration.minutes(5) }),
+            ]),
+          ),
+          label: 'SpendCeilingReached',
+          period: Duration.minutes(5),
+        }),
+        threshold: 0,
         evaluationPeriods: 1,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,

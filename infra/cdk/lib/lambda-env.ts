@@ -50,6 +50,9 @@ export const ENV_NAMES = [
   'EARSHOT_MAX_CHARS_PER_OWNER_HOUR',
   'EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR',
   'EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE',
+  'EARSHOT_CEILING_CHARS_PER_HOUR',
+  'EARSHOT_CEILING_INPUT_CHARS_PER_HOUR',
+  'EARSHOT_CEILING_REQUESTS_PER_HOUR',
   'EARSHOT_BACKEND_CONVERSATIONS',
   'EARSHOT_CACHE',
   'EARSHOT_CACHE_MIB',
@@ -154,6 +157,10 @@ export function lambdaEnvironment(
     EARSHOT_MAX_CHARS_PER_OWNER_HOUR: String(c.maxCharsPerOwnerHour),
     EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: String(c.maxInputCharsPerOwnerHour),
     EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: String(c.maxRequestsPerOwnerMinute),
+    // What all callers together may spend an hour (docs/security.md), kept in the same table.
+    EARSHOT_CEILING_CHARS_PER_HOUR: String(c.ceilingCharsPerHour),
+    EARSHOT_CEILING_INPUT_CHARS_PER_HOUR: String(c.ceilingInputCharsPerHour),
+    EARSHOT_CEILING_REQUESTS_PER_HOUR: String(c.ceilingRequestsPerHour),
     EARSHOT_BACKEND_CONVERSATIONS: `polly=${c.pollyConversations}`,
     // The sentence cache, in each warm Lambda's memory (docs/cache.md).
     EARSHOT_CACHE: c.cacheScope,

@@ -63,3 +63,26 @@ export function strangerCeiling(c: EarshotConfig): string {
     : 'all callers together: no cap (reservedConcurrency 0)';
   return `One stranger (one address, or one IPv6 /64) in an hour${bounded ? ' at most' : ''}: ${parts.join('; ')}. Each new address adds as much; ${all}.`;
 }
+
+/**
+ * The deployment's ceiling (docs/security.md): what all callers together can spend in an hour at most, at the
+ * dated list prices (docs/prices.json), whatever the number of addresses; each limit that is 0 is said to be off.
+ */
+export function deploymentCeiling(c: EarshotConfig): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const usd = (x: number) => `$${x.toFixed(2)}`;
+  const prices = publishedPrices();
+  const polly = deployedBackends(c).includes('polly');
+  const parts = [
+    c.ceilingCharsPerHour > 0
+      ? `${n(c.ceilingCharsPerHour)} characters spoken${polly ? ` (${usd((c.ceilingCharsPerHour * prices.pollyPerMillionCharacters) / 1e6)} of Polly)` : ''}`
+      : 'characters spoken: no ceiling',
+    c.ceilingInputCharsPerHour > 0
+      ? `${n(c.ceilingInputCharsPerHour)} characters sent to the agent (about ${n(Math.ceil(c.ceilingInputCharsPerHour / 4))} input tokens, at the agent's price)`
+      : 'characters sent to the agent: no ceiling',
+    c.ceilingRequestsPerHour > 0
+      ? `${n(c.ceilingRequestsPerHour)} requests (${usd((c.ceilingRequestsPerHour * prices.lambdaPerMillionRequests) / 1e6)} of Lambda requests)`
+      : 'requests: no ceiling',
+  ];
+  return `All callers together in an hour at most: ${parts.join('; ')}; past it 503 spend_ceiling and the SpendCeilingReached alarm.`;
+}

@@ -200,6 +200,9 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_CHARS_PER_OWNER_HOUR: '30000',
       EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: '300000',
       EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: '30',
+      EARSHOT_CEILING_CHARS_PER_HOUR: '300000',
+      EARSHOT_CEILING_INPUT_CHARS_PER_HOUR: '3000000',
+      EARSHOT_CEILING_REQUESTS_PER_HOUR: '20000',
       EARSHOT_BACKEND_CONVERSATIONS: 'polly=8',
       EARSHOT_CACHE: 'deployment',
       EARSHOT_CACHE_MIB: '64',
@@ -264,6 +267,9 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_CHARS_PER_OWNER_HOUR: '30000',
       EARSHOT_MAX_INPUT_CHARS_PER_OWNER_HOUR: '300000',
       EARSHOT_MAX_REQUESTS_PER_OWNER_MINUTE: '30',
+      EARSHOT_CEILING_CHARS_PER_HOUR: '300000',
+      EARSHOT_CEILING_INPUT_CHARS_PER_HOUR: '3000000',
+      EARSHOT_CEILING_REQUESTS_PER_HOUR: '20000',
       EARSHOT_BACKEND_CONVERSATIONS: 'polly=8',
       EARSHOT_CACHE: 'owner',
       EARSHOT_CACHE_MIB: '32',
@@ -399,6 +405,23 @@ describe('token mode and spend guards', () => {
     assert.deepEqual(synth().gatewayTemplate.findOutputs('StrangerCeiling'), {}, 'IAM callers are no strangers');
   });
 
+  it('says what all callers together can spend in an hour, and alarms when the ceiling refuses anyone', () => {
+    const template = synth({ authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com' }).gatewayTemplate;
+    const said = template.findOutputs('DeploymentCeiling').DeploymentCeiling.Value;
+    // 300,000 characters at $30 a million: $9.00.
+    assert.match(said, /^All callers together in an hour at most: 300,000 characters spoken \(\$9\.00 of Polly\); 3,000,000 characters sent to the agent \(about 750,000 input tokens, at the agent's price\); 20,000 requests \(\$\d+\.\d\d of Lambda requests\); past it 503 spend_ceiling/);
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter((a) => String(a.Properties.AlarmDescription).includes('spend ceiling'));
+    assert.equal(alarms.length, 1, 'one alarm on the ceiling');
+    const watched = (alarms[0].Properties.Metrics as { MetricStat?: { Metric: { MetricName: string; Dimensions: { Value: string }[] } } }[])
+      .filter((m) => m.MetricStat !== undefined)
+      .map((m) => `${m.MetricStat!.Metric.MetricName}/${m.MetricStat!.Metric.Dimensions[0].Value}`)
+      .sort();
+    assert.deepEqual(watched, ['SpendCeilingReached/characters', 'SpendCeilingReached/input', 'SpendCeilingReached/requests']);
+    const off = synth({ ceilingCharsPerHour: '0', ceilingInputCharsPerHour: '0', ceilingRequestsPerHour: '0' }).gatewayTemplate;
+    assert.match(off.findOutputs('DeploymentCeiling').DeploymentCeiling.Value, /characters spoken: no ceiling; characters sent to the agent: no ceiling; requests: no ceiling/);
+    assert.equal(Object.values(off.findResources('AWS::CloudWatch::Alarm')).filter((a) => String(a.Properties.AlarmDescription).includes('spend ceiling')).length, 0);
+  });
+
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
   const envOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
 
@@ -508,7 +531,7 @@ describe('token mode and spend guards', () => {
     assert.equal(render(publish.Condition.StringEquals['aws:SourceAccount']), ACCOUNT);
     assert.ok(policy.some((st) => st.Effect === 'Deny' && st.Condition?.Bool?.['aws:SecureTransport'] === 'false'), 'SSL is still enforced');
     assert.throws(() => synth({ alarmEmail: 'not an address' }), /alarmEmail/);
-    const quiet = synth({ alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0' }).gatewayTemplate;
+    const quiet = synth({ alarmInvocationsPerHour: '0', alarmPollyCharactersPerHour: '0', ceilingCharsPerHour: '0', ceilingInputCharsPerHour: '0', ceilingRequestsPerHour: '0' }).gatewayTemplate;
     assert.equal(Object.keys(quiet.findResources('AWS::CloudWatch::Alarm')).length, 0);
     assert.equal(Object.keys(quiet.findResources('AWS::SNS::Topic')).length, 0, 'no alarm, no topic');
     assert.throws(() => synth({ reservedConcurrency: '-1' }), /`reservedConcurrency` must be between 0 and 10000/);
