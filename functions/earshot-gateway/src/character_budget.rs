@@ -246,6 +246,9 @@ impl Drop for Budget {
 pub struct Charging {
     /// The owner's budget, then the ceiling's: a sentence is charged to each in turn.
     budgets: Vec<Budget>,
+    /// The conversation's lexicon and language: a sentence is charged as the voice will be sent it, after
+    /// the lexicon's rewrites (an entry such as `AWS = Amazon Web Services` sends more than is written).
+    lexicon: Option<(std::sync::Arc<earshot_core::text::Lexicon>, Option<earshot_core::language::Language>)>,
     /// The refusal, until the session's close reports it.
     refusal: Option<SpeechError>,
     /// A sentence was refused: what the scheduler still sends is not spoken.
@@ -255,7 +258,24 @@ pub struct Charging {
 impl Charging {
     /// The layer charging `budgets` (at least one), nothing refused yet.
     pub fn new(budgets: Vec<Budget>) -> Self {
-        Charging { budgets, refusal: None, refused: false }
+        Charging { budgets, lexicon: None, refusal: None, refused: false }
+    }
+
+    /// Each sentence charged as `lexicon` rewrites it in `language` (the conversation's, where the sentence
+    /// names none).
+    pub fn after(mut self, lexicon: Option<std::sync::Arc<earshot_core::text::Lexicon>>, language: Option<earshot_core::language::Language>) -> Self {
+        self.lexicon = lexicon.map(|l| (l, language));
+        self
+    }
+
+    /// The characters `request` costs: what the voice is sent (after SSML's rendering outside this layer,
+    /// and the lexicon's inside it), and the silence given with it.
+    fn cost(&self, request: &earshot_core::speech::SpeechRequest) -> u64 {
+        let sent = match &self.lexicon {
+            Some((lexicon, language)) => lexicon.apply(&request.text, request.language.as_ref().or(language.as_ref())).chars().count(),
+            None => request.text.chars().count(),
+        };
+        sent as u64 + earshot_core::budget::silence_chars(request.silence_ms)
     }
 }
 
@@ -268,8 +288,7 @@ impl SessionLayer for Charging {
             return;
         }
         if let SpeechCommand::Speak(request) = &command {
-            // What the voice is sent (after SSML's rendering) and the silence given with it.
-            let charge = request.text.chars().count() as u64 + earshot_core::budget::silence_chars(request.silence_ms);
+            let charge = self.cost(request);
             for at in 0..self.budgets.len() {
                 if let Err(e) = self.budgets[at].charge(charge).await {
                     for earlier in &mut self.budgets[..at] {
@@ -381,5 +400,55 @@ mod tests {
         assert!(matches!(billed, Some(SpeechEvent::Billed { characters: 42 })), "{billed:?}");
         let failed = session.events.recv().await;
         assert!(matches!(&failed, Some(SpeechEvent::Failed(e)) if e.code == CHARACTER_BUDGET_SPENT), "{failed:?}");
+    }
+
+    #[tokio::test]
+    async fn a_sentence_is_charged_as_sent_after_the_lexicon_with_its_silence() {
+        use earshot_core::speech::SpeechRequest;
+        let ledger = Ledger::Local(Arc::default());
+        let tasks = Tasks::new();
+        let budget = Budget::open(&ledger, &owner("e"), Some(1_000), &tasks).await.unwrap().unwrap();
+        let lexicon = Arc::new(earshot_core::text::Lexicon::parse("AWS = Amazon Web Services").unwrap());
+        let charging = Charging::new(vec![budget]).after(Some(lexicon), None);
+        let request = |text: &str, silence_ms| SpeechRequest { index: 0, text: text.into(), language: None, rate: None, silence_ms };
+        assert_eq!(charging.cost(&request("Use AWS.", 0)), "Use Amazon Web Services.".chars().count() as u64, "the rewrite is what is sent");
+        assert_eq!(charging.cost(&request("Hi.", 2_000)), 3 + 30, "two seconds of silence at 15 characters a second");
+        assert_eq!(charging.cost(&request("Hi.", 1)), 3 + 1, "any silence costs at least one");
+    }
+
+    #[tokio::test]
+    async fn a_sentence_past_the_ceiling_ends_the_answer_with_spend_ceiling_and_its_owner_is_not_charged_for_it() {
+        use earshot_core::protocol::AudioFormat;
+        use earshot_core::speech::{SpeechCommand, SpeechRequest, SpeechSession};
+        let ledger = Ledger::Local(Arc::default());
+        let tasks = Tasks::new();
+        let own = Budget::open(&ledger, &owner("f"), Some(10_000), &tasks).await.unwrap().unwrap();
+        let ceiling = Budget::open_ceiling(&ledger, &owner("f"), Some(40), &tasks).await.unwrap().unwrap();
+        let (commands, mut voice_commands) = tokio::sync::mpsc::channel(8);
+        let (voice_events, events) = tokio::sync::mpsc::channel(8);
+        tokio::spawn(async move {
+            while let Some(command) = voice_commands.recv().await {
+                if matches!(command, SpeechCommand::Finish) {
+                    let _ = voice_events.send(SpeechEvent::Closed { billed_characters: None }).await;
+                }
+            }
+        });
+        let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
+        let mut session = earshot_core::session_layer::relay(Charging::new(vec![own, ceiling]), inner, tokio_util::sync::CancellationToken::new());
+        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
+        session.commands.send(sentence(0, 20)).await.unwrap();
+        session.commands.send(sentence(1, 30)).await.unwrap();
+        let failed = session.events.recv().await;
+        assert!(matches!(&failed, Some(SpeechEvent::Failed(e)) if e.code == crate::spend_ceiling::SPEND_CEILING), "{failed:?}");
+        drop(session);
+        tasks.close();
+        tasks.wait().await;
+        let Ledger::Local(budgets) = &ledger else { unreachable!() };
+        let spent = budgets.lock().unwrap().get_mut(&owner("f").budget_key()).unwrap().spent(now_s());
+        assert_eq!(spent, 20, "the owner paid for the sentence spoken, not for the one the ceiling refused");
+        // The ceiling refuses the next conversation before anything is spoken.
+        let refused = Budget::open_ceiling(&ledger, &owner("g"), Some(40), &tasks).await.err().expect("the ceiling is spent");
+        assert_eq!((refused.status.as_u16(), refused.error.code.as_str()), (503, crate::spend_ceiling::SPEND_CEILING));
+        assert!(refused.retry_after.is_some());
     }
 }

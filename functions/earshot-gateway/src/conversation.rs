@@ -132,7 +132,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let session_open_ms = clock.now_ms();
     // The session stack's outermost layer (earshot_core::session_stack): a sentence is charged once whichever voice ends up speaking it.
     if !budget.is_empty() {
-        opened.session = earshot_core::session_stack::outermost(crate::character_budget::Charging::new(budget), opened.session, stopper.token());
+        let charging = crate::character_budget::Charging::new(budget).after(route.lexicon.clone(), route.language.as_ref().map(|(l, _)| l.clone()));
+        opened.session = earshot_core::session_stack::outermost(charging, opened.session, stopper.token());
     }
     // An answer read as SSML: its tags rendered once for every arm, outermost (earshot_core::rendering).
     if request.ssml {
