@@ -435,7 +435,8 @@ mod tests {
         });
         let inner = SpeechSession { commands, events, format: AudioFormat::pcm_s16le(16_000), voice: "v".into() };
         let mut session = earshot_core::session_layer::relay(Charging::new(vec![own, ceiling]), inner, tokio_util::sync::CancellationToken::new());
-        let sentence = |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
+        let sentence =
+            |index: u32, chars: usize| SpeechCommand::Speak(SpeechRequest { index, text: "x".repeat(chars), language: None, rate: None, silence_ms: 0 });
         session.commands.send(sentence(0, 20)).await.unwrap();
         session.commands.send(sentence(1, 30)).await.unwrap();
         let failed = session.events.recv().await;
