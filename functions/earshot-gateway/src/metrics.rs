@@ -172,6 +172,9 @@ pub fn conversation_line(timeline: &Timeline, namespace: &str, ending: &Conversa
         ("LanguageFrom", timeline.language_from.as_deref().map(Value::from)),
         ("MemoryMb", ending.memory_mb.map(Value::from)),
         ("Api", ending.api.map(Value::from)),
+        // The answer's length as written, beside what was billed and charged (the voice is sent the
+        // lexicon's and SSML's rewrites, which the owner's budget charges: docs/security.md).
+        ("WrittenCharacters", Some(Value::from(timeline.sentences.iter().map(|s| s.chars as u64).sum::<u64>()))),
     ];
     for (name, value) in properties {
         if let Some(value) = value {
@@ -310,6 +313,7 @@ mod tests {
         };
         let line = conversation_line(&polly, "earshot", &ConversationEnd::default(), 1);
         assert_eq!((line["CacheHits"].as_u64(), line["BilledCharactersSaved"].as_u64(), line["Sentences"].as_u64()), (Some(1), Some(5), Some(2)));
+        assert!(line["WrittenCharacters"].as_u64().is_some_and(|n| n > 0), "the written length beside the billed: {line}");
         let kokoro = Timeline { backend: "kokoro".into(), sentences: vec![sentence(0, 5, true)], ..Default::default() };
         let line = conversation_line(&kokoro, "earshot", &ConversationEnd::default(), 1);
         assert_eq!(line["CacheHits"].as_u64(), Some(1));
