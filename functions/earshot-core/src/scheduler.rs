@@ -46,6 +46,7 @@ use crate::protocol::{
     WordTiming,
 };
 use crate::speech::{FinishReport, SpeechCommand, SpeechEvent, SpeechRequest, SpeechSession, Switch};
+use crate::text::certainty::Certainty;
 use crate::text::ssml::{Piece, SsmlReader};
 use crate::text::{Normaliser, Segmenter, SegmenterConfig, Sentence};
 use crate::timeline::{Clock, SentenceMarks, Timeline};
@@ -84,8 +85,13 @@ impl std::str::FromStr for Release {
 /// How conversations are scheduled: the gateway's settings, the same for every conversation.
 #[derive(Debug, Clone)]
 pub struct SchedulerConfig {
-    /// Release pending text that would be a complete sentence after this much agent silence.
+    /// Release pending text that would be a complete sentence after this much agent silence, where its
+    /// end is sure ([`crate::text::certainty`]: `Sure.`).
     pub idle_release: Option<Duration>,
+    /// Release pending text whose end is ambiguous (`It costs $3.`, `The U.S.`, `at 4 p.m.`) after this much
+    /// agent silence: the text that settles it is waited for, this long at most (`None`: until the agent
+    /// goes on or ends). A tool call's pause releases at once either way.
+    pub ambiguous_release: Option<Duration>,
     /// How the answer's text is cut into sentences.
     pub segmenter: SegmenterConfig,
     /// Make Markdown speakable before segmenting.
@@ -114,8 +120,11 @@ pub struct SchedulerConfig {
 
 /// The scheduler's defaults, named once: `SchedulerConfig::default` and the settings' flags both read them.
 pub mod defaults {
-    /// How long the agent's silence releases a finished-looking sentence.
+    /// How long the agent's silence releases a finished-looking sentence whose end is sure.
     pub const IDLE_RELEASE_MS: u64 = 150;
+    /// How long the agent's silence releases one whose end is ambiguous (a decimal, an abbreviation):
+    /// longer than the pauses model streams make between chunks, so that `$3.` waits for its `50`.
+    pub const AMBIGUOUS_RELEASE_MS: u64 = 2_000;
     /// Sentences sent to the voice and not yet finished, at most.
     pub const MAX_IN_FLIGHT: usize = 4;
     /// The longest answer spoken, in characters.
@@ -130,6 +139,7 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             idle_release: Some(Duration::from_millis(defaults::IDLE_RELEASE_MS)),
+            ambiguous_release: Some(Duration::from_millis(defaults::AMBIGUOUS_RELEASE_MS)),
             segmenter: SegmenterConfig { max_chars: Some(400), ..Default::default() },
             normalise_markdown: true,
             ssml: false,
@@ -348,7 +358,8 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
                 Release::Buffered => true,
             };
         clocks.pulling(can_pull);
-        let idle_at = clocks.idle_at(cfg.idle_release, can_pull);
+        let window = if clocks.held_ambiguous { cfg.ambiguous_release } else { cfg.idle_release };
+        let idle_at = clocks.idle_at(window, can_pull);
         let listening = Instant::now();
         let backend_deadline = clocks.backend_deadline(cfg.backend_silence, s.in_flight > 0 || s.finish_sent, listening);
         let mut heard_backend = false;
@@ -377,11 +388,17 @@ pub async fn run_into(conversation: Conversation, cfg: &SchedulerConfig, out: mp
             _ = sleep_until_opt(idle_at), if idle_at.is_some() => {
                 woke = Some(Instant::now());
                 clocks.idle_checked = true;
-                if s.segmenter.pending_is_complete() {
-                    let sentences: Vec<Sentence> = s.segmenter.flush().collect();
-                    s.release_all(sentences)
-                } else {
-                    Flow::Continue
+                match s.segmenter.pending_certainty() {
+                    // An ambiguous end the first time: held for the text that settles it, up to the longer limit.
+                    Some(Certainty::Ambiguous) if !clocks.held_ambiguous => {
+                        clocks.hold_ambiguous();
+                        Flow::Continue
+                    }
+                    Some(_) => {
+                        let sentences: Vec<Sentence> = s.segmenter.flush().collect();
+                        s.release_all(sentences)
+                    }
+                    None => Flow::Continue,
                 }
             }
         };
@@ -413,12 +430,14 @@ struct Clocks {
     was_pulling: bool,
     /// How long the backend has been silent while it had work.
     backend_silent_for: Duration,
+    /// The idle window found an ambiguous end and holds it: the longer window counts now.
+    held_ambiguous: bool,
 }
 
 impl Clocks {
     fn new() -> Self {
         let now = Instant::now();
-        Clocks { last_text: now, idle_checked: true, listening_since: now, was_pulling: true, backend_silent_for: Duration::ZERO }
+        Clocks { last_text: now, idle_checked: true, listening_since: now, was_pulling: true, backend_silent_for: Duration::ZERO, held_ambiguous: false }
     }
 
     /// Whether the agent is read this turn.
@@ -448,6 +467,13 @@ impl Clocks {
     /// A delta came from the agent.
     fn text_arrived(&mut self) {
         self.last_text = Instant::now();
+        self.idle_checked = false;
+        self.held_ambiguous = false;
+    }
+
+    /// The idle window found an ambiguous end: it is looked at again once the longer window has passed.
+    fn hold_ambiguous(&mut self) {
+        self.held_ambiguous = true;
         self.idle_checked = false;
     }
 

@@ -179,15 +179,48 @@ async fn without_an_idle_window_a_sentence_waits_for_the_text_that_confirms_it()
 
 #[tokio::test(start_paused = true)]
 async fn idle_release_does_not_cut_an_abbreviation_that_needs_what_follows() {
-    // Pending text that only looks finished to a naive splitter is held through a real silence. (A
-    // pending "It costs $3." is released by the idle window: after real silence it is a complete
-    // sentence, and waiting longer is what buffering is for.)
+    // Pending text that only looks finished to a naive splitter is held through a real silence.
     for (first, rest) in [("Please ask Dr.", " Smith today."), ("I spoke to Mr.", " Brown."), ("Bring a snack, e.g.", " fruit.")] {
         let steps = vec![say(first), wait_ms(3000), say(rest), Step::Done];
         let (run, _, _) = converse(steps, plain(100), SchedulerConfig::default()).await;
         assert_protocol(&run);
         assert_eq!(run.sentences().len(), 1, "{first:?} was cut: {:?}", run.sentences());
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_after_an_ambiguous_full_stop_waits_for_the_text_that_settles_it() {
+    // A slow model pauses 400 ms after each piece: a decimal, an abbreviation, an initial, a time, a
+    // version, in English, French and Mandarin, are each one sentence, whatever the pause.
+    for (first, rest) in [
+        ("It costs $3.", "50 today."),
+        ("The U.S.", " team won."),
+        ("We meet at 4 p.m.", " today."),
+        ("Signed by J.", " Smith."),
+        ("Install version 2.", "1 now."),
+        ("Il coûte 3.", "50 euros."),
+        ("温度是 3.", "5 度。"),
+    ] {
+        let steps = vec![say(first), wait_ms(400), say(rest), Step::Done];
+        let (run, _, _) = converse(steps, plain(100), SchedulerConfig::default()).await;
+        assert_protocol(&run);
+        assert_eq!(run.sentences().len(), 1, "{first:?} was cut: {:?}", run.sentences());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ambiguous_end_the_agent_never_settles_is_released_at_the_longer_limit() {
+    let steps = vec![say("It costs $3."), wait_ms(5000), say(" More soon."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(100), SchedulerConfig::default()).await;
+    assert_protocol(&run);
+    assert_eq!(run.sentences(), vec!["It costs $3.", "More soon."]);
+    assert_eq!(backend.log().spoken[0].2, 2000, "released at the 2 s limit for an ambiguous end");
+    // A sure end still goes at the idle window: "Sure." then a pause.
+    let steps = vec![say("Sure."), wait_ms(3000), say(" Here it is."), Step::Done];
+    let (run, _, backend) = converse(steps, plain(100), SchedulerConfig::default()).await;
+    assert_protocol(&run);
+    assert_eq!(backend.log().spoken[0].2, 150, "a sure end is released after the 150 ms idle window");
+    assert_eq!(run.sentences(), vec!["Sure.", "Here it is."]);
 }
 
 #[tokio::test(start_paused = true)]

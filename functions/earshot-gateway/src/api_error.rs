@@ -20,7 +20,29 @@ pub struct ApiError {
     pub retry_after: Option<u32>,
     /// Which limit of the deployment's spend ceiling refused the request, where one did
     /// ([`crate::spend_ceiling`]): its metric line is logged from this.
-    pub ceiling: Option<crate::spend_ceiling::Limit>,
+    pub ceiling: Option<CeilingLimit>,
+}
+
+/// Which of the deployment's spend ceiling's limits a refusal is for ([`crate::spend_ceiling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CeilingLimit {
+    /// Characters spoken.
+    Characters,
+    /// Characters sent to the agent.
+    Input,
+    /// Requests.
+    Requests,
+}
+
+impl CeilingLimit {
+    /// The name in the refusal's message and the metric line's `Limit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CeilingLimit::Characters => "characters",
+            CeilingLimit::Input => "input",
+            CeilingLimit::Requests => "requests",
+        }
+    }
 }
 
 impl ApiError {

@@ -31,27 +31,7 @@ pub struct Ceiling {
     pub requests_per_hour: Option<u64>,
 }
 
-/// Which of the ceiling's limits a refusal is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
-    /// Characters spoken.
-    Characters,
-    /// Characters sent to the agent.
-    Input,
-    /// Requests.
-    Requests,
-}
-
-impl Limit {
-    /// The name in the refusal's message and the metric line's `Limit`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Limit::Characters => "characters",
-            Limit::Input => "input",
-            Limit::Requests => "requests",
-        }
-    }
-}
+pub use crate::api_error::CeilingLimit as Limit;
 
 /// The owner the ceiling is counted under: one for the whole deployment.
 pub fn deployment() -> Owner {

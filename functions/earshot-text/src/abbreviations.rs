@@ -17,6 +17,26 @@ fn lower<'a>(word: &str, buf: &'a mut [u8; 16]) -> Option<&'a str> {
     std::str::from_utf8(&buf[..word.len()]).ok()
 }
 
+/// The titles the spoken forms say in full before a name (`Dr. Watson` → "Doctor Watson"), as written and
+/// as said: one table, so that every title the voice is sent in full is one the segmenter reads past
+/// ([`is_title`] holds each: a test says so).
+pub const SPOKEN_TITLES_EN: [(&str, &str); 5] = [("Dr", "Doctor"), ("Mr", "Mister"), ("Mrs", "Missus"), ("Ms", "Miz"), ("Prof", "Professor")];
+
+/// Whether a full stop after `word` may be an abbreviation's rather than a sentence's end, in a text of
+/// `language`: the word lists here taken together (titles, words before a number, abbreviations that
+/// never end a sentence) and the abbreviations of companies, places and lists (`etc.`, `Inc.`, `Ave.`).
+/// What the idle release asks before it releases a sentence early ([`crate::certainty`]); ordinary words
+/// that double as abbreviations (`No.`, `in.`) are left out, so that a sentence ending in one is not held.
+pub fn is_abbreviation(word: &str, language: Option<&Language>) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    let listed = matches!(
+        w,
+        "etc" | "inc" | "ltd" | "co" | "corp" | "bros" | "dept" | "est" | "ave" | "blvd" | "rd" | "bd" | "av" | "cie" | "env" | "jr" | "sr"
+    );
+    listed || is_title(word, language) || never_ends(word) || (precedes_number(word) && !matches!(w, "no" | "nos"))
+}
+
 /// Titles and other words whose dot is followed by a name: `Dr. Watson`, `St. Michael's`, in a text of
 /// `language` (`None`: not known).
 pub fn is_title(word: &str, language: Option<&Language>) -> bool {
@@ -284,4 +304,17 @@ pub fn is_sentence_starter(word: &str) -> bool {
             | "they're"
             | "you're"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_title_the_voice_is_sent_in_full_is_one_the_segmenter_reads_past() {
+        for (written, _) in SPOKEN_TITLES_EN {
+            assert!(is_title(written, None) && is_abbreviation(written, None), "{written}");
+        }
+        assert!(is_abbreviation("etc", None) && is_abbreviation("Inc", None) && !is_abbreviation("No", None) && !is_abbreviation("today", None));
+    }
 }

@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod abbreviations;
+pub mod certainty;
 pub mod chars;
 pub mod language;
 pub mod lexicon;

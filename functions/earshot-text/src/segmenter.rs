@@ -209,6 +209,14 @@ impl Segmenter {
         self.probe_pending().0
     }
 
+    /// How sure the end of the pending text is, where it would end a sentence were one to follow
+    /// ([`Segmenter::pending_is_complete`]); `None` where it would not. The idle release lets a sure end
+    /// go at once and holds an ambiguous one (`It costs $3.`) for the text that settles it
+    /// ([`crate::certainty`]).
+    pub fn pending_certainty(&self) -> Option<crate::certainty::Certainty> {
+        self.pending_is_complete().then(|| crate::certainty::of_end(self.pending(), self.cfg.language.as_ref()))
+    }
+
     /// Whether the pending text would end at a boundary were a new sentence to follow it, and the
     /// sentences the segmenter would then release.
     fn probe_pending(&self) -> (bool, Vec<Sentence>) {

@@ -229,6 +229,11 @@ pub struct Settings {
     /// Release a finished sentence after this much agent silence, in milliseconds (0: never).
     #[arg(long, env = "EARSHOT_IDLE_RELEASE_MS", default_value_t = scheduler_defaults::IDLE_RELEASE_MS)]
     pub idle_release_ms: u64,
+    /// Release a finished sentence whose end is ambiguous (`It costs $3.`, `The U.S.`, `at 4 p.m.`) after this
+    /// much agent silence, in milliseconds: the text that settles it is waited for this long at most (0:
+    /// until the agent goes on or ends). A tool call's pause releases at once.
+    #[arg(long, env = "EARSHOT_AMBIGUOUS_RELEASE_MS", default_value_t = scheduler_defaults::AMBIGUOUS_RELEASE_MS)]
+    pub ambiguous_release_ms: u64,
     /// Release the first clause of an answer early once it has this many words.
     #[arg(long, env = "EARSHOT_FAST_FIRST", value_name = "WORDS")]
     pub fast_first: Option<usize>,
@@ -756,6 +761,7 @@ impl Settings {
         let mut scheduler = defaults.scheduler.clone();
         scheduler.max_answer_chars = self.max_answer_chars;
         scheduler.idle_release = (self.idle_release_ms > 0).then(|| Duration::from_millis(self.idle_release_ms));
+        scheduler.ambiguous_release = (self.ambiguous_release_ms > 0).then(|| Duration::from_millis(self.ambiguous_release_ms));
         scheduler.segmenter.fast_first_min_words = self.fast_first;
         scheduler.max_in_flight = self.max_in_flight;
         scheduler.prepare_first_sentence = self.prepare_first_sentence;

@@ -33,7 +33,7 @@ const MONTH_NAMES: &str =
     r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?";
 
 struct Rules {
-    abbreviations: Vec<(Regex, &'static str)>,
+    abbreviations: Vec<(Regex, String)>,
     phone_nanp: Regex,
     phone_international: Regex,
     iso_date: Regex,
@@ -57,12 +57,12 @@ struct Rules {
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
-    abbreviations: [
-        (r"\bDr\.(\s+\p{Lu})", "Doctor$1"),
-        (r"\bMr\.(\s+\p{Lu})", "Mister$1"),
-        (r"\bMrs\.(\s+\p{Lu})", "Missus$1"),
-        (r"\bMs\.(\s+\p{Lu})", "Miz$1"),
-        (r"\bProf\.(\s+\p{Lu})", "Professor$1"),
+    // The titles from the table the segmenter shares (crate::abbreviations), then the rest.
+    abbreviations: crate::abbreviations::SPOKEN_TITLES_EN
+        .iter()
+        .map(|(written, said)| (pattern(&format!(r"\b{written}\.(\s+\p{{Lu}})")), format!("{said}$1")))
+        .chain(
+            [
         (r"\be\.g\.,?", "for example"),
         (r"\bi\.e\.,?", "that is"),
         (r"\betc\.", "et cetera"),
@@ -70,10 +70,11 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         (r"\bapprox\.(\s)", "approximately$1"),
         (r"\b[Nn]o\.\s?(\d)", "number $1"),
         (r"#(\d)", "number $1"),
-    ]
-    .into_iter()
-    .map(|(p, with)| (pattern(p), with))
-    .collect(),
+            ]
+            .into_iter()
+            .map(|(p, with)| (pattern(p), with.to_string())),
+        )
+        .collect(),
     // (555) 123-4567, 555-123-4567, 555.123.4567, +1 555 123 4567, 1-800-555-0199.
     phone_nanp: pattern(r"(?P<country>\+?1[\s.-])?(?:\((?P<area1>\d{3})\)\s?|(?P<area2>\d{3})[\s.-])(?P<exchange>\d{3})[\s.-](?P<line>\d{4})\b"),
     // +44 20 7946 0958, +33 1 23 45 67 89: a plus, then groups of digits.
@@ -106,7 +107,7 @@ pub fn spoken(sentence: &str) -> String {
     let rules = &*RULES;
     let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
     for (pattern, with) in &rules.abbreviations {
-        text = pattern.replace_all(&text, *with).into_owned();
+        text = pattern.replace_all(&text, with.as_str()).into_owned();
     }
     let steps: [(&Regex, Rewrite); 19] = [
         (&rules.phone_nanp, phone_nanp),
