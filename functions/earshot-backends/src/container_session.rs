@@ -8,8 +8,13 @@
 //! end reads) is passed over, not the end of the answer: it is told as finished and skipped
 //! ([`Skipped`]) once every sentence before it has ended (the refusal comes at once, while earlier
 //! sentences still speak), and the sentences after it are spoken.
+//!
+//! A preparation withdrawn (the first sentence turned out otherwise) is a normal ending, whatever the
+//! container says of it: on a GPU the container has often finished it before the `cancel` arrives, and
+//! answers `cancelled` for an id it no longer has (or, before protocol 1.1, an `unknown_request` error).
+//! Every late event about a withdrawn id is dropped; none ends the conversation or moves it to another arm.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -73,6 +78,7 @@ pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed
         prepared: None,
         preparations: 0,
         skipped: BTreeSet::new(),
+        withdrawn: VecDeque::new(),
     };
     earshot_core::tasks::spawn(session.drive(commands_rx));
     SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
@@ -107,7 +113,14 @@ struct Session<T> {
     /// Sentences the container refused as unspeakable, not yet told: each waits for the sentences
     /// before it to end, so that the scheduler hears of the sentences in order.
     skipped: BTreeSet<u32>,
+    /// Preparations withdrawn whose `cancel` the container has not answered yet (at most
+    /// [`WITHDRAWN_KEPT`], the oldest forgotten first): what it says of them is not an error.
+    withdrawn: VecDeque<String>,
 }
+
+/// Withdrawn preparations remembered at once; an answer is a message away, and a conversation withdraws
+/// at most a few.
+const WITHDRAWN_KEPT: usize = 16;
 
 /// What the driver does next.
 enum Next {
@@ -201,7 +214,22 @@ impl<T: ContainerTransport> Session<T> {
     /// Cancels a preparation at the container: nothing more of it is passed on.
     async fn withdraw(&mut self, id: &str) -> Next {
         self.live.remove(id);
+        if self.withdrawn.len() >= WITHDRAWN_KEPT {
+            self.withdrawn.pop_front();
+        }
+        self.withdrawn.push_back(id.to_string());
         self.send(kokoro_wire::cancel(id)).await
+    }
+
+    /// Whether `id` is a withdrawn preparation, forgetting it once the container has answered for it.
+    fn answered_withdrawal(&mut self, id: &str) -> bool {
+        match self.withdrawn.iter().position(|w| w == id) {
+            Some(at) => {
+                self.withdrawn.remove(at);
+                true
+            }
+            None => false,
+        }
     }
 
     async fn send(&mut self, text: String) -> Next {
@@ -289,9 +317,16 @@ impl<T: ContainerTransport> Session<T> {
                     }
                     None => Next::Go,
                 },
-                Ok(ControlMessage::Cancelled { request_id }) => {
+                Ok(ControlMessage::Cancelled { request_id, .. }) => {
+                    self.answered_withdrawal(&request_id);
                     self.live.remove(&request_id);
                     self.tell_skipped().await
+                }
+                // What the container says of a withdrawn preparation (an `unknown_request` from a container
+                // of the protocol before 1.1, for an id it had finished): the withdrawal's normal end.
+                Ok(ControlMessage::Error { request_id: Some(id), code, .. }) if self.answered_withdrawal(&id) => {
+                    tracing::debug!("the Kokoro container answered the withdrawal of {id} with {code}: nothing to do");
+                    Next::Go
                 }
                 // A preparation the container refused: dropped; the sentence, if it comes, is sent as any other.
                 Ok(ControlMessage::Error { request_id: Some(id), .. }) if self.prepared.as_ref().is_some_and(|p| p.id == id) => {
@@ -362,6 +397,118 @@ impl<T: ContainerTransport> Session<T> {
         };
         if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), work).await {
             tracing::debug!("closing the Kokoro session: {}", earshot_core::redact::redact(&e.message));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for a container as fast as a GPU's, speaking the protocol as `infra/kokoro/PROTOCOL.md`
+    /// documents it: a `synthesize` is answered at once with its `start`, one audio frame and its `end`, so
+    /// that it has finished before any `cancel` can reach it; a `cancel` for a finished id is answered as a
+    /// container of protocol 1.1 does (`cancelled`, `live: false`) or, `before_1_1`, with the
+    /// `unknown_request` error a container of the version before sent.
+    struct FastContainer {
+        frames: mpsc::UnboundedSender<Frame>,
+        incoming: mpsc::UnboundedReceiver<Frame>,
+        before_1_1: bool,
+    }
+
+    impl FastContainer {
+        fn new(before_1_1: bool) -> Self {
+            let (frames, incoming) = mpsc::unbounded_channel();
+            FastContainer { frames, incoming, before_1_1 }
+        }
+
+        fn say(&self, message: serde_json::Value) {
+            let _ = self.frames.send(Frame::Text(message.to_string()));
+        }
+    }
+
+    #[async_trait]
+    impl ContainerTransport for FastContainer {
+        async fn send_text(&mut self, text: String) -> Result<(), TransportError> {
+            let message: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            let id = message["request_id"].as_str().unwrap_or_default().to_string();
+            match message["type"].as_str() {
+                Some("synthesize") => {
+                    self.say(serde_json::json!({"type": "start", "v": 1, "request_id": id, "sample_rate": KOKORO_SAMPLE_RATE}));
+                    let mut frame = vec![0x01, id.len() as u8];
+                    frame.extend_from_slice(id.as_bytes());
+                    frame.extend_from_slice(&0u32.to_be_bytes());
+                    frame.extend_from_slice(&[0u8; 480]);
+                    let _ = self.frames.send(Frame::Binary(Bytes::from(frame)));
+                    self.say(serde_json::json!({"type": "end", "v": 1, "request_id": id}));
+                }
+                Some("cancel") if self.before_1_1 => {
+                    let message = format!("no queued or running request '{id}'");
+                    self.say(serde_json::json!({"type": "error", "v": 1, "code": "unknown_request", "message": message, "request_id": id}));
+                }
+                Some("cancel") => self.say(serde_json::json!({"type": "cancelled", "v": 1, "request_id": id, "live": false})),
+                Some("close") => self.say(serde_json::json!({"type": "closed", "v": 1})),
+                _ => {}
+            }
+            Ok(())
+        }
+
+        async fn recv(&mut self) -> Option<Result<Frame, TransportError>> {
+            self.incoming.recv().await.map(Ok)
+        }
+
+        async fn close(&mut self) {}
+    }
+
+    fn options() -> SessionOptions {
+        SessionOptions {
+            voice: "af_heart".into(),
+            language: None,
+            sample_rate: None,
+            speaking_rate: earshot_core::speech::SpeakingRate::NORMAL,
+            conversation_id: "c".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn request(text: &str) -> SpeechRequest {
+        SpeechRequest { index: 0, text: text.into(), language: None, rate: None, silence_ms: 0 }
+    }
+
+    /// Prepares "It costs 3." (finished by the container at once), then speaks what the sentence turned out
+    /// to be; `settle` lets the preparation's end reach the session before the withdrawal (else the cancel
+    /// crosses the container's `end`). Every event the scheduler is told, in order.
+    async fn withdrawn_then_spoken(before_1_1: bool, settle: bool) -> Vec<SpeechEvent> {
+        let mut session = start(FastContainer::new(before_1_1), options(), 1.0);
+        session.commands.send(SpeechCommand::Prepare(request("It costs 3."))).await.unwrap();
+        if settle {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        session.commands.send(SpeechCommand::Speak(request("It costs 3.50 today."))).await.unwrap();
+        session.commands.send(SpeechCommand::Finish).await.unwrap();
+        let mut events = Vec::new();
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(5), session.events.recv()).await.expect("the session ends") {
+            let closed = matches!(event, SpeechEvent::Closed { .. });
+            events.push(event);
+            if closed {
+                break;
+            }
+        }
+        events
+    }
+
+    #[tokio::test]
+    async fn a_preparation_finished_before_its_withdrawal_is_withdrawn_and_the_answer_goes_on() {
+        for before_1_1 in [false, true] {
+            for settle in [true, false] {
+                let events = withdrawn_then_spoken(before_1_1, settle).await;
+                let case = format!("before 1.1: {before_1_1}, end read before the withdrawal: {settle}: {events:?}");
+                assert!(!events.iter().any(|e| matches!(e, SpeechEvent::Failed(_))), "no error: {case}");
+                let audio: usize = events.iter().map(|e| if let SpeechEvent::Audio { pcm, .. } = e { pcm.len() } else { 0 }).sum();
+                assert_eq!(audio, 480, "the sentence as spoken, once, and nothing of the withdrawn preparation: {case}");
+                assert_eq!(events.iter().filter(|e| matches!(e, SpeechEvent::Finished { index: 0, .. })).count(), 1, "{case}");
+                assert!(matches!(events.last(), Some(SpeechEvent::Closed { .. })), "{case}");
+            }
         }
     }
 }

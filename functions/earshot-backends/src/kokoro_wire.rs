@@ -68,6 +68,10 @@ pub enum ControlMessage {
     Cancelled {
         /// The request's id, as `synthesize` and `cancel` gave it.
         request_id: String,
+        /// Whether the request was still queued or running when the `cancel` came (`false`: it had
+        /// finished, or never was: nothing was stopped). Absent from containers before protocol 1.1.
+        #[serde(default)]
+        live: Option<bool>,
     },
     /// A request, or a message, was refused or failed; the connection stays usable.
     Error {

@@ -208,8 +208,9 @@ def words_message(request_id: str, words: list[dict[str, object]]) -> str:
     return _dump("words", request_id=request_id, words=words)
 
 
-def cancelled_message(request_id: str) -> str:
-    return _dump("cancelled", request_id=request_id)
+def cancelled_message(request_id: str, live: bool = True) -> str:
+    """``cancelled`` for ``request_id``; ``live`` False: it had finished (or never was), nothing was stopped."""
+    return _dump("cancelled", request_id=request_id, live=live)
 
 
 def error_message(code: str, message: str, request_id: str | None = None) -> str:

@@ -146,7 +146,9 @@ class Session:
         if self._current is not None and self._current.request.request_id == request_id:
             self._current.stop.set()  # the worker answers once the running piece stops
             return
-        raise ProtocolError("unknown_request", f"no queued or running request {request_id!r}", request_id)
+        # Finished already (a short sentence on a GPU renders before a withdrawal arrives), or never had:
+        # nothing to stop, and nothing wrong. The client learns it from `live`, not from an error.
+        await self._send_text(protocol.cancelled_message(request_id, live=False))
 
     def _live_ids(self) -> set[str]:
         ids = {job.request.request_id for job in self._queue}

@@ -202,7 +202,6 @@ ERROR_CASES = [
     (synthesize("x", "Hi.", speed=9), "invalid_field"),
     (synthesize("x", "Hi.", speed="fast"), "invalid_field"),
     (synthesize("x" * 65, "Hi."), "invalid_field"),
-    (cancel("nobody"), "unknown_request"),
 ]
 
 
@@ -223,6 +222,26 @@ def test_bad_input_gets_an_error_and_the_connection_stays_usable(server: Server)
         assert reply["code"] == code, (frame, reply)
         assert isinstance(reply["message"], str) and reply["message"]
     assert replies[11]["request_id"] == "x"  # text_too_long names its request
+    assert_complete(ok)
+
+
+def test_cancelling_a_finished_or_unknown_request_is_answered_cancelled_not_an_error(server: Server) -> None:
+    # A withdrawn preparation the container finished before the cancel came (the GPU's common case), and an
+    # id it never had: each a `cancelled` with `live: false`, and the connection goes on.
+    async def scenario() -> tuple[list[dict], Outcome]:
+        async with websockets.connect(server.ws_url) as ws:
+            done = await send_requests(ws, [("p0-1", "Sure.", {})])
+            await collect(ws, done)
+            replies = []
+            for rid in ["p0-1", "nobody"]:
+                await ws.send(cancel(rid))
+                replies.append(await next_json(ws, 10))
+            outcomes = await send_requests(ws, [("ok", "Still fine.", {})])
+            await collect(ws, outcomes)
+        return replies, outcomes["ok"]
+
+    replies, ok = run(scenario())
+    assert [(r["type"], r["request_id"], r["live"]) for r in replies] == [("cancelled", "p0-1", False), ("cancelled", "nobody", False)]
     assert_complete(ok)
 
 

@@ -177,7 +177,7 @@ async fn session(
                     }
                 }
                 Some(Ok(Message::Text(text))) => match kokoro_wire::parse_control(&text) {
-                    Ok(ControlMessage::End { request_id, .. }) | Ok(ControlMessage::Cancelled { request_id }) => {
+                    Ok(ControlMessage::End { request_id, .. }) | Ok(ControlMessage::Cancelled { request_id, .. }) => {
                         if let Some(utterance) = utterances.remove(&request_id) {
                             sender.end(utterance).await;
                         }
