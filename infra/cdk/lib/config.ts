@@ -142,6 +142,8 @@ export interface EarshotConfig {
   readonly maxAnswerChars: number;
   /** How long the agent may be silent before complete pending text is released to the voice. */
   readonly idleReleaseMs: number;
+  /** How long the agent may be silent before text whose end is ambiguous (`$3.`, `U.S.`) goes to the voice anyway (0: until it goes on). */
+  readonly ambiguousReleaseMs: number;
   readonly metricsNamespace: string;
   readonly logLevel: string;
   /** `AWS_IAM` (default) or `NONE`, the explicit opt-in for public demos. */
@@ -252,6 +254,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   maxTextChars: 'integer',
   maxAnswerChars: 'integer',
   idleReleaseMs: 'integer',
+  ambiguousReleaseMs: 'integer',
   metricsNamespace: 'string',
   logLevel: 'string',
   authType: 'string',
@@ -483,6 +486,7 @@ function check(c: EarshotConfig): void {
   within('maxAnswerChars', 100, 1_000_000);
   if (c.maxAnswerChars < c.maxTextChars) fail('maxAnswerChars', `must be at least maxTextChars (${c.maxTextChars}): a text is its own answer, got ${c.maxAnswerChars}`);
   within('idleReleaseMs', 0, 60_000);
+  within('ambiguousReleaseMs', 0, 60_000);
   if (c.lambdaArchitecture !== 'arm64' && c.lambdaArchitecture !== 'x86_64') fail('lambdaArchitecture', `must be arm64 or x86_64, got ${JSON.stringify(c.lambdaArchitecture)}`);
   within('lambdaMemoryMb', 128, 10_240);
   within('lambdaTimeoutSeconds', 1, 900);

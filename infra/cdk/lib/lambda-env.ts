@@ -35,6 +35,7 @@ export const ENV_NAMES = [
   'EARSHOT_MAX_TEXT_CHARS',
   'EARSHOT_MAX_ANSWER_CHARS',
   'EARSHOT_IDLE_RELEASE_MS',
+  'EARSHOT_AMBIGUOUS_RELEASE_MS',
   'EARSHOT_METRICS_NAMESPACE',
   'EARSHOT_INTERRUPT_TABLE',
   'EARSHOT_INTERRUPT_POLL_MS',
@@ -141,6 +142,7 @@ export function lambdaEnvironment(
     EARSHOT_MAX_TEXT_CHARS: String(c.maxTextChars),
     EARSHOT_MAX_ANSWER_CHARS: String(c.maxAnswerChars),
     EARSHOT_IDLE_RELEASE_MS: String(c.idleReleaseMs),
+    EARSHOT_AMBIGUOUS_RELEASE_MS: String(c.ambiguousReleaseMs),
     EARSHOT_METRICS_NAMESPACE: c.metricsNamespace,
     // An interrupt reaches the invocation that speaks through this table (a client that disconnects does
     // not stop a streaming Lambda); every conversation stops before the function's timeout.

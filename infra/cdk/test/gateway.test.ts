@@ -180,6 +180,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_TEXT_CHARS: '20000',
       EARSHOT_MAX_ANSWER_CHARS: '20000',
       EARSHOT_IDLE_RELEASE_MS: '150',
+      EARSHOT_AMBIGUOUS_RELEASE_MS: '2000',
       EARSHOT_METRICS_NAMESPACE: 'earshot',
       EARSHOT_INTERRUPT_TABLE: { Ref: Object.keys(synth().gatewayTemplate.findResources('AWS::DynamoDB::Table'))[0] },
       EARSHOT_CONVERSATION_SECRET_ID: env.EARSHOT_CONVERSATION_SECRET_ID, // its reference: 'the conversation secret' below
@@ -253,6 +254,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_MAX_TEXT_CHARS: '5000',
       EARSHOT_MAX_ANSWER_CHARS: '20000',
       EARSHOT_IDLE_RELEASE_MS: '200',
+      EARSHOT_AMBIGUOUS_RELEASE_MS: '2000',
       EARSHOT_METRICS_NAMESPACE: 'earshot-staging',
       EARSHOT_INTERRUPT_TABLE: env.EARSHOT_INTERRUPT_TABLE,
       EARSHOT_CONVERSATION_SECRET_ID: env.EARSHOT_CONVERSATION_SECRET_ID,
