@@ -96,7 +96,8 @@ def test_server_messages_carry_type_and_version() -> None:
         "stall_seconds": 0.25,
         "held_seconds": 0.5,
     }
-    assert json.loads(protocol.cancelled_message("r1")) == {"type": "cancelled", "v": 1, "request_id": "r1"}
+    assert json.loads(protocol.cancelled_message("r1")) == {"type": "cancelled", "v": 1, "request_id": "r1", "live": True}
+    assert json.loads(protocol.cancelled_message("r1", live=False))["live"] is False
     assert json.loads(protocol.error_message("queue_full", "full", None)) == {
         "type": "error",
         "v": 1,

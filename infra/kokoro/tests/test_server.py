@@ -158,7 +158,7 @@ def test_cancel_stops_a_running_request_at_once(server: Server) -> None:
 
     long, order, after, took = run(scenario())
     assert took < 1.5, took  # the piece in flight was abandoned, not finished
-    assert long.terminal == {"type": "cancelled", "v": 1, "request_id": "long"}
+    assert long.terminal == {"type": "cancelled", "v": 1, "request_id": "long", "live": True}
     assert order[-1] == ("cancelled", "long")  # no audio after cancelled
     assert "end" not in [kind for kind, _ in order]
     # Five sentences would be five pieces and about 14 s of audio; it stopped after one or two.
