@@ -44,6 +44,7 @@ mod overhead;
 mod overload;
 mod owner;
 mod pacing;
+mod pauses;
 mod peer;
 mod polly;
 mod release;
@@ -311,7 +312,9 @@ async fn run(args: Args) -> Result<(), String> {
         suites.add(Lane::Own, "segmenter", async move {
             let sizes: &[f64] = if quick { &[0.05] } else { &[1.0, 2.0, 5.0, 10.0] };
             eprintln!("bench: segmenter throughput");
-            let segmenter = inprocess::segmenter(sizes, if quick { 1 } else { 3 });
+            let mut segmenter = inprocess::segmenter(sizes, if quick { 1 } else { 3 });
+            // Where agents really pause: the release decision, old rule and new (virtual time, quick either way).
+            segmenter["pauses"] = pauses::run();
             recorder.set(|r| r.segmenter = Some(segmenter))
         });
     }

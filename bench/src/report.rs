@@ -621,6 +621,27 @@ fn segmenter(o: &mut String, s: &serde_json::Value) {
     if let Some(scaling) = s["scaling"].as_f64() {
         let _ = writeln!(o, "\nScaling: nanoseconds per byte at the largest size are {scaling:.2}× those at the smallest (1.0 is linear).");
     }
+    if let Some(rows) = s["pauses"]["rows"].as_array() {
+        let _ = writeln!(
+            o,
+            "\nThe release decision where agents pause: the real scheduler in virtual time, answers chunked as OpenAI's and Bedrock's streams chunk them, a pause of 100 to 500 ms after every full stop; the old rule (every end released after the 150 ms idle window) beside the new (an ambiguous end waits for what settles it, up to 2 s). First audio is modelled from when the voice was told (Kokoro: the first sentence prepared at its full stop; Polly: never prepared).\n"
+        );
+        let _ = writeln!(o, "| rule | first sentence | wrong splits | Kokoro first audio, median (ms) | worst | Polly first audio, median (ms) | worst |\n|---|---|---|---|---|---|---|");
+        for row in rows {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} of {} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                row["rule"].as_str().unwrap_or("?"),
+                row["first_end"].as_str().unwrap_or("?"),
+                row["wrong_splits"],
+                row["cases"],
+                row["kokoro_first_audio_ms_median"].as_f64().unwrap_or(f64::NAN),
+                row["kokoro_first_audio_ms_worst"].as_f64().unwrap_or(f64::NAN),
+                row["polly_first_audio_ms_median"].as_f64().unwrap_or(f64::NAN),
+                row["polly_first_audio_ms_worst"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
+    }
     if let Some(rows) = s["lexicon"].as_array() {
         let _ = writeln!(
             o,

@@ -24,7 +24,8 @@ fn sentences(events: &[ServerEvent]) -> Vec<String> {
 }
 
 async fn gateway(tokens_per_second: &str, scripts: &[String]) -> EarshotProcess {
-    let mut args = vec!["--backends", "synthetic", "--synthetic-latency-ms", "20", "--cache", "off", "--tokens-per-second", tokens_per_second, "--first-token-ms", "0"];
+    let mut args =
+        vec!["--backends", "synthetic", "--synthetic-latency-ms", "20", "--cache", "off", "--tokens-per-second", tokens_per_second, "--first-token-ms", "0"];
     for script in scripts {
         args.extend_from_slice(&["--script", script]);
     }

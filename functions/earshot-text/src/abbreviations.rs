@@ -30,10 +30,8 @@ pub const SPOKEN_TITLES_EN: [(&str, &str); 5] = [("Dr", "Doctor"), ("Mr", "Miste
 pub fn is_abbreviation(word: &str, language: Option<&Language>) -> bool {
     let mut buf = [0u8; 16];
     let Some(w) = lower(word, &mut buf) else { return false };
-    let listed = matches!(
-        w,
-        "etc" | "inc" | "ltd" | "co" | "corp" | "bros" | "dept" | "est" | "ave" | "blvd" | "rd" | "bd" | "av" | "cie" | "env" | "jr" | "sr"
-    );
+    let listed =
+        matches!(w, "etc" | "inc" | "ltd" | "co" | "corp" | "bros" | "dept" | "est" | "ave" | "blvd" | "rd" | "bd" | "av" | "cie" | "env" | "jr" | "sr");
     listed || is_title(word, language) || never_ends(word) || (precedes_number(word) && !matches!(w, "no" | "nos"))
 }
 

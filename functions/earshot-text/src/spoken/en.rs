@@ -63,13 +63,13 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         .map(|(written, said)| (pattern(&format!(r"\b{written}\.(\s+\p{{Lu}})")), format!("{said}$1")))
         .chain(
             [
-        (r"\be\.g\.,?", "for example"),
-        (r"\bi\.e\.,?", "that is"),
-        (r"\betc\.", "et cetera"),
-        (r"\bvs\.?(\s)", "versus$1"),
-        (r"\bapprox\.(\s)", "approximately$1"),
-        (r"\b[Nn]o\.\s?(\d)", "number $1"),
-        (r"#(\d)", "number $1"),
+                (r"\be\.g\.,?", "for example"),
+                (r"\bi\.e\.,?", "that is"),
+                (r"\betc\.", "et cetera"),
+                (r"\bvs\.?(\s)", "versus$1"),
+                (r"\bapprox\.(\s)", "approximately$1"),
+                (r"\b[Nn]o\.\s?(\d)", "number $1"),
+                (r"#(\d)", "number $1"),
             ]
             .into_iter()
             .map(|(p, with)| (pattern(p), with.to_string())),
