@@ -107,3 +107,17 @@ async fn silence_is_capped_by_name_streamed_in_pieces_and_leaves_nothing_behind(
     assert!(after <= before + RSS_GROWTH_BOUND_MIB, "RSS {before} MiB before, {after} MiB after");
     println!("RSS: {before} MiB before, {after} MiB after a hundred refused requests of a thousand breaks and ten answers of a minute's silence");
 }
+
+#[tokio::test]
+async fn an_agent_s_answer_outside_the_subset_ends_with_invalid_ssml_naming_the_tag_only() {
+    let script = "bad=<speak>Hi there. <emphasis level=\"strong\">my private notes</emphasis> more.</speak>";
+    let earshot = EarshotProcess::start(&["--backends", "synthetic", "--cache", "off", "--script", script]).await;
+    earshot.healthy().await;
+    let body = SpeakBody { prompt: Some("bad".into()), markup: Some("ssml".into()), ..Default::default() };
+    let r = speak(&earshot.url, &body, &CallOptions::default()).await.expect("a stream");
+    let error = r.error.expect("the answer ends with an error");
+    assert_eq!(error.code, "invalid_ssml");
+    assert!(error.message.contains("<emphasis>") && !error.message.contains("private notes"), "the tag's name, never the text: {}", error.message);
+    assert!(!error.message.contains("service failed"), "earshot's own words, not a generic upstream failure: {}", error.message);
+}
+

@@ -168,8 +168,12 @@ impl SchedulerConfig {
 }
 
 /// The error an answer that is not SSML of the subset ends with.
+/// The error an answer that is not SSML of the subset ends with: the reader's words, which name the tag
+/// (never the text around it), with every control character escaped and at most 240 characters, so that
+/// the agent's own writing reaches neither the client nor a log line of its own.
 fn invalid_ssml(e: crate::text::ssml::SsmlError) -> ErrorInfo {
-    ErrorInfo::new(error_codes::INVALID_SSML, format!("the answer is not SSML this gateway reads: {e}"), false)
+    let said: String = e.0.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).take(240).collect();
+    ErrorInfo::new(error_codes::INVALID_SSML, format!("the answer is not SSML this gateway reads: {said}"), false)
 }
 
 /// One conversation for the scheduler: what it reads, what it speaks through, and what it says first.

@@ -27,6 +27,10 @@ const OWN: &[&str] = &[
     codes::AGENT_ENDED,
     crate::owner_places::TOO_MANY_CONVERSATIONS,
     codes::CHARACTER_BUDGET_SPENT,
+    // The ceiling's message names its limit and amount, the deployment's own figures.
+    crate::spend_ceiling::SPEND_CEILING,
+    // The SSML reader names the tag only, at most 24 characters of it, escaped (earshot_text::ssml).
+    codes::INVALID_SSML,
     crate::input_budget::INPUT_BUDGET_SPENT,
     crate::input_budget::REQUEST_RATE_EXCEEDED,
 ];

@@ -153,10 +153,10 @@ impl SsmlReader {
             }
             let Some(end) = rest.find('>') else {
                 if rest.chars().count() > TAG_REACH {
-                    return Err(SsmlError(format!("a tag is longer than {TAG_REACH} characters: `{}…`", rest.chars().take(40).collect::<String>())));
+                    return Err(SsmlError(format!("<{}…> is longer than {TAG_REACH} characters", shown(tag_name(rest)))));
                 }
                 if at_end {
-                    return Err(SsmlError(format!("`{rest}` is not a closed tag")));
+                    return Err(SsmlError(format!("<{}…> is not closed", shown(tag_name(rest)))));
                 }
                 break;
             };
@@ -182,7 +182,7 @@ impl SsmlReader {
             self.pause_ms = 0;
         }
         if self.ended && !part.trim().is_empty() {
-            return Err(SsmlError(format!("text after </speak>: `{}`", part.trim())));
+            return Err(SsmlError("text after </speak>".into()));
         }
         if !self.started && part.trim().is_empty() {
             return Ok(());
@@ -213,10 +213,10 @@ impl SsmlReader {
         refuse_reserved(tag)?;
         if tag.starts_with('?') {
             // An XML declaration (`<?xml version="1.0"?>`) says nothing to a voice.
-            return if self.started { Err(SsmlError(format!("<{tag}> may only begin the document"))) } else { Ok(()) };
+            return if self.started { Err(SsmlError(format!("<{}> may only begin the document", shown(tag)))) } else { Ok(()) };
         }
         if self.ended {
-            return Err(SsmlError(format!("<{tag}> after </speak>")));
+            return Err(SsmlError(format!("<{}> after </speak>", shown(tag))));
         }
         if let Some(name) = tag.strip_prefix('/') {
             return self.close(name.trim(), text, pieces);
@@ -309,7 +309,8 @@ impl SsmlReader {
             }
             other => {
                 return Err(SsmlError(format!(
-                    "<{other}> is not in this subset (speak, break, say-as, sub, phoneme, prosody, lang, s, p: docs/pronunciation.md)"
+                    "<{}> is not in this subset (speak, break, say-as, sub, phoneme, prosody, lang, s, p: docs/pronunciation.md)",
+                    shown(other)
                 )))
             }
         };
@@ -366,6 +367,23 @@ pub fn read(document: &str) -> Result<Vec<Piece>, SsmlError> {
     Ok(pieces)
 }
 
+/// A tag's name: what `<` opens, up to the first space, `/` or `>`.
+fn tag_name(rest: &str) -> &str {
+    let name = rest.trim_start_matches('<');
+    let end = name.find(|c: char| c.is_whitespace() || c == '/' || c == '>').unwrap_or(name.len());
+    &name[..end]
+}
+
+/// What a refusal quotes of the document (a tag's name or value): at most 24 characters, each control
+/// character escaped, so that a message never carries the agent's surrounding text nor a line of its own.
+fn shown(quoted: &str) -> String {
+    let mut out: String = quoted.chars().take(24).flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect();
+    if quoted.chars().count() > 24 {
+        out.push('…');
+    }
+    out
+}
+
 /// A character earshot keeps for its markers ([`markup::is_reserved`]) is refused wherever it is written.
 fn refuse_reserved(part: &str) -> Result<(), SsmlError> {
     match markup::first_reserved(part) {
@@ -402,12 +420,12 @@ fn parse_tag(tag: &str) -> Result<(&str, Attributes<'_>), SsmlError> {
     let name_end = tag.find(char::is_whitespace).unwrap_or(tag.len());
     let name = &tag[..name_end];
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ':' | '_')) {
-        return Err(SsmlError(format!("<{tag}> is not a tag")));
+        return Err(SsmlError(format!("<{}> is not a tag", shown(tag))));
     }
     let mut attributes = Vec::new();
     let mut rest = tag[name_end..].trim_start();
     while !rest.is_empty() {
-        let eq = rest.find('=').ok_or_else(|| SsmlError(format!("<{name}>: `{rest}` is not name=\"value\"")))?;
+        let eq = rest.find('=').ok_or_else(|| SsmlError(format!("<{}>: `{}` is not name=\"value\"", shown(name), shown(rest))))?;
         let key = rest[..eq].trim();
         let after = rest[eq + 1..].trim_start();
         let quote = after.chars().next().filter(|c| *c == '"' || *c == '\'').ok_or_else(|| SsmlError(format!("<{name}>: the value of {key} is not quoted")))?;
@@ -498,6 +516,21 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_names_the_tag_never_the_text_around_it() {
+        let notes = "the agent's private notes\n{\"_aws\": {\"CloudWatchMetrics\": []}}";
+        for document in [
+            format!("<speak>Hi.</speak>{notes}"),
+            format!("<speak>Hi. <unclosed {notes}"),
+            format!("<speak><bad {notes}>x</speak>"),
+            format!("<speak><{}>x</speak>", "x".repeat(500)),
+        ] {
+            let refused = read(&document).expect_err(&document);
+            assert!(!refused.0.contains("_aws") && !refused.0.contains('\n') && refused.0.chars().count() < 200, "{refused}");
+        }
+        assert_eq!(read(&format!("<speak>Hi. <unclosed {notes}")).unwrap_err().0, "<unclosed…> is not closed");
+    }
+
+    #[test]
     fn earshot_s_own_marker_characters_are_refused_however_written() {
         let raw = "<speak>\u{F8F0}\u{F0062}\u{F0034}\u{F8F1}Hi.</speak>".to_string();
         for document in [raw.as_str(), "<speak>&#xF8F0;&#xF0062;&#xF8F1;Hi.</speak>", "<speak>&#63728;Hi.</speak>", "<sub alias=\"\u{F8F2}x\">y</sub>"] {
@@ -570,12 +603,12 @@ mod tests {
         assert_eq!(refused("<speak>Hi"), "<speak> is not closed");
         assert_eq!(refused("Hi <sub alias=\"x\">there"), "<sub> is not closed");
         assert!(refused("<speak>Tom & Jerry</speak>").contains("write & as &amp;"));
-        assert_eq!(refused("<speak>Hi</speak> more"), "text after </speak>: `more`");
+        assert_eq!(refused("<speak>Hi</speak> more"), "text after </speak>", "the text itself is not quoted");
         assert!(refused("<speak><sub alias=\"x\"><break/></sub></speak>").contains("holds text only"));
         assert!(refused("<speak><phoneme alphabet=\"x-sampa\" ph=\"w\">N</phoneme></speak>").contains("only ipa"));
         assert!(refused("<speak><phoneme ph=\"w1n\">N</phoneme></speak>").contains("not a phoneme"));
         assert!(refused("<speak><lang xml:lang=\"not a tag!\">x</lang></speak>").starts_with("<lang xml:lang=\"not a tag!\">"));
-        assert!(refused("<speak>Hi <").contains("not a closed tag"));
+        assert!(refused("<speak>Hi <").contains("is not closed"));
     }
 
     #[test]
