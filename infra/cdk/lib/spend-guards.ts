@@ -31,6 +31,18 @@ export function spendGuards(c: EarshotConfig): string {
   return `caps: ${caps.join('; ')}. alarms (notify only): ${alarms.length > 0 ? alarms.join('; ') : 'none'}`;
 }
 
+/** `chars` characters spoken an hour in words, with Polly's cost where Polly is deployed (else `otherwise`). */
+function spokenLine(c: EarshotConfig, chars: number, otherwise: string): string {
+  const prices = publishedPrices();
+  const polly = deployedBackends(c).includes('polly');
+  return `${chars.toLocaleString('en-US')} characters spoken${polly ? ` ($${((chars * prices.pollyPerMillionCharacters) / 1e6).toFixed(2)} of Polly)` : otherwise}`;
+}
+
+/** `chars` characters sent to the agent an hour in words, with the input tokens they make. */
+function sentLine(chars: number): string {
+  return `${chars.toLocaleString('en-US')} characters sent to the agent (about ${Math.ceil(chars / 4).toLocaleString('en-US')} input tokens, at the agent's price)`;
+}
+
 /**
  * Auth NONE: what one stranger (one caller address, an IPv6 one by its /64: docs/access.md) can spend in an
  * hour at most, at the dated list prices (docs/prices.json), and what holds all of them together. Each
@@ -42,17 +54,12 @@ export function strangerCeiling(c: EarshotConfig): string {
   const n = (x: number) => x.toLocaleString('en-US');
   const usd = (x: number) => `$${x.toFixed(2)}`;
   const prices = publishedPrices();
-  const polly = deployedBackends(c).includes('polly');
   const gb = c.lambdaMemoryMb / 1024;
   const lambdaHour = (atOnce: number, requests: number) => atOnce * 3600 * gb * prices.lambdaPerGbSecond + (requests * prices.lambdaPerMillionRequests) / 1e6;
   const requests = c.maxRequestsPerOwnerMinute * 60;
   const parts = [
-    c.maxCharsPerOwnerHour > 0
-      ? `${n(c.maxCharsPerOwnerHour)} characters spoken${polly ? ` (${usd((c.maxCharsPerOwnerHour * prices.pollyPerMillionCharacters) / 1e6)} of Polly)` : ' (the Kokoro endpoint bills by the hour, not by the character)'}`
-      : 'characters spoken: no limit',
-    c.maxInputCharsPerOwnerHour > 0
-      ? `${n(c.maxInputCharsPerOwnerHour)} characters sent to the agent (about ${n(Math.ceil(c.maxInputCharsPerOwnerHour / 4))} input tokens, at the agent's price)`
-      : "characters sent to the agent: no limit",
+    c.maxCharsPerOwnerHour > 0 ? spokenLine(c, c.maxCharsPerOwnerHour, ' (the Kokoro endpoint bills by the hour, not by the character)') : 'characters spoken: no limit',
+    c.maxInputCharsPerOwnerHour > 0 ? sentLine(c.maxInputCharsPerOwnerHour) : 'characters sent to the agent: no limit',
     c.maxConversationsPerOwner > 0 && c.maxRequestsPerOwnerMinute > 0
       ? `${n(requests)} requests, ${n(c.maxConversationsPerOwner)} at once (${usd(lambdaHour(c.maxConversationsPerOwner, requests))} of Lambda at ${n(c.lambdaMemoryMb)} MB)`
       : 'requests: no limit',
@@ -72,14 +79,9 @@ export function deploymentCeiling(c: EarshotConfig): string {
   const n = (x: number) => x.toLocaleString('en-US');
   const usd = (x: number) => `$${x.toFixed(2)}`;
   const prices = publishedPrices();
-  const polly = deployedBackends(c).includes('polly');
   const parts = [
-    c.ceilingCharsPerHour > 0
-      ? `${n(c.ceilingCharsPerHour)} characters spoken${polly ? ` (${usd((c.ceilingCharsPerHour * prices.pollyPerMillionCharacters) / 1e6)} of Polly)` : ''}`
-      : 'characters spoken: no ceiling',
-    c.ceilingInputCharsPerHour > 0
-      ? `${n(c.ceilingInputCharsPerHour)} characters sent to the agent (about ${n(Math.ceil(c.ceilingInputCharsPerHour / 4))} input tokens, at the agent's price)`
-      : 'characters sent to the agent: no ceiling',
+    c.ceilingCharsPerHour > 0 ? spokenLine(c, c.ceilingCharsPerHour, '') : 'characters spoken: no ceiling',
+    c.ceilingInputCharsPerHour > 0 ? sentLine(c.ceilingInputCharsPerHour) : 'characters sent to the agent: no ceiling',
     c.ceilingRequestsPerHour > 0
       ? `${n(c.ceilingRequestsPerHour)} requests (${usd((c.ceilingRequestsPerHour * prices.lambdaPerMillionRequests) / 1e6)} of Lambda requests)`
       : 'requests: no ceiling',
