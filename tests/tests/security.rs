@@ -120,4 +120,3 @@ async fn an_agent_s_answer_outside_the_subset_ends_with_invalid_ssml_naming_the_
     assert!(error.message.contains("<emphasis>") && !error.message.contains("private notes"), "the tag's name, never the text: {}", error.message);
     assert!(!error.message.contains("service failed"), "earshot's own words, not a generic upstream failure: {}", error.message);
 }
-
