@@ -152,6 +152,8 @@ export interface EarshotConfig {
   readonly iamSessionOwners: boolean;
   /** Browser origins allowed when authType is NONE or TOKEN. */
   readonly corsAllowedOrigins: string[];
+  /** The proxies in front (CloudFront's ranges, a load balancer's) whose `Forwarded`/`X-Forwarded-For` names the caller, as CIDRs; empty: none (docs/security.md). */
+  readonly trustedProxies: string[];
   /** TOKEN: the Secrets Manager secret with the token keys (JSON {"kid": "secret"}); '' for one the stack creates. */
   readonly tokenKeysSecret: string;
   /** TOKEN: the audience (`aud`) tokens must name. */
@@ -260,6 +262,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   authType: 'string',
   iamSessionOwners: 'boolean',
   corsAllowedOrigins: 'list',
+  trustedProxies: 'list',
   tokenKeysSecret: 'string',
   tokenAudience: 'string',
   tokenMaxLifetimeSeconds: 'integer',
@@ -436,6 +439,9 @@ function check(c: EarshotConfig): void {
   within('maxCharsPerOwnerHour', 0, 100_000_000);
   within('maxInputCharsPerOwnerHour', 0, 1_000_000_000);
   within('maxRequestsPerOwnerMinute', 0, 100_000);
+  for (const cidr of c.trustedProxies) {
+    if (!/^[0-9A-Fa-f.:]+(\/\d{1,3})?$/.test(cidr)) fail('trustedProxies', `must hold CIDRs such as 10.0.0.0/8 or 2600:9000::/28, got ${JSON.stringify(cidr)}`);
+  }
   within('ceilingCharsPerHour', 0, 10_000_000_000);
   within('ceilingInputCharsPerHour', 0, 10_000_000_000);
   within('ceilingRequestsPerHour', 0, 100_000_000);

@@ -54,6 +54,7 @@ export const ENV_NAMES = [
   'EARSHOT_CEILING_CHARS_PER_HOUR',
   'EARSHOT_CEILING_INPUT_CHARS_PER_HOUR',
   'EARSHOT_CEILING_REQUESTS_PER_HOUR',
+  'EARSHOT_TRUSTED_PROXIES',
   'EARSHOT_BACKEND_CONVERSATIONS',
   'EARSHOT_CACHE',
   'EARSHOT_CACHE_MIB',
@@ -163,6 +164,8 @@ export function lambdaEnvironment(
     EARSHOT_CEILING_CHARS_PER_HOUR: String(c.ceilingCharsPerHour),
     EARSHOT_CEILING_INPUT_CHARS_PER_HOUR: String(c.ceilingInputCharsPerHour),
     EARSHOT_CEILING_REQUESTS_PER_HOUR: String(c.ceilingRequestsPerHour),
+    // Who may name the caller in a forwarding header (docs/security.md); empty: every caller is its address.
+    EARSHOT_TRUSTED_PROXIES: c.trustedProxies.join(','),
     EARSHOT_BACKEND_CONVERSATIONS: `polly=${c.pollyConversations}`,
     // The sentence cache, in each warm Lambda's memory (docs/cache.md).
     EARSHOT_CACHE: c.cacheScope,

@@ -204,6 +204,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_CEILING_CHARS_PER_HOUR: '300000',
       EARSHOT_CEILING_INPUT_CHARS_PER_HOUR: '3000000',
       EARSHOT_CEILING_REQUESTS_PER_HOUR: '20000',
+      EARSHOT_TRUSTED_PROXIES: '',
       EARSHOT_BACKEND_CONVERSATIONS: 'polly=8',
       EARSHOT_CACHE: 'deployment',
       EARSHOT_CACHE_MIB: '64',
@@ -272,6 +273,7 @@ describe('Lambda environment (the contract with the Rust bootstrap)', () => {
       EARSHOT_CEILING_CHARS_PER_HOUR: '300000',
       EARSHOT_CEILING_INPUT_CHARS_PER_HOUR: '3000000',
       EARSHOT_CEILING_REQUESTS_PER_HOUR: '20000',
+      EARSHOT_TRUSTED_PROXIES: '',
       EARSHOT_BACKEND_CONVERSATIONS: 'polly=8',
       EARSHOT_CACHE: 'owner',
       EARSHOT_CACHE_MIB: '32',
@@ -422,6 +424,12 @@ describe('token mode and spend guards', () => {
     const off = synth({ ceilingCharsPerHour: '0', ceilingInputCharsPerHour: '0', ceilingRequestsPerHour: '0' }).gatewayTemplate;
     assert.match(off.findOutputs('DeploymentCeiling').DeploymentCeiling.Value, /characters spoken: no ceiling; characters sent to the agent: no ceiling; requests: no ceiling/);
     assert.equal(Object.values(off.findResources('AWS::CloudWatch::Alarm')).filter((a) => String(a.Properties.AlarmDescription).includes('spend ceiling')).length, 0);
+  });
+
+  it('passes the trusted proxies to the gateway, and refuses what is no CIDR', () => {
+    const env = only(synth({ trustedProxies: '10.0.0.0/8,2600:9000::/28' }).gatewayTemplate, 'AWS::Lambda::Function').Properties.Environment.Variables;
+    assert.equal(env.EARSHOT_TRUSTED_PROXIES, '10.0.0.0/8,2600:9000::/28');
+    assert.throws(() => synth({ trustedProxies: 'proxy.example.com' }), /trustedProxies/);
   });
 
   const urlOf = (t: ReturnType<typeof synth>) => only(t.gatewayTemplate, 'AWS::Lambda::Url').Properties;
