@@ -70,8 +70,8 @@ impl Path {
 }
 
 /// The most JSON values (objects, arrays, strings, numbers… each counts) a body may hold: a request of the
-/// documented maximum (40 earlier turns of three values each, and the fields beside them) holds about 150.
-pub const MOST_VALUES: usize = 1_024;
+/// documented maximum (40 earlier turns of three values each, and the fields beside them) holds about 140.
+pub const MOST_VALUES: usize = 512;
 
 /// A body past [`MOST_VALUES`] is reported through serde's custom error, tagged as a duplicate is.
 const TOO_MANY_TAG: &str = "\u{0}too many values";
