@@ -406,6 +406,9 @@ impl Gateway {
         crate::input_budget::count_request(&self.budgets, owner, limits.requests_per_minute, self.settings.ceiling.requests_per_hour)
             .await
             .inspect_err(|e| self.noted(e))
+            // Asked before any conversation (and its request id) exists: a store that fails is told in
+            // earshot's words under an id of its own, the store's text kept for the log (client_error.rs).
+            .map_err(|e| crate::api_error::ApiError { error: crate::client_error::for_client(e.error, &uuid::Uuid::new_v4().to_string()), ..e })
     }
 
     /// Charges what `owner`'s request sends (`input_chars`), or `429 input_budget_spent`; see
