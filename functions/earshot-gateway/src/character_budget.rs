@@ -127,27 +127,28 @@ impl Budget {
     /// `limit` none (or the `local` owner): no budget.
     pub async fn open(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &Tasks) -> Result<Option<Budget>, ApiError> {
         let Some(limit) = limit.filter(|_| *owner != Owner::local()) else { return Ok(None) };
-        let key = owner.budget_key();
-        let first = ledger.reserve(&key, block(limit), block(limit), limit).await.map_err(ApiError::from_upstream)?;
-        if first.granted == 0 {
-            let retry_after = first.retry_after_s.clamp(1, u32::MAX as u64) as u32;
-            return Err(ApiError::too_many(CHARACTER_BUDGET_SPENT, spent_message(limit), retry_after));
-        }
-        let grants = vec![(first.minute, first.granted)];
-        Ok(Some(Budget { ledger: ledger.clone(), key, limit, ceiling: false, reserved: first.granted, used: 0, grants, tasks: tasks.clone() }))
+        Self::first_block(ledger, owner.budget_key(), limit, false, tasks).await.map(Some)
     }
 
     /// The first block of the deployment's ceiling on characters spoken (`limit` an hour, all callers but
     /// the `local` one together) for `owner`'s new conversation, or `503 spend_ceiling`.
     pub async fn open_ceiling(ledger: &Ledger, owner: &Owner, limit: Option<u64>, tasks: &Tasks) -> Result<Option<Budget>, ApiError> {
         let Some(limit) = limit.filter(|_| *owner != Owner::local()) else { return Ok(None) };
-        let key = crate::spend_ceiling::deployment().budget_key();
+        Self::first_block(ledger, crate::spend_ceiling::deployment().budget_key(), limit, true, tasks).await.map(Some)
+    }
+
+    /// Reserves the first block of `key`'s hour under `limit`, or the refusal of the budget it is (`ceiling`:
+    /// the deployment's, else an owner's).
+    async fn first_block(ledger: &Ledger, key: String, limit: u64, ceiling: bool, tasks: &Tasks) -> Result<Budget, ApiError> {
         let first = ledger.reserve(&key, block(limit), block(limit), limit).await.map_err(ApiError::from_upstream)?;
         if first.granted == 0 {
-            return Err(crate::spend_ceiling::refused(crate::spend_ceiling::Limit::Characters, limit, first.retry_after_s));
+            return Err(match ceiling {
+                true => crate::spend_ceiling::refused(crate::spend_ceiling::Limit::Characters, limit, first.retry_after_s),
+                false => ApiError::too_many(CHARACTER_BUDGET_SPENT, spent_message(limit), first.retry_after_s.clamp(1, u32::MAX as u64) as u32),
+            });
         }
         let grants = vec![(first.minute, first.granted)];
-        Ok(Some(Budget { ledger: ledger.clone(), key, limit, ceiling: true, reserved: first.granted, used: 0, grants, tasks: tasks.clone() }))
+        Ok(Budget { ledger: ledger.clone(), key, limit, ceiling, reserved: first.granted, used: 0, grants, tasks: tasks.clone() })
     }
 
     /// The error a sentence this budget cannot cover ends the answer with.
