@@ -298,9 +298,10 @@ fn spoken_cost() -> serde_json::Value {
     let cases = |language: &str| -> Vec<String> {
         // The lists in the repository: from the bench's package folder under cargo, else from the root `make bench` runs in.
         let root = std::env::var_os("CARGO_MANIFEST_DIR").map(|d| std::path::PathBuf::from(d).join("..")).unwrap_or_else(|| ".".into());
-        let path = root.join(format!("functions/earshot-text/tests/spoken/{language}.tsv"));
-        let list = std::fs::read_to_string(&path).unwrap_or_default();
-        list.lines().filter_map(|l| l.split_once('\t')).map(|(written, _)| written.replace("\\n", " ")).collect()
+        let list = |path: String| std::fs::read_to_string(root.join(path)).unwrap_or_default();
+        let lists =
+            list(format!("functions/earshot-text/tests/spoken/{language}.tsv")) + &list(format!("functions/earshot-text/tests/spoken/classes/{language}.tsv"));
+        lists.lines().filter_map(|l| l.split_once('\t')).map(|(written, _)| written.replace("\\n", " ")).collect()
     };
     println!("spoken forms: microseconds per sentence (the first, compiling the patterns, timed apart)");
     let started = Instant::now();

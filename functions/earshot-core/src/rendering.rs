@@ -97,7 +97,7 @@ impl SessionLayer for Rendering {
                 return;
             }
         };
-        let rendered = self.renderer.render(&request.text);
+        let rendered = self.renderer.render_in(&request.text, request.language.as_ref());
         request.text = rendered.spoken.clone();
         if rendered.language.is_some() {
             request.language = rendered.language.clone();

@@ -201,6 +201,12 @@ impl Renderer {
 
     /// The next sentence, `marked` as the segmenter released it.
     pub fn render(&mut self, marked: &str) -> Rendered {
+        self.render_in(marked, None)
+    }
+
+    /// The next sentence in the conversation's `language` (`None`: read by its script), which says how a
+    /// `<say-as>` of numbers reads (`ordinal` 3: third, troisième, 第三) where no `<lang>` tells it.
+    pub fn render_in(&mut self, marked: &str, language: Option<&Language>) -> Rendered {
         let mut out =
             Rendered { written: written(marked).into_owned(), spoken: String::new(), rate: None, language: None, pause_before_ms: 0, pause_after_ms: 0 };
         let mut stack = std::mem::take(&mut self.open);
@@ -236,7 +242,9 @@ impl Renderer {
                 Token::Close => {
                     let Some(tag) = stack.pop() else { continue };
                     if let Some(held) = inner.take().filter(|_| text_only(&tag)) {
-                        out.spoken.push_str(&said(&tag, &held));
+                        let in_force = stack.iter().rev().find_map(|t| if let Tag::Lang(l) = t { Some(l.clone()) } else { None });
+                        let language = in_force.or_else(|| language.cloned()).unwrap_or_else(|| crate::language::read_by_script(&out.written));
+                        out.spoken.push_str(&said(&tag, &held, &language));
                     }
                 }
             }
@@ -257,8 +265,8 @@ fn text_only(tag: &Tag) -> bool {
     matches!(tag, Tag::SayAs { .. } | Tag::Sub(_) | Tag::Phoneme(_))
 }
 
-/// What is said for the text of a text-only element.
-fn said(tag: &Tag, text: &str) -> String {
+/// What is said for the text of a text-only element, in `language`.
+fn said(tag: &Tag, text: &str, language: &Language) -> String {
     match tag {
         Tag::Sub(alias) => alias.clone(),
         Tag::Phoneme(ph) => crate::pronounced::mark(text.trim(), ph),
@@ -268,7 +276,11 @@ fn said(tag: &Tag, text: &str) -> String {
             "characters" | "spell-out" => spaced(text.chars().filter(|c| c.is_alphanumeric())),
             "digits" => spaced(text.chars().filter(char::is_ascii_digit)),
             "telephone" => telephone(text),
-            "date" => date(text, format).unwrap_or_else(|| text.to_string()),
+            // Numbers, times and dates in words, as Polly's documentation says for each (`ordinal` 3 is
+            // "third"); a language with no rules here, or a text that is not one, as before.
+            "cardinal" | "number" | "ordinal" | "time" | "date" => crate::spoken::say_as(interpret, format, text, language)
+                .or_else(|| (interpret == "date").then(|| date(text, format)).flatten())
+                .unwrap_or_else(|| text.to_string()),
             _ => text.to_string(),
         },
         _ => text.to_string(),
@@ -373,13 +385,26 @@ mod tests {
 
     #[test]
     fn say_as_kinds_are_said_in_forms_every_voice_reads() {
-        let say = |interpret: &str, format: &str, text: &str| said(&Tag::SayAs { interpret: interpret.into(), format: format.into() }, text);
+        let en = Language::parse("en").unwrap();
+        let say = |interpret: &str, format: &str, text: &str| said(&Tag::SayAs { interpret: interpret.into(), format: format.into() }, text, &en);
         assert_eq!(say("digits", "", "1234"), "1 2 3 4");
         assert_eq!(say("telephone", "", "+1 (555) 123-4567"), "+ 1, 5 5 5, 1 2 3, 4 5 6 7");
-        assert_eq!(say("date", "dmy", "01/12/2026"), "2026-12-01");
-        assert_eq!(say("date", "mdy", "12/01/2026"), "2026-12-01");
+        assert_eq!(say("date", "dmy", "01/12/2026"), "December first, twenty twenty-six");
+        assert_eq!(say("date", "mdy", "12/01/2026"), "December first, twenty twenty-six");
+        assert_eq!(say("date", "md", "12/01"), "December first");
+        assert_eq!(say("date", "y", "1999"), "nineteen ninety-nine");
         assert_eq!(say("date", "ymd", "not a date"), "not a date");
+        assert_eq!(say("ordinal", "", "3"), "third");
+        assert_eq!(say("cardinal", "", "1,234"), "one thousand two hundred thirty-four");
+        assert_eq!(say("time", "", "1'21\""), "one minute twenty-one seconds");
         assert_eq!(say("time", "", "3:30 pm"), "3:30 pm");
+        let fr = Language::parse("fr").unwrap();
+        let zh = Language::parse("zh").unwrap();
+        let tag = |i: &str, f: &str| Tag::SayAs { interpret: i.into(), format: f.into() };
+        assert_eq!(said(&tag("ordinal", ""), "3", &fr), "troisième");
+        assert_eq!(said(&tag("ordinal", ""), "3", &zh), "第三");
+        assert_eq!(said(&tag("date", "dm"), "1/12", &fr), "premier décembre");
+        assert_eq!(said(&tag("date", "ym"), "2026-12", &zh), "二零二六年十二月");
     }
 
     #[test]

@@ -45,6 +45,14 @@ pub struct SayArgs {
     /// Print the timeline as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Print, under each sentence, what the Kokoro voice is sent for it: the spoken form its language's
+    /// rules give (`$12.50` twelve dollars and fifty cents), to check a pronunciation without reading code.
+    /// In the language given (`en`, `fr`, `zh`), else the one the sentence's script is read in.
+    #[arg(long)]
+    show_spoken: bool,
+    /// The answer's language, for `--show-spoken`.
+    #[arg(long)]
+    language: Option<String>,
     #[command(flatten)]
     access: super::sigv4::Access,
 }
@@ -84,7 +92,12 @@ pub fn run(args: SayArgs) -> Result<(), String> {
         let out = serde_json::json!({"client": received.marks, "server": received.timeline});
         println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
     } else {
-        print_summary(&received, &args.out);
+        let spoken_in = match (args.show_spoken, args.language.as_deref()) {
+            (false, _) => None,
+            (true, Some(tag)) => Some(Some(earshot_core::text::language::Language::parse(tag).map_err(|e| format!("--language: {e}"))?)),
+            (true, None) => Some(None),
+        };
+        print_summary(&received, &args.out, spoken_in.as_ref());
     }
     match &received.error {
         Some(e) => Err(format!("the gateway reported an error: {}: {}", e.code, e.message)),
@@ -93,7 +106,8 @@ pub fn run(args: SayArgs) -> Result<(), String> {
     }
 }
 
-fn print_summary(received: &earshot_client::Received, out: &std::path::Path) {
+/// `spoken_in`: print each sentence's spoken form too, in this language (`None` inside: by its script).
+fn print_summary(received: &earshot_client::Received, out: &std::path::Path, spoken_in: Option<&Option<earshot_core::text::language::Language>>) {
     let fmt = |v: Option<f64>| v.map(|x| format!("{x:8.1} ms")).unwrap_or_else(|| "       -   ".into());
     if let Some(s) = &received.session {
         println!("backend {} ({}), voice {}, release {}, {} at {} Hz", s.backend, s.backend_reason, s.voice, s.release, s.audio.encoding, s.audio.sample_rate);
@@ -108,6 +122,10 @@ fn print_summary(received: &earshot_client::Received, out: &std::path::Path) {
             match skipped {
                 Some(why) => println!("  [{}] {}   (not spoken: {why})", s.index, s.text),
                 None => println!("  [{}] {}", s.index, s.text),
+            }
+            if let Some(told) = spoken_in {
+                let reading = earshot_core::text::spoken::container_reading(told.as_ref(), &s.text);
+                println!("      said: {}", earshot_core::text::spoken::spoken(&s.text, &reading));
             }
         }
     }

@@ -24,13 +24,27 @@ pub struct Words {
     pub underscore: &'static str,
     pub colon: &'static str,
     pub plus: &'static str,
+    /// `?` before a query string, `=` and `&` inside it.
+    pub question: &'static str,
+    pub equals: &'static str,
+    pub and: &'static str,
+    /// `#` before a hashtag, and what a version's `v` is said as.
+    pub hashtag: &'static str,
+    pub version: &'static str,
+    /// The point between a version's parts (`2.1.3`).
+    pub point: &'static str,
+    /// One part of an IP address (`192`), as the language says it.
+    pub octet: fn(&str) -> String,
+    /// One part of a version (`2` of `v2.1.3`).
+    pub version_part: fn(&str) -> String,
     pub digits: &'static [&'static str; 10],
     /// What goes between two spoken parts: a space, or nothing in a script written without spaces.
     pub join: &'static str,
 }
 
-/// A path after a host: letters, digits and `._~/-`, not ending on a full stop (that ends the sentence).
-const PATH: &str = r"(?:/(?:[A-Za-z0-9._~/-]*[A-Za-z0-9_~/-])?)?";
+/// A path after a host: letters, digits and `._~/-`, not ending on a full stop (that ends the sentence);
+/// then a query string (`?q=shoes&page=2`).
+const PATH: &str = r"(?:/(?:[A-Za-z0-9._~/-]*[A-Za-z0-9_~/-])?)?(?:\?[A-Za-z0-9_.~%=&-]*[A-Za-z0-9_~%=-])?";
 
 /// The top-level domains that mark a bare domain (no scheme) as an address.
 const TOP_LEVEL: &str = "com|org|net|io|dev|ai|app|edu|gov|co|uk|fr|cn|de|eu|jp|us|ca|info";
@@ -39,6 +53,12 @@ struct Rules {
     email: Regex,
     with_scheme: Regex,
     bare: Regex,
+    local: Regex,
+    ip: Regex,
+    path: Regex,
+    version: Regex,
+    hashtag: Regex,
+    handle: Regex,
 }
 
 // The edges are ASCII word boundaries (`(?-u:\b)`): an address written straight after a Chinese character
@@ -47,23 +67,54 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     email: pattern(r"(?-u:\b)(?P<address>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})(?-u:\b)"),
     with_scheme: pattern(&format!(r"(?i)(?-u:\b)https?://(?P<address>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::\d+)?{PATH})")),
     bare: pattern(&format!(r"(?-u:\b)(?P<address>(?:[A-Za-z0-9-]+\.)+(?:{TOP_LEVEL})(?-u:\b){PATH})")),
+    // A host without a dot is an address when it names a port (`localhost:8080`, `db:5432`) or is `localhost`.
+    local: pattern(&format!(r"(?-u:\b)(?P<address>localhost(?::\d{{1,5}})?{PATH}|[a-z][a-z0-9-]*:\d{{2,5}}{PATH})(?-u:\b)")),
+    ip: pattern(r"(?-u:\b)(?P<a>\d{1,3})\.(?P<b>\d{1,3})\.(?P<c>\d{1,3})\.(?P<d>\d{1,3})(?::(?P<port>\d{1,5}))?(?-u:\b)(?P<tail>\.\d)?"),
+    // A path from the root (`/etc/hosts`), after a space or a sentence's start: not `km/h`, not `1/2`.
+    path: pattern(r"(?P<before>^|[\s(（\p{Han}])(?P<address>(?:/[A-Za-z_~-](?:[A-Za-z0-9_.~-]*[A-Za-z0-9_~-])?)+/?)(?P<after>[\s,;)）\p{Han}]|[.!?。！？]?$)"),
+    version: pattern(r"(?-u:\b)[vV](?P<parts>\d+(?:\.\d+)+)(?-u:\b)"),
+    hashtag: pattern(r"(?P<before>^|[\s(（\p{Han}])#(?P<tag>[\p{L}_][\p{L}\p{N}_]*)"),
+    handle: pattern(r"(?P<before>^|[\s(（\p{Han}])@(?P<name>[\p{L}_][\p{L}\p{N}_.]*[\p{L}\p{N}_])"),
 });
 
 /// `text` with every address in it said in `words`.
 pub fn spoken(text: &str, words: &Words) -> String {
     let rules = &*RULES;
     let mut text = text.to_string();
-    for pattern in [&rules.email, &rules.with_scheme, &rules.bare] {
+    for pattern in [&rules.email, &rules.with_scheme, &rules.bare, &rules.local] {
         text = pattern.replace_all(&text, |c: &Captures| said(&c["address"], words)).into_owned();
     }
-    text
+    text = rules
+        .ip
+        .replace_all(&text, |c: &Captures| {
+            // Five groups or more are not an IP address (`01.45.67.89.05` is a phone number).
+            if c.name("tail").is_some() {
+                return c[0].to_string();
+            }
+            let octets = ["a", "b", "c", "d"].map(|g| (words.octet)(&c[g])).join(&format!("{}{}{}", words.join, words.dot, words.join));
+            match c.name("port") {
+                Some(port) => format!("{octets}{j}{}{j}{}", words.colon, said(port.as_str(), words), j = words.join),
+                None => octets,
+            }
+        })
+        .into_owned();
+    text = rules.path.replace_all(&text, |c: &Captures| format!("{}{}{}", &c["before"], said(&c["address"], words), &c["after"])).into_owned();
+    text = rules
+        .version
+        .replace_all(&text, |c: &Captures| {
+            let parts: Vec<String> = c["parts"].split('.').map(words.version_part).collect();
+            format!("{}{j}{}", words.version, parts.join(&format!("{j}{}{j}", words.point, j = words.join)), j = words.join)
+        })
+        .into_owned();
+    text = rules.hashtag.replace_all(&text, |c: &Captures| format!("{}{}{}{}", &c["before"], words.hashtag, words.join, &c["tag"])).into_owned();
+    rules.handle.replace_all(&text, |c: &Captures| format!("{}{}{}{}", &c["before"], words.at, words.join, &c["name"])).into_owned()
 }
 
 /// One address, part by part.
 fn said(address: &str, words: &Words) -> String {
     let address = address.trim_end_matches('/');
     // Where the host ends: its last label, the top-level domain, is spelled when it is a country's.
-    let host_end = if address.contains('@') { address.len() } else { address.find(['/', ':']).unwrap_or(address.len()) };
+    let host_end = if address.contains('@') { address.len() } else { address.find(['/', ':', '?']).unwrap_or(address.len()) };
     let mut parts: Vec<String> = Vec::new();
     let mut run = String::new();
     for (i, c) in address.char_indices() {
@@ -75,6 +126,9 @@ fn said(address: &str, words: &Words) -> String {
             '_' => Some(words.underscore),
             ':' => Some(words.colon),
             '+' => Some(words.plus),
+            '?' => Some(words.question),
+            '=' => Some(words.equals),
+            '&' => Some(words.and),
             _ => None,
         };
         let kind_changes = run.chars().last().is_some_and(|last| last.is_ascii_digit() != c.is_ascii_digit());

@@ -15,14 +15,32 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::addresses::{self, Words};
-use super::numbers::{pattern, rewrite_all, Amount, Rewrite};
+use super::classes::{self, Class, Part, Rule};
+use super::numbers::{pattern, Amount};
 
 /// A number: digits grouped in threes by commas, or not grouped; then a decimal point with its digits.
 const NUMBER: &str = r"(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<fraction>\d+))?";
 
 /// How an address is said in English.
-pub const ADDRESS_WORDS: Words =
-    Words { dot: "dot", at: "at", slash: "slash", dash: "dash", underscore: "underscore", colon: "colon", plus: "plus", digits: &DIGITS, join: " " };
+pub const ADDRESS_WORDS: Words = Words {
+    dot: "dot",
+    at: "at",
+    slash: "slash",
+    dash: "dash",
+    underscore: "underscore",
+    colon: "colon",
+    plus: "plus",
+    question: "question mark",
+    equals: "equals",
+    and: "and",
+    hashtag: "hashtag",
+    point: "point",
+    version: "version",
+    octet: digits,
+    version_part: |p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p)),
+    digits: &DIGITS,
+    join: " ",
+};
 
 const DIGITS: [&str; 10] = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
 
@@ -30,10 +48,13 @@ const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "Jun
 
 /// The months as written in full or cut short (`Dec.`, `Sept`), for the pattern of a written date.
 const MONTH_NAMES: &str =
-    r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?";
+    r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|December|(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?)";
 
 struct Rules {
     abbreviations: Vec<(Regex, String)>,
+    streets: Vec<(Regex, &'static str, bool)>,
+    extension: Regex,
+    dialled: Regex,
     phone_nanp: Regex,
     phone_international: Regex,
     iso_date: Regex,
@@ -54,6 +75,16 @@ struct Rules {
     range: Regex,
     negative: Regex,
     number: Regex,
+    year_range: Regex,
+    duration: Regex,
+    house: Regex,
+    zip: Regex,
+    roman: Regex,
+    money_range: Regex,
+    money_code_before: Regex,
+    money_code_after: Regex,
+    model_number: Regex,
+    dotted_letters: Regex,
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
@@ -76,68 +107,421 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         )
         .collect(),
     // (555) 123-4567, 555-123-4567, 555.123.4567, +1 555 123 4567, 1-800-555-0199.
+    // After a street's name (`Main St.`, `Lakeview Dr.`): the type of street; `St.` elsewhere is Saint. A
+    // full stop that ends the sentence stays (the `end` group).
+    streets: [
+        ("Jr", "Junior"),
+        ("Sr", "Senior"),
+        ("St", "Street"),
+        ("Ave", "Avenue"),
+        ("Rd", "Road"),
+        ("Blvd", "Boulevard"),
+        ("Dr", "Drive"),
+        ("Ln", "Lane"),
+        ("Ct", "Court"),
+        ("Pl", "Place"),
+        ("Pkwy", "Parkway"),
+        ("Hwy", "Highway"),
+        ("Sq", "Square"),
+    ]
+    .into_iter()
+    .map(|(written, said)| (pattern(&format!(r"(?P<name>(?:\p{{Lu}}[\p{{L}}'’-]*|\d+(?:st|nd|rd|th)),?\s){written}\.(?P<end>$)?")), said, true))
+    .chain(
+        [
+            (r"\bSt\.(?P<name>\s\p{Lu})", "Saint"),
+            (r"\bMt\.(?P<name>\s\p{Lu})", "Mount"),
+            (r"\bApt\.?(?P<name>\s\d)", "Apartment"),
+            (r"\bSte\.(?P<name>\s\d)", "Suite"),
+            (r"\bBldg\.(?P<name>\s)", "Building"),
+        ]
+        .into_iter()
+        .map(|(p, said)| (pattern(p), said, false)),
+    )
+    .chain(
+        [("N", "North"), ("S", "South"), ("E", "East"), ("W", "West")]
+            .into_iter()
+            .map(|(written, said)| (pattern(&format!(r"(?P<name>\d\s){written}\.(?P<end>\s)")), said, true)),
+    )
+    .collect(),
+    // `ext. 89`, `x204` after a number's last digit.
+    extension: pattern(r"(?P<last>\d)(?:,?\s?(?:ext\.?|extension)\s?|\s?x)(?P<n>\d{1,6})\b"),
+    // `dial 911`: a short number said digit by digit.
+    dialled: pattern(r"(?i)\b(?P<verb>dial|call|text)\s(?P<n>\d{3,6})\b"),
     phone_nanp: pattern(r"(?P<country>\+?1[\s.-])?(?:\((?P<area1>\d{3})\)\s?|(?P<area2>\d{3})[\s.-])(?P<exchange>\d{3})[\s.-](?P<line>\d{4})\b"),
     // +44 20 7946 0958, +33 1 23 45 67 89: a plus, then groups of digits.
-    phone_international: pattern(r"\+(?P<groups>\d{1,3}(?:[\s.-]\d{1,4}){2,5})\b"),
+    phone_international: pattern(r"\+(?P<groups>\d{1,3}(?:[\s.-]\d{1,8}){2,5})\b"),
     iso_date: pattern(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b"),
     slash_date: pattern(r"\b(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})\b"),
     month_day: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s(?P<y>\d{{4}})\b)?")),
-    day_month: pattern(&format!(r"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?{MONTH_NAMES}(?:,?\s(?P<y>\d{{4}})\b)?")),
+    day_month: pattern(&format!(r"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s(?P<of>of\s)?{MONTH_NAMES}(?:,?\s(?P<y>\d{{4}})\b)?")),
     month_year: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<y>\d{{4}})\b")),
     decade: pattern(r"\b(?:'|(?P<century>1[0-9]|20))(?P<tens>\d)0s\b"),
     year: pattern(r"(?i)\b(?P<before>in|since|by|until|till|from|of|during|before|after|around|circa|year|through|to|and)\s(?P<y>1[1-9]\d{2}|20\d{2})\b"),
     // `a.m.` ending the sentence keeps its full stop for the sentence (the `end` group).
     time: pattern(r"(?i)\b(?P<h>\d{1,2}):(?P<min>\d{2})(?:\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b))?"),
     hour: pattern(r"(?i)\b(?P<h>\d{1,2})\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b)"),
-    ordinal: pattern(r"\b(?P<n>\d+)(?:st|nd|rd|th)\b"),
-    money_before: pattern(&format!(r"(?P<minus>-)?(?P<sign>[$€£¥])\s?{NUMBER}(?:\s(?P<scale>thousand|million|billion|trillion)\b)?")),
+    ordinal: pattern(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"),
+    money_before: pattern(&format!(
+        r"(?P<minus>-)?(?P<prefix>US|CA|AU|NZ|HK|NT|C|A|S)?(?P<sign>[$€£¥])\s?{NUMBER}(?:\s?(?P<short>[kK]|bn|M)\b|\s(?P<scale>thousand|million|billion|trillion)\b)?"
+    )),
     money_after: pattern(&format!(r"{NUMBER}\s?(?P<sign>[€£¥])")),
     percent: pattern(&format!(r"(?P<minus>[-−])?{NUMBER}\s?%")),
     unit: pattern(&format!(
-        r"{NUMBER}\s?(?P<unit>km/h|mph|km|cm|mm|kg|mg|lbs|lb|oz|ft|mi|ml|mL|kWh|GHz|MHz|Hz|TB|GB|MB|KB|kB|ms|min|hrs|hr|°C|°F|°|m|g|l|L)(?P<after>[^\p{{L}}\p{{N}}]|$)"
+        r"(?P<minus>(?:^|[\s(])[-−])?{NUMBER}\s?(?P<unit>km/h|mph|km|cm|mm|kg|mg|lbs|lb|oz|ft|mi|ml|mL|kWh|GHz|MHz|Hz|TB|GB|MB|KB|kB|ms|min|hrs|hr|°C|°F|°|m|g|l|L)(?P<after>[^\p{{L}}\p{{N}}]|$)"
     )),
     fraction: pattern(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})\b"),
-    range: pattern(r"(?P<a>\d)\s?[-–]\s?(?P<b>\d)"),
+    // Not inside a code (`ZX9-4Q7`): the first number starts after no letter.
+    range: pattern(r"(?P<a>(?:^|[^A-Za-z0-9.,])\d+(?:[.,]\d+)?)\s?[-–]\s?(?P<b>\d)"),
     negative: pattern(r"(?P<before>^|[\s(])[-−](?P<digit>\d)"),
     number: pattern(NUMBER),
+    year_range: pattern(r"\b(?P<a>1[1-9]\d{2}|20\d{2})\s?[-–]\s?(?P<b>1[1-9]\d{2}|20\d{2})\b"),
+    duration: pattern(r"\b(?P<h>\d{1,2})\s?(?:h|hr|hrs)\s?(?P<m>\d{1,2})\s?(?:m|min|mins)\b"),
+    // A house number before a street's name and type (`123 Main Street`, `221B Baker Street`).
+    house: pattern(
+        r"\b(?P<n>\d{1,5})(?P<letter>[A-Z])?(?P<street>\s(?:(?:North|South|East|West)\s)?(?:\d{1,3}(?:st|nd|rd|th)\s|\p{Lu}[\p{L}'’.-]*\s){1,4}(?:Street|Avenue|Road|Boulevard|Drive|Lane|Court|Place|Parkway|Highway|Square|Way|Terrace|Circle)\b)",
+    ),
+    zip: pattern(r"\b(?P<before>ZIP(?: code)?|zip(?: code)?|[A-Z]{2}|\p{Lu}\p{Ll}+)\s(?P<zip>\d{5})(?:-(?P<plus>\d{4}))?\b"),
+    // A numeral after a name, or after a word that numbers (`Chapter IV`, `World War II`).
+    roman: pattern(
+        r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*|[Cc]hapter|[Pp]art|[Vv]olume|[Bb]ook|[Aa]ct|[Pp]hase|[Ss]eason|[Aa]rticle)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
+    ),
+    money_range: pattern(r"(?P<sign>[$€£])(?P<a>\d[\d,]*(?:\.\d+)?)\s?[-–]\s?[$€£]?(?P<b>\d[\d,]*(?:\.\d+)?)(?:\s(?P<scale>thousand|million|billion)\b)?"),
+    money_code_before: pattern(&format!(r"\b(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\s?{NUMBER}")),
+    money_code_after: pattern(&format!(r"{NUMBER}\s?(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\b")),
+    // A product's model number after its name in capitals (`RTX 4090`, `ISO 9001`), read in pairs.
+    model_number: pattern(r"\b(?P<model>[A-Z]{2,5})\s(?P<n>[1-9]\d{3})\b"),
+    dotted_letters: pattern(r"\b(?P<a>[A-Z])\.(?P<b>[A-Z])\.(?:(?P<c>[A-Z])\.)?(?P<end>$)?"),
 });
 
-/// `sentence` with its written forms in words.
+/// What an operator is said as, in English.
+const OPERATORS: [(&str, &str); 13] = [
+    (" < ", " is less than "),
+    (" > ", " is greater than "),
+    ("≤", " is less than or equal to "),
+    ("≥", " is greater than or equal to "),
+    ("≠", " is not equal to "),
+    ("×", " times "),
+    ("÷", " divided by "),
+    ("±", " plus or minus "),
+    ("√", " the square root of "),
+    ("²", " squared"),
+    ("³", " cubed"),
+    (" = ", " equals "),
+    ("=", " equals "),
+];
+
+/// `sentence` with its written forms in words, class by class in the order of `classes`' table.
 pub fn spoken(sentence: &str) -> String {
-    let rules = &*RULES;
+    let (rules, shared) = (&*RULES, &*classes::SHARED);
     let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, with.as_str()).into_owned();
     }
-    let steps: [(&Regex, Rewrite); 19] = [
-        (&rules.phone_nanp, phone_nanp),
-        (&rules.phone_international, |c| Some(format!("plus {}", phone_groups(&c["groups"])))),
-        (&rules.iso_date, date),
-        (&rules.slash_date, date),
-        (&rules.month_day, date),
-        (&rules.day_month, date),
-        (&rules.month_year, |c| Some(format!("{} {}", month(&c["month"])?, year(c["y"].parse().ok()?)))),
-        (&rules.decade, decade),
-        (&rules.year, |c| Some(format!("{} {}", &c["before"], year(c["y"].parse().ok()?)))),
-        (&rules.time, time),
-        (&rules.hour, time),
-        (&rules.ordinal, |c| Some(ordinal(c["n"].parse().ok()?))),
-        (&rules.money_before, money),
-        (&rules.money_after, money),
-        (&rules.percent, |c| {
+    // Every street abbreviation ends in a full stop.
+    let streets = if text.contains('.') { &rules.streets[..] } else { &[] };
+    for (pattern, said, name_first) in streets {
+        text = pattern
+            .replace_all(&text, |c: &Captures| {
+                // An empty `end` is the sentence's end: its full stop stays.
+                let end = c.name("end").map_or("", |e| if e.as_str().is_empty() { "." } else { e.as_str() });
+                let name = &c["name"];
+                if *name_first {
+                    format!("{name}{said}{end}")
+                } else {
+                    format!("{said}{name}{end}")
+                }
+            })
+            .into_owned();
+    }
+    let steps: &[Rule<'_>] = &[
+        (Class::Telephone, &rules.extension, |c| Some(format!("{}, extension {}", &c["last"], digits(&c["n"])))),
+        (Class::Telephone, &rules.phone_nanp, phone_nanp),
+        (Class::Telephone, &rules.phone_international, |c| Some(format!("plus {}", phone_groups(&c["groups"])))),
+        (Class::Telephone, &rules.dialled, |c| Some(format!("{} {}", &c["verb"], digits(&c["n"])))),
+        (Class::Date, &rules.iso_date, date),
+        (Class::Date, &rules.slash_date, date),
+        (Class::Date, &rules.month_day, date),
+        (Class::Date, &rules.day_month, date),
+        (Class::Date, &rules.month_year, |c| Some(format!("{} {}", month(&c["month"])?, year(c["y"].parse().ok()?)))),
+        (Class::Date, &rules.year_range, |c| Some(format!("{} to {}", year(c["a"].parse().ok()?), year(c["b"].parse().ok()?)))),
+        (Class::Date, &rules.decade, decade),
+        (Class::Date, &rules.year, |c| Some(format!("{} {}", &c["before"], year(c["y"].parse().ok()?)))),
+        (Class::Time, &rules.time, time),
+        (Class::Time, &rules.hour, time),
+        (Class::Time, &rules.duration, |c| {
+            let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["m"].parse().ok()?);
+            Some(format!("{} {} {} {}", cardinal(h), if h == 1 { "hour" } else { "hours" }, cardinal(m), if m == 1 { "minute" } else { "minutes" }))
+        }),
+        (Class::Address, &rules.house, house),
+        (Class::Address, &rules.zip, |c| {
+            let plus = c.name("plus").map(|p| format!(" dash {}", digits(p.as_str()))).unwrap_or_default();
+            Some(format!("{} {}{plus}", &c["before"], digits(&c["zip"])))
+        }),
+        (Class::Roman, &rules.roman, roman),
+        (Class::Ordinal, &rules.ordinal, |c| Some(ordinal(c["n"].replace(',', "").parse().ok()?))),
+        (Class::Math, &shared.minus_sum, |c| Some(format!("{} minus {}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.ratio, |c| Some(format!("{}{} to {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
+        (Class::Math, &shared.power, |c| Some(format!("{} to the power of {}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.plus, |c| Some(format!("{} plus {}", &c["a"], &c["b"]))),
+        (Class::Money, &rules.money_range, money_range),
+        (Class::Range, &rules.range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
+        (Class::Money, &rules.money_before, money),
+        (Class::Money, &rules.money_after, money),
+        (Class::Money, &rules.money_code_before, money_code),
+        (Class::Money, &rules.money_code_after, money_code),
+        (Class::Measure, &rules.percent, |c| {
             let minus = if c.name("minus").is_some() { "minus " } else { "" };
             Some(format!("{minus}{} percent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
         }),
-        (&rules.unit, unit),
-        (&rules.fraction, fraction),
-        (&rules.range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
-        (&rules.negative, |c| Some(format!("{}minus {}", &c["before"], &c["digit"]))),
+        (Class::Measure, &rules.unit, unit),
+        (Class::Verbatim, &rules.model_number, |c| Some(format!("{} {}", &c["model"], year(c["n"].parse().ok()?)))),
+        (Class::Fraction, &shared.mixed_fraction, |c| {
+            let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
+            let w: u64 = c["w"].parse().ok()?;
+            (a < b).then(|| format!("{} and {}{}", cardinal(w), fraction_words(a, b, true), &c["after"]))
+        }),
+        (Class::Electronic, &shared.file, |c| Some(format!("{} dot {}", &c["name"], &c["ext"]))),
+        (Class::Fraction, &shared.vulgar, |c| {
+            let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
+            Some(match c.name("w") {
+                Some(w) => format!("{} and {}", cardinal(w.as_str().parse().ok()?), fraction_words(a, b, true)),
+                None => fraction_words(a, b, false),
+            })
+        }),
+        (Class::Fraction, &rules.fraction, fraction),
+        (Class::Range, &shared.word_range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
+        (Class::Letters, &rules.dotted_letters, |c| {
+            let letters: Vec<&str> = ["a", "b", "c"].iter().filter_map(|g| c.name(g)).map(|m| m.as_str()).collect();
+            Some(format!("{}{}", letters.join(" "), if c.name("end").is_some() { "." } else { "" }))
+        }),
+        (Class::Cardinal, &rules.negative, |c| Some(format!("{}minus {}", &c["before"], &c["digit"]))),
     ];
-    text = rewrite_all(text, &steps);
+    text = classes::operators(classes::apply(text, steps), &OPERATORS);
+    // Codes, then initialisms: from here no digit is glued to a letter.
+    text = classes::each_token(&text, |token| (classes::is_code(token) && !leaves(token.text)).then(|| classes::say_code(token.text, " ", ", ", code_part)));
+    text = classes::initialisms(&text);
     rules
         .number
         .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))
         .into_owned()
+}
+
+/// A token another class reads, though it mixes digits and letters: `5km`, `22nd`, `3pm`, `1990s`.
+fn leaves(token: &str) -> bool {
+    let suffix = token.trim_start_matches(|c: char| c.is_ascii_digit());
+    suffix.len() < token.len()
+        && matches!(
+            suffix,
+            "st" | "nd"
+                | "rd"
+                | "th"
+                | "s"
+                | "am"
+                | "pm"
+                | "k"
+                | "km"
+                | "cm"
+                | "mm"
+                | "kg"
+                | "mg"
+                | "lb"
+                | "lbs"
+                | "oz"
+                | "ft"
+                | "mi"
+                | "ml"
+                | "mL"
+                | "kWh"
+                | "GHz"
+                | "MHz"
+                | "Hz"
+                | "TB"
+                | "GB"
+                | "MB"
+                | "KB"
+                | "kB"
+                | "ms"
+                | "min"
+                | "hr"
+                | "hrs"
+                | "m"
+                | "g"
+                | "l"
+                | "L"
+                | "h"
+                | "mph"
+                | "x"
+        )
+}
+
+/// A run of a code: digits one by one from three of them (`UA857`), else as a number (`x86`, `4o`).
+fn code_part(part: &Part<'_>) -> String {
+    match part {
+        Part::Digits(d) if d.len() >= 3 || d.starts_with('0') => digits(d),
+        Part::Digits(d) => d.parse().map(cardinal).unwrap_or_else(|_| digits(d)),
+        Part::Letters(l) => classes::letters_said(l),
+    }
+}
+
+/// A house number as an address says it: `123` one twenty-three, `1600` sixteen hundred, `42` forty-two.
+fn house(c: &Captures) -> Option<String> {
+    let n: u64 = c["n"].parse().ok()?;
+    let said = match c["n"].len() {
+        1 | 2 => cardinal(n),
+        3 if n.is_multiple_of(100) => cardinal(n),
+        3 => format!("{} {}", cardinal(n / 100), two_digits(n % 100)),
+        4 => year(n),
+        _ => digits(&c["n"]),
+    };
+    let letter = c.name("letter").map(|l| format!(" {}", l.as_str())).unwrap_or_default();
+    Some(format!("{said}{letter}{}", &c["street"]))
+}
+
+/// The last two digits of a number said in pairs: `05` oh five, `23` twenty-three.
+fn two_digits(n: u64) -> String {
+    if n < 10 {
+        format!("oh {}", cardinal(n))
+    } else {
+        cardinal(n)
+    }
+}
+
+/// The names a monarch or a pope takes with a number: `Louis XIV` is Louis the Fourteenth.
+const REGNAL: [&str; 40] = [
+    "Louis",
+    "Henry",
+    "Elizabeth",
+    "Charles",
+    "George",
+    "Edward",
+    "Richard",
+    "James",
+    "William",
+    "John",
+    "Paul",
+    "Mary",
+    "Victoria",
+    "Anne",
+    "Peter",
+    "Catherine",
+    "Frederick",
+    "Philip",
+    "Napoleon",
+    "Alexander",
+    "Nicholas",
+    "Benedict",
+    "Gregory",
+    "Pius",
+    "Leo",
+    "Innocent",
+    "Clement",
+    "Ferdinand",
+    "Francis",
+    "Urban",
+    "Ivan",
+    "Constantine",
+    "Ramesses",
+    "Felipe",
+    "Carlos",
+    "Gustav",
+    "Harald",
+    "Olaf",
+    "Christian",
+    "Stephen",
+];
+
+fn roman(c: &Captures) -> Option<String> {
+    let (name, n) = (&c["name"], &c["n"]);
+    let value = classes::roman(n)?;
+    let regnal = REGNAL.contains(&name);
+    // A numeral of one letter after a name that is not a monarch's is a letter (`Vitamin C`, `Plan B`).
+    if n.len() == 1 && !regnal {
+        return None;
+    }
+    let said = if regnal { format!("the {}", capitalised(&ordinal(value))) } else { cardinal(value) };
+    Some(format!("{name} {said}{}", &c["after"]))
+}
+
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+/// `$10–$20` ten to twenty dollars.
+fn money_range(c: &Captures) -> Option<String> {
+    let amount = |s: &str| {
+        let (whole, fraction) = s.split_once('.').map_or((s, None), |(w, f)| (w, Some(f.to_string())));
+        let digits: String = whole.chars().filter(char::is_ascii_digit).collect();
+        decimal(&Amount { grouped: digits.len() < whole.len(), whole: digits, fraction })
+    };
+    let (_, many, _, _) = currency(&c["sign"])?;
+    let scale = c.name("scale").map(|s| format!(" {}", s.as_str())).unwrap_or_default();
+    Some(format!("{} to {}{scale} {many}", amount(&c["a"]), amount(&c["b"])))
+}
+
+/// An amount with its ISO code (`USD 200`, `200 EUR`).
+fn money_code(c: &Captures) -> Option<String> {
+    let amount = Amount::from_captures(c, "whole", "fraction")?;
+    let (one, many) = match &c["code"] {
+        "USD" => ("US dollar", "US dollars"),
+        "EUR" => ("euro", "euros"),
+        "GBP" => ("pound", "pounds"),
+        "JPY" => ("yen", "yen"),
+        "CHF" => ("Swiss franc", "Swiss francs"),
+        "CAD" => ("Canadian dollar", "Canadian dollars"),
+        "AUD" => ("Australian dollar", "Australian dollars"),
+        "CNY" | "RMB" => ("yuan", "yuan"),
+        "INR" => ("rupee", "rupees"),
+        _ => return None,
+    };
+    let single = amount.fraction.is_none() && amount.whole_value() == Some(1);
+    Some(format!("{} {}", decimal(&amount), if single { one } else { many }))
+}
+
+/// `3/5` three fifths, `1/2` one half (after a whole number: `and a half`).
+fn fraction_words(a: u64, b: u64, after_whole: bool) -> String {
+    let denominator = match b {
+        2 => "half".to_string(),
+        4 => "quarter".to_string(),
+        _ => ordinal(b),
+    };
+    let plural = if a == 1 {
+        denominator
+    } else if b == 2 {
+        "halves".to_string()
+    } else {
+        format!("{denominator}s")
+    };
+    match (a, after_whole) {
+        (1, true) => format!("a {plural}"),
+        _ => format!("{} {plural}", cardinal(a)),
+    }
+}
+
+/// What a `<say-as>` asks, in English.
+pub fn said(what: super::Said) -> Option<String> {
+    use super::Said;
+    let plural = |n: u64, one: &str| if n == 1 { format!("{} {one}", cardinal(n)) } else { format!("{} {one}s", cardinal(n)) };
+    Some(match what {
+        Said::Cardinal(n) => cardinal(n),
+        Said::Ordinal(n) => ordinal(n),
+        Said::Duration(0, s) => plural(s, "second"),
+        Said::Duration(m, 0) => plural(m, "minute"),
+        Said::Duration(m, s) => format!("{} {}", plural(m, "minute"), plural(s, "second")),
+        Said::Date { y, m, d } => {
+            let month = m.and_then(|m| MONTHS.get(m as usize - 1)).copied();
+            let year = y.map(|y| year(u64::from(y)));
+            match (month, d, year) {
+                (Some(month), Some(d), Some(year)) => format!("{month} {}, {year}", ordinal(u64::from(d))),
+                (Some(month), Some(d), None) => format!("{month} {}", ordinal(u64::from(d))),
+                (Some(month), None, Some(year)) => format!("{month} {year}"),
+                (Some(month), None, None) => month.to_string(),
+                (None, Some(d), None) => ordinal(u64::from(d)),
+                (None, None, Some(year)) => year,
+                _ => return None,
+            }
+        }
+    })
 }
 
 fn phone_nanp(c: &Captures) -> Option<String> {
@@ -168,9 +552,12 @@ fn date(c: &Captures) -> Option<String> {
     if !(1..=31).contains(&day) {
         return None;
     }
-    Some(match c.name("y") {
-        Some(y) => format!("{month} {}, {}", ordinal(day), year(y.as_str().parse().ok()?)),
-        None => format!("{month} {}", ordinal(day)),
+    Some(match (c.name("y"), c.name("of")) {
+        // `the 1st of May`: the day first, as written.
+        (None, Some(_)) => format!("{} of {month}", ordinal(day)),
+        (Some(y), Some(_)) => format!("{} of {month}, {}", ordinal(day), year(y.as_str().parse().ok()?)),
+        (Some(y), None) => format!("{month} {}, {}", ordinal(day), year(y.as_str().parse().ok()?)),
+        (None, None) => format!("{month} {}", ordinal(day)),
     })
 }
 
@@ -234,10 +621,28 @@ fn currency(sign: &str) -> Option<(&'static str, &'static str, &'static str, &'s
 
 fn money(c: &Captures) -> Option<String> {
     let amount = Amount::from_captures(c, "whole", "fraction")?;
-    let (one, many, hundredth, hundredths) = currency(&c["sign"])?;
+    let (mut one, mut many, hundredth, hundredths) = currency(&c["sign"])?;
+    if let Some(prefix) = c.name("prefix") {
+        (one, many) = match prefix.as_str() {
+            "US" => ("US dollar", "US dollars"),
+            "CA" | "C" => ("Canadian dollar", "Canadian dollars"),
+            "AU" | "A" => ("Australian dollar", "Australian dollars"),
+            "NZ" => ("New Zealand dollar", "New Zealand dollars"),
+            "HK" => ("Hong Kong dollar", "Hong Kong dollars"),
+            "NT" => ("New Taiwan dollar", "New Taiwan dollars"),
+            "S" => ("Singapore dollar", "Singapore dollars"),
+            _ => (one, many),
+        };
+    }
     let minus = if c.name("minus").is_some() { "minus " } else { "" };
-    if let Some(scale) = c.name("scale") {
-        return Some(format!("{minus}{} {} {many}", decimal(&amount), scale.as_str()));
+    let scale = match c.name("short").map(|s| s.as_str()) {
+        Some("k" | "K") => Some("thousand"),
+        Some("M") => Some("million"),
+        Some("bn") => Some("billion"),
+        _ => c.name("scale").map(|s| s.as_str()),
+    };
+    if let Some(scale) = scale {
+        return Some(format!("{minus}{} {scale} {many}", decimal(&amount)));
     }
     let whole = amount.whole_value()?;
     let name = if whole == 1 { one } else { many };
@@ -290,18 +695,16 @@ fn unit(c: &Captures) -> Option<String> {
         _ => return None,
     };
     let single = amount.fraction.is_none() && amount.whole_value() == Some(1);
-    Some(format!("{} {}{}", decimal(&amount), if single { one } else { many }, &c["after"]))
+    let minus = c.name("minus").map(|m| format!("{}minus ", m.as_str().trim_end_matches(['-', '−']))).unwrap_or_default();
+    Some(format!("{minus}{} {}{}", decimal(&amount), if single { one } else { many }, &c["after"]))
 }
 
 fn fraction(c: &Captures) -> Option<String> {
     let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
     Some(match (a, b) {
         (24, 7) => "twenty-four seven".into(),
-        (1, 2) => "one half".into(),
-        (1, 4) => "one quarter".into(),
-        (3, 4) => "three quarters".into(),
-        (1, 3) => "one third".into(),
-        (2, 3) => "two thirds".into(),
+        (_, 0) => return None,
+        _ if a < b || b <= 10 => fraction_words(a, b, false),
         _ => format!("{} out of {}", cardinal(a), cardinal(b)),
     })
 }

@@ -8,7 +8,8 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::addresses::{self, Words};
-use super::numbers::{pattern, rewrite_all, Amount, Rewrite};
+use super::classes::{self, Class, Part, Rule};
+use super::numbers::{pattern, Amount};
 
 /// How an address is said in French.
 const ADDRESS_WORDS: Words = Words {
@@ -19,6 +20,14 @@ const ADDRESS_WORDS: Words = Words {
     underscore: "tiret bas",
     colon: "deux-points",
     plus: "plus",
+    question: "point d'interrogation",
+    equals: "égal",
+    and: "et",
+    hashtag: "hashtag",
+    point: "point",
+    version: "version",
+    octet: |o| o.parse().map(cardinal).unwrap_or_else(|_| digits(o)),
+    version_part: |p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p)),
     digits: &["zéro", "un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf"],
     join: " ",
 };
@@ -30,6 +39,16 @@ const NUMBER: &str = r"(?P<whole>\d{1,3}(?:[ \u{a0}\u{202f}]\d{3})+|\d+)(?:[,.](
 struct Rules {
     abbreviations: Vec<(Regex, &'static str)>,
     phone: Regex,
+    phone_international: Regex,
+    phone_free: Regex,
+    duration: Regex,
+    decade: Regex,
+    postcode: Regex,
+    roman: Regex,
+    money_scaled: Regex,
+    money_code: Regex,
+    money_code_after: Regex,
+    money_range: Regex,
     iso_date: Regex,
     date: Regex,
     time: Regex,
@@ -43,11 +62,20 @@ struct Rules {
     range: Regex,
     negative: Regex,
     number: Regex,
+    fraction: Regex,
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     abbreviations: [
-        (r"\bM\.(\s+)(\p{Lu})", "Monsieur$1$2"),
+        (r"\bM\.(\s+)(\p{Lu}|et\s)", "Monsieur$1$2"),
+        (r"\bbd\.?(\s)", "boulevard$1"),
+        (r"\bav\.(\s+\p{Ll})", "avenue$1"),
+        (r"\bpl\.(\s)", "place$1"),
+        (r"\bbât\.(\s)", "bâtiment$1"),
+        (r"\bapt\.?(\s\d)", "appartement$1"),
+        (r"\bBP(\s\d)", "boîte postale$1"),
+        (r"\bSt-(\p{Lu})", "Saint-$1"),
+        (r"\bSte-(\p{Lu})", "Sainte-$1"),
         (r"\bMM\.(\s+)", "Messieurs$1"),
         (r"\bMmes\b\.?", "Mesdames"),
         (r"\bMme\b\.?", "Madame"),
@@ -68,50 +96,332 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     .map(|(p, with)| (pattern(p), with))
     .collect(),
     // 06 12 34 56 78, 01.23.45.67.89, +33 6 12 34 56 78: read in pairs, as French numbers are said.
-    phone: pattern(r"(?:\+(?P<country>\d{1,3})\s?(?P<first>[1-9])|\b(?P<national>0[1-9]))(?P<pairs>(?:[\s.]\d{2}){4})\b"),
+    phone: pattern(r"(?:\+(?P<country>\d{1,3})\s?(?P<first>[1-9])|\b(?P<national>0[1-9]))(?P<pairs>(?:[\s.-]\d{2}){4})\b"),
+    // +1 555 123 4567, +44 20 7946 0958: a foreign number, its groups digit by digit.
+    phone_international: pattern(r"\+(?P<country>\d{1,3})(?P<groups>(?:[\s.-]\d{1,8}){2,5})\b"),
+    // 0 800 123 456: a free number, in its groups.
+    phone_free: pattern(r"\b0\s(?P<a>8\d{2})\s(?P<b>\d{3})\s(?P<c>\d{3})\b"),
     iso_date: pattern(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b"),
     date: pattern(r"\b(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4})\b"),
     time: pattern(r"\b(?P<h>\d{1,2})(?:\s?h\s?|:)(?P<min>\d{2})\b"),
     hour: pattern(r"\b(?P<h>\d{1,2})\s?h\b"),
     // A numeral of one letter is I, V or X only: `Le` and `Ce` are words.
     roman_ordinal: pattern(r"\b(?P<n>[IVX][IVXLC]*|[LC][IVXLC]+)(?P<suffix>er|re|ère|e|ème)\b"),
-    ordinal: pattern(r"\b(?P<n>\d+)(?P<suffix>er|re|ère|e|ème|nd|nde)\b"),
+    ordinal: pattern(r"\b(?P<n>\d+)(?P<suffix>er|re|ère|e|ème|nd|nde|de|d)\b"),
+    duration: pattern(r"\b(?P<h>\d{1,2})\s?h\s?(?P<min>\d{2})\s?min\b"),
+    decade: pattern(r"\b(?P<before>années\s)(?P<y>1[1-9]\d0|20\d0)\b"),
+    postcode: pattern(r"\b(?P<dept>\d{2})(?P<rest>\d{3})(?P<city>\s\p{Lu})"),
+    // A numeral after a name or a word that numbers (`Louis XIV`, `chapitre IX`); `Ier` is an ordinal's.
+    roman: pattern(
+        r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*(?:-\p{Lu}[\p{Ll}]*)?|chapitre|tome|acte|partie|livre|volume|saison|article|type)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
+    ),
+    money_scaled: pattern(&format!(r"{NUMBER}\s?(?P<scale>k|M|Md|Mds)€")),
+    money_code: pattern(&format!(r"\b(?P<code>CHF|USD|EUR|GBP|CAD)\s?{NUMBER}")),
+    money_code_after: pattern(&format!(r"{NUMBER}\s?(?P<code>CHF|USD|EUR|GBP|CAD)\b")),
+    money_range: pattern(r"(?P<a>\d[\d\s]*?(?:,\d+)?)\s?[-–]\s?(?P<b>\d[\d\s]*?(?:,\d+)?)\s?(?P<sign>[€$£])"),
     currency_after: pattern(&format!(r"(?P<minus>-)?{NUMBER}\s?(?P<sign>[€$£¥])")),
-    currency_before: pattern(&format!(r"(?P<minus>-)?(?P<sign>[€$£¥])\s?{NUMBER}")),
+    currency_before: pattern(&format!(r"(?P<minus>-)?(?P<prefix>US|CA|AU|C|A)?(?P<sign>[€$£¥])\s?(?:(?P<us>\d{{1,3}}(?:,\d{{3}})+\.\d{{2}}\b)|{NUMBER})")),
     percent: pattern(&format!(r"{NUMBER}\s?%")),
-    unit: pattern(&format!(r"{NUMBER}\s?(?P<unit>km/h|km|cm|mm|kg|mg|ml|mL|min|Go|Mo|ko|kWh|°C|°F|°|m|g|l|L)(?P<after>\W|$)")),
-    range: pattern(r"(?P<a>\d)\s?[-–]\s?(?P<b>\d)"),
+    unit: pattern(&format!(
+        r"(?P<minus>(?:^|[\s(])[-−])?{NUMBER}\s?(?P<unit>km/h|km|cm|mm|kg|mg|ml|mL|min|Go|Mo|ko|To|kWh|GHz|MHz|Hz|°C|°F|°|m|g|l|L|h)(?P<after>\W|$)"
+    )),
+    range: pattern(r"(?P<a>(?:^|[^A-Za-z0-9.,])\d+(?:[.,]\d+)?)\s?[-–]\s?(?P<b>\d)"),
     negative: pattern(r"(?P<before>^|[\s(])[-−](?P<digit>\d)"),
     number: pattern(NUMBER),
+    fraction: pattern(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,3})\b"),
 });
 
-/// `sentence` with its written forms in words.
+/// What an operator is said as, in French.
+const OPERATORS: [(&str, &str); 13] = [
+    (" < ", " inférieur à "),
+    (" > ", " supérieur à "),
+    ("≤", " inférieur ou égal à "),
+    ("≥", " supérieur ou égal à "),
+    ("≠", " différent de "),
+    ("×", " fois "),
+    ("÷", " divisé par "),
+    ("±", " plus ou moins "),
+    ("√", " racine carrée de "),
+    ("²", " au carré"),
+    ("³", " au cube"),
+    (" = ", " égale "),
+    ("=", " égale "),
+];
+
+/// `sentence` with its written forms in words, class by class in the order of `classes`' table.
 pub fn spoken(sentence: &str) -> String {
-    let rules = &*RULES;
+    let (rules, shared) = (&*RULES, &*classes::SHARED);
     let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, *with).into_owned();
     }
-    let steps: [(&Regex, Rewrite); 13] = [
-        (&rules.phone, phone),
-        (&rules.iso_date, date),
-        (&rules.date, date),
-        (&rules.time, time),
-        (&rules.hour, time),
-        (&rules.roman_ordinal, roman_ordinal),
-        (&rules.ordinal, ordinal),
-        (&rules.currency_after, money),
-        (&rules.currency_before, money),
-        (&rules.range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
-        (&rules.negative, |c| Some(format!("{}moins {}", &c["before"], &c["digit"]))),
-        (&rules.percent, |c| Some(format!("{} pour cent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))),
-        (&rules.unit, unit),
+    let steps: &[Rule<'_>] = &[
+        (Class::Electronic, &shared.file, |c| Some(format!("{} point {}", &c["name"], &c["ext"]))),
+        (Class::Telephone, &rules.phone, phone),
+        (Class::Telephone, &rules.phone_international, |c| {
+            let groups: Vec<String> = c["groups"].split([' ', '.', '-']).filter(|g| !g.is_empty()).map(digits).collect();
+            Some(format!("plus {}, {}", cardinal(c["country"].parse().ok()?), groups.join(", ")))
+        }),
+        (Class::Telephone, &rules.phone_free, |c| {
+            Some(format!("zéro, {}, {}, {}", cardinal(c["a"].parse().ok()?), cardinal(c["b"].parse().ok()?), cardinal(c["c"].parse().ok()?)))
+        }),
+        (Class::Date, &rules.iso_date, date),
+        (Class::Date, &rules.date, date),
+        (Class::Date, &rules.decade, |c| Some(format!("{}{}", &c["before"], cardinal(c["y"].parse().ok()?).trim_end_matches('s')))),
+        (Class::Time, &rules.duration, |c| {
+            let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
+            Some(format!("{} {} {} {}", feminine(h), if h < 2 { "heure" } else { "heures" }, feminine(m), if m < 2 { "minute" } else { "minutes" }))
+        }),
+        (Class::Time, &rules.time, time),
+        (Class::Time, &rules.hour, time),
+        (Class::Address, &rules.postcode, |c| Some(format!("{} {}{}", cardinal(c["dept"].parse().ok()?), digits(&c["rest"]), &c["city"]))),
+        (Class::Roman, &rules.roman, roman),
+        (Class::Roman, &rules.roman_ordinal, roman_ordinal),
+        (Class::Ordinal, &rules.ordinal, ordinal),
+        (Class::Math, &shared.minus_sum, |c| Some(format!("{} moins {}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.ratio, |c| Some(format!("{}{} sur {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
+        (Class::Math, &shared.power, |c| Some(format!("{} puissance {}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.plus, |c| Some(format!("{} plus {}", &c["a"], &c["b"]))),
+        (Class::Money, &rules.money_range, |c| {
+            let (_, many, _) = currency(&c["sign"])?;
+            Some(format!("{} à {} {many}", &c["a"], &c["b"]))
+        }),
+        (Class::Range, &rules.range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
+        (Class::Money, &rules.money_scaled, |c| {
+            let amount = Amount::from_captures(c, "whole", "fraction")?;
+            let (scale, scales) = match &c["scale"] {
+                "k" => return Some(format!("{} euros", cardinal(amount.whole_value()?.checked_mul(1000)?))),
+                "M" => ("million", "millions"),
+                _ => ("milliard", "milliards"),
+            };
+            Some(format!("{} {} d'euros", decimal(&amount), if amount.below_two() { scale } else { scales }))
+        }),
+        (Class::Money, &rules.money_code, money_code),
+        (Class::Money, &rules.money_code_after, money_code),
+        (Class::Money, &rules.currency_after, money),
+        (Class::Money, &rules.currency_before, money),
+        (Class::Cardinal, &rules.negative, |c| Some(format!("{}moins {}", &c["before"], &c["digit"]))),
+        (Class::Measure, &rules.percent, |c| Some(format!("{} pour cent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))),
+        (Class::Measure, &rules.unit, unit),
+        (Class::Fraction, &shared.mixed_fraction, |c| {
+            let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
+            (a < b).then(|| format!("{} et {}{}", cardinal(w), fraction_after_whole(a, b), &c["after"]))
+        }),
+        (Class::Fraction, &shared.vulgar, |c| {
+            let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
+            Some(match c.name("w") {
+                Some(w) => format!("{} et {}", cardinal(w.as_str().parse().ok()?), fraction_after_whole(a, b)),
+                None => fraction_words(a, b),
+            })
+        }),
+        (Class::Fraction, &rules.fraction, |c| {
+            let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
+            (b > 1 && (a < b || b <= 10)).then(|| fraction_words(a, b))
+        }),
+        (Class::Range, &shared.word_range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
     ];
-    text = rewrite_all(text, &steps);
+    text = classes::operators(classes::apply(text, steps), &OPERATORS);
+    // Codes, then initialisms: from here no digit is glued to a letter.
+    text = classes::each_token(&text, |token| (classes::is_code(token) && !leaves(token.text)).then(|| classes::say_code(token.text, " ", ", ", code_part)));
+    text = classes::initialisms(&text);
+    let source = text;
     rules
         .number
-        .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))
+        .replace_all(&source, |c: &Captures| {
+            let Some(amount) = Amount::from_captures(c, "whole", "fraction") else { return c[0].to_string() };
+            // `une` before a feminine noun: `1 fois`, `21 personnes`.
+            let next = source[c.get(0).map_or(0, |m| m.end())..].split_whitespace().next().unwrap_or("");
+            match amount.whole_value() {
+                Some(v) if amount.fraction.is_none() && is_feminine(next) => feminine(v),
+                _ => decimal(&amount),
+            }
+        })
         .into_owned()
+}
+
+/// Nouns an agent counts often that are feminine, before which `1` and `21` are `une`, `vingt et une`.
+fn is_feminine(word: &str) -> bool {
+    let word = word.trim_end_matches([',', '.', ';', '!', '?']);
+    let singular = if word == "fois" { word } else { word.strip_suffix('s').unwrap_or(word) };
+    [
+        "fois",
+        "personne",
+        "heure",
+        "minute",
+        "seconde",
+        "semaine",
+        "journée",
+        "année",
+        "page",
+        "place",
+        "étape",
+        "question",
+        "ligne",
+        "chose",
+        "nuit",
+        "chambre",
+        "voiture",
+        "entreprise",
+        "commande",
+        "réponse",
+        "option",
+        "version",
+        "image",
+        "photo",
+        "vidéo",
+        "tasse",
+        "cuillère",
+        "part",
+    ]
+    .contains(&singular)
+}
+
+/// A token another class reads, though it mixes digits and letters: `5km`, `1er`, `10h30`.
+fn leaves(token: &str) -> bool {
+    let suffix = token.trim_start_matches(|c: char| c.is_ascii_digit());
+    suffix.len() < token.len()
+        && (matches!(
+            suffix,
+            "er" | "re"
+                | "e"
+                | "nd"
+                | "nde"
+                | "de"
+                | "d"
+                | "k"
+                | "km"
+                | "cm"
+                | "mm"
+                | "kg"
+                | "mg"
+                | "ml"
+                | "mL"
+                | "min"
+                | "Go"
+                | "Mo"
+                | "ko"
+                | "To"
+                | "kWh"
+                | "GHz"
+                | "MHz"
+                | "Hz"
+                | "m"
+                | "g"
+                | "l"
+                | "L"
+                | "h"
+                | "s"
+        ) || suffix.strip_prefix('h').is_some_and(|m| m.chars().all(|c| c.is_ascii_digit())))
+}
+
+/// A run of a code: a number (`AF1234` A F mille deux cent trente-quatre), digit by digit past four digits.
+fn code_part(part: &Part<'_>) -> String {
+    match part {
+        Part::Digits(d) if d.len() > 4 || (d.len() > 1 && d.starts_with('0')) => digits(d),
+        Part::Digits(d) => d.parse().map(cardinal).unwrap_or_else(|_| digits(d)),
+        Part::Letters(l) => classes::letters_said(l),
+    }
+}
+
+/// The names a monarch or a pope takes with a number: `Louis I` is Louis premier.
+const REGNAL: [&str; 24] = [
+    "Louis",
+    "Henri",
+    "Charles",
+    "François",
+    "Napoléon",
+    "Philippe",
+    "Jean",
+    "Élisabeth",
+    "Elisabeth",
+    "Léon",
+    "Pie",
+    "Benoît",
+    "Grégoire",
+    "Jean-Paul",
+    "Paul",
+    "Guillaume",
+    "Richard",
+    "Édouard",
+    "Georges",
+    "Jacques",
+    "Frédéric",
+    "Pierre",
+    "Catherine",
+    "Alexandre",
+];
+
+/// An amount with its ISO code (`CHF 30`, `200 USD`).
+fn money_code(c: &Captures) -> Option<String> {
+    let amount = Amount::from_captures(c, "whole", "fraction")?;
+    let name = match &c["code"] {
+        "CHF" => "francs suisses",
+        "USD" => "dollars américains",
+        "EUR" => "euros",
+        "GBP" => "livres sterling",
+        _ => "dollars canadiens",
+    };
+    Some(format!("{} {name}", decimal(&amount)))
+}
+
+/// `Louis XIV` Louis quatorze: a monarch's number is a cardinal in French, but the first (premier).
+fn roman(c: &Captures) -> Option<String> {
+    let (name, n) = (&c["name"], &c["n"]);
+    let value = classes::roman(n)?;
+    let regnal = REGNAL.contains(&name);
+    if n.len() == 1 && !regnal {
+        return None;
+    }
+    let said = if regnal && value == 1 { "premier".to_string() } else { cardinal(value) };
+    Some(format!("{name} {said}{}", &c["after"]))
+}
+
+/// `3/5` trois cinquièmes, `1/2` un demi, `2/3` deux tiers.
+fn fraction_words(a: u64, b: u64) -> String {
+    let (one, many) = match b {
+        2 => ("demi".to_string(), "demis".to_string()),
+        3 => ("tiers".to_string(), "tiers".to_string()),
+        4 => ("quart".to_string(), "quarts".to_string()),
+        _ => (ordinal_of(b), format!("{}s", ordinal_of(b))),
+    };
+    format!("{} {}", cardinal(a), if a == 1 { one } else { many })
+}
+
+/// After a whole number: `2 1/2` deux et demi, `1 1/4` un et quart, else the fraction.
+fn fraction_after_whole(a: u64, b: u64) -> String {
+    match (a, b) {
+        (1, 2) => "demi".into(),
+        (1, 4) => "quart".into(),
+        _ => fraction_words(a, b),
+    }
+}
+
+/// What a `<say-as>` asks, in French.
+pub fn said(what: super::Said) -> Option<String> {
+    use super::Said;
+    let plural = |n: u64, one: &str| format!("{} {one}{}", feminine(n), if n < 2 { "" } else { "s" });
+    let day = |d: u32| if d == 1 { "premier".to_string() } else { cardinal(u64::from(d)) };
+    Some(match what {
+        Said::Cardinal(n) => cardinal(n),
+        Said::Ordinal(1) => "premier".into(),
+        Said::Ordinal(n) => ordinal_of(n),
+        Said::Duration(0, s) => plural(s, "seconde"),
+        Said::Duration(m, 0) => plural(m, "minute"),
+        Said::Duration(m, s) => format!("{} {}", plural(m, "minute"), plural(s, "seconde")),
+        Said::Date { y, m, d } => {
+            let month = m.and_then(|m| MONTHS.get(m as usize - 1)).copied();
+            let year = y.map(|y| cardinal(u64::from(y)));
+            match (d, month, year) {
+                (Some(d), Some(month), Some(year)) => format!("{} {month} {year}", day(d)),
+                (Some(d), Some(month), None) => format!("{} {month}", day(d)),
+                (None, Some(month), Some(year)) => format!("{month} {year}"),
+                (None, Some(month), None) => month.to_string(),
+                (Some(d), None, None) => day(d),
+                (None, None, Some(year)) => year,
+                _ => return None,
+            }
+        }
+    })
 }
 
 /// A phone number in pairs: `06 12 34 56 78` « zéro six, douze, trente-quatre, cinquante-six, soixante-dix-huit »;
@@ -126,7 +436,7 @@ fn phone(c: &Captures) -> Option<String> {
         (_, _, Some(national)) => vec![pair(national.as_str())],
         _ => return None,
     };
-    said.extend(c["pairs"].split([' ', '.']).filter(|p| !p.is_empty()).map(pair));
+    said.extend(c["pairs"].split([' ', '.', '-']).filter(|p| !p.is_empty()).map(pair));
     Some(said.join(", "))
 }
 
@@ -153,7 +463,7 @@ fn time(c: &Captures) -> Option<String> {
 }
 
 fn roman_ordinal(c: &Captures) -> Option<String> {
-    Some(ordinal_words(roman(&c["n"])?, &c["suffix"]))
+    Some(ordinal_words(classes::roman(&c["n"])?, &c["suffix"]))
 }
 
 fn ordinal(c: &Captures) -> Option<String> {
@@ -165,7 +475,8 @@ fn ordinal_words(n: u64, suffix: &str) -> String {
         (1, "er") => "premier".into(),
         (1, "re" | "ère") => "première".into(),
         (2, "nd") => "second".into(),
-        (2, "nde") => "seconde".into(),
+        (2, "nde" | "de") => "seconde".into(),
+        (2, "d") => "second".into(),
         _ => ordinal_of(n),
     }
 }
@@ -182,8 +493,21 @@ fn currency(sign: &str) -> Option<(&'static str, &'static str, &'static str)> {
 }
 
 fn money(c: &Captures) -> Option<String> {
-    let amount = Amount::from_captures(c, "whole", "fraction")?;
-    let (one, many, hundredth) = currency(&c["sign"])?;
+    // `US$1,299.99`: an amount written the American way (a comma between thousands, a decimal point).
+    let amount = match c.name("us") {
+        Some(us) => {
+            let (whole, cents) = us.as_str().split_once('.')?;
+            Amount { whole: whole.replace(',', ""), fraction: Some(cents.to_string()), grouped: true }
+        }
+        None => Amount::from_captures(c, "whole", "fraction")?,
+    };
+    let (mut one, mut many, hundredth) = currency(&c["sign"])?;
+    (one, many) = match c.name("prefix").map(|p| p.as_str()) {
+        Some("US") => ("dollar américain", "dollars américains"),
+        Some("CA" | "C") => ("dollar canadien", "dollars canadiens"),
+        Some("AU" | "A") => ("dollar australien", "dollars australiens"),
+        _ => (one, many),
+    };
     let minus = if c.name("minus").is_some() { "moins " } else { "" };
     let whole = amount.whole_value()?;
     let name = if whole < 2 { one } else { many };
@@ -220,10 +544,16 @@ fn unit(c: &Captures) -> Option<String> {
         "°C" => ("degré Celsius", "degrés Celsius"),
         "°F" => ("degré Fahrenheit", "degrés Fahrenheit"),
         "°" => ("degré", "degrés"),
+        "To" => ("téraoctet", "téraoctets"),
+        "GHz" => ("gigahertz", "gigahertz"),
+        "MHz" => ("mégahertz", "mégahertz"),
+        "Hz" => ("hertz", "hertz"),
+        "h" => ("heure", "heures"),
         _ => return None,
     };
-    let count = if one == "minute" && amount.fraction.is_none() { feminine(amount.whole_value()?) } else { decimal(&amount) };
-    Some(format!("{count} {}{}", if amount.below_two() { one } else { many }, &c["after"]))
+    let count = if matches!(one, "minute" | "heure") && amount.fraction.is_none() { feminine(amount.whole_value()?) } else { decimal(&amount) };
+    let minus = c.name("minus").map(|m| format!("{}moins ", m.as_str().trim_end_matches(['-', '−']))).unwrap_or_default();
+    Some(format!("{minus}{count} {}{}", if amount.below_two() { one } else { many }, &c["after"]))
 }
 
 /// A number with its decimals: `3,14` « trois virgule quatorze », `0,05` « zéro virgule zéro cinq »; more
@@ -340,28 +670,6 @@ fn ordinal_of(n: u64) -> String {
     }
 }
 
-/// A Roman numeral's value (`XXI` is 21), up to 399.
-fn roman(s: &str) -> Option<u64> {
-    let value = |c: char| match c {
-        'I' => Some(1),
-        'V' => Some(5),
-        'X' => Some(10),
-        'L' => Some(50),
-        'C' => Some(100),
-        _ => None,
-    };
-    let values: Vec<u64> = s.chars().map(value).collect::<Option<_>>()?;
-    let mut total = 0;
-    for (i, v) in values.iter().enumerate() {
-        if values.get(i + 1).is_some_and(|next| next > v) {
-            total -= *v as i64;
-        } else {
-            total += *v as i64;
-        }
-    }
-    u64::try_from(total).ok().filter(|t| *t > 0 && *t < 400)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,7 +720,6 @@ mod tests {
         ] {
             assert_eq!(ordinal_of(n), words, "{n}");
         }
-        assert_eq!((roman("XXI"), roman("XIX"), roman("IV"), roman("IIII"), roman("M")), (Some(21), Some(19), Some(4), Some(4), None));
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! language with rules (the `addresses` module).
 
 mod addresses;
+pub mod classes;
 mod en;
 mod fr;
 mod numbers;
@@ -42,6 +43,64 @@ pub fn spoken<'a>(sentence: &'a str, language: &Language) -> Cow<'a, str> {
         "zh" => Cow::Owned(zh::spoken(&half_width(sentence))),
         _ => Cow::Borrowed(sentence),
     }
+}
+
+/// What a `<say-as interpret-as="…">` says for `text` in `language`, in words: `cardinal` (`number`) and
+/// `ordinal` a number, `time` a duration written `1'21"`, `date` in its `format`'s order (`mdy` by default;
+/// `dmy`, `ymd`, `md`, `dm`, `ym`, `my`, `d`, `m`, `y`). `None` for a language with no rules here, for a
+/// text that is not what it says it is, and for a clock time (the language's time rule reads it as written).
+pub fn say_as(interpret: &str, format: &str, text: &str, language: &Language) -> Option<String> {
+    let words: &dyn Fn(Said) -> Option<String> = match language.as_str() {
+        "en" => &en::said,
+        "fr" => &fr::said,
+        "zh" => &zh::said,
+        _ => return None,
+    };
+    let number = || -> Option<u64> {
+        let digits: String = text.trim().chars().filter(|c| !matches!(c, ',' | ' ' | '\u{a0}' | '\u{202f}' | '.')).collect();
+        digits.parse().ok()
+    };
+    match interpret {
+        "cardinal" | "number" => words(Said::Cardinal(number()?)),
+        "ordinal" => words(Said::Ordinal(number()?)),
+        "time" => {
+            let (minutes, seconds) = text.trim().trim_end_matches('"').split_once('\'')?;
+            words(Said::Duration(minutes.parse().ok()?, if seconds.is_empty() { 0 } else { seconds.parse().ok()? }))
+        }
+        "date" => {
+            let parts: Vec<u32> = text.split(['/', '-', '.', ' ']).filter(|p| !p.is_empty()).map(str::parse).collect::<Result<_, _>>().ok()?;
+            let order = if format.is_empty() { "mdy" } else { format };
+            if parts.len() != order.len() {
+                return None;
+            }
+            let field = |c: char| order.find(c).map(|at| parts[at]);
+            let (y, m, d) = (field('y'), field('m'), field('d'));
+            if m.is_some_and(|m| !(1..=12).contains(&m)) || d.is_some_and(|d| !(1..=31).contains(&d)) {
+                return None;
+            }
+            words(Said::Date { y, m, d })
+        }
+        _ => None,
+    }
+}
+
+/// What a `<say-as>` asks a language to say.
+pub enum Said {
+    /// A count.
+    Cardinal(u64),
+    /// A place in order.
+    Ordinal(u64),
+    /// Minutes and seconds.
+    Duration(u64, u64),
+    /// A date, or part of one.
+    Date {
+        /// The year.
+        y: Option<u32>,
+        /// The month, 1 to 12.
+        m: Option<u32>,
+        /// The day, 1 to 31.
+        d: Option<u32>,
+    },
 }
 
 /// Compiles every language's patterns now. They are compiled on first use otherwise, and that costs the

@@ -45,17 +45,6 @@ impl Amount {
     }
 }
 
-/// How a rule rewrites what its pattern matched; `None` leaves the match as written.
-pub type Rewrite = fn(&Captures) -> Option<String>;
-
-/// Applies each rule in turn over the whole text.
-pub fn rewrite_all(mut text: String, rules: &[(&Regex, Rewrite)]) -> String {
-    for (pattern, rewrite) in rules {
-        text = pattern.replace_all(&text, |c: &Captures| rewrite(c).unwrap_or_else(|| c[0].to_string())).into_owned();
-    }
-    text
-}
-
 /// A compiled pattern (the rules' patterns are constants: a bad one is a bug found by every test).
 pub fn pattern(source: &str) -> Regex {
     Regex::new(source).unwrap_or_else(|e| panic!("spoken-form pattern {source}: {e}"))
