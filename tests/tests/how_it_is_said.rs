@@ -380,3 +380,28 @@ async fn an_ssml_prosody_rate_speaks_its_sentences_faster_on_kokoro_and_goes_to_
     assert_eq!(s.stats.polly_ssml.lock().unwrap().clone(), [r#"<speak><prosody rate="50%">Slow &amp; steady.</prosody></speak>"#]);
     assert!(s.stats.polly_spoken.lock().unwrap().iter().any(|u| u.text == "Then 4 2 quick ones."), "digits said one by one");
 }
+
+#[tokio::test]
+async fn say_as_numbers_durations_and_dates_in_any_format_reach_every_arm_in_words() {
+    // The rendering layer says them before any arm gets the sentence: Polly's stand-in records what it is sent,
+    // and the Kokoro arm is sent the same text (then its spoken forms, which leave words as words).
+    let s = standins().await;
+    let config = earshot_e2e::run_aws::sdk_for(&s).await;
+    let mut settings = settings(None);
+    settings.scheduler.backend_silence = Some(earshot_e2e::untested_silence().await);
+    let url = serve(Gateway::new(vec![polly(&config).await], Arc::new(agent(200.0)), settings)).await.url;
+    let body = ssml(
+        "<speak>She came <say-as interpret-as=\"ordinal\">3</say-as> of <say-as interpret-as=\"cardinal\">1,200</say-as> \
+         on <say-as interpret-as=\"date\" format=\"md\">12/01</say-as>, in <say-as interpret-as=\"time\">1'21\"</say-as>.</speak>",
+    );
+    let r = speak(&url, &body, &CallOptions::default()).await.expect("spoken");
+    assert_eq!(check_conversation(&r), ["She came 3 of 1,200 on 12/01, in 1'21\"."], "captions stay as written");
+    let sent: Vec<String> = s.stats.polly_spoken.lock().unwrap().iter().map(|u| u.text.clone()).collect();
+    assert!(sent.iter().any(|t| t == "She came third of one thousand two hundred on December first, in one minute twenty-one seconds."), "{sent:?}");
+    // In French, as a `<lang>` tells it.
+    let body = ssml("<speak><lang xml:lang=\"fr\">Il est arrivé <say-as interpret-as=\"ordinal\">3</say-as> le <say-as interpret-as=\"date\" format=\"dm\">1/12</say-as>.</lang></speak>");
+    let r = speak(&url, &body, &CallOptions::default()).await.expect("spoken");
+    check_conversation(&r);
+    let sent: Vec<String> = s.stats.polly_spoken.lock().unwrap().iter().map(|u| u.text.clone()).collect();
+    assert!(sent.iter().any(|t| t == "Il est arrivé troisième le premier décembre."), "{sent:?}");
+}

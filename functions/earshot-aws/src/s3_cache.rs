@@ -31,9 +31,13 @@ impl S3SentenceTier {
     }
 
     /// The object's name: the prefix and a digest of everything in the key (a rate other than the
-    /// voice's own is one more part, so the names of sentences said at the normal rate stay as they were).
+    /// voice's own is one more part, so the names of sentences said at the normal rate stay as they were),
+    /// and of the spoken forms' revision: the Kokoro container is sent a sentence in the spoken form its
+    /// rules give, so audio kept under older rules is not found once they change.
     pub fn object_name(&self, key: &CacheKey) -> String {
         let mut digest = Sha256::new();
+        digest.update(format!("spoken={}", earshot_core::text::spoken::RULES_REVISION).as_bytes());
+        digest.update([0u8]);
         for part in [key.partition.as_deref().unwrap_or(""), &key.backend, &key.voice, key.language.as_deref().unwrap_or(""), &key.format, &key.text] {
             digest.update(part.as_bytes());
             digest.update([0u8]);

@@ -112,6 +112,29 @@ fn tag_of(value: &str) -> Option<Tag> {
     }
 }
 
+/// Whether the opening marker whose values are `values` (the characters between [`OPEN`] and [`SEP`])
+/// opens an element that holds text only (`say-as`, `sub`, `phoneme`): the next [`CLOSE`] ends it.
+pub fn opens_text_only(values: &str) -> bool {
+    values.chars().next().and_then(|c| char::from_u32((c as u32).wrapping_sub(SHIFT))).is_some_and(|kind| matches!(kind, 'a' | 's' | 'p'))
+}
+
+/// The byte length of `text`'s first `chars` characters of text, markers not counted and never cut.
+pub fn text_len_at(text: &str, chars: usize) -> usize {
+    let mut counted = 0;
+    let mut in_marker = false;
+    for (at, c) in text.char_indices() {
+        match c {
+            OPEN => in_marker = true,
+            SEP => in_marker = false,
+            CLOSE => {}
+            _ if in_marker => {}
+            _ if counted == chars => return at,
+            _ => counted += 1,
+        }
+    }
+    text.len()
+}
+
 /// Whether `text` holds a marker.
 pub fn has_markers(text: &str) -> bool {
     text.contains([OPEN, CLOSE])

@@ -33,6 +33,7 @@ use crate::chars::{
 };
 use crate::language::Language;
 use crate::list_marker::{self, ListMarker, Parsed};
+use crate::markup;
 
 /// How far (bytes) an unclosed bracket or quotation may reach before its contents may end sentences.
 const BRACKET_REACH: usize = 400;
@@ -122,6 +123,9 @@ struct SentenceState {
     last_nonspace: Option<char>,
     last_clause: Option<usize>,
     last_space: Option<usize>,
+    /// Where the SSML element holding text only that is open began (its opening marker): no length
+    /// cut lands after it until it closes.
+    element: Option<usize>,
 }
 
 /// The streaming segmenter. See the module documentation for its rules.
@@ -414,6 +418,23 @@ impl Segmenter {
         let Some(c) = self.char_at(at) else { return Step::NeedMore };
         let next = at + c.len_utf8();
 
+        // An SSML marker (`crate::markup`) is read whole: it is no text and counts for no length, and
+        // no length cut lands inside it or inside the element holding text only that it opens.
+        if c == markup::OPEN {
+            let rest = self.rest(at);
+            let Some(len) = rest.find(markup::SEP) else { return if eof { Step::Advance(next) } else { Step::NeedMore } };
+            if markup::opens_text_only(&rest[c.len_utf8()..len]) && self.s.element.is_none() {
+                self.s.element = Some(at);
+            }
+            self.s.has_content = true;
+            return Step::Advance(at + len + markup::SEP.len_utf8());
+        }
+        if c == markup::CLOSE {
+            self.s.element = None;
+            self.s.has_content = true;
+            return Step::Advance(next);
+        }
+
         // A sentence may open with a list marker, which is read whole and never ends the sentence.
         if !self.s.has_content && !c.is_whitespace() && !self.s.marker_checked {
             match list_marker::parse(self.rest(at), eof) {
@@ -534,9 +555,14 @@ impl Segmenter {
             (_, Some(space)) if space > self.start => space,
             (Some(clause), _) if clause > self.start => clause,
             // No break: cut after exactly `max` characters.
-            _ => self.start + self.text(self.start, next).chars().take(max).map(char::len_utf8).sum::<usize>(),
+            _ => self.start + markup::text_len_at(self.text(self.start, next), max),
         };
-        Some(cut)
+        // Never inside an element holding text only: before it, or (it starting the sentence) after it.
+        match self.s.element {
+            Some(open) if cut > open && open > self.start => Some(open),
+            Some(open) if cut > open => None,
+            _ => Some(cut),
+        }
     }
 
     fn decide_newline(&mut self, at: usize, eof: bool) -> Step {

@@ -23,6 +23,9 @@ use crate::markup::{self, Tag};
 
 /// How far (characters) a tag is read before it is refused as too long.
 pub const TAG_REACH: usize = 400;
+/// The most text a `<sub>`, `<say-as>` or `<phoneme>` may hold, in characters: so that an element always
+/// fits in one sentence (the segmenter cuts a long sentence outside it, never inside).
+pub const ELEMENT_TEXT_REACH: usize = 200;
 /// How far an entity (`&amp;`) is read.
 const ENTITY_REACH: usize = 12;
 /// The orders a `<say-as interpret-as="date">` may give.
@@ -57,6 +60,8 @@ struct Open {
     name: &'static str,
     /// `sub`, `say-as` and `phoneme` hold text only.
     text_only: bool,
+    /// The characters of text inside it so far (counted for the text-only ones).
+    chars: usize,
 }
 
 /// The streaming reader; see the module docs.
@@ -160,6 +165,11 @@ impl SsmlReader {
                 }
                 break;
             };
+            // Refused as it would be streamed, where a tag is held at most this far for its `>`: a document
+            // is accepted or refused alike whole and in any chunking.
+            if rest[..end].chars().count() > TAG_REACH {
+                return Err(SsmlError(format!("<{}…> is longer than {TAG_REACH} characters", shown(tag_name(rest)))));
+            }
             let tag = &rest[1..end];
             rest = &rest[end + 1..];
             self.tag(tag, &mut text, &mut pieces)?;
@@ -188,6 +198,12 @@ impl SsmlReader {
             return Ok(());
         }
         self.started = true;
+        if let Some(open) = self.open.last_mut().filter(|o| o.text_only) {
+            open.chars += part.chars().count();
+            if open.chars > ELEMENT_TEXT_REACH {
+                return Err(SsmlError(format!("<{}> holds more than {ELEMENT_TEXT_REACH} characters of text", open.name)));
+            }
+        }
         out.push_str(part);
         Ok(())
     }
@@ -320,7 +336,7 @@ impl SsmlReader {
         if let Some(marker) = &marker {
             text.push_str(&markup::marker(marker));
         }
-        self.open.push(Open { name, text_only });
+        self.open.push(Open { name, text_only, chars: 0 });
         Ok(())
     }
 

@@ -29,6 +29,11 @@ use std::borrow::Cow;
 
 use crate::language::Language;
 
+/// The revision of the rules: one more whenever what they say for a sentence changes (2: the semiotic
+/// classes). A shared sentence cache names its objects with it, so that no audio made under older rules is
+/// served for a sentence the rules now say otherwise.
+pub const RULES_REVISION: u32 = 2;
+
 /// Whether the container must be told `language` for its spoken forms to apply before the first sentence
 /// settles it (`fr`, `zh`): English's apply untold as well, as the container reads Latin script as English.
 pub fn has_rules(language: &Language) -> bool {
