@@ -83,7 +83,8 @@ pub fn is_title(word: &str, language: Option<&Language>) -> bool {
             | "ing"
             | "arq"
     );
-    let french = matches!(w, "mme" | "mlle" | "mgr" | "pr" | "ste" | "mm" | "me");
+    // `bât. C`: a building's letter follows as a name does.
+    let french = matches!(w, "mme" | "mlle" | "mgr" | "pr" | "ste" | "mm" | "me" | "bât" | "pl" | "av" | "bd");
     match language.map(Language::as_str) {
         Some("fr") => english || french,
         // Any other language, or none known: `Mme. Curie` is a title there too, but `Me.` is an English
@@ -149,7 +150,23 @@ pub fn precedes_number(word: &str) -> bool {
             | "nov"
             | "dec"
             | "a.d"
+            // French: `env. 2 300`, `déc. 2026`, and the months cut short.
+            | "env"
+            | "janv"
+            | "févr"
+            | "fév"
+            | "avr"
+            | "juil"
+            | "déc"
     )
+}
+
+/// A street's type cut short after a house number, before the street's name: `8 pl. Bellecour`,
+/// `5 av. Foch`, `12 bd. Haussmann`.
+pub fn is_street(word: &str) -> bool {
+    let mut buf = [0u8; 16];
+    let Some(w) = lower(word, &mut buf) else { return false };
+    matches!(w, "pl" | "av" | "bd" | "bld" | "rte" | "ch" | "imp")
 }
 
 /// Units written after a number and before another (`5 ft. 6 in.`, `2 lb. 4 oz.`).

@@ -26,7 +26,9 @@
 //! - Options: a fast first fragment (the first clause of an answer, after a minimum number of words)
 //!   and a maximum length (over-long sentences split at clause marks, else at spaces).
 
-use crate::abbreviations::{is_proper_abbreviation, is_sentence_starter, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number};
+use crate::abbreviations::{
+    is_proper_abbreviation, is_sentence_starter, is_street, is_time_of_day, is_time_preposition, is_title, is_unit, never_ends, precedes_number,
+};
 use crate::chars::{
     is_bracket_closer, is_cjk, is_cjk_clause_mark, is_cjk_terminator, is_clause_mark, is_closer, is_digit, is_dot, is_lower, is_markup, is_opener,
     is_terminator, straight_quote_opens,
@@ -789,7 +791,7 @@ impl Segmenter {
                 return Verdict::Continue;
             }
         }
-        if (is_title(word, self.cfg.language.as_ref()) && !after_number) || never_ends(word) {
+        if (is_title(word, self.cfg.language.as_ref()) && !after_number) || never_ends(word) || (after_number && is_street(word)) {
             return Verdict::Continue;
         }
         let mut letters = word.chars();

@@ -125,11 +125,33 @@ fn mandarin_answers_are_spoken_in_words_whatever_the_streaming() {
 /// prints it alone); each language must say at least 95 % of its cases right, and the failures are listed.
 #[test]
 fn every_semiotic_class_is_said_right_on_the_scored_set() {
+    let per_class = scored("classes", 95);
+    let classes: Vec<&str> = earshot_text::spoken::classes::Class::ALL.iter().map(|c| c.name()).collect();
+    for class in &classes {
+        let n = per_class.get(*class).copied().unwrap_or(0);
+        assert!(n >= 40, "{class}: {n} cases across the languages, at least 40 expected");
+    }
+    assert!(per_class.keys().all(|k| classes.contains(&k.as_str())), "a heading that is not a class: {:?}", per_class.keys());
+}
+
+/// A second set by class (`tests/spoken/heldout/`), written after the rules by a writer who had read neither
+/// them nor the first set, four cases per class and language, of forms an agent writes less often (signs,
+/// suffixes, glued forms, context-dependent dates). Scored the same way; its score before the rules were fixed
+/// against it is in BENCHMARKS.
+#[test]
+fn every_semiotic_class_is_said_right_on_the_held_out_set() {
+    scored("heldout", 95);
+}
+
+/// Scores the lists under `tests/spoken/{folder}/`, prints the score per class and language and the
+/// failures, and fails where a language says fewer than `at_least` percent of its cases right. The number of
+/// cases per class, across the languages.
+fn scored(folder: &str, at_least: usize) -> BTreeMap<String, usize> {
     let mut per_class: BTreeMap<String, usize> = BTreeMap::new();
     let mut report = Vec::new();
     let mut below = Vec::new();
     for (language, joiner) in [("en", " "), ("fr", " "), ("zh", "")] {
-        let cases = cases_in(&format!("classes/{language}.tsv"));
+        let cases = cases_in(&format!("{folder}/{language}.tsv"));
         let mut score: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
         let mut failures = Vec::new();
         for case in &cases {
@@ -147,22 +169,17 @@ fn every_semiotic_class_is_said_right_on_the_scored_set() {
         }
         let passed: usize = score.values().map(|s| s.0).sum();
         for (class, (p, of)) in &score {
-            println!("{language}\t{class}\t{p}/{of}");
+            println!("{folder}\t{language}\t{class}\t{p}/{of}");
         }
-        println!("{language}\tall\t{passed}/{}", cases.len());
+        println!("{folder}\t{language}\tall\t{passed}/{}", cases.len());
         report.extend(failures);
-        if passed * 100 < cases.len() * 95 {
+        if passed * 100 < cases.len() * at_least {
             below.push(format!("{language}: {passed}/{}", cases.len()));
         }
     }
     println!("failures:\n{}", report.join("\n"));
-    let classes: Vec<&str> = earshot_text::spoken::classes::Class::ALL.iter().map(|c| c.name()).collect();
-    for class in &classes {
-        let n = per_class.get(*class).copied().unwrap_or(0);
-        assert!(n >= 40, "{class}: {n} cases across the languages, at least 40 expected");
-    }
-    assert!(per_class.keys().all(|k| classes.contains(&k.as_str())), "a heading that is not a class: {:?}", per_class.keys());
-    assert!(below.is_empty(), "below 95 %: {below:?}\n{}", report.join("\n"));
+    assert!(below.is_empty(), "{folder}: below {at_least} %: {below:?}\n{}", report.join("\n"));
+    per_class
 }
 
 /// Whether `got` says what `want` says: case, hyphens and commas aside; spaces too in Mandarin.

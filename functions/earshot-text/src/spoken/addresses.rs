@@ -33,6 +33,8 @@ pub struct Words {
     pub version: &'static str,
     /// The point between a version's parts (`2.1.3`).
     pub point: &'static str,
+    /// A beta, as a pre-release's name (`-beta.2`).
+    pub beta: &'static str,
     /// One part of an IP address (`192`), as the language says it.
     pub octet: fn(&str) -> String,
     /// One part of a version (`2` of `v2.1.3`).
@@ -72,7 +74,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     ip: pattern(r"(?-u:\b)(?P<a>\d{1,3})\.(?P<b>\d{1,3})\.(?P<c>\d{1,3})\.(?P<d>\d{1,3})(?::(?P<port>\d{1,5}))?(?-u:\b)(?P<tail>\.\d)?"),
     // A path from the root (`/etc/hosts`), after a space or a sentence's start: not `km/h`, not `1/2`.
     path: pattern(r"(?P<before>^|[\s(（\p{Han}])(?P<address>(?:/[A-Za-z_~-](?:[A-Za-z0-9_.~-]*[A-Za-z0-9_~-])?)+/?)(?P<after>[\s,;)）\p{Han}]|[.!?。！？]?$)"),
-    version: pattern(r"(?-u:\b)[vV](?P<parts>\d+(?:\.\d+)+)(?-u:\b)"),
+    version: pattern(r"(?-u:\b)[vV](?P<parts>\d+(?:\.\d+)+)(?:-(?P<pre>alpha|beta|rc|RC|dev|preview)(?:\.?(?P<pre_n>\d+))?)?(?-u:\b)"),
     hashtag: pattern(r"(?P<before>^|[\s(（\p{Han}])#(?P<tag>[\p{L}_][\p{L}\p{N}_]*)"),
     handle: pattern(r"(?P<before>^|[\s(（\p{Han}])@(?P<name>[\p{L}_][\p{L}\p{N}_.]*[\p{L}\p{N}_])"),
 });
@@ -103,7 +105,20 @@ pub fn spoken(text: &str, words: &Words) -> String {
         .version
         .replace_all(&text, |c: &Captures| {
             let parts: Vec<String> = c["parts"].split('.').map(words.version_part).collect();
-            format!("{}{j}{}", words.version, parts.join(&format!("{j}{}{j}", words.point, j = words.join)), j = words.join)
+            // A pre-release (`-beta.2`, `-rc1`): its name, then its number.
+            let pre = match c.name("pre").map(|p| p.as_str()) {
+                Some(name) => {
+                    let name = match name {
+                        "beta" => words.beta,
+                        "rc" | "RC" => "R C",
+                        other => other,
+                    };
+                    let n = c.name("pre_n").map(|n| format!("{}{}", words.join, (words.version_part)(n.as_str()))).unwrap_or_default();
+                    format!("{}{name}{n}", words.join)
+                }
+                None => String::new(),
+            };
+            format!("{}{j}{}{pre}", words.version, parts.join(&format!("{j}{}{j}", words.point, j = words.join)), j = words.join)
         })
         .into_owned();
     text = rules.hashtag.replace_all(&text, |c: &Captures| format!("{}{}{}{}", &c["before"], words.hashtag, words.join, &c["tag"])).into_owned();

@@ -119,16 +119,21 @@ pub type Rewrite = fn(&Captures) -> Option<String>;
 /// One rule: its class, its pattern, its verbaliser.
 pub type Rule<'a> = (Class, &'a Regex, Rewrite);
 
-/// Applies each rule in turn over the whole text. A text with no digit skips the rules that need one (all
-/// but Roman numerals, initialisms, addresses, en dashes between words and Unicode fractions): most of an
-/// answer's sentences hold none, and this keeps their cost near what it was before the classes grew.
+/// Applies each rule in turn over the whole text. A text with no digit (left: an earlier rule may have said
+/// them) skips the rules that need one (those whose pattern asks for a digit, but Roman numerals,
+/// initialisms, addresses, en dashes between words and Unicode fractions): most of an answer's sentences
+/// hold none, and this keeps their cost near what it was before the classes grew.
 pub fn apply(mut text: String, rules: &[Rule<'_>]) -> String {
     let shared = &*SHARED;
     for (class, pattern, rewrite) in rules {
         let digitless = matches!(class, Class::Roman | Class::Letters | Class::Electronic)
             || std::ptr::eq(*pattern, &shared.word_range)
-            || std::ptr::eq(*pattern, &shared.vulgar);
+            || std::ptr::eq(*pattern, &shared.vulgar)
+            || !pattern.as_str().contains("\\d");
         if !digitless && !text.bytes().any(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if *class == Class::Roman && !might_hold_roman(&text) {
             continue;
         }
         text = pattern.replace_all(&text, |c: &Captures| rewrite(c).unwrap_or_else(|| c[0].to_string())).into_owned();
@@ -155,6 +160,18 @@ pub struct Shared {
     pub vulgar: Regex,
     /// `config.json`, `error.log`: a file's name.
     pub file: Regex,
+    /// `10k`, `1.5k`, `2M`: a count with its scale's letter.
+    pub scaled: Regex,
+    /// `3x faster`: so many times (`2x + 3`, a variable, is left to math: the `op` group).
+    pub times: Regex,
+    /// `1920×1080`: dimensions.
+    pub dimensions: Regex,
+    /// `#1E90FF`: a colour in hexadecimal (a letter among its digits).
+    pub hex_colour: Regex,
+    /// `2026-12-07T14:30Z`: an ISO 8601 timestamp.
+    pub timestamp: Regex,
+    /// `IBAN DE89 3704 0044 …`: a bank account in groups.
+    pub iban: Regex,
 }
 
 /// The shared patterns, compiled once.
@@ -166,10 +183,66 @@ pub static SHARED: LazyLock<Shared> = LazyLock::new(|| Shared {
     word_range: pattern(r"(?P<a>[\p{L}\d.])\s?–\s?(?P<b>[\p{L}\d])"),
     mixed_fraction: pattern(r"(?P<w>\d+)(?:\s|又)(?P<a>\d{1,2})/(?P<b>\d{1,2})(?P<after>\D|$)"),
     vulgar: pattern(r"(?:(?P<w>\d+)\s?)?(?P<f>[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞])"),
+    scaled: pattern(r"(?P<before>^|[\s(（\p{Han}])(?P<n>\d+(?:[.,]\d+)?)\s?(?P<scale>k|M|bn)(?P<after>[^A-Za-z0-9€$£¥]|$)"),
+    times: pattern(r"(?P<n>(?-u:\b)\d+(?:[.,]\d+)?)x(?:(?P<op>\s*[-+=×*/^<>≤≥])|(?P<after>[^A-Za-z0-9]|$))"),
+    dimensions: pattern(r"(?P<a>(?-u:\b)\d{2,5})\s?[×x]\s?(?P<b>\d{2,5})\b"),
+    hex_colour: pattern(r"#(?P<hex>[0-9A-Fa-f]{6}|[0-9A-Fa-f]{3})(?-u:\b)"),
+    timestamp: pattern(r"(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<min>\d{2})(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}:?\d{2})?"),
+    iban: pattern(r"\bIBAN:?\s(?P<iban>[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?)\b"),
     file: pattern(
         r"(?-u:\b)(?P<name>[A-Za-z_][A-Za-z0-9_-]*)\.(?P<ext>json|yaml|yml|toml|txt|csv|log|md|py|rs|html|xml|zip|exe|png|jpg|jpeg|docx?|xlsx?|pptx?|sh|conf|ini)(?-u:\b)",
     ),
 });
+
+/// A hexadecimal colour or code, sign by sign: `digit` says a digit, letters stay capitals.
+pub fn hex_said(hex: &str, digit: impl Fn(u32) -> String, join: &str) -> Option<String> {
+    hex.chars()
+        .any(|c| c.is_ascii_alphabetic())
+        .then(|| hex.chars().map(|c| c.to_digit(10).map_or_else(|| c.to_ascii_uppercase().to_string(), &digit)).collect::<Vec<_>>().join(join))
+}
+
+/// An IBAN group by group, a pause between: its letters spelled, its digits one by one.
+pub fn iban_said(iban: &str, digit: impl Fn(u32) -> String) -> String {
+    let compact: String = iban.chars().filter(|c| !c.is_whitespace()).collect();
+    let chars: Vec<char> = compact.chars().collect();
+    chars
+        .chunks(4)
+        .map(|group| group.iter().map(|c| c.to_digit(10).map_or_else(|| c.to_string(), &digit)).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `10k` said as its count in full, by `cardinal` (the `scaled` pattern's match).
+pub fn scaled_said(c: &Captures, cardinal: fn(u64) -> String) -> Option<String> {
+    let value = scaled_value(&c["n"], &c["scale"])?;
+    Some(format!("{}{}{}", &c["before"], cardinal(value), &c["after"]))
+}
+
+/// `3x` said with `times` after the count (" times", " fois", "倍"); `2x + 3`, a variable, as `x`
+/// (`space`: what goes between the count and the `x`).
+pub fn times_said(c: &Captures, times: &str, space: &str) -> Option<String> {
+    let after = c.name("after").map_or("", |a| a.as_str());
+    Some(match c.name("op") {
+        Some(op) => format!("{}{space}x{}{after}", &c["n"], op.as_str()),
+        None => format!("{}{times}{after}", &c["n"]),
+    })
+}
+
+/// `10k` as a count: the number times its scale when that is whole, else `None`.
+pub fn scaled_value(n: &str, scale: &str) -> Option<u64> {
+    let factor: u64 = match scale {
+        "k" | "K" => 1_000,
+        "M" => 1_000_000,
+        "bn" => 1_000_000_000,
+        _ => return None,
+    };
+    let (whole, fraction) = n.split_once(['.', ',']).unwrap_or((n, ""));
+    let digits = format!("{whole}{fraction}");
+    let value: u64 = digits.parse().ok()?;
+    let divisor = 10u64.checked_pow(u32::try_from(fraction.len()).ok()?)?;
+    let product = value.checked_mul(factor)?;
+    (product % divisor == 0).then(|| product / divisor)
+}
 
 /// Each operator of `table` in `text` said in words (`≤`, `×`...), with the spaces its words brought
 /// made single again; a text with none is returned as it is.
@@ -210,6 +283,19 @@ pub fn vulgar(c: char) -> Option<(u64, u64)> {
         '⅞' => (7, 8),
         _ => return None,
     })
+}
+
+/// Whether `text` has a capital that may begin a Roman numeral (`I`, `V`, `X`, `L`, `C`, `D`, `M` after no
+/// letter) or a Unicode numeral (`Ⅲ`): a scan that spares most sentences the Roman rules.
+fn might_hold_roman(text: &str) -> bool {
+    let mut prev_letter = false;
+    for c in text.chars() {
+        if (matches!(c, 'I' | 'V' | 'X' | 'L' | 'C' | 'D' | 'M') && !prev_letter) || ('Ⅰ'..='ⅻ').contains(&c) {
+            return true;
+        }
+        prev_letter = c.is_ascii_alphabetic();
+    }
+    false
 }
 
 /// A Roman numeral's value, where it is written as Roman numerals are (`XIV` 14, `LVIII` 58; `IIII` and
@@ -406,12 +492,16 @@ pub fn letters_said(run: &str) -> String {
     }
 }
 
-/// Initialisms in `text` spelled (`FBI` F B I, `USB-C` U S B C); `U.S.` as its letters.
-pub fn initialisms(text: &str) -> String {
+/// Initialisms in `text` spelled (`FBI` F B I, `USB-C` U S B C); a plural's `s` (`APIs`) said as
+/// `plural` (English " s"; French nothing, its `s` being silent).
+pub fn initialisms(text: &str, plural: &str) -> String {
     if !text.as_bytes().windows(2).any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase()) {
         return text.to_string();
     }
     each_token(text, |token| {
+        if let Some(caps) = token.text.strip_suffix('s').filter(|c| c.len() >= 2 && c.chars().all(|c| c.is_ascii_uppercase()) && is_spelled(c)) {
+            return Some(format!("{}{plural}", spell(caps, " ")));
+        }
         let groups: Vec<&str> = token.text.split('-').collect();
         if token.text.chars().any(|c| c.is_ascii_digit()) || !groups.iter().all(|g| g.chars().all(|c| c.is_ascii_uppercase())) {
             return None;
@@ -428,6 +518,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn scaled_counts_hex_and_iban() {
+        assert_eq!(
+            (scaled_value("10", "k"), scaled_value("1.5", "k"), scaled_value("2,3", "M"), scaled_value("1.2345", "k")),
+            (Some(10_000), Some(1_500), Some(2_300_000), None)
+        );
+        assert_eq!(hex_said("1E90FF", |d| d.to_string(), " ").as_deref(), Some("1 E 9 0 F F"));
+        assert_eq!(hex_said("123456", |d| d.to_string(), " "), None);
+        assert_eq!(iban_said("DE89 3704 00", |d| d.to_string()), "D E 8 9, 3 7 0 4, 0 0");
+    }
+
+    #[test]
     fn roman_numerals_are_read_only_when_well_formed() {
         assert_eq!((roman("XIV"), roman("LVIII"), roman("IV"), roman("MCMXCIX")), (Some(14), Some(58), Some(4), Some(1999)));
         assert_eq!((roman("IIII"), roman("VX"), roman("MIX"), roman("CV")), (None, None, Some(1009), Some(105)));
@@ -442,7 +543,8 @@ mod tests {
         for said in ["NASA", "NATO", "COVID", "OTAN", "UNESCO", "IKEA", "OK", "FIFA", "Paris", "I"] {
             assert!(!is_spelled(said), "{said}");
         }
-        assert_eq!(initialisms("The FBI and NASA use USB-C, not HTML."), "The F B I and NASA use U S B C, not H T M L.");
+        assert_eq!(initialisms("The FBI and NASA use USB-C, not HTML.", " s"), "The F B I and NASA use U S B C, not H T M L.");
+        assert_eq!(initialisms("Both APIs take PDFs.", " s"), "Both A P I s take P D F s.");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::{Captures, Regex, RegexSet};
 
 use super::addresses::{self, Words};
 use super::classes::{self, Class, Part, Rule};
@@ -35,6 +35,7 @@ pub const ADDRESS_WORDS: Words = Words {
     and: "and",
     hashtag: "hashtag",
     point: "point",
+    beta: "beta",
     version: "version",
     octet: digits,
     version_part: |p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p)),
@@ -53,6 +54,8 @@ const MONTH_NAMES: &str =
 struct Rules {
     abbreviations: Vec<(Regex, String)>,
     streets: Vec<(Regex, &'static str, bool)>,
+    /// Whether any street rule may match: one scan, so that a sentence with none pays for no loop.
+    any_street: RegexSet,
     extension: Regex,
     dialled: Regex,
     phone_nanp: Regex,
@@ -76,6 +79,12 @@ struct Rules {
     negative: Regex,
     number: Regex,
     year_range: Regex,
+    day_range: Regex,
+    dotted_time: Regex,
+    weekday_before: Regex,
+    weekday_after: Regex,
+    expiry: Regex,
+    per: Regex,
     duration: Regex,
     house: Regex,
     zip: Regex,
@@ -87,29 +96,121 @@ struct Rules {
     dotted_letters: Regex,
 }
 
-static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
-    // The titles from the table the segmenter shares (crate::abbreviations), then the rest.
-    abbreviations: crate::abbreviations::SPOKEN_TITLES_EN
-        .iter()
-        .map(|(written, said)| (pattern(&format!(r"\b{written}\.(\s+\p{{Lu}})")), format!("{said}$1")))
-        .chain(
-            [
-                (r"\be\.g\.,?", "for example"),
-                (r"\bi\.e\.,?", "that is"),
-                (r"\betc\.", "et cetera"),
-                (r"\bvs\.?(\s)", "versus$1"),
-                (r"\bapprox\.(\s)", "approximately$1"),
-                (r"\b[Nn]o\.\s?(\d)", "number $1"),
-                (r"#(\d)", "number $1"),
-            ]
-            .into_iter()
-            .map(|(p, with)| (pattern(p), with.to_string())),
-        )
-        .collect(),
-    // (555) 123-4567, 555-123-4567, 555.123.4567, +1 555 123 4567, 1-800-555-0199.
+static RULES: LazyLock<Rules> = LazyLock::new(|| {
+    let streets = street_rules();
+    let any_street = RegexSet::new(streets.iter().map(|(p, _, _)| p.as_str())).unwrap_or_else(|e| panic!("the street rules: {e}"));
+    rules(streets, any_street)
+});
+
+fn rules(streets: Vec<(Regex, &'static str, bool)>, any_street: RegexSet) -> Rules {
+    Rules {
+        streets,
+        any_street,
+        // The titles from the table the segmenter shares (crate::abbreviations), then the rest.
+        abbreviations: crate::abbreviations::SPOKEN_TITLES_EN
+            .iter()
+            .map(|(written, said)| (pattern(&format!(r"\b{written}\.(\s+\p{{Lu}})")), format!("{said}$1")))
+            .chain(
+                [
+                    (r"\be\.g\.,?", "for example"),
+                    (r"\bi\.e\.,?", "that is"),
+                    (r"\betc\.", "et cetera"),
+                    (r"\bvs\.?(\s)", "versus$1"),
+                    (r"(?i)\bapprox\.(\s)", "approximately$1"),
+                    (r"№\s?(\d)", "number $1"),
+                    (r"\b[Nn]o\.\s?(\d)", "number $1"),
+                    (r"#(\d)", "number $1"),
+                ]
+                .into_iter()
+                .map(|(p, with)| (pattern(p), with.to_string())),
+            )
+            .collect(),
+        // (555) 123-4567, 555-123-4567, 555.123.4567, +1 555 123 4567, 1-800-555-0199.
+        // `ext. 89`, `x204` after a number's last digit.
+        extension: pattern(r"(?P<last>\d)(?:,?\s?(?:ext\.?|extension)\s?|\s?x)(?P<n>\d{1,6})\b"),
+        // `dial 911`: a short number said digit by digit.
+        dialled: pattern(r"(?i)\b(?P<verb>dial|call|text)\s(?P<n>\d{3,6})\b"),
+        phone_nanp: pattern(r"(?P<country>\+?1[\s.-])?(?:\((?P<area1>\d{3})\)\s?|(?P<area2>\d{3})[\s.-])(?P<exchange>\d{3})[\s.-](?P<line>\d{4})\b"),
+        // +44 20 7946 0958, +33 1 23 45 67 89: a plus, then groups of digits.
+        phone_international: pattern(r"\+(?P<groups>\d{1,3}(?:[\s.-]\d{1,8}){2,5})\b"),
+        iso_date: pattern(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b"),
+        slash_date: pattern(r"\b(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})\b"),
+        month_day: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s(?P<y>\d{{4}})\b)?")),
+        day_month: pattern(&format!(r"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s(?P<of>of\s)?{MONTH_NAMES}(?:,?\s(?P<y>\d{{4}})\b)?")),
+        month_year: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<y>\d{{4}})\b")),
+        decade: pattern(r"(?:['’]|\b(?P<century>1[0-9]|20))(?P<tens>\d)0s\b"),
+        year: pattern(r"(?i)\b(?P<before>in|since|by|until|till|from|of|during|before|after|around|circa|year|through|to|and)\s(?P<y>1[1-9]\d{2}|20\d{2})\b"),
+        // `a.m.` ending the sentence keeps its full stop for the sentence (the `end` group).
+        time: pattern(r"(?i)\b(?P<h>\d{1,2}):(?P<min>\d{2})(?:\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b))?"),
+        hour: pattern(r"(?i)\b(?P<h>\d{1,2})\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b)"),
+        ordinal: pattern(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"),
+        money_before: pattern(&format!(
+            r"(?P<minus>-)?(?P<prefix>US|CA|AU|NZ|HK|NT|C|A|S)?(?P<sign>[$€£¥])\s?{NUMBER}(?:\s?(?P<short>[kK]|bn|M)\b|\s(?P<scale>thousand|million|billion|trillion)\b)?"
+        )),
+        money_after: pattern(&format!(r"{NUMBER}\s?(?P<sign>[€£¥])")),
+        percent: pattern(&format!(r"(?P<minus>[-−])?{NUMBER}\s?%")),
+        unit: pattern(&format!(
+            r"(?P<minus>(?:^|[\s(])[-−])?{NUMBER}\s?(?P<unit>km/h|mph|km|cm|mm|kg|mg|lbs|lb|oz|ft|mi|ml|mL|kWh|GHz|MHz|Hz|TiB|GiB|MiB|TB|GB|MB|KB|kB|ms|min|hrs|hr|°C|°F|°|m|g|l|L|h)(?P<after>[^\p{{L}}\p{{N}}]|$)"
+        )),
+        fraction: pattern(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})\b"),
+        // Not inside a code (`ZX9-4Q7`): the first number starts after no letter.
+        range: pattern(r"(?P<a>(?:^|[^A-Za-z0-9.,])\d+(?:[.,]\d+)?)\s?[-–]\s?(?P<b>\d)"),
+        negative: pattern(r"(?P<before>^|[\s(])[-−](?P<digit>\d)"),
+        number: pattern(NUMBER),
+        // `7.30 a.m.`: a clock time with a dot, told by its a.m. or p.m.
+        dotted_time: pattern(r"(?i)\b(?P<h>\d{1,2})\.(?P<min>\d{2})\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b)"),
+        // `Tue, 03/10`, `Mon–Fri`: a weekday cut short before a comma or a dash, or after a dash.
+        weekday_before: pattern(r"\b(?P<d>Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?(?P<after>,|\s?[–-])"),
+        weekday_after: pattern(r"(?P<before>[–-]\s?)(?P<d>Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?"),
+        // `expires 08/27`: a month and a year of two digits (a card's expiry), the month with its zero.
+        expiry: pattern(r"\b(?P<m>0[1-9]|1[0-2])/(?P<y>\d{2})\b"),
+        // `$9.99/month`, `5/user`: per.
+        per: pattern(r"(?P<a>[\p{L}\d])\s?/\s?(?P<per>month|mo|year|yr|day|week|hour|hr|night|person|user|seat|unit)\b"),
+        // `Dec. 24–26`: a range of days in one month.
+        day_range: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s?[-–]\s?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b")),
+        year_range: pattern(r"\b(?P<a>1[1-9]\d{2}|20\d{2})\s?[-–]\s?(?P<b>1[1-9]\d{2}|20\d{2})\b"),
+        duration: pattern(r"\b(?P<h>\d{1,2})\s?(?:h|hr|hrs)\s?(?P<m>\d{1,2})\s?(?:m|min|mins)\b"),
+        // A house number before a street's name and type (`123 Main Street`, `221B Baker Street`).
+        house: pattern(
+            r"\b(?P<n>\d{1,5})(?P<letter>[A-Z])?(?P<street>\s(?:(?:North|South|East|West)\s)?(?:\d{1,3}(?:st|nd|rd|th)\s|\p{Lu}[\p{L}'’.-]*\s){1,4}(?:Street|Avenue|Road|Boulevard|Drive|Lane|Court|Place|Parkway|Highway|Square|Way|Terrace|Circle)\b)",
+        ),
+        zip: pattern(r"\b(?P<before>ZIP(?: code)?|zip(?: code)?|[A-Z]{2}|\p{Lu}\p{Ll}+)\s(?P<zip>\d{5})(?:-(?P<plus>\d{4}))?\b"),
+        // A numeral after a name, or after a word that numbers (`Chapter IV`, `World War II`).
+        roman: pattern(
+            r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*|[Cc]hapter|[Pp]art|[Vv]olume|[Bb]ook|[Aa]ct|[Pp]hase|[Ss]eason|[Aa]rticle|type|class|stage|grade|level|tier|mark|episode|appendix|section)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
+        ),
+        money_range: pattern(r"(?P<sign>[$€£])(?P<a>\d[\d,]*(?:\.\d+)?)\s?[-–]\s?[$€£]?(?P<b>\d[\d,]*(?:\.\d+)?)(?:\s(?P<scale>thousand|million|billion)\b)?"),
+        money_code_before: pattern(&format!(r"\b(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\s?{NUMBER}")),
+        money_code_after: pattern(&format!(r"{NUMBER}\s?(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\b")),
+        // A product's model number after its name in capitals (`RTX 4090`, `ISO 9001`), read in pairs.
+        model_number: pattern(r"\b(?P<model>[A-Z]{2,5})\s(?P<n>[1-9]\d{3})\b"),
+        dotted_letters: pattern(r"\b(?P<a>[A-Z])\.(?P<b>[A-Z])\.(?:(?P<c>[A-Z])\.)?(?P<end>$)?"),
+    }
+}
+
+/// What an operator is said as, in English.
+const OPERATORS: [(&str, &str); 13] = [
+    (" < ", " is less than "),
+    (" > ", " is greater than "),
+    ("≤", " is less than or equal to "),
+    ("≥", " is greater than or equal to "),
+    ("≠", " is not equal to "),
+    ("×", " times "),
+    ("÷", " divided by "),
+    ("±", " plus or minus "),
+    ("√", " the square root of "),
+    ("²", " squared"),
+    ("³", " cubed"),
+    (" = ", " equals "),
+    ("=", " equals "),
+];
+
+/// The street rules: after a street's name (`Main St.`, `Lakeview Dr.`), the type of street; `St.` elsewhere
+/// is Saint. A full stop that ends the sentence stays (the `end` group).
+fn street_rules() -> Vec<(Regex, &'static str, bool)> {
     // After a street's name (`Main St.`, `Lakeview Dr.`): the type of street; `St.` elsewhere is Saint. A
     // full stop that ends the sentence stays (the `end` group).
-    streets: [
+    [
         ("Jr", "Junior"),
         ("Sr", "Senior"),
         ("St", "Street"),
@@ -138,87 +239,34 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         .map(|(p, said)| (pattern(p), said, false)),
     )
     .chain(
+        // `Baker St, London`: the type without its dot, before a comma.
+        [("St", "Street"), ("Ave", "Avenue"), ("Rd", "Road"), ("Blvd", "Boulevard"), ("Ln", "Lane")]
+            .into_iter()
+            .map(|(written, said)| (pattern(&format!(r"(?P<name>\p{{Lu}}[\p{{L}}'’-]*\s){written}(?P<end>[,;])")), said, true)),
+    )
+    .chain(
         [("N", "North"), ("S", "South"), ("E", "East"), ("W", "West")]
             .into_iter()
             .map(|(written, said)| (pattern(&format!(r"(?P<name>\d\s){written}\.(?P<end>\s)")), said, true)),
     )
-    .collect(),
-    // `ext. 89`, `x204` after a number's last digit.
-    extension: pattern(r"(?P<last>\d)(?:,?\s?(?:ext\.?|extension)\s?|\s?x)(?P<n>\d{1,6})\b"),
-    // `dial 911`: a short number said digit by digit.
-    dialled: pattern(r"(?i)\b(?P<verb>dial|call|text)\s(?P<n>\d{3,6})\b"),
-    phone_nanp: pattern(r"(?P<country>\+?1[\s.-])?(?:\((?P<area1>\d{3})\)\s?|(?P<area2>\d{3})[\s.-])(?P<exchange>\d{3})[\s.-](?P<line>\d{4})\b"),
-    // +44 20 7946 0958, +33 1 23 45 67 89: a plus, then groups of digits.
-    phone_international: pattern(r"\+(?P<groups>\d{1,3}(?:[\s.-]\d{1,8}){2,5})\b"),
-    iso_date: pattern(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b"),
-    slash_date: pattern(r"\b(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})\b"),
-    month_day: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s(?P<y>\d{{4}})\b)?")),
-    day_month: pattern(&format!(r"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s(?P<of>of\s)?{MONTH_NAMES}(?:,?\s(?P<y>\d{{4}})\b)?")),
-    month_year: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<y>\d{{4}})\b")),
-    decade: pattern(r"\b(?:'|(?P<century>1[0-9]|20))(?P<tens>\d)0s\b"),
-    year: pattern(r"(?i)\b(?P<before>in|since|by|until|till|from|of|during|before|after|around|circa|year|through|to|and)\s(?P<y>1[1-9]\d{2}|20\d{2})\b"),
-    // `a.m.` ending the sentence keeps its full stop for the sentence (the `end` group).
-    time: pattern(r"(?i)\b(?P<h>\d{1,2}):(?P<min>\d{2})(?:\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b))?"),
-    hour: pattern(r"(?i)\b(?P<h>\d{1,2})\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b)"),
-    ordinal: pattern(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"),
-    money_before: pattern(&format!(
-        r"(?P<minus>-)?(?P<prefix>US|CA|AU|NZ|HK|NT|C|A|S)?(?P<sign>[$€£¥])\s?{NUMBER}(?:\s?(?P<short>[kK]|bn|M)\b|\s(?P<scale>thousand|million|billion|trillion)\b)?"
-    )),
-    money_after: pattern(&format!(r"{NUMBER}\s?(?P<sign>[€£¥])")),
-    percent: pattern(&format!(r"(?P<minus>[-−])?{NUMBER}\s?%")),
-    unit: pattern(&format!(
-        r"(?P<minus>(?:^|[\s(])[-−])?{NUMBER}\s?(?P<unit>km/h|mph|km|cm|mm|kg|mg|lbs|lb|oz|ft|mi|ml|mL|kWh|GHz|MHz|Hz|TB|GB|MB|KB|kB|ms|min|hrs|hr|°C|°F|°|m|g|l|L)(?P<after>[^\p{{L}}\p{{N}}]|$)"
-    )),
-    fraction: pattern(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})\b"),
-    // Not inside a code (`ZX9-4Q7`): the first number starts after no letter.
-    range: pattern(r"(?P<a>(?:^|[^A-Za-z0-9.,])\d+(?:[.,]\d+)?)\s?[-–]\s?(?P<b>\d)"),
-    negative: pattern(r"(?P<before>^|[\s(])[-−](?P<digit>\d)"),
-    number: pattern(NUMBER),
-    year_range: pattern(r"\b(?P<a>1[1-9]\d{2}|20\d{2})\s?[-–]\s?(?P<b>1[1-9]\d{2}|20\d{2})\b"),
-    duration: pattern(r"\b(?P<h>\d{1,2})\s?(?:h|hr|hrs)\s?(?P<m>\d{1,2})\s?(?:m|min|mins)\b"),
-    // A house number before a street's name and type (`123 Main Street`, `221B Baker Street`).
-    house: pattern(
-        r"\b(?P<n>\d{1,5})(?P<letter>[A-Z])?(?P<street>\s(?:(?:North|South|East|West)\s)?(?:\d{1,3}(?:st|nd|rd|th)\s|\p{Lu}[\p{L}'’.-]*\s){1,4}(?:Street|Avenue|Road|Boulevard|Drive|Lane|Court|Place|Parkway|Highway|Square|Way|Terrace|Circle)\b)",
-    ),
-    zip: pattern(r"\b(?P<before>ZIP(?: code)?|zip(?: code)?|[A-Z]{2}|\p{Lu}\p{Ll}+)\s(?P<zip>\d{5})(?:-(?P<plus>\d{4}))?\b"),
-    // A numeral after a name, or after a word that numbers (`Chapter IV`, `World War II`).
-    roman: pattern(
-        r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*|[Cc]hapter|[Pp]art|[Vv]olume|[Bb]ook|[Aa]ct|[Pp]hase|[Ss]eason|[Aa]rticle)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
-    ),
-    money_range: pattern(r"(?P<sign>[$€£])(?P<a>\d[\d,]*(?:\.\d+)?)\s?[-–]\s?[$€£]?(?P<b>\d[\d,]*(?:\.\d+)?)(?:\s(?P<scale>thousand|million|billion)\b)?"),
-    money_code_before: pattern(&format!(r"\b(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\s?{NUMBER}")),
-    money_code_after: pattern(&format!(r"{NUMBER}\s?(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\b")),
-    // A product's model number after its name in capitals (`RTX 4090`, `ISO 9001`), read in pairs.
-    model_number: pattern(r"\b(?P<model>[A-Z]{2,5})\s(?P<n>[1-9]\d{3})\b"),
-    dotted_letters: pattern(r"\b(?P<a>[A-Z])\.(?P<b>[A-Z])\.(?:(?P<c>[A-Z])\.)?(?P<end>$)?"),
-});
-
-/// What an operator is said as, in English.
-const OPERATORS: [(&str, &str); 13] = [
-    (" < ", " is less than "),
-    (" > ", " is greater than "),
-    ("≤", " is less than or equal to "),
-    ("≥", " is greater than or equal to "),
-    ("≠", " is not equal to "),
-    ("×", " times "),
-    ("÷", " divided by "),
-    ("±", " plus or minus "),
-    ("√", " the square root of "),
-    ("²", " squared"),
-    ("³", " cubed"),
-    (" = ", " equals "),
-    ("=", " equals "),
-];
+    .collect()
+}
 
 /// `sentence` with its written forms in words, class by class in the order of `classes`' table.
 pub fn spoken(sentence: &str) -> String {
     let (rules, shared) = (&*RULES, &*classes::SHARED);
     let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
+    // A colour's `#` and an account's groups before `#5` is read "number 5" and a group as a count.
+    text = shared
+        .hex_colour
+        .replace_all(&text, |c: &Captures| classes::hex_said(&c["hex"], digit, " ").map_or_else(|| c[0].to_string(), |h| format!("hash {h}")))
+        .into_owned();
+    text = shared.iban.replace_all(&text, |c: &Captures| format!("I B A N {}", classes::iban_said(&c["iban"], digit))).into_owned();
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, with.as_str()).into_owned();
     }
     // Every street abbreviation ends in a full stop.
-    let streets = if text.contains('.') { &rules.streets[..] } else { &[] };
+    let streets = if rules.any_street.is_match(&text) { &rules.streets[..] } else { &[] };
     for (pattern, said, name_first) in streets {
         text = pattern
             .replace_all(&text, |c: &Captures| {
@@ -238,14 +286,35 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Telephone, &rules.phone_nanp, phone_nanp),
         (Class::Telephone, &rules.phone_international, |c| Some(format!("plus {}", phone_groups(&c["groups"])))),
         (Class::Telephone, &rules.dialled, |c| Some(format!("{} {}", &c["verb"], digits(&c["n"])))),
+        (Class::Date, &shared.timestamp, |c| {
+            let day = date_of(c["y"].parse().ok()?, c["m"].parse().ok()?, c["d"].parse().ok()?)?;
+            let zone = match c.name("zone").map(|z| z.as_str()) {
+                Some("Z") => " U T C".to_string(),
+                Some(offset) => {
+                    let (sign, rest) = offset.split_at(1);
+                    let hours: u64 = rest.get(..2)?.parse().ok()?;
+                    format!(" U T C {} {}", if sign == "+" { "plus" } else { "minus" }, cardinal(hours))
+                }
+                None => String::new(),
+            };
+            Some(format!("{day}, at {}{zone}", clock(c["h"].parse().ok()?, c["min"].parse().ok()?)?))
+        }),
         (Class::Date, &rules.iso_date, date),
         (Class::Date, &rules.slash_date, date),
+        (Class::Date, &rules.weekday_before, |c| Some(format!("{}{}", weekday(&c["d"])?, &c["after"]))),
+        (Class::Date, &rules.weekday_after, |c| Some(format!("{}{}", &c["before"], weekday(&c["d"])?))),
+        (Class::Date, &rules.expiry, |c| Some(format!("{} twenty {}", MONTHS.get(c["m"].parse::<usize>().ok()? - 1)?, two_digits(c["y"].parse().ok()?)))),
+        (Class::Date, &rules.day_range, |c| {
+            let (a, b): (u64, u64) = (c["d"].parse().ok()?, c["d2"].parse().ok()?);
+            ((1..=31).contains(&a) && (1..=31).contains(&b)).then(|| format!("{} {} to {}", month(&c["month"]).unwrap_or("the"), ordinal(a), ordinal(b)))
+        }),
         (Class::Date, &rules.month_day, date),
         (Class::Date, &rules.day_month, date),
         (Class::Date, &rules.month_year, |c| Some(format!("{} {}", month(&c["month"])?, year(c["y"].parse().ok()?)))),
         (Class::Date, &rules.year_range, |c| Some(format!("{} to {}", year(c["a"].parse().ok()?), year(c["b"].parse().ok()?)))),
         (Class::Date, &rules.decade, decade),
         (Class::Date, &rules.year, |c| Some(format!("{} {}", &c["before"], year(c["y"].parse().ok()?)))),
+        (Class::Time, &rules.dotted_time, time),
         (Class::Time, &rules.time, time),
         (Class::Time, &rules.hour, time),
         (Class::Time, &rules.duration, |c| {
@@ -259,6 +328,9 @@ pub fn spoken(sentence: &str) -> String {
         }),
         (Class::Roman, &rules.roman, roman),
         (Class::Ordinal, &rules.ordinal, |c| Some(ordinal(c["n"].replace(',', "").parse().ok()?))),
+        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal)),
+        (Class::Math, &shared.dimensions, |c| Some(format!("{} by {}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.times, |c| classes::times_said(c, " times", " ")),
         (Class::Math, &shared.minus_sum, |c| Some(format!("{} minus {}", &c["a"], &c["b"]))),
         (Class::Math, &shared.ratio, |c| Some(format!("{}{} to {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
         (Class::Math, &shared.power, |c| Some(format!("{} to the power of {}", &c["a"], &c["b"]))),
@@ -274,6 +346,15 @@ pub fn spoken(sentence: &str) -> String {
             Some(format!("{minus}{} percent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
         }),
         (Class::Measure, &rules.unit, unit),
+        (Class::Measure, &rules.per, |c| {
+            let per = match &c["per"] {
+                "mo" => "month",
+                "yr" => "year",
+                "hr" => "hour",
+                other => other,
+            };
+            Some(format!("{} per {per}", &c["a"]))
+        }),
         (Class::Verbatim, &rules.model_number, |c| Some(format!("{} {}", &c["model"], year(c["n"].parse().ok()?)))),
         (Class::Fraction, &shared.mixed_fraction, |c| {
             let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
@@ -299,7 +380,7 @@ pub fn spoken(sentence: &str) -> String {
     text = classes::operators(classes::apply(text, steps), &OPERATORS);
     // Codes, then initialisms: from here no digit is glued to a letter.
     text = classes::each_token(&text, |token| (classes::is_code(token) && !leaves(token.text)).then(|| classes::say_code(token.text, " ", ", ", code_part)));
-    text = classes::initialisms(&text);
+    text = classes::initialisms(&text, " s");
     rules
         .number
         .replace_all(&text, |c: &Captures| Amount::from_captures(c, "whole", "fraction").map(|a| decimal(&a)).unwrap_or_else(|| c[0].to_string()))
@@ -361,6 +442,35 @@ fn code_part(part: &Part<'_>) -> String {
         Part::Digits(d) => d.parse().map(cardinal).unwrap_or_else(|_| digits(d)),
         Part::Letters(l) => classes::letters_said(l),
     }
+}
+
+fn digit(d: u32) -> String {
+    DIGITS[d as usize].to_string()
+}
+
+/// A weekday written short, in full.
+fn weekday(short: &str) -> Option<&'static str> {
+    ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].into_iter().find(|day| day.starts_with(short))
+}
+
+/// A date in full: `December seventh, twenty twenty-six`.
+fn date_of(y: u64, m: usize, d: u64) -> Option<String> {
+    let month = MONTHS.get(m.checked_sub(1)?)?;
+    (1..=31).contains(&d).then(|| format!("{month} {}, {}", ordinal(d), year(y)))
+}
+
+/// A time on the 24-hour clock: `14:30` fourteen thirty, `09:00` nine o'clock.
+fn clock(h: u64, minutes: u64) -> Option<String> {
+    if h > 24 || minutes > 59 {
+        return None;
+    }
+    let hour = cardinal(h);
+    Some(match minutes {
+        0 if h > 12 || h == 0 => format!("{} hundred", if h == 0 { "zero".to_string() } else { hour }),
+        0 => format!("{hour} o'clock"),
+        1..=9 => format!("{hour} oh {}", cardinal(minutes)),
+        _ => format!("{hour} {}", cardinal(minutes)),
+    })
 }
 
 /// A house number as an address says it: `123` one twenty-three, `1600` sixteen hundred, `42` forty-two.
@@ -688,7 +798,10 @@ fn unit(c: &Captures) -> Option<String> {
         "KB" | "kB" => ("kilobyte", "kilobytes"),
         "ms" => ("millisecond", "milliseconds"),
         "min" => ("minute", "minutes"),
-        "hr" | "hrs" => ("hour", "hours"),
+        "hr" | "hrs" | "h" => ("hour", "hours"),
+        "GiB" => ("gibibyte", "gibibytes"),
+        "MiB" => ("mebibyte", "mebibytes"),
+        "TiB" => ("tebibyte", "tebibytes"),
         "°C" => ("degree Celsius", "degrees Celsius"),
         "°F" => ("degree Fahrenheit", "degrees Fahrenheit"),
         "°" => ("degree", "degrees"),
@@ -700,6 +813,10 @@ fn unit(c: &Captures) -> Option<String> {
 }
 
 fn fraction(c: &Captures) -> Option<String> {
+    // A numerator with a leading zero (`08/27`) is no fraction.
+    if c["a"].starts_with('0') {
+        return None;
+    }
     let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
     Some(match (a, b) {
         (24, 7) => "twenty-four seven".into(),

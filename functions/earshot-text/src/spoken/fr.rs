@@ -25,6 +25,7 @@ const ADDRESS_WORDS: Words = Words {
     and: "et",
     hashtag: "hashtag",
     point: "point",
+    beta: "bêta",
     version: "version",
     octet: |o| o.parse().map(cardinal).unwrap_or_else(|_| digits(o)),
     version_part: |p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p)),
@@ -42,6 +43,8 @@ struct Rules {
     phone_international: Regex,
     phone_free: Regex,
     duration: Regex,
+    product_version: Regex,
+    half_after: Regex,
     decade: Regex,
     postcode: Regex,
     roman: Regex,
@@ -69,7 +72,6 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     abbreviations: [
         (r"\bM\.(\s+)(\p{Lu}|et\s)", "Monsieur$1$2"),
         (r"\bbd\.?(\s)", "boulevard$1"),
-        (r"\bav\.(\s+\p{Ll})", "avenue$1"),
         (r"\bpl\.(\s)", "place$1"),
         (r"\bbât\.(\s)", "bâtiment$1"),
         (r"\bapt\.?(\s\d)", "appartement$1"),
@@ -87,8 +89,29 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         (r"\betc\.", "et cetera"),
         (r"\bp\.\s?ex\.", "par exemple"),
         (r"\bc\.-à-d\.", "c'est-à-dire"),
-        (r"\benv\.(\s)", "environ$1"),
+        (r"(?i)\benv\.(\s)", "environ$1"),
         (r"\bav\.\s?J\.-C\.", "avant Jésus-Christ"),
+        (r"\bav\.(\s)", "avenue$1"),
+        (r"№\s?(\d)", "numéro $1"),
+        // `7 déc. 2026`: a month cut short after a day.
+        (r"(\d\s)janv\.", "${1}janvier"),
+        (r"(\d\s)févr?\.", "${1}février"),
+        (r"(\d\s)avr\.", "${1}avril"),
+        (r"(\d\s)juil\.", "${1}juillet"),
+        (r"(\d\s)sept\.", "${1}septembre"),
+        (r"(\d\s)oct\.", "${1}octobre"),
+        (r"(\d\s)nov\.", "${1}novembre"),
+        (r"(\d\s)déc\.", "${1}décembre"),
+        // `lun.–ven.`: weekdays cut short.
+        (r"\blun\.", "lundi"),
+        (r"\bmer\.(\s?[–,-])", "mercredi$1"),
+        (r"\bjeu\.(\s?[–,-])", "jeudi$1"),
+        (r"\bven\.", "vendredi"),
+        (r"\bsam\.(\s?[–,-])", "samedi$1"),
+        (r"\bdim\.(\s?[–,-])", "dimanche$1"),
+        (r"(\d)\s?h\s?/\s?24\b", "${1} heures sur vingt-quatre"),
+        (r"(\d)\s?j\s?/\s?7\b", "${1} jours sur sept"),
+        (r"([\p{L}\d€$£])\s?/\s?(mois|an|jour|semaine|nuit|personne|utilisateur)\b", "$1 par $2"),
         (r"\bapr\.\s?J\.-C\.", "après Jésus-Christ"),
         (r"\b[nN][°º]\s?(\d)", "numéro $1"),
     ]
@@ -108,6 +131,12 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     // A numeral of one letter is I, V or X only: `Le` and `Ce` are words.
     roman_ordinal: pattern(r"\b(?P<n>[IVX][IVXLC]*|[LC][IVXLC]+)(?P<suffix>er|re|ère|e|ème)\b"),
     ordinal: pattern(r"\b(?P<n>\d+)(?P<suffix>er|re|ère|e|ème|nd|nde|de|d)\b"),
+    // `1½ litre`: un litre et demi, the half after the noun.
+    half_after: pattern(r"(?P<w>\d+)\s?½\s(?P<noun>\p{L}+)"),
+    // `Python 3.12`, `version 2.1`: a version after what it numbers, its parts said as numbers with « point ».
+    product_version: pattern(
+        r"\b(?P<name>Python|Node|Java|PHP|Ruby|Rust|Kotlin|Swift|iOS|Android|macOS|Windows|Ubuntu|Debian|version)\s(?P<v>\d+(?:\.\d+)+)\b",
+    ),
     duration: pattern(r"\b(?P<h>\d{1,2})\s?h\s?(?P<min>\d{2})\s?min\b"),
     decade: pattern(r"\b(?P<before>années\s)(?P<y>1[1-9]\d0|20\d0)\b"),
     postcode: pattern(r"\b(?P<dept>\d{2})(?P<rest>\d{3})(?P<city>\s\p{Lu})"),
@@ -152,18 +181,43 @@ const OPERATORS: [(&str, &str); 13] = [
 pub fn spoken(sentence: &str) -> String {
     let (rules, shared) = (&*RULES, &*classes::SHARED);
     let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
+    // A colour's `#` and an account's groups before any number rule reads them.
+    text = shared
+        .hex_colour
+        .replace_all(&text, |c: &Captures| classes::hex_said(&c["hex"], digit, " ").map_or_else(|| c[0].to_string(), |h| format!("dièse {h}")))
+        .into_owned();
+    text = shared.iban.replace_all(&text, |c: &Captures| format!("I B A N {}", classes::iban_said(&c["iban"], digit))).into_owned();
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, *with).into_owned();
     }
     let steps: &[Rule<'_>] = &[
         (Class::Electronic, &shared.file, |c| Some(format!("{} point {}", &c["name"], &c["ext"]))),
+        (Class::Electronic, &rules.product_version, |c| {
+            let parts: Vec<String> = c["v"].split('.').map(|p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p))).collect();
+            Some(format!("{} {}", &c["name"], parts.join(" point ")))
+        }),
         (Class::Telephone, &rules.phone, phone),
         (Class::Telephone, &rules.phone_international, |c| {
-            let groups: Vec<String> = c["groups"].split([' ', '.', '-']).filter(|g| !g.is_empty()).map(digits).collect();
+            // Where French is spoken the groups are said as numbers (`+32 2 123 45 67`); elsewhere digit by digit.
+            let as_numbers = matches!(&c["country"], "32" | "41" | "352" | "377" | "33");
+            let group = |g: &str| match g.strip_prefix('0') {
+                _ if !as_numbers => digits(g),
+                Some(_) => digits(g),
+                None => g.parse().map(cardinal).unwrap_or_else(|_| digits(g)),
+            };
+            let groups: Vec<String> = c["groups"].split([' ', '.', '-']).filter(|g| !g.is_empty()).map(group).collect();
             Some(format!("plus {}, {}", cardinal(c["country"].parse().ok()?), groups.join(", ")))
         }),
         (Class::Telephone, &rules.phone_free, |c| {
             Some(format!("zéro, {}, {}, {}", cardinal(c["a"].parse().ok()?), cardinal(c["b"].parse().ok()?), cardinal(c["c"].parse().ok()?)))
+        }),
+        (Class::Date, &shared.timestamp, |c| {
+            let (d, m, y): (u64, usize, u64) = (c["d"].parse().ok()?, c["m"].parse().ok()?, c["y"].parse().ok()?);
+            let day = if d == 1 { "premier".to_string() } else { cardinal(d) };
+            let (h, min): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
+            let zone = if c.name("zone").is_some_and(|z| z.as_str() == "Z") { " U T C" } else { "" };
+            let time = if min == 0 { format!("{} heures", feminine(h)) } else { format!("{} heures {}", feminine(h), feminine(min)) };
+            Some(format!("{day} {} {} à {time}{zone}", MONTHS.get(m.checked_sub(1)?)?, cardinal(y)))
         }),
         (Class::Date, &rules.iso_date, date),
         (Class::Date, &rules.date, date),
@@ -178,6 +232,9 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Roman, &rules.roman, roman),
         (Class::Roman, &rules.roman_ordinal, roman_ordinal),
         (Class::Ordinal, &rules.ordinal, ordinal),
+        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal)),
+        (Class::Math, &shared.dimensions, |c| Some(format!("{} par {}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.times, |c| classes::times_said(c, " fois", " ")),
         (Class::Math, &shared.minus_sum, |c| Some(format!("{} moins {}", &c["a"], &c["b"]))),
         (Class::Math, &shared.ratio, |c| Some(format!("{}{} sur {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
         (Class::Math, &shared.power, |c| Some(format!("{} puissance {}", &c["a"], &c["b"]))),
@@ -203,6 +260,13 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Cardinal, &rules.negative, |c| Some(format!("{}moins {}", &c["before"], &c["digit"]))),
         (Class::Measure, &rules.percent, |c| Some(format!("{} pour cent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))),
         (Class::Measure, &rules.unit, unit),
+        (Class::Fraction, &rules.half_after, |c| {
+            let n: u64 = c["w"].parse().ok()?;
+            let noun = &c["noun"];
+            let feminine_noun = is_feminine(noun);
+            let count = if feminine_noun { feminine(n) } else { cardinal(n) };
+            Some(format!("{count} {noun} et {}", if feminine_noun { "demie" } else { "demi" }))
+        }),
         (Class::Fraction, &shared.mixed_fraction, |c| {
             let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
             (a < b).then(|| format!("{} et {}{}", cardinal(w), fraction_after_whole(a, b), &c["after"]))
@@ -223,7 +287,7 @@ pub fn spoken(sentence: &str) -> String {
     text = classes::operators(classes::apply(text, steps), &OPERATORS);
     // Codes, then initialisms: from here no digit is glued to a letter.
     text = classes::each_token(&text, |token| (classes::is_code(token) && !leaves(token.text)).then(|| classes::say_code(token.text, " ", ", ", code_part)));
-    text = classes::initialisms(&text);
+    text = classes::initialisms(&text, "");
     let source = text;
     rules
         .number
@@ -422,6 +486,10 @@ pub fn said(what: super::Said) -> Option<String> {
             }
         }
     })
+}
+
+fn digit(d: u32) -> String {
+    UNITS[d as usize].to_string()
 }
 
 /// A phone number in pairs: `06 12 34 56 78` « zéro six, douze, trente-quatre, cinquante-six, soixante-dix-huit »;

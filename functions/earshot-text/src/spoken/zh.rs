@@ -25,6 +25,7 @@ const ADDRESS_WORDS: Words = Words {
     and: "和",
     hashtag: "井号",
     point: "点",
+    beta: "beta",
     version: "版本",
     octet: yao_digits,
     version_part: |p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p)),
@@ -59,6 +60,7 @@ struct Rules {
     duration: Regex,
     roman: Regex,
     fraction: Regex,
+    half_measure: Regex,
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
@@ -66,11 +68,11 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     // characters, so the edges are matched as "not a digit" rather than a word boundary).
     mobile: pattern(r"(?P<before>^|\D)(?:\+(?P<country>\d{1,3})\s?)?(?P<a>1[3-9]\d)[\s-]?(?P<b>\d{4})[\s-]?(?P<c>\d{4})(?P<after>\D|$)"),
     // 010-12345678, 0755-1234567: the area code, then the number.
-    landline: pattern(r"(?P<before>^|\D)(?P<a>0\d{2,3})-(?P<b>\d{7,8})(?P<after>\D|$)"),
-    iso_date: pattern(r"(?P<y>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})"),
+    landline: pattern(r"(?P<before>^|\D)(?P<a>0\d{2,3})-(?P<b>\d{7,8}|\d{3,4}-\d{4})(?P<after>\D|$)"),
+    iso_date: pattern(r"(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"),
     year: pattern(r"(?P<y>\d{2,4})年"),
     time: pattern(r"(?P<h>\d{1,2}):(?P<min>\d{2})"),
-    currency_before: pattern(&format!(r"(?P<minus>[-−])?(?P<prefix>US|HK|NT)?(?P<sign>[¥$€£])\s?{NUMBER}(?P<scale>万|亿)?")),
+    currency_before: pattern(&format!(r"(?P<minus>[-−])?(?P<prefix>US|HK|NT|CA|AU|A|S)?(?P<sign>[¥$€£])\s?{NUMBER}(?P<scale>万|亿|k|K|M|bn)?")),
     currency_after: pattern(&format!(r"{NUMBER}\s?(?P<sign>[¥€£])")),
     percent: pattern(&format!(r"(?P<minus>[-−])?{NUMBER}\s?%")),
     unit: pattern(&format!(r"(?P<minus>(?:^|[^0-9A-Za-z])[-−])?{NUMBER}\s?(?P<unit>km/h|km|cm|mm|kg|mg|ml|mL|°C|°F|°|min|m|g|l|L|h)(?P<after>[^A-Za-z]|$)")),
@@ -86,12 +88,14 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     extension: pattern(r"转\s?(?P<n>\d{1,6})"),
     room: pattern(r"(?P<n>\d{3,})(?P<after>室|房间|房)"),
     postcode: pattern(r"(?P<before>邮编|邮政编码)(?P<is>是|为|：|:)?(?P<n>\d{6})"),
-    time_range: pattern(r"(?P<a>\d{1,2}):00\s?[-–~～至到]\s?(?P<b>\d{1,2}):00"),
+    time_range: pattern(r"(?P<a>\d{1,2}):(?P<am>\d{2})\s?[-–~～至到]\s?(?P<b>\d{1,2}):(?P<bm>\d{2})"),
     year_range: pattern(r"(?P<a>\d{4})\s?[-–~～]\s?(?P<b>\d{4})年"),
     duration: pattern(r"(?P<h>\d{1,2})h(?P<m>\d{1,2})min"),
     // Roman numerals before what they number (`III级`, `IV期`) or after 第, and the Unicode signs (`Ⅲ期`).
-    roman: pattern(r"(?P<before>^|[^A-Za-z])(?P<n>[IVX]{1,5})(?P<after>[期级型章部卷类、]|$)|第(?P<nth>[IVX]{1,5})|(?P<sign>[Ⅰ-Ⅻ])"),
+    roman: pattern(r"(?P<before>^|[^A-Za-z])(?P<n>[IVX]{1,5})(?P<after>[期级型章部卷类、》」』)）]|$)|第(?P<nth>[IVX]{1,5})|(?P<sign>[Ⅰ-Ⅻ])"),
     fraction: pattern(r"(?P<a>\d{1,3})/(?P<b>\d{1,3})(?P<after>\D|$)"),
+    // `1½杯`: 一杯半, the half after the measure word.
+    half_measure: pattern(r"(?P<w>\d+)½(?P<measure>\p{Han})"),
 });
 
 /// What an operator is said as, in Mandarin.
@@ -116,7 +120,13 @@ const MEASURES: &str = "个位件本张次天年周小时分钟公里公斤千�
 /// `sentence` with its written forms in words, class by class in the order of `classes`' table.
 pub fn spoken(sentence: &str) -> String {
     let (rules, shared) = (&*RULES, &*classes::SHARED);
-    let text = addresses::spoken(sentence, &ADDRESS_WORDS);
+    let mut text = addresses::spoken(sentence, &ADDRESS_WORDS);
+    text = shared
+        .hex_colour
+        .replace_all(&text, |c: &Captures| {
+            classes::hex_said(&c["hex"], |d| yao_digits(&d.to_string()), "").map_or_else(|| c[0].to_string(), |h| format!("井号{h}"))
+        })
+        .into_owned();
     let steps: &[Rule<'_>] = &[
         (Class::Telephone, &rules.international, |c| {
             let groups: Vec<String> = c["groups"].split([' ', '-']).filter(|g| !g.is_empty()).map(yao_digits).collect();
@@ -127,10 +137,28 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Telephone, &rules.service, phone),
         (Class::Telephone, &rules.dialled, |c| Some(format!("{}{}{}", &c["verb"], yao_digits(&c["n"]), &c["after"]))),
         (Class::Telephone, &rules.extension, |c| Some(format!("转{}", yao_digits(&c["n"])))),
+        (Class::Date, &shared.timestamp, |c| {
+            let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
+            let time = if m == 0 { format!("{}点", hours(h)) } else { format!("{}点{}分", hours(h), cardinal(m)) };
+            let zone = if c.name("zone").is_some_and(|z| z.as_str() == "Z") { "UTC" } else { "" };
+            Some(format!("{}年{}月{}日{time}{zone}", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))
+        }),
         (Class::Date, &rules.iso_date, |c| Some(format!("{}年{}月{}日", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))),
         (Class::Date, &rules.year_range, |c| Some(format!("{}到{}年", digits(&c["a"]), digits(&c["b"])))),
         (Class::Date, &rules.year, |c| Some(format!("{}年", if c["y"].len() == 4 { digits(&c["y"]) } else { cardinal(c["y"].parse().ok()?) }))),
-        (Class::Time, &rules.time_range, |c| Some(format!("{}点到{}点", hours(c["a"].parse().ok()?), hours(c["b"].parse().ok()?)))),
+        (Class::Time, &rules.time_range, |c| {
+            let at = |h: &str, m: &str| -> Option<String> {
+                let (h, m): (u64, u64) = (h.parse().ok()?, m.parse().ok()?);
+                (h <= 24 && m <= 59).then(|| {
+                    if m == 0 {
+                        format!("{}点", hours(h))
+                    } else {
+                        format!("{}点{}分", hours(h), if m < 10 { format!("零{}", cardinal(m)) } else { cardinal(m) })
+                    }
+                })
+            };
+            Some(format!("{}到{}", at(&c["a"], &c["am"])?, at(&c["b"], &c["bm"])?))
+        }),
         (Class::Time, &rules.time, time),
         (Class::Time, &rules.duration, |c| Some(format!("{}小时{}分钟", count(c["h"].parse().ok()?), cardinal(c["m"].parse().ok()?)))),
         (Class::Address, &rules.room, |c| Some(format!("{}{}", yao_digits(&c["n"]), &c["after"]))),
@@ -144,6 +172,9 @@ pub fn spoken(sentence: &str) -> String {
             }
             Some(format!("{}{}{}", &c["before"], cardinal(roman_value(&c["n"])?), &c["after"]))
         }),
+        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal)),
+        (Class::Math, &shared.dimensions, |c| Some(format!("{}乘{}", &c["a"], &c["b"]))),
+        (Class::Math, &shared.times, |c| classes::times_said(c, "倍", "")),
         (Class::Math, &shared.minus_sum, |c| Some(format!("{}减{}", &c["a"], &c["b"]))),
         (Class::Math, &shared.ratio, |c| Some(format!("{}{}比{}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
         (Class::Math, &shared.power, |c| Some(format!("{}的{}次方", &c["a"], &c["b"]))),
@@ -156,6 +187,7 @@ pub fn spoken(sentence: &str) -> String {
             Some(format!("百分之{minus}{}", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
         }),
         (Class::Measure, &rules.unit, unit),
+        (Class::Fraction, &rules.half_measure, |c| Some(format!("{}{}半", count(c["w"].parse().ok()?), &c["measure"]))),
         (Class::Fraction, &shared.mixed_fraction, |c| {
             let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
             Some(format!("{}又{}分之{}{}", cardinal(w), cardinal(b), cardinal(a), &c["after"]))
@@ -306,6 +338,9 @@ fn money(c: &Captures) -> Option<String> {
     let name = match (c.name("prefix").map(|p| p.as_str()), &c["sign"]) {
         (Some("HK"), _) => "港元",
         (Some("NT"), _) => "新台币",
+        (Some("CA"), _) => "加元",
+        (Some("AU" | "A"), _) => "澳元",
+        (Some("S"), _) => "新加坡元",
         (_, "¥") => "元",
         (_, "$") => "美元",
         (_, "€") => "欧元",
@@ -314,6 +349,15 @@ fn money(c: &Captures) -> Option<String> {
     };
     let minus = if c.name("minus").is_some() { "负" } else { "" };
     let scale = c.name("scale").map_or("", |s| s.as_str());
+    // `$2.3M`: the count in full (两百三十万), as Mandarin says millions in 万.
+    if matches!(scale, "k" | "K" | "M" | "bn") {
+        let written = c.get(0).map_or("", |m| m.as_str());
+        let number: String =
+            written.trim_start_matches(|ch: char| !ch.is_ascii_digit()).chars().take_while(|ch| ch.is_ascii_digit() || *ch == '.' || *ch == ',').collect();
+        let value = classes::scaled_value(&number.replace(',', ""), scale)?;
+        let minus = if c.name("minus").is_some() { "负" } else { "" };
+        return Some(format!("{minus}{}{name}", cardinal(value)));
+    }
     let number = if amount.fraction.is_none() && amount.whole_value() == Some(2) && !scale.is_empty() { "两".to_string() } else { decimal(&amount) };
     Some(format!("{minus}{number}{scale}{name}"))
 }
