@@ -518,7 +518,7 @@ impl Segmenter {
         } else {
             return None;
         };
-        if self.live_depth() > 0 {
+        if self.live_depth() > 0 || self.s.element.is_some() {
             return None;
         }
         self.s.last_clause = Some(break_at);
@@ -709,6 +709,10 @@ impl Segmenter {
 
     fn decide_terminator(&mut self, at: usize, eof: bool) -> Step {
         let Some(run) = self.read_run(at, eof) else { return Step::NeedMore };
+        // Inside an SSML element holding text (`<sub alias="…">Smith, J.</sub>`) no sentence ends.
+        if self.s.element.is_some() {
+            return self.take_run(at, &run);
+        }
         match self.judge_run(at, &run, eof) {
             Verdict::NeedMore => Step::NeedMore,
             Verdict::Continue => self.take_run(at, &run),

@@ -122,3 +122,25 @@ fn too_much_text_in_an_element_is_refused_by_name_whole_and_streamed() {
     let cuts: Vec<f64> = (1..50).map(|i| f64::from(i) / 50.0).collect();
     assert_eq!(read_in(&document, &cuts), Err(whole.0));
 }
+
+#[test]
+fn no_full_stop_or_clause_inside_an_element_ends_a_sentence() {
+    // A fast first fragment at a clause, a full stop: neither inside the alias's element.
+    let document = "<speak>Your appointment with <sub alias=\"Doctor Jane Smith\">Smith, J.</sub> is confirmed for today.</speak>";
+    let mut reader = SsmlReader::new();
+    let mut segmenter = Segmenter::new(SegmenterConfig { fast_first_min_words: Some(2), max_chars: Some(400), ..Default::default() });
+    let mut marked = Vec::new();
+    for c in document.chars() {
+        for piece in reader.push(&c.to_string()).expect("accepted") {
+            if let Piece::Text(t) = piece {
+                marked.extend(segmenter.push(&t).map(|s| s.text));
+            }
+        }
+    }
+    reader.finish().expect("accepted");
+    marked.extend(segmenter.flush().map(|s| s.text));
+    let mut renderer = Renderer::new();
+    let rendered: Vec<markup::Rendered> = marked.iter().map(|m| renderer.render(m)).collect();
+    let spoken: Vec<&str> = rendered.iter().map(|r| r.spoken.as_str()).collect();
+    assert_eq!(spoken, ["Your appointment with Doctor Jane Smith is confirmed for today."], "{rendered:#?}");
+}

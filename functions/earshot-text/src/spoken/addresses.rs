@@ -73,7 +73,9 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     local: pattern(&format!(r"(?-u:\b)(?P<address>localhost(?::\d{{1,5}})?{PATH}|[a-z][a-z0-9-]*:\d{{2,5}}{PATH})(?-u:\b)")),
     ip: pattern(r"(?-u:\b)(?P<a>\d{1,3})\.(?P<b>\d{1,3})\.(?P<c>\d{1,3})\.(?P<d>\d{1,3})(?::(?P<port>\d{1,5}))?(?-u:\b)(?P<tail>\.\d)?"),
     // A path from the root (`/etc/hosts`), after a space or a sentence's start: not `km/h`, not `1/2`.
-    path: pattern(r"(?P<before>^|[\s(（\p{Han}])(?P<address>(?:/[A-Za-z_~-](?:[A-Za-z0-9_.~-]*[A-Za-z0-9_~-])?)+/?)(?P<after>[\s,;)）\p{Han}]|[.!?。！？]?$)"),
+    path: pattern(
+        r"(?P<before>^|[\s（\p{Han}]|[^\]]\()(?P<address>(?:/[A-Za-z_~-](?:[A-Za-z0-9_.~-]*[A-Za-z0-9_~-])?)+/?)(?P<after>[\s,;)）\p{Han}]|[.!?。！？]?$)",
+    ),
     version: pattern(r"(?-u:\b)[vV](?P<parts>\d+(?:\.\d+)+)(?:-(?P<pre>alpha|beta|rc|RC|dev|preview)(?:\.?(?P<pre_n>\d+))?)?(?-u:\b)"),
     hashtag: pattern(r"(?P<before>^|[\s(（\p{Han}])#(?P<tag>[\p{L}_][\p{L}\p{N}_]*)"),
     handle: pattern(r"(?P<before>^|[\s(（\p{Han}])@(?P<name>[\p{L}_][\p{L}\p{N}_.]*[\p{L}\p{N}_])"),
@@ -121,7 +123,14 @@ pub fn spoken(text: &str, words: &Words) -> String {
             format!("{}{j}{}{pre}", words.version, parts.join(&format!("{j}{}{j}", words.point, j = words.join)), j = words.join)
         })
         .into_owned();
-    text = rules.hashtag.replace_all(&text, |c: &Captures| format!("{}{}{}{}", &c["before"], words.hashtag, words.join, &c["tag"])).into_owned();
+    // A colour (`#fff`, `#1E90FF`) is not a hashtag: the language's rules say it.
+    text = rules
+        .hashtag
+        .replace_all(&text, |c: &Captures| match super::classes::is_hex_colour(&c["tag"]) {
+            true => c[0].to_string(),
+            false => format!("{}{}{}{}", &c["before"], words.hashtag, words.join, &c["tag"]),
+        })
+        .into_owned();
     rules.handle.replace_all(&text, |c: &Captures| format!("{}{}{}{}", &c["before"], words.at, words.join, &c["name"])).into_owned()
 }
 

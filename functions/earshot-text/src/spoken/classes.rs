@@ -152,8 +152,10 @@ pub struct Shared {
     pub minus_sum: Regex,
     /// `2 + 2`.
     pub plus: Regex,
-    /// An en dash between words or numbers (`Monday–Friday`, `nine a m–five p m`).
+    /// An en dash between words or numbers, unspaced (`Monday–Friday`, `nine a m–five p m`); a spaced one is a pause.
     pub word_range: Regex,
+    /// `n < 100`, `x > 5`: a comparison between numbers or one-letter variables (not a menu path's `>`).
+    pub comparison: Regex,
     /// `1 1/2`.
     pub mixed_fraction: Regex,
     /// `½`, `1½`.
@@ -180,10 +182,11 @@ pub static SHARED: LazyLock<Shared> = LazyLock::new(|| Shared {
     power: pattern(r"(?P<a>[\p{L}\d)])\^(?P<b>\d+)"),
     minus_sum: pattern(r"(?P<a>\d)\s*[-−]\s*(?P<b>\d[\d.,]*\s*=)"),
     plus: pattern(r"(?P<a>[\d\p{L}])\s*\+\s*(?P<b>\d)"),
-    word_range: pattern(r"(?P<a>[\p{L}\d.])\s?–\s?(?P<b>[\p{L}\d])"),
+    word_range: pattern(r"(?P<a>[\p{L}\d.])–(?P<b>[\p{L}\d])"),
+    comparison: pattern(r"(?P<a>(?-u:\b)(?:[A-Za-z_]\w*|\d+(?:[.,]\d+)?))\s?(?P<op>[<>])\s?(?P<b>-?\d|[A-Za-z](?-u:\b))"),
     mixed_fraction: pattern(r"(?P<w>\d+)(?:\s|又)(?P<a>\d{1,2})/(?P<b>\d{1,2})(?P<after>\D|$)"),
     vulgar: pattern(r"(?:(?P<w>\d+)\s?)?(?P<f>[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞])"),
-    scaled: pattern(r"(?P<before>^|[\s(（\p{Han}])(?P<n>\d+(?:[.,]\d+)?)\s?(?P<scale>k|M|bn)(?P<after>[^A-Za-z0-9€$£¥]|$)"),
+    scaled: pattern(r"(?P<before>^|[\s(（\p{Han}])(?P<n>\d+(?:[.,]\d+)?)\s?(?P<scale>k|M|bn)(?P<after>[^A-Za-z0-9€$£¥&]|$)"),
     times: pattern(r"(?P<n>(?-u:\b)\d+(?:[.,]\d+)?)x(?:(?P<op>\s*[-+=×*/^<>≤≥])|(?P<after>[^A-Za-z0-9]|$))"),
     dimensions: pattern(r"(?P<a>(?-u:\b)\d{2,5})\s?[×x]\s?(?P<b>\d{2,5})\b"),
     hex_colour: pattern(r"#(?P<hex>[0-9A-Fa-f]{6}|[0-9A-Fa-f]{3})(?-u:\b)"),
@@ -196,9 +199,16 @@ pub static SHARED: LazyLock<Shared> = LazyLock::new(|| Shared {
 
 /// A hexadecimal colour or code, sign by sign: `digit` says a digit, letters stay capitals.
 pub fn hex_said(hex: &str, digit: impl Fn(u32) -> String, join: &str) -> Option<String> {
-    hex.chars()
-        .any(|c| c.is_ascii_alphabetic())
-        .then(|| hex.chars().map(|c| c.to_digit(10).map_or_else(|| c.to_ascii_uppercase().to_string(), &digit)).collect::<Vec<_>>().join(join))
+    is_hex_colour(hex).then(|| hex.chars().map(|c| c.to_digit(10).map_or_else(|| c.to_ascii_uppercase().to_string(), &digit)).collect::<Vec<_>>().join(join))
+}
+
+/// Whether a `#` token is a colour rather than a hashtag or a number: three or six hexadecimal digits with a
+/// letter among them, and a digit too or one letter repeated (`#1E90FF`, `#fff`; not `#123456` nor `#bad`).
+pub fn is_hex_colour(hex: &str) -> bool {
+    let hexadecimal = matches!(hex.len(), 3 | 6) && hex.chars().all(|c| c.is_ascii_hexdigit());
+    let mut chars = hex.chars();
+    let first = chars.next();
+    hexadecimal && hex.chars().any(|c| c.is_ascii_alphabetic()) && (hex.chars().any(|c| c.is_ascii_digit()) || chars.all(|c| Some(c) == first))
 }
 
 /// An IBAN group by group, a pause between: its letters spelled, its digits one by one.
@@ -212,9 +222,13 @@ pub fn iban_said(iban: &str, digit: impl Fn(u32) -> String) -> String {
         .join(", ")
 }
 
-/// `10k` said as its count in full, by `cardinal` (the `scaled` pattern's match).
-pub fn scaled_said(c: &Captures, cardinal: fn(u64) -> String) -> Option<String> {
-    let value = scaled_value(&c["n"], &c["scale"])?;
+/// `10k` said as its count in full, by `cardinal` (the `scaled` pattern's match), `decimal` the language's
+/// decimal mark. A `k` after a count below ten without decimals is left: `4k` and `8k` are screens' widths.
+pub fn scaled_said(c: &Captures, cardinal: fn(u64) -> String, decimal: char) -> Option<String> {
+    if c["scale"] == *"k" && c["n"].len() == 1 {
+        return None;
+    }
+    let value = scaled_value(&c["n"], &c["scale"], decimal)?;
     Some(format!("{}{}{}", &c["before"], cardinal(value), &c["after"]))
 }
 
@@ -229,14 +243,16 @@ pub fn times_said(c: &Captures, times: &str, space: &str) -> Option<String> {
 }
 
 /// `10k` as a count: the number times its scale when that is whole, else `None`.
-pub fn scaled_value(n: &str, scale: &str) -> Option<u64> {
+pub fn scaled_value(n: &str, scale: &str, decimal: char) -> Option<u64> {
     let factor: u64 = match scale {
         "k" | "K" => 1_000,
         "M" => 1_000_000,
         "bn" => 1_000_000_000,
         _ => return None,
     };
-    let (whole, fraction) = n.split_once(['.', ',']).unwrap_or((n, ""));
+    // The other mark groups thousands (`1,500k`, `1 500k`).
+    let n: String = n.chars().filter(|c| c.is_ascii_digit() || *c == decimal).collect();
+    let (whole, fraction) = n.split_once(decimal).unwrap_or((&n, ""));
     let digits = format!("{whole}{fraction}");
     let value: u64 = digits.parse().ok()?;
     let divisor = 10u64.checked_pow(u32::try_from(fraction.len()).ok()?)?;
@@ -347,7 +363,13 @@ pub fn roman_sign(c: char) -> Option<u64> {
 }
 
 /// Initialisms said as words, not spelled, though short or all in capitals.
-const SAID_AS_WORDS: [&str; 14] = ["OK", "GIF", "PIN", "RAM", "ROM", "LAN", "WAN", "SIM", "ZIP", "JSON", "JPEG", "ASAP", "CAPTCHA", "SQL"];
+const SAID_AS_WORDS: [&str; 64] = [
+    "OK", "GIF", "PIN", "RAM", "ROM", "LAN", "WAN", "SIM", "ZIP", "JSON", "JPEG", "ASAP", "CAPTCHA", "SQL", "NVIDIA", "NGINX",
+    // English words an agent writes in capitals for emphasis.
+    "NOT", "ALL", "NEW", "NOW", "YES", "AND", "THE", "FOR", "BUT", "OUT", "YOU", "ARE", "CAN", "GET", "SET", "USE", "RUN", "OFF", "TOP", "BIG", "HOT", "ONE",
+    "TWO", "ANY", "NEXT", "FIRST", "LAST", "LEFT", "RIGHT", "PASS", "FAIL", "TEXT", "USERS", "NOTE", "STOP", "FREE", "ONLY", "NEVER", "MUST", "STEP", "STEPS",
+    "TEST", "BEST", "MOST", "JUST", "SAFE", "SALE", "DONE",
+];
 
 /// Whether a word of capitals is spelled letter by letter (`FBI`, `HTML`, `SNCF`, `RATP`) rather than said
 /// as a word (`NASA`, `NATO`, `COVID`, `OTAN`): three letters or fewer are spelled, and a longer one is
@@ -372,6 +394,37 @@ pub fn is_spelled(word: &str) -> bool {
     let tail: String = chars[chars.len() - 2..].iter().collect();
     (!vowel(chars[0]) && !vowel(chars[1]) && !ONSETS.contains(&head.as_str()))
         || (!vowel(chars[chars.len() - 1]) && !vowel(chars[chars.len() - 2]) && !CODAS.contains(&tail.as_str()))
+}
+
+/// Where `text` has two words or more in capitals in a row (`NEXT STEPS`, `DO NOT`): byte ranges.
+fn shouted_runs(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    // The run being read: where it starts, its words in capitals, and whether one of them is a word.
+    let mut run: Option<(usize, usize, bool)> = None;
+    let mut at = 0;
+    for piece in text.split(' ') {
+        let letters = piece.trim_matches(|c: char| !c.is_alphanumeric());
+        if letters.len() >= 2 && letters.chars().all(|c| c.is_ascii_uppercase()) {
+            let said = SAID_AS_WORDS.contains(&letters) || !is_spelled(letters);
+            run = Some(match run {
+                None => (at, 1, said),
+                Some((start, n, worded)) => (start, n + 1, worded || said),
+            });
+        } else {
+            close_run(run.take(), at, &mut runs);
+        }
+        at += piece.len() + 1;
+    }
+    close_run(run, text.len(), &mut runs);
+    runs
+}
+
+/// Keeps a run of words in capitals that is shouting: two words or more, one of them a word (`NEXT STEPS`,
+/// `BUY NOW`); `CPU, GPU` are initialisms.
+fn close_run(run: Option<(usize, usize, bool)>, end: usize, runs: &mut Vec<std::ops::Range<usize>>) {
+    if let Some((start, _, true)) = run.filter(|(_, n, _)| *n >= 2) {
+        runs.push(start..end);
+    }
 }
 
 /// A word spelled letter by letter, `join` between the letters.
@@ -434,6 +487,13 @@ pub enum Part<'a> {
     Digits(&'a str),
 }
 
+/// A token that is a count and then its unit in letters (`5000mAh`, `100Mbps`, `1000W`): the two parts.
+pub fn count_and_unit(token: &str) -> Option<(&str, &str)> {
+    let at = token.find(|c: char| !c.is_ascii_digit())?;
+    let (count, unit) = token.split_at(at);
+    (!count.is_empty() && count.len() <= 6 && unit.len() >= 2 && unit.chars().all(|c| c.is_ascii_alphabetic())).then_some((count, unit))
+}
+
 /// A code's groups (between its hyphens), each cut into runs of letters and of digits: `ZX9-4Q7` is
 /// `[[ZX, 9], [4, Q, 7]]`.
 pub fn code_groups(code: &str) -> Vec<Vec<Part<'_>>> {
@@ -482,6 +542,21 @@ pub fn say_code(code: &str, join: &str, between: &str, say_part: impl Fn(&Part<'
     groups.iter().map(|g| g.iter().map(&say_part).collect::<Vec<_>>().join(join)).collect::<Vec<_>>().join(if mixed { between } else { join })
 }
 
+/// Every code in `text` said part by part, as English and French say them (`say_part` each run, a space
+/// between, a pause between groups that each mix letters and digits); a count and its unit (`5000mAh`) as
+/// `count` says the count, the unit as written; a token `leaves` names left for another class.
+pub fn codes_spaced(text: &str, leaves: fn(&str) -> bool, count: fn(&str) -> String, say_part: fn(&Part<'_>) -> String) -> String {
+    each_token(text, |token| {
+        if !is_code(token) || leaves(token.text) {
+            return None;
+        }
+        Some(match count_and_unit(token.text) {
+            Some((n, unit)) => format!("{} {}", count(n), letters_said(unit)),
+            None => say_code(token.text, " ", ", ", say_part),
+        })
+    })
+}
+
 /// A run of letters in a code as English or French say it: capitals spelled unless said as a word
 /// (`GPT` G P T, `COVID` as written), two lower-case letters spelled (`mp`), any other run as written.
 pub fn letters_said(run: &str) -> String {
@@ -498,7 +573,13 @@ pub fn initialisms(text: &str, plural: &str) -> String {
     if !text.as_bytes().windows(2).any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase()) {
         return text.to_string();
     }
+    let shouted = shouted_runs(text);
     each_token(text, |token| {
+        // `DON'T`, and a run of words in capitals (`NEXT STEPS`): shouting, not initialisms.
+        let at = token.text.as_ptr() as usize - text.as_ptr() as usize;
+        if matches!(token.after.0, Some('\'' | '’')) || shouted.iter().any(|r| r.contains(&at)) {
+            return None;
+        }
         if let Some(caps) = token.text.strip_suffix('s').filter(|c| c.len() >= 2 && c.chars().all(|c| c.is_ascii_uppercase()) && is_spelled(c)) {
             return Some(format!("{}{plural}", spell(caps, " ")));
         }
@@ -520,8 +601,14 @@ mod tests {
     #[test]
     fn scaled_counts_hex_and_iban() {
         assert_eq!(
-            (scaled_value("10", "k"), scaled_value("1.5", "k"), scaled_value("2,3", "M"), scaled_value("1.2345", "k")),
-            (Some(10_000), Some(1_500), Some(2_300_000), None)
+            (
+                scaled_value("10", "k", '.'),
+                scaled_value("1.5", "k", '.'),
+                scaled_value("2,3", "M", ','),
+                scaled_value("1.2345", "k", '.'),
+                scaled_value("1,500", "k", '.')
+            ),
+            (Some(10_000), Some(1_500), Some(2_300_000), None, Some(1_500_000))
         );
         assert_eq!(hex_said("1E90FF", |d| d.to_string(), " ").as_deref(), Some("1 E 9 0 F F"));
         assert_eq!(hex_said("123456", |d| d.to_string(), " "), None);
@@ -545,6 +632,7 @@ mod tests {
         }
         assert_eq!(initialisms("The FBI and NASA use USB-C, not HTML.", " s"), "The F B I and NASA use U S B C, not H T M L.");
         assert_eq!(initialisms("Both APIs take PDFs.", " s"), "Both A P I s take P D F s.");
+        assert_eq!(initialisms("NEXT STEPS: do NOT worry, DON'T wait for the FBI.", " s"), "NEXT STEPS: do NOT worry, DON'T wait for the F B I.");
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! letter by letter). Writing the forms out here makes every English voice say them one way, and keeps the
 //! spoken words visible to `SpokenMap`, so word timings stay on the written words. Numbers are read in
 //! American style (no "and" inside them); dates as month, day and year.
+//!
+//! By class (`super::classes`): also codes part by part (`GPT-4o` G P T four o), initialisms spelled (`FBI`),
+//! Roman numerals after names (`Louis XIV` Louis the Fourteenth), house numbers and street types, fractions,
+//! operators, ranges, scales (`10k`), timestamps, IBANs and hex colours.
 
 use std::sync::LazyLock;
 
@@ -44,6 +48,9 @@ pub const ADDRESS_WORDS: Words = Words {
 };
 
 const DIGITS: [&str; 10] = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+
+/// The states of the United States, before a ZIP code.
+const STATES: &str = "Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|Hampshire|Jersey|Mexico|York|Carolina|Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Island|Tennessee|Texas|Utah|Vermont|Virginia|Washington|Wisconsin|Wyoming";
 
 const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 
@@ -127,7 +134,7 @@ fn rules(streets: Vec<(Regex, &'static str, bool)>, any_street: RegexSet) -> Rul
             .collect(),
         // (555) 123-4567, 555-123-4567, 555.123.4567, +1 555 123 4567, 1-800-555-0199.
         // `ext. 89`, `x204` after a number's last digit.
-        extension: pattern(r"(?P<last>\d)(?:,?\s?(?:ext\.?|extension)\s?|\s?x)(?P<n>\d{1,6})\b"),
+        extension: pattern(r"(?P<last>\d)(?:,?\s?(?:ext\.?|extension)\s?|\sx)(?P<n>\d{1,6})\b"),
         // `dial 911`: a short number said digit by digit.
         dialled: pattern(r"(?i)\b(?P<verb>dial|call|text)\s(?P<n>\d{3,6})\b"),
         phone_nanp: pattern(r"(?P<country>\+?1[\s.-])?(?:\((?P<area1>\d{3})\)\s?|(?P<area2>\d{3})[\s.-])(?P<exchange>\d{3})[\s.-](?P<line>\d{4})\b"),
@@ -160,12 +167,12 @@ fn rules(streets: Vec<(Regex, &'static str, bool)>, any_street: RegexSet) -> Rul
         // `7.30 a.m.`: a clock time with a dot, told by its a.m. or p.m.
         dotted_time: pattern(r"(?i)\b(?P<h>\d{1,2})\.(?P<min>\d{2})\s?(?P<half>[ap])(?:\.m\.(?P<end>$)?|m\b)"),
         // `Tue, 03/10`, `Mon–Fri`: a weekday cut short before a comma or a dash, or after a dash.
-        weekday_before: pattern(r"\b(?P<d>Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?(?P<after>,|\s?[–-])"),
-        weekday_after: pattern(r"(?P<before>[–-]\s?)(?P<d>Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?"),
+        weekday_before: pattern(r"\b(?P<d>Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?(?P<after>,|\s?–|\s-\s)"),
+        weekday_after: pattern(r"(?P<before>–\s?|\s-\s)(?P<d>Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?"),
         // `expires 08/27`: a month and a year of two digits (a card's expiry), the month with its zero.
-        expiry: pattern(r"\b(?P<m>0[1-9]|1[0-2])/(?P<y>\d{2})\b"),
+        expiry: pattern(r"\b(?P<m>0[1-9])/(?P<y>\d{2})\b"),
         // `$9.99/month`, `5/user`: per.
-        per: pattern(r"(?P<a>[\p{L}\d])\s?/\s?(?P<per>month|mo|year|yr|day|week|hour|hr|night|person|user|seat|unit)\b"),
+        per: pattern(r"(?P<a>\d)\s?/\s?(?P<per>month|mo|year|yr|day|week|hour|hr|night|person|user|seat|unit)\b"),
         // `Dec. 24–26`: a range of days in one month.
         day_range: pattern(&format!(r"\b{MONTH_NAMES}\s(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s?[-–]\s?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b")),
         year_range: pattern(r"\b(?P<a>1[1-9]\d{2}|20\d{2})\s?[-–]\s?(?P<b>1[1-9]\d{2}|20\d{2})\b"),
@@ -174,10 +181,10 @@ fn rules(streets: Vec<(Regex, &'static str, bool)>, any_street: RegexSet) -> Rul
         house: pattern(
             r"\b(?P<n>\d{1,5})(?P<letter>[A-Z])?(?P<street>\s(?:(?:North|South|East|West)\s)?(?:\d{1,3}(?:st|nd|rd|th)\s|\p{Lu}[\p{L}'’.-]*\s){1,4}(?:Street|Avenue|Road|Boulevard|Drive|Lane|Court|Place|Parkway|Highway|Square|Way|Terrace|Circle)\b)",
         ),
-        zip: pattern(r"\b(?P<before>ZIP(?: code)?|zip(?: code)?|[A-Z]{2}|\p{Lu}\p{Ll}+)\s(?P<zip>\d{5})(?:-(?P<plus>\d{4}))?\b"),
+        zip: pattern(&format!(r"\b(?P<before>ZIP(?: code)?|zip(?: code)?|[A-Z]{{2}}|{STATES})\s(?P<zip>\d{{5}})(?:-(?P<plus>\d{{4}}))?\b")),
         // A numeral after a name, or after a word that numbers (`Chapter IV`, `World War II`).
         roman: pattern(
-            r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*|[Cc]hapter|[Pp]art|[Vv]olume|[Bb]ook|[Aa]ct|[Pp]hase|[Ss]eason|[Aa]rticle|type|class|stage|grade|level|tier|mark|episode|appendix|section)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
+            r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*|chapter|part|volume|book|act|phase|season|article|type|class|stage|grade|level|tier|mark|episode|appendix|section)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
         ),
         money_range: pattern(r"(?P<sign>[$€£])(?P<a>\d[\d,]*(?:\.\d+)?)\s?[-–]\s?[$€£]?(?P<b>\d[\d,]*(?:\.\d+)?)(?:\s(?P<scale>thousand|million|billion)\b)?"),
         money_code_before: pattern(&format!(r"\b(?P<code>USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|RMB|INR)\s?{NUMBER}")),
@@ -189,9 +196,7 @@ fn rules(streets: Vec<(Regex, &'static str, bool)>, any_street: RegexSet) -> Rul
 }
 
 /// What an operator is said as, in English.
-const OPERATORS: [(&str, &str); 13] = [
-    (" < ", " is less than "),
-    (" > ", " is greater than "),
+const OPERATORS: [(&str, &str); 11] = [
     ("≤", " is less than or equal to "),
     ("≥", " is greater than or equal to "),
     ("≠", " is not equal to "),
@@ -208,28 +213,34 @@ const OPERATORS: [(&str, &str); 13] = [
 /// The street rules: after a street's name (`Main St.`, `Lakeview Dr.`), the type of street; `St.` elsewhere
 /// is Saint. A full stop that ends the sentence stays (the `end` group).
 fn street_rules() -> Vec<(Regex, &'static str, bool)> {
-    // After a street's name (`Main St.`, `Lakeview Dr.`): the type of street; `St.` elsewhere is Saint. A
-    // full stop that ends the sentence stays (the `end` group).
+    // `123 Main St. Louis`: a street after a house number; `St. Louis` elsewhere: Saint, before any other
+    // street rule reads `Visit St.` as a street.
     [
-        ("Jr", "Junior"),
-        ("Sr", "Senior"),
-        ("St", "Street"),
-        ("Ave", "Avenue"),
-        ("Rd", "Road"),
-        ("Blvd", "Boulevard"),
-        ("Dr", "Drive"),
-        ("Ln", "Lane"),
-        ("Ct", "Court"),
-        ("Pl", "Place"),
-        ("Pkwy", "Parkway"),
-        ("Hwy", "Highway"),
-        ("Sq", "Square"),
+        (pattern(r"(?P<name>\d+[A-Z]?\s(?:\p{Lu}[\p{L}'’-]*\s){1,3})St\.(?P<end>$)?"), "Street", true),
+        (pattern(r"(?P<name>)\bSt\.(?P<end>\s\p{Lu})"), "Saint", true),
     ]
     .into_iter()
-    .map(|(written, said)| (pattern(&format!(r"(?P<name>(?:\p{{Lu}}[\p{{L}}'’-]*|\d+(?:st|nd|rd|th)),?\s){written}\.(?P<end>$)?")), said, true))
     .chain(
         [
-            (r"\bSt\.(?P<name>\s\p{Lu})", "Saint"),
+            ("Jr", "Junior"),
+            ("Sr", "Senior"),
+            ("St", "Street"),
+            ("Ave", "Avenue"),
+            ("Rd", "Road"),
+            ("Blvd", "Boulevard"),
+            ("Dr", "Drive"),
+            ("Ln", "Lane"),
+            ("Ct", "Court"),
+            ("Pl", "Place"),
+            ("Pkwy", "Parkway"),
+            ("Hwy", "Highway"),
+            ("Sq", "Square"),
+        ]
+        .into_iter()
+        .map(|(written, said)| (pattern(&format!(r"(?P<name>(?:\p{{Lu}}[\p{{L}}'’-]*|\d+(?:st|nd|rd|th)),?\s){written}\.(?P<end>$)?")), said, true)),
+    )
+    .chain(
+        [
             (r"\bMt\.(?P<name>\s\p{Lu})", "Mount"),
             (r"\bApt\.?(?P<name>\s\d)", "Apartment"),
             (r"\bSte\.(?P<name>\s\d)", "Suite"),
@@ -328,7 +339,11 @@ pub fn spoken(sentence: &str) -> String {
         }),
         (Class::Roman, &rules.roman, roman),
         (Class::Ordinal, &rules.ordinal, |c| Some(ordinal(c["n"].replace(',', "").parse().ok()?))),
-        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal)),
+        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, '.')),
+        (Class::Math, &shared.comparison, |c| {
+            let op = if &c["op"] == "<" { "is less than" } else { "is greater than" };
+            Some(format!("{} {op} {}", &c["a"], &c["b"]))
+        }),
         (Class::Math, &shared.dimensions, |c| Some(format!("{} by {}", &c["a"], &c["b"]))),
         (Class::Math, &shared.times, |c| classes::times_said(c, " times", " ")),
         (Class::Math, &shared.minus_sum, |c| Some(format!("{} minus {}", &c["a"], &c["b"]))),
@@ -379,7 +394,7 @@ pub fn spoken(sentence: &str) -> String {
     ];
     text = classes::operators(classes::apply(text, steps), &OPERATORS);
     // Codes, then initialisms: from here no digit is glued to a letter.
-    text = classes::each_token(&text, |token| (classes::is_code(token) && !leaves(token.text)).then(|| classes::say_code(token.text, " ", ", ", code_part)));
+    text = classes::codes_spaced(&text, leaves, |n| n.parse().map(cardinal).unwrap_or_else(|_| digits(n)), code_part);
     text = classes::initialisms(&text, " s");
     rules
         .number
@@ -540,12 +555,28 @@ const REGNAL: [&str; 40] = [
     "Stephen",
 ];
 
+/// Words after which a numeral counts (`Chapter IV`, `World War II`, `Super Bowl LVIII`): any numeral.
+const COUNTING: [&str; 22] = [
+    "Chapter", "Part", "Volume", "Book", "Act", "Phase", "Season", "Article", "Type", "Class", "Stage", "Grade", "Level", "Tier", "Mark", "Episode",
+    "Appendix", "Section", "War", "Bowl", "Fantasy", "Rocky",
+];
+
 fn roman(c: &Captures) -> Option<String> {
     let (name, n) = (&c["name"], &c["n"]);
     let value = classes::roman(n)?;
     let regnal = REGNAL.contains(&name);
-    // A numeral of one letter after a name that is not a monarch's is a letter (`Vitamin C`, `Plan B`).
-    if n.len() == 1 && !regnal {
+    let counting = COUNTING.iter().any(|w| w.eq_ignore_ascii_case(name));
+    // After a monarch's name a numeral of one letter too, but only before a pause (`Elizabeth I, …`;
+    // `John I decided` is the pronoun); after any other name two letters or more, of I, V and X only
+    // (`Rocky III`; `The CLI`, `Washington DC`, `Size XL` and `Plan B` are letters), but after a word that
+    // counts (`Chapter IV`, `Super Bowl LVIII`).
+    let one_letter_ok = regnal && !c["after"].starts_with(' ');
+    let fits = match (n.len(), regnal, counting) {
+        (1, _, _) => one_letter_ok,
+        (_, true, _) | (_, _, true) => true,
+        _ => n.chars().all(|ch| matches!(ch, 'I' | 'V' | 'X')),
+    };
+    if !fits {
         return None;
     }
     let said = if regnal { format!("the {}", capitalised(&ordinal(value))) } else { cardinal(value) };
@@ -821,7 +852,10 @@ fn fraction(c: &Captures) -> Option<String> {
     Some(match (a, b) {
         (24, 7) => "twenty-four seven".into(),
         (_, 0) => return None,
-        _ if a < b || b <= 10 => fraction_words(a, b, false),
+        // A score (`8/10`, `0/5`, `95/100`): out of.
+        (0, _) => format!("zero out of {}", cardinal(b)),
+        _ if matches!(b, 10 | 100) && a > 1 => format!("{} out of {}", cardinal(a), cardinal(b)),
+        _ if a < b => fraction_words(a, b, false),
         _ => format!("{} out of {}", cardinal(a), cardinal(b)),
     })
 }
@@ -886,6 +920,10 @@ fn below_1000(n: u64) -> String {
 pub fn cardinal(n: u64) -> String {
     if n == 0 {
         return "zero".into();
+    }
+    // Past a quintillion no one says the number: its digits.
+    if n >= 1_000_000_000_000_000_000 {
+        return digits(&n.to_string());
     }
     let mut parts = Vec::new();
     let mut rest = n;

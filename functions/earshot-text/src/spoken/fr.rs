@@ -2,6 +2,10 @@
 //! the amount (or before), `%` as « pour cent », `10 h 30`, `01/12/2026`, `1er` and `XXIe`, units in words
 //! (singular below two, as French counts), `M.`, `Mme`, `etc.`, `p. ex.` and their kin. Numbers are read in
 //! traditional spelling (`quatre-vingts`, `vingt et un`), `une` where the noun is feminine (`une heure`).
+//!
+//! By class (`super::classes`): also codes part by part, initialisms spelled (`SNCF`), Roman numerals after
+//! names (`Louis XIV` Louis quatorze), street types and postcodes, fractions (trois cinquièmes), operators,
+//! ranges, scales (`5 k€`), timestamps and phone numbers from abroad.
 
 use std::sync::LazyLock;
 
@@ -47,6 +51,7 @@ struct Rules {
     half_after: Regex,
     decade: Regex,
     postcode: Regex,
+    day_month: Regex,
     roman: Regex,
     money_scaled: Regex,
     money_code: Regex,
@@ -71,7 +76,7 @@ struct Rules {
 static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     abbreviations: [
         (r"\bM\.(\s+)(\p{Lu}|et\s)", "Monsieur$1$2"),
-        (r"\bbd\.?(\s)", "boulevard$1"),
+        (r"(\d,?\s)bd\.?(\s)", "${1}boulevard$2"),
         (r"\bpl\.(\s)", "place$1"),
         (r"\bbât\.(\s)", "bâtiment$1"),
         (r"\bapt\.?(\s\d)", "appartement$1"),
@@ -139,10 +144,12 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     ),
     duration: pattern(r"\b(?P<h>\d{1,2})\s?h\s?(?P<min>\d{2})\s?min\b"),
     decade: pattern(r"\b(?P<before>années\s)(?P<y>1[1-9]\d0|20\d0)\b"),
-    postcode: pattern(r"\b(?P<dept>\d{2})(?P<rest>\d{3})(?P<city>\s\p{Lu})"),
+    postcode: pattern(r"(?P<before>^|,\s)(?P<dept>\d{2})(?P<rest>\d{3})(?P<city>\s\p{Lu})"),
+    // `le 15/06`: a day and a month (with its zero), no year.
+    day_month: pattern(r"\b(?P<d>[1-9]|[12]\d|3[01])/(?P<m>0[1-9])\b"),
     // A numeral after a name or a word that numbers (`Louis XIV`, `chapitre IX`); `Ier` is an ordinal's.
     roman: pattern(
-        r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*(?:-\p{Lu}[\p{Ll}]*)?|chapitre|tome|acte|partie|livre|volume|saison|article|type)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
+        r"\b(?P<name>\p{Lu}[\p{Ll}'’-]*(?:-\p{Lu}[\p{Ll}]*)?|[Cc]hapitre|[Tt]ome|[Aa]cte|[Pp]artie|[Ll]ivre|[Vv]olume|[Ss]aison|[Aa]rticle|[Tt]ype)\s(?P<n>[IVXLCDM]{1,7})(?P<after>[^\p{L}\p{N}'’]|$)",
     ),
     money_scaled: pattern(&format!(r"{NUMBER}\s?(?P<scale>k|M|Md|Mds)€")),
     money_code: pattern(&format!(r"\b(?P<code>CHF|USD|EUR|GBP|CAD)\s?{NUMBER}")),
@@ -161,9 +168,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
 });
 
 /// What an operator is said as, in French.
-const OPERATORS: [(&str, &str); 13] = [
-    (" < ", " inférieur à "),
-    (" > ", " supérieur à "),
+const OPERATORS: [(&str, &str); 11] = [
     ("≤", " inférieur ou égal à "),
     ("≥", " supérieur ou égal à "),
     ("≠", " différent de "),
@@ -228,11 +233,20 @@ pub fn spoken(sentence: &str) -> String {
         }),
         (Class::Time, &rules.time, time),
         (Class::Time, &rules.hour, time),
-        (Class::Address, &rules.postcode, |c| Some(format!("{} {}{}", cardinal(c["dept"].parse().ok()?), digits(&c["rest"]), &c["city"]))),
+        (Class::Address, &rules.postcode, |c| Some(format!("{}{} {}{}", &c["before"], cardinal(c["dept"].parse().ok()?), digits(&c["rest"]), &c["city"]))),
+        (Class::Date, &rules.day_month, |c| {
+            let d: u64 = c["d"].parse().ok()?;
+            let month = MONTHS.get(c["m"].parse::<usize>().ok()?.checked_sub(1)?)?;
+            Some(format!("{} {month}", if d == 1 { "premier".to_string() } else { cardinal(d) }))
+        }),
         (Class::Roman, &rules.roman, roman),
         (Class::Roman, &rules.roman_ordinal, roman_ordinal),
         (Class::Ordinal, &rules.ordinal, ordinal),
-        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal)),
+        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, ',')),
+        (Class::Math, &shared.comparison, |c| {
+            let op = if &c["op"] == "<" { "inférieur à" } else { "supérieur à" };
+            Some(format!("{} {op} {}", &c["a"], &c["b"]))
+        }),
         (Class::Math, &shared.dimensions, |c| Some(format!("{} par {}", &c["a"], &c["b"]))),
         (Class::Math, &shared.times, |c| classes::times_said(c, " fois", " ")),
         (Class::Math, &shared.minus_sum, |c| Some(format!("{} moins {}", &c["a"], &c["b"]))),
@@ -247,7 +261,10 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Money, &rules.money_scaled, |c| {
             let amount = Amount::from_captures(c, "whole", "fraction")?;
             let (scale, scales) = match &c["scale"] {
-                "k" => return Some(format!("{} euros", cardinal(amount.whole_value()?.checked_mul(1000)?))),
+                "k" => {
+                    let written = format!("{}{}", amount.whole, amount.fraction.as_deref().map(|f| format!(",{f}")).unwrap_or_default());
+                    return Some(format!("{} euros", cardinal(classes::scaled_value(&written, "k", ',')?)));
+                }
                 "M" => ("million", "millions"),
                 _ => ("milliard", "milliards"),
             };
@@ -280,13 +297,14 @@ pub fn spoken(sentence: &str) -> String {
         }),
         (Class::Fraction, &rules.fraction, |c| {
             let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
-            (b > 1 && (a < b || b <= 10)).then(|| fraction_words(a, b))
+            // `24/7`, `9/5`: sur; a fraction below one in words.
+            Some(if a < b && b > 1 { fraction_words(a, b) } else { format!("{} sur {}", cardinal(a), cardinal(b)) })
         }),
         (Class::Range, &shared.word_range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
     ];
     text = classes::operators(classes::apply(text, steps), &OPERATORS);
     // Codes, then initialisms: from here no digit is glued to a letter.
-    text = classes::each_token(&text, |token| (classes::is_code(token) && !leaves(token.text)).then(|| classes::say_code(token.text, " ", ", ", code_part)));
+    text = classes::codes_spaced(&text, leaves, |n| n.parse().map(cardinal).unwrap_or_else(|_| digits(n)), code_part);
     text = classes::initialisms(&text, "");
     let source = text;
     rules
@@ -429,11 +447,22 @@ fn money_code(c: &Captures) -> Option<String> {
 }
 
 /// `Louis XIV` Louis quatorze: a monarch's number is a cardinal in French, but the first (premier).
+/// Words after which a numeral counts (`chapitre IX`, `tome III`): any numeral.
+const COUNTING: [&str; 9] = ["chapitre", "tome", "acte", "partie", "livre", "volume", "saison", "article", "type"];
+
 fn roman(c: &Captures) -> Option<String> {
     let (name, n) = (&c["name"], &c["n"]);
     let value = classes::roman(n)?;
     let regnal = REGNAL.contains(&name);
-    if n.len() == 1 && !regnal {
+    let counting = COUNTING.iter().any(|w| w.eq_ignore_ascii_case(name));
+    // As in English: one letter after a monarch before a pause only; two or more of I, V and X after any
+    // other name (`Votre CV`, `Taille XL` are letters); any numeral after a word that counts.
+    let fits = match (n.len(), regnal, counting) {
+        (1, _, _) => regnal && !c["after"].starts_with(' '),
+        (_, true, _) | (_, _, true) => true,
+        _ => n.chars().all(|ch| matches!(ch, 'I' | 'V' | 'X')),
+    };
+    if !fits {
         return None;
     }
     let said = if regnal && value == 1 { "premier".to_string() } else { cardinal(value) };

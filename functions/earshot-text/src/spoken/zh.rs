@@ -2,6 +2,10 @@
 //! its digits one by one, years digit by digit (`2026年` 二零二六年), `%` as 百分之…, `10:30` as 十点三十分,
 //! currencies (`¥12.5` 十二点五元, `$100` 一百美元), `°C` as 摄氏度, Latin units as their Chinese names,
 //! `-5` as 负五, and long digit strings (a phone number, a code) digit by digit.
+//!
+//! By class (`super::classes`): also codes with their digits one by one (`CA1234` CA幺二三四), Roman numerals
+//! (`Ⅲ期` 三期), rooms and postcodes, fractions (五分之三), operators, ranges, 两 before a measure word, and
+//! money with its prefix and scale (`HK$300`, `¥1.2万`).
 
 use std::sync::LazyLock;
 
@@ -85,26 +89,25 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     service: pattern(r"(?P<before>^|\D)(?P<a>[48]00)[\s-]?(?P<b>\d{3})[\s-]?(?P<c>\d{4})(?P<after>\D|$)"),
     // A number after the words that dial one (拨打110, 电话是95588): digit by digit.
     dialled: pattern(r"(?P<verb>拨打|致电|呼叫|电话是|热线是|电话|热线|拨)(?P<n>\d{3,8})(?P<after>\D|$)"),
-    extension: pattern(r"转\s?(?P<n>\d{1,6})"),
+    // An extension: 转 straight after a phone number's last digit, or 分机.
+    extension: pattern(r"(?P<before>\d\s?转|分机号?)\s?(?P<n>\d{1,6})"),
     room: pattern(r"(?P<n>\d{3,})(?P<after>室|房间|房)"),
     postcode: pattern(r"(?P<before>邮编|邮政编码)(?P<is>是|为|：|:)?(?P<n>\d{6})"),
     time_range: pattern(r"(?P<a>\d{1,2}):(?P<am>\d{2})\s?[-–~～至到]\s?(?P<b>\d{1,2}):(?P<bm>\d{2})"),
     year_range: pattern(r"(?P<a>\d{4})\s?[-–~～]\s?(?P<b>\d{4})年"),
     duration: pattern(r"(?P<h>\d{1,2})h(?P<m>\d{1,2})min"),
     // Roman numerals before what they number (`III级`, `IV期`) or after 第, and the Unicode signs (`Ⅲ期`).
-    roman: pattern(r"(?P<before>^|[^A-Za-z])(?P<n>[IVX]{1,5})(?P<after>[期级型章部卷类、》」』)）]|$)|第(?P<nth>[IVX]{1,5})|(?P<sign>[Ⅰ-Ⅻ])"),
-    fraction: pattern(r"(?P<a>\d{1,3})/(?P<b>\d{1,3})(?P<after>\D|$)"),
+    roman: pattern(r"(?P<before>^|[^A-Za-z])(?P<n>[IVX]{1,5})(?P<after>[期级型章部卷类》」』)）]|$)|第(?P<nth>[IVX]{1,5})|(?P<sign>[Ⅰ-Ⅻ])"),
+    fraction: pattern(r"(?P<before>^|\D)(?P<a>\d{1,3})/(?P<b>\d{1,3})(?P<after>\D|$)"),
     // `1½杯`: 一杯半, the half after the measure word.
     half_measure: pattern(r"(?P<w>\d+)½(?P<measure>\p{Han})"),
 });
 
 /// What an operator is said as, in Mandarin.
-const OPERATORS: [(&str, &str); 12] = [
+const OPERATORS: [(&str, &str); 10] = [
     ("≤", "小于等于"),
     ("≥", "大于等于"),
     ("≠", "不等于"),
-    ("<", "小于"),
-    (">", "大于"),
     ("×", "乘以"),
     ("÷", "除以"),
     ("±", "正负"),
@@ -128,6 +131,7 @@ pub fn spoken(sentence: &str) -> String {
         })
         .into_owned();
     let steps: &[Rule<'_>] = &[
+        (Class::Telephone, &rules.extension, |c| Some(format!("{}{}", &c["before"], yao_digits(&c["n"])))),
         (Class::Telephone, &rules.international, |c| {
             let groups: Vec<String> = c["groups"].split([' ', '-']).filter(|g| !g.is_empty()).map(yao_digits).collect();
             Some(format!("加{}，{}{}", yao_digits(&c["country"]), groups.join("，"), &c["after"]))
@@ -136,7 +140,6 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Telephone, &rules.landline, phone),
         (Class::Telephone, &rules.service, phone),
         (Class::Telephone, &rules.dialled, |c| Some(format!("{}{}{}", &c["verb"], yao_digits(&c["n"]), &c["after"]))),
-        (Class::Telephone, &rules.extension, |c| Some(format!("转{}", yao_digits(&c["n"])))),
         (Class::Date, &shared.timestamp, |c| {
             let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
             let time = if m == 0 { format!("{}点", hours(h)) } else { format!("{}点{}分", hours(h), cardinal(m)) };
@@ -172,7 +175,8 @@ pub fn spoken(sentence: &str) -> String {
             }
             Some(format!("{}{}{}", &c["before"], cardinal(roman_value(&c["n"])?), &c["after"]))
         }),
-        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal)),
+        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, '.')),
+        (Class::Math, &shared.comparison, |c| Some(format!("{}{}{}", &c["a"], if &c["op"] == "<" { "小于" } else { "大于" }, &c["b"]))),
         (Class::Math, &shared.dimensions, |c| Some(format!("{}乘{}", &c["a"], &c["b"]))),
         (Class::Math, &shared.times, |c| classes::times_said(c, "倍", "")),
         (Class::Math, &shared.minus_sum, |c| Some(format!("{}减{}", &c["a"], &c["b"]))),
@@ -199,7 +203,7 @@ pub fn spoken(sentence: &str) -> String {
         }),
         (Class::Fraction, &rules.fraction, |c| {
             let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
-            (b > 1).then(|| format!("{}分之{}{}", cardinal(b), cardinal(a), &c["after"]))
+            (b > 1).then(|| format!("{}{}分之{}{}", &c["before"], cardinal(b), cardinal(a), &c["after"]))
         }),
         (Class::Cardinal, &rules.negative, |c| Some(format!("{}负{}", &c["before"], &c["digit"]))),
     ];
@@ -216,6 +220,10 @@ pub fn spoken(sentence: &str) -> String {
         }
         if leaves(token.text) {
             return None;
+        }
+        // A count and its unit (`5000mAh`): the count as a number.
+        if let Some((count, unit)) = classes::count_and_unit(token.text) {
+            return Some(format!("{}{unit}", count.parse().map(cardinal).unwrap_or_else(|_| digits(count))));
         }
         Some(classes::say_code(token.text, "", "，", |part| match part {
             Part::Digits(d) if d.len() >= 2 && !token.text.contains('-') => yao_digits(d),
@@ -354,7 +362,7 @@ fn money(c: &Captures) -> Option<String> {
         let written = c.get(0).map_or("", |m| m.as_str());
         let number: String =
             written.trim_start_matches(|ch: char| !ch.is_ascii_digit()).chars().take_while(|ch| ch.is_ascii_digit() || *ch == '.' || *ch == ',').collect();
-        let value = classes::scaled_value(&number.replace(',', ""), scale)?;
+        let value = classes::scaled_value(&number, scale, '.')?;
         let minus = if c.name("minus").is_some() { "负" } else { "" };
         return Some(format!("{minus}{}{name}", cardinal(value)));
     }
