@@ -30,7 +30,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-use super::numbers::pattern;
+use super::numbers::{pattern, Amount};
 
 /// A semiotic class: what kind of written form a rule says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -228,7 +228,7 @@ pub fn scaled_said(c: &Captures, cardinal: fn(u64) -> String, decimal: char) -> 
     if c["scale"] == *"k" && c["n"].len() == 1 {
         return None;
     }
-    let value = scaled_value(&c["n"], &c["scale"], decimal)?;
+    let value = Amount::parse(&c["n"], decimal)?.scaled(&c["scale"])?;
     Some(format!("{}{}{}", &c["before"], cardinal(value), &c["after"]))
 }
 
@@ -240,24 +240,6 @@ pub fn times_said(c: &Captures, times: &str, space: &str) -> Option<String> {
         Some(op) => format!("{}{space}x{}{after}", &c["n"], op.as_str()),
         None => format!("{}{times}{after}", &c["n"]),
     })
-}
-
-/// `10k` as a count: the number times its scale when that is whole, else `None`.
-pub fn scaled_value(n: &str, scale: &str, decimal: char) -> Option<u64> {
-    let factor: u64 = match scale {
-        "k" | "K" => 1_000,
-        "M" => 1_000_000,
-        "bn" => 1_000_000_000,
-        _ => return None,
-    };
-    // The other mark groups thousands (`1,500k`, `1 500k`).
-    let n: String = n.chars().filter(|c| c.is_ascii_digit() || *c == decimal).collect();
-    let (whole, fraction) = n.split_once(decimal).unwrap_or((&n, ""));
-    let digits = format!("{whole}{fraction}");
-    let value: u64 = digits.parse().ok()?;
-    let divisor = 10u64.checked_pow(u32::try_from(fraction.len()).ok()?)?;
-    let product = value.checked_mul(factor)?;
-    (product % divisor == 0).then(|| product / divisor)
 }
 
 /// Each operator of `table` in `text` said in words (`≤`, `×`...), with the spaces its words brought
@@ -600,6 +582,7 @@ mod tests {
 
     #[test]
     fn scaled_counts_hex_and_iban() {
+        let scaled_value = |n: &str, scale: &str, decimal: char| Amount::parse(n, decimal).and_then(|a| a.scaled(scale));
         assert_eq!(
             (
                 scaled_value("10", "k", '.'),

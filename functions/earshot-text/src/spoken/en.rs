@@ -590,14 +590,10 @@ fn capitalised(word: &str) -> String {
 
 /// `$10–$20` ten to twenty dollars.
 fn money_range(c: &Captures) -> Option<String> {
-    let amount = |s: &str| {
-        let (whole, fraction) = s.split_once('.').map_or((s, None), |(w, f)| (w, Some(f.to_string())));
-        let digits: String = whole.chars().filter(char::is_ascii_digit).collect();
-        decimal(&Amount { grouped: digits.len() < whole.len(), whole: digits, fraction })
-    };
+    let (a, b) = (Amount::parse(&c["a"], '.')?, Amount::parse(&c["b"], '.')?);
     let (_, many, _, _) = currency(&c["sign"])?;
     let scale = c.name("scale").map(|s| format!(" {}", s.as_str())).unwrap_or_default();
-    Some(format!("{} to {}{scale} {many}", amount(&c["a"]), amount(&c["b"])))
+    Some(format!("{} to {}{scale} {many}", decimal(&a), decimal(&b)))
 }
 
 /// An amount with its ISO code (`USD 200`, `200 EUR`).

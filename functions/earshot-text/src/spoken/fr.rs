@@ -261,10 +261,7 @@ pub fn spoken(sentence: &str) -> String {
         (Class::Money, &rules.money_scaled, |c| {
             let amount = Amount::from_captures(c, "whole", "fraction")?;
             let (scale, scales) = match &c["scale"] {
-                "k" => {
-                    let written = format!("{}{}", amount.whole, amount.fraction.as_deref().map(|f| format!(",{f}")).unwrap_or_default());
-                    return Some(format!("{} euros", cardinal(classes::scaled_value(&written, "k", ',')?)));
-                }
+                "k" => return Some(format!("{} euros", cardinal(amount.scaled("k")?))),
                 "M" => ("million", "millions"),
                 _ => ("milliard", "milliards"),
             };

@@ -22,6 +22,30 @@ impl Amount {
         (!digits.is_empty()).then(|| Amount { whole: digits, fraction: caps.name(fraction).map(|f| f.as_str().to_string()), grouped })
     }
 
+    /// A number as written with `decimal` as its decimal mark (`1,500.25`, `2,3`): every other mark and space
+    /// groups thousands. `None` without a digit.
+    pub fn parse(written: &str, decimal: char) -> Option<Amount> {
+        let (whole, fraction) = written.split_once(decimal).map_or((written, None), |(w, f)| (w, Some(f)));
+        let digits: String = whole.chars().filter(char::is_ascii_digit).collect();
+        let fraction = fraction.map(|f| f.chars().filter(char::is_ascii_digit).collect::<String>()).filter(|f| !f.is_empty());
+        (!digits.is_empty()).then(|| Amount { grouped: digits.len() < whole.trim().len(), whole: digits, fraction })
+    }
+
+    /// The amount times its scale's letter (`k`, `M`, `bn`: `1.5` and `k` is 1500), where that is whole.
+    pub fn scaled(&self, scale: &str) -> Option<u64> {
+        let factor: u64 = match scale {
+            "k" | "K" => 1_000,
+            "M" => 1_000_000,
+            "bn" => 1_000_000_000,
+            _ => return None,
+        };
+        let fraction = self.fraction.as_deref().unwrap_or("");
+        let value: u64 = format!("{}{fraction}", self.whole).parse().ok()?;
+        let divisor = 10u64.checked_pow(u32::try_from(fraction.len()).ok()?)?;
+        let product = value.checked_mul(factor)?;
+        (product % divisor == 0).then(|| product / divisor)
+    }
+
     /// The whole part as a number, where it fits (a longer one is read digit by digit).
     pub fn whole_value(&self) -> Option<u64> {
         if self.whole.len() > 15 {

@@ -73,7 +73,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
     mobile: pattern(r"(?P<before>^|\D)(?:\+(?P<country>\d{1,3})\s?)?(?P<a>1[3-9]\d)[\s-]?(?P<b>\d{4})[\s-]?(?P<c>\d{4})(?P<after>\D|$)"),
     // 010-12345678, 0755-1234567: the area code, then the number.
     landline: pattern(r"(?P<before>^|\D)(?P<a>0\d{2,3})-(?P<b>\d{7,8}|\d{3,4}-\d{4})(?P<after>\D|$)"),
-    iso_date: pattern(r"(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"),
+    iso_date: pattern(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"),
     year: pattern(r"(?P<y>\d{2,4})年"),
     time: pattern(r"(?P<h>\d{1,2}):(?P<min>\d{2})"),
     currency_before: pattern(&format!(r"(?P<minus>[-−])?(?P<prefix>US|HK|NT|CA|AU|A|S)?(?P<sign>[¥$€£])\s?{NUMBER}(?P<scale>万|亿|k|K|M|bn)?")),
@@ -359,12 +359,7 @@ fn money(c: &Captures) -> Option<String> {
     let scale = c.name("scale").map_or("", |s| s.as_str());
     // `$2.3M`: the count in full (两百三十万), as Mandarin says millions in 万.
     if matches!(scale, "k" | "K" | "M" | "bn") {
-        let written = c.get(0).map_or("", |m| m.as_str());
-        let number: String =
-            written.trim_start_matches(|ch: char| !ch.is_ascii_digit()).chars().take_while(|ch| ch.is_ascii_digit() || *ch == '.' || *ch == ',').collect();
-        let value = classes::scaled_value(&number, scale, '.')?;
-        let minus = if c.name("minus").is_some() { "负" } else { "" };
-        return Some(format!("{minus}{}{name}", cardinal(value)));
+        return Some(format!("{minus}{}{name}", cardinal(amount.scaled(scale)?)));
     }
     let number = if amount.fraction.is_none() && amount.whole_value() == Some(2) && !scale.is_empty() { "两".to_string() } else { decimal(&amount) };
     Some(format!("{minus}{number}{scale}{name}"))
