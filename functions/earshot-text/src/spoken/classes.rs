@@ -122,23 +122,47 @@ pub type Rule<'a> = (Class, &'a Regex, Rewrite);
 /// Applies each rule in turn over the whole text. A text with no digit (left: an earlier rule may have said
 /// them) skips the rules that need one (those whose pattern asks for a digit, but Roman numerals,
 /// initialisms, addresses, en dashes between words and Unicode fractions): most of an answer's sentences
-/// hold none, and this keeps their cost near what it was before the classes grew.
-pub fn apply(mut text: String, rules: &[Rule<'_>]) -> String {
-    let shared = &*SHARED;
-    for (class, pattern, rewrite) in rules {
-        let digitless = matches!(class, Class::Roman | Class::Letters | Class::Electronic)
-            || std::ptr::eq(*pattern, &shared.word_range)
-            || std::ptr::eq(*pattern, &shared.vulgar)
-            || !pattern.as_str().contains("\\d");
-        if !digitless && !text.bytes().any(|b| b.is_ascii_digit()) {
+/// hold none, and this keeps their cost near what it was before the classes grew. The text is copied only
+/// where a rule changed it, and which rules need a digit is worked out once ([`steps`]).
+pub fn apply(mut text: String, steps: &[Step]) -> String {
+    // No rule writes a digit where there was none, so the text's digits are looked for again only after a change.
+    let mut has_digit = text.bytes().any(|b| b.is_ascii_digit());
+    for step in steps {
+        if (step.needs_digit && !has_digit) || (step.class == Class::Roman && !might_hold_roman(&text)) {
             continue;
         }
-        if *class == Class::Roman && !might_hold_roman(&text) {
-            continue;
+        let rewrite = step.rewrite;
+        if let std::borrow::Cow::Owned(changed) = step.pattern.replace_all(&text, |c: &Captures| rewrite(c).unwrap_or_else(|| c[0].to_string())) {
+            text = changed;
+            has_digit = text.bytes().any(|b| b.is_ascii_digit());
         }
-        text = pattern.replace_all(&text, |c: &Captures| rewrite(c).unwrap_or_else(|| c[0].to_string())).into_owned();
     }
     text
+}
+
+/// A language's rule, with what `apply` needs to know of it worked out once.
+pub struct Step {
+    class: Class,
+    pattern: &'static Regex,
+    rewrite: Rewrite,
+    /// Whether its pattern asks for a digit (but Roman numerals, initialisms, addresses, en dashes between
+    /// words and Unicode fractions, which run on any text).
+    needs_digit: bool,
+}
+
+/// A language's rules, in order, ready for [`apply`]: built once a process.
+pub fn steps(rules: Vec<Rule<'static>>) -> Vec<Step> {
+    let shared = &*SHARED;
+    rules
+        .into_iter()
+        .map(|(class, pattern, rewrite)| {
+            let digitless = matches!(class, Class::Roman | Class::Letters | Class::Electronic)
+                || std::ptr::eq(pattern, &shared.word_range)
+                || std::ptr::eq(pattern, &shared.vulgar)
+                || !pattern.as_str().contains("\\d");
+            Step { class, pattern, rewrite, needs_digit: !digitless }
+        })
+        .collect()
 }
 
 /// The patterns of the classes whose tokens are written alike in every language here (math's signs,

@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex, RegexSet};
 
 use super::addresses::{self, Words};
-use super::classes::{self, Class, Part, Rule};
+use super::classes::{self, Class, Part};
 use super::numbers::{pattern, Amount};
 
 /// A number: digits grouped in threes by commas, or not grouped; then a decimal point with its digits.
@@ -292,107 +292,110 @@ pub fn spoken(sentence: &str) -> String {
             })
             .into_owned();
     }
-    let steps: &[Rule<'_>] = &[
-        (Class::Telephone, &rules.extension, |c| Some(format!("{}, extension {}", &c["last"], digits(&c["n"])))),
-        (Class::Telephone, &rules.phone_nanp, phone_nanp),
-        (Class::Telephone, &rules.phone_international, |c| Some(format!("plus {}", phone_groups(&c["groups"])))),
-        (Class::Telephone, &rules.dialled, |c| Some(format!("{} {}", &c["verb"], digits(&c["n"])))),
-        (Class::Date, &shared.timestamp, |c| {
-            let day = date_of(c["y"].parse().ok()?, c["m"].parse().ok()?, c["d"].parse().ok()?)?;
-            let zone = match c.name("zone").map(|z| z.as_str()) {
-                Some("Z") => " U T C".to_string(),
-                Some(offset) => {
-                    let (sign, rest) = offset.split_at(1);
-                    let hours: u64 = rest.get(..2)?.parse().ok()?;
-                    format!(" U T C {} {}", if sign == "+" { "plus" } else { "minus" }, cardinal(hours))
-                }
-                None => String::new(),
-            };
-            Some(format!("{day}, at {}{zone}", clock(c["h"].parse().ok()?, c["min"].parse().ok()?)?))
-        }),
-        (Class::Date, &rules.iso_date, date),
-        (Class::Date, &rules.slash_date, date),
-        (Class::Date, &rules.weekday_before, |c| Some(format!("{}{}", weekday(&c["d"])?, &c["after"]))),
-        (Class::Date, &rules.weekday_after, |c| Some(format!("{}{}", &c["before"], weekday(&c["d"])?))),
-        (Class::Date, &rules.expiry, |c| Some(format!("{} twenty {}", MONTHS.get(c["m"].parse::<usize>().ok()? - 1)?, two_digits(c["y"].parse().ok()?)))),
-        (Class::Date, &rules.day_range, |c| {
-            let (a, b): (u64, u64) = (c["d"].parse().ok()?, c["d2"].parse().ok()?);
-            ((1..=31).contains(&a) && (1..=31).contains(&b)).then(|| format!("{} {} to {}", month(&c["month"]).unwrap_or("the"), ordinal(a), ordinal(b)))
-        }),
-        (Class::Date, &rules.month_day, date),
-        (Class::Date, &rules.day_month, date),
-        (Class::Date, &rules.month_year, |c| Some(format!("{} {}", month(&c["month"])?, year(c["y"].parse().ok()?)))),
-        (Class::Date, &rules.year_range, |c| Some(format!("{} to {}", year(c["a"].parse().ok()?), year(c["b"].parse().ok()?)))),
-        (Class::Date, &rules.decade, decade),
-        (Class::Date, &rules.year, |c| Some(format!("{} {}", &c["before"], year(c["y"].parse().ok()?)))),
-        (Class::Time, &rules.dotted_time, time),
-        (Class::Time, &rules.time, time),
-        (Class::Time, &rules.hour, time),
-        (Class::Time, &rules.duration, |c| {
-            let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["m"].parse().ok()?);
-            Some(format!("{} {} {} {}", cardinal(h), if h == 1 { "hour" } else { "hours" }, cardinal(m), if m == 1 { "minute" } else { "minutes" }))
-        }),
-        (Class::Address, &rules.house, house),
-        (Class::Address, &rules.zip, |c| {
-            let plus = c.name("plus").map(|p| format!(" dash {}", digits(p.as_str()))).unwrap_or_default();
-            Some(format!("{} {}{plus}", &c["before"], digits(&c["zip"])))
-        }),
-        (Class::Roman, &rules.roman, roman),
-        (Class::Ordinal, &rules.ordinal, |c| Some(ordinal(c["n"].replace(',', "").parse().ok()?))),
-        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, '.')),
-        (Class::Math, &shared.comparison, |c| {
-            let op = if &c["op"] == "<" { "is less than" } else { "is greater than" };
-            Some(format!("{} {op} {}", &c["a"], &c["b"]))
-        }),
-        (Class::Math, &shared.dimensions, |c| Some(format!("{} by {}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.times, |c| classes::times_said(c, " times", " ")),
-        (Class::Math, &shared.minus_sum, |c| Some(format!("{} minus {}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.ratio, |c| Some(format!("{}{} to {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
-        (Class::Math, &shared.power, |c| Some(format!("{} to the power of {}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.plus, |c| Some(format!("{} plus {}", &c["a"], &c["b"]))),
-        (Class::Money, &rules.money_range, money_range),
-        (Class::Range, &rules.range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
-        (Class::Money, &rules.money_before, money),
-        (Class::Money, &rules.money_after, money),
-        (Class::Money, &rules.money_code_before, money_code),
-        (Class::Money, &rules.money_code_after, money_code),
-        (Class::Measure, &rules.percent, |c| {
-            let minus = if c.name("minus").is_some() { "minus " } else { "" };
-            Some(format!("{minus}{} percent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
-        }),
-        (Class::Measure, &rules.unit, unit),
-        (Class::Measure, &rules.per, |c| {
-            let per = match &c["per"] {
-                "mo" => "month",
-                "yr" => "year",
-                "hr" => "hour",
-                other => other,
-            };
-            Some(format!("{} per {per}", &c["a"]))
-        }),
-        (Class::Verbatim, &rules.model_number, |c| Some(format!("{} {}", &c["model"], year(c["n"].parse().ok()?)))),
-        (Class::Fraction, &shared.mixed_fraction, |c| {
-            let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
-            let w: u64 = c["w"].parse().ok()?;
-            (a < b).then(|| format!("{} and {}{}", cardinal(w), fraction_words(a, b, true), &c["after"]))
-        }),
-        (Class::Electronic, &shared.file, |c| Some(format!("{} dot {}", &c["name"], &c["ext"]))),
-        (Class::Fraction, &shared.vulgar, |c| {
-            let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
-            Some(match c.name("w") {
-                Some(w) => format!("{} and {}", cardinal(w.as_str().parse().ok()?), fraction_words(a, b, true)),
-                None => fraction_words(a, b, false),
-            })
-        }),
-        (Class::Fraction, &rules.fraction, fraction),
-        (Class::Range, &shared.word_range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
-        (Class::Letters, &rules.dotted_letters, |c| {
-            let letters: Vec<&str> = ["a", "b", "c"].iter().filter_map(|g| c.name(g)).map(|m| m.as_str()).collect();
-            Some(format!("{}{}", letters.join(" "), if c.name("end").is_some() { "." } else { "" }))
-        }),
-        (Class::Cardinal, &rules.negative, |c| Some(format!("{}minus {}", &c["before"], &c["digit"]))),
-    ];
-    text = classes::operators(classes::apply(text, steps), &OPERATORS);
+    static STEPS: LazyLock<Vec<classes::Step>> = LazyLock::new(|| {
+        let (rules, shared) = (&*RULES, &*classes::SHARED);
+        classes::steps(vec![
+            (Class::Telephone, &rules.extension, |c| Some(format!("{}, extension {}", &c["last"], digits(&c["n"])))),
+            (Class::Telephone, &rules.phone_nanp, phone_nanp),
+            (Class::Telephone, &rules.phone_international, |c| Some(format!("plus {}", phone_groups(&c["groups"])))),
+            (Class::Telephone, &rules.dialled, |c| Some(format!("{} {}", &c["verb"], digits(&c["n"])))),
+            (Class::Date, &shared.timestamp, |c| {
+                let day = date_of(c["y"].parse().ok()?, c["m"].parse().ok()?, c["d"].parse().ok()?)?;
+                let zone = match c.name("zone").map(|z| z.as_str()) {
+                    Some("Z") => " U T C".to_string(),
+                    Some(offset) => {
+                        let (sign, rest) = offset.split_at(1);
+                        let hours: u64 = rest.get(..2)?.parse().ok()?;
+                        format!(" U T C {} {}", if sign == "+" { "plus" } else { "minus" }, cardinal(hours))
+                    }
+                    None => String::new(),
+                };
+                Some(format!("{day}, at {}{zone}", clock(c["h"].parse().ok()?, c["min"].parse().ok()?)?))
+            }),
+            (Class::Date, &rules.iso_date, date),
+            (Class::Date, &rules.slash_date, date),
+            (Class::Date, &rules.weekday_before, |c| Some(format!("{}{}", weekday(&c["d"])?, &c["after"]))),
+            (Class::Date, &rules.weekday_after, |c| Some(format!("{}{}", &c["before"], weekday(&c["d"])?))),
+            (Class::Date, &rules.expiry, |c| Some(format!("{} twenty {}", MONTHS.get(c["m"].parse::<usize>().ok()? - 1)?, two_digits(c["y"].parse().ok()?)))),
+            (Class::Date, &rules.day_range, |c| {
+                let (a, b): (u64, u64) = (c["d"].parse().ok()?, c["d2"].parse().ok()?);
+                ((1..=31).contains(&a) && (1..=31).contains(&b)).then(|| format!("{} {} to {}", month(&c["month"]).unwrap_or("the"), ordinal(a), ordinal(b)))
+            }),
+            (Class::Date, &rules.month_day, date),
+            (Class::Date, &rules.day_month, date),
+            (Class::Date, &rules.month_year, |c| Some(format!("{} {}", month(&c["month"])?, year(c["y"].parse().ok()?)))),
+            (Class::Date, &rules.year_range, |c| Some(format!("{} to {}", year(c["a"].parse().ok()?), year(c["b"].parse().ok()?)))),
+            (Class::Date, &rules.decade, decade),
+            (Class::Date, &rules.year, |c| Some(format!("{} {}", &c["before"], year(c["y"].parse().ok()?)))),
+            (Class::Time, &rules.dotted_time, time),
+            (Class::Time, &rules.time, time),
+            (Class::Time, &rules.hour, time),
+            (Class::Time, &rules.duration, |c| {
+                let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["m"].parse().ok()?);
+                Some(format!("{} {} {} {}", cardinal(h), if h == 1 { "hour" } else { "hours" }, cardinal(m), if m == 1 { "minute" } else { "minutes" }))
+            }),
+            (Class::Address, &rules.house, house),
+            (Class::Address, &rules.zip, |c| {
+                let plus = c.name("plus").map(|p| format!(" dash {}", digits(p.as_str()))).unwrap_or_default();
+                Some(format!("{} {}{plus}", &c["before"], digits(&c["zip"])))
+            }),
+            (Class::Roman, &rules.roman, roman),
+            (Class::Ordinal, &rules.ordinal, |c| Some(ordinal(c["n"].replace(',', "").parse().ok()?))),
+            (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, '.')),
+            (Class::Math, &shared.comparison, |c| {
+                let op = if &c["op"] == "<" { "is less than" } else { "is greater than" };
+                Some(format!("{} {op} {}", &c["a"], &c["b"]))
+            }),
+            (Class::Math, &shared.dimensions, |c| Some(format!("{} by {}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.times, |c| classes::times_said(c, " times", " ")),
+            (Class::Math, &shared.minus_sum, |c| Some(format!("{} minus {}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.ratio, |c| Some(format!("{}{} to {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
+            (Class::Math, &shared.power, |c| Some(format!("{} to the power of {}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.plus, |c| Some(format!("{} plus {}", &c["a"], &c["b"]))),
+            (Class::Money, &rules.money_range, money_range),
+            (Class::Range, &rules.range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
+            (Class::Money, &rules.money_before, money),
+            (Class::Money, &rules.money_after, money),
+            (Class::Money, &rules.money_code_before, money_code),
+            (Class::Money, &rules.money_code_after, money_code),
+            (Class::Measure, &rules.percent, |c| {
+                let minus = if c.name("minus").is_some() { "minus " } else { "" };
+                Some(format!("{minus}{} percent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
+            }),
+            (Class::Measure, &rules.unit, unit),
+            (Class::Measure, &rules.per, |c| {
+                let per = match &c["per"] {
+                    "mo" => "month",
+                    "yr" => "year",
+                    "hr" => "hour",
+                    other => other,
+                };
+                Some(format!("{} per {per}", &c["a"]))
+            }),
+            (Class::Verbatim, &rules.model_number, |c| Some(format!("{} {}", &c["model"], year(c["n"].parse().ok()?)))),
+            (Class::Fraction, &shared.mixed_fraction, |c| {
+                let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
+                let w: u64 = c["w"].parse().ok()?;
+                (a < b).then(|| format!("{} and {}{}", cardinal(w), fraction_words(a, b, true), &c["after"]))
+            }),
+            (Class::Electronic, &shared.file, |c| Some(format!("{} dot {}", &c["name"], &c["ext"]))),
+            (Class::Fraction, &shared.vulgar, |c| {
+                let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
+                Some(match c.name("w") {
+                    Some(w) => format!("{} and {}", cardinal(w.as_str().parse().ok()?), fraction_words(a, b, true)),
+                    None => fraction_words(a, b, false),
+                })
+            }),
+            (Class::Fraction, &rules.fraction, fraction),
+            (Class::Range, &shared.word_range, |c| Some(format!("{} to {}", &c["a"], &c["b"]))),
+            (Class::Letters, &rules.dotted_letters, |c| {
+                let letters: Vec<&str> = ["a", "b", "c"].iter().filter_map(|g| c.name(g)).map(|m| m.as_str()).collect();
+                Some(format!("{}{}", letters.join(" "), if c.name("end").is_some() { "." } else { "" }))
+            }),
+            (Class::Cardinal, &rules.negative, |c| Some(format!("{}minus {}", &c["before"], &c["digit"]))),
+        ])
+    });
+    text = classes::operators(classes::apply(text, &STEPS), &OPERATORS);
     // Codes, then initialisms: from here no digit is glued to a letter.
     text = classes::codes_spaced(&text, leaves, |n| n.parse().map(cardinal).unwrap_or_else(|_| digits(n)), code_part);
     text = classes::initialisms(&text, " s");

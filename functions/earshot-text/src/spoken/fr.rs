@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::addresses::{self, Words};
-use super::classes::{self, Class, Part, Rule};
+use super::classes::{self, Class, Part};
 use super::numbers::{pattern, Amount};
 
 /// How an address is said in French.
@@ -195,111 +195,114 @@ pub fn spoken(sentence: &str) -> String {
     for (pattern, with) in &rules.abbreviations {
         text = pattern.replace_all(&text, *with).into_owned();
     }
-    let steps: &[Rule<'_>] = &[
-        (Class::Electronic, &shared.file, |c| Some(format!("{} point {}", &c["name"], &c["ext"]))),
-        (Class::Electronic, &rules.product_version, |c| {
-            let parts: Vec<String> = c["v"].split('.').map(|p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p))).collect();
-            Some(format!("{} {}", &c["name"], parts.join(" point ")))
-        }),
-        (Class::Telephone, &rules.phone, phone),
-        (Class::Telephone, &rules.phone_international, |c| {
-            // Where French is spoken the groups are said as numbers (`+32 2 123 45 67`); elsewhere digit by digit.
-            let as_numbers = matches!(&c["country"], "32" | "41" | "352" | "377" | "33");
-            let group = |g: &str| match g.strip_prefix('0') {
-                _ if !as_numbers => digits(g),
-                Some(_) => digits(g),
-                None => g.parse().map(cardinal).unwrap_or_else(|_| digits(g)),
-            };
-            let groups: Vec<String> = c["groups"].split([' ', '.', '-']).filter(|g| !g.is_empty()).map(group).collect();
-            Some(format!("plus {}, {}", cardinal(c["country"].parse().ok()?), groups.join(", ")))
-        }),
-        (Class::Telephone, &rules.phone_free, |c| {
-            Some(format!("zéro, {}, {}, {}", cardinal(c["a"].parse().ok()?), cardinal(c["b"].parse().ok()?), cardinal(c["c"].parse().ok()?)))
-        }),
-        (Class::Date, &shared.timestamp, |c| {
-            let (d, m, y): (u64, usize, u64) = (c["d"].parse().ok()?, c["m"].parse().ok()?, c["y"].parse().ok()?);
-            let day = if d == 1 { "premier".to_string() } else { cardinal(d) };
-            let (h, min): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
-            let zone = if c.name("zone").is_some_and(|z| z.as_str() == "Z") { " U T C" } else { "" };
-            let time = if min == 0 { format!("{} heures", feminine(h)) } else { format!("{} heures {}", feminine(h), feminine(min)) };
-            Some(format!("{day} {} {} à {time}{zone}", MONTHS.get(m.checked_sub(1)?)?, cardinal(y)))
-        }),
-        (Class::Date, &rules.iso_date, date),
-        (Class::Date, &rules.date, date),
-        (Class::Date, &rules.decade, |c| Some(format!("{}{}", &c["before"], cardinal(c["y"].parse().ok()?).trim_end_matches('s')))),
-        (Class::Time, &rules.duration, |c| {
-            let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
-            Some(format!("{} {} {} {}", feminine(h), if h < 2 { "heure" } else { "heures" }, feminine(m), if m < 2 { "minute" } else { "minutes" }))
-        }),
-        (Class::Time, &rules.time, time),
-        (Class::Time, &rules.hour, time),
-        (Class::Address, &rules.postcode, |c| Some(format!("{}{} {}{}", &c["before"], cardinal(c["dept"].parse().ok()?), digits(&c["rest"]), &c["city"]))),
-        (Class::Date, &rules.day_month, |c| {
-            let d: u64 = c["d"].parse().ok()?;
-            let month = MONTHS.get(c["m"].parse::<usize>().ok()?.checked_sub(1)?)?;
-            Some(format!("{} {month}", if d == 1 { "premier".to_string() } else { cardinal(d) }))
-        }),
-        (Class::Roman, &rules.roman, roman),
-        (Class::Roman, &rules.roman_ordinal, roman_ordinal),
-        (Class::Ordinal, &rules.ordinal, ordinal),
-        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, ',')),
-        (Class::Math, &shared.comparison, |c| {
-            let op = if &c["op"] == "<" { "inférieur à" } else { "supérieur à" };
-            Some(format!("{} {op} {}", &c["a"], &c["b"]))
-        }),
-        (Class::Math, &shared.dimensions, |c| Some(format!("{} par {}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.times, |c| classes::times_said(c, " fois", " ")),
-        (Class::Math, &shared.minus_sum, |c| Some(format!("{} moins {}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.ratio, |c| Some(format!("{}{} sur {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
-        (Class::Math, &shared.power, |c| Some(format!("{} puissance {}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.plus, |c| Some(format!("{} plus {}", &c["a"], &c["b"]))),
-        (Class::Money, &rules.money_range, |c| {
-            let (_, many, _) = currency(&c["sign"])?;
-            Some(format!("{} à {} {many}", &c["a"], &c["b"]))
-        }),
-        (Class::Range, &rules.range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
-        (Class::Money, &rules.money_scaled, |c| {
-            let amount = Amount::from_captures(c, "whole", "fraction")?;
-            let (scale, scales) = match &c["scale"] {
-                "k" => return Some(format!("{} euros", cardinal(amount.scaled("k")?))),
-                "M" => ("million", "millions"),
-                _ => ("milliard", "milliards"),
-            };
-            Some(format!("{} {} d'euros", decimal(&amount), if amount.below_two() { scale } else { scales }))
-        }),
-        (Class::Money, &rules.money_code, money_code),
-        (Class::Money, &rules.money_code_after, money_code),
-        (Class::Money, &rules.currency_after, money),
-        (Class::Money, &rules.currency_before, money),
-        (Class::Cardinal, &rules.negative, |c| Some(format!("{}moins {}", &c["before"], &c["digit"]))),
-        (Class::Measure, &rules.percent, |c| Some(format!("{} pour cent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))),
-        (Class::Measure, &rules.unit, unit),
-        (Class::Fraction, &rules.half_after, |c| {
-            let n: u64 = c["w"].parse().ok()?;
-            let noun = &c["noun"];
-            let feminine_noun = is_feminine(noun);
-            let count = if feminine_noun { feminine(n) } else { cardinal(n) };
-            Some(format!("{count} {noun} et {}", if feminine_noun { "demie" } else { "demi" }))
-        }),
-        (Class::Fraction, &shared.mixed_fraction, |c| {
-            let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
-            (a < b).then(|| format!("{} et {}{}", cardinal(w), fraction_after_whole(a, b), &c["after"]))
-        }),
-        (Class::Fraction, &shared.vulgar, |c| {
-            let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
-            Some(match c.name("w") {
-                Some(w) => format!("{} et {}", cardinal(w.as_str().parse().ok()?), fraction_after_whole(a, b)),
-                None => fraction_words(a, b),
-            })
-        }),
-        (Class::Fraction, &rules.fraction, |c| {
-            let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
-            // `24/7`, `9/5`: sur; a fraction below one in words.
-            Some(if a < b && b > 1 { fraction_words(a, b) } else { format!("{} sur {}", cardinal(a), cardinal(b)) })
-        }),
-        (Class::Range, &shared.word_range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
-    ];
-    text = classes::operators(classes::apply(text, steps), &OPERATORS);
+    static STEPS: LazyLock<Vec<classes::Step>> = LazyLock::new(|| {
+        let (rules, shared) = (&*RULES, &*classes::SHARED);
+        classes::steps(vec![
+            (Class::Electronic, &shared.file, |c| Some(format!("{} point {}", &c["name"], &c["ext"]))),
+            (Class::Electronic, &rules.product_version, |c| {
+                let parts: Vec<String> = c["v"].split('.').map(|p| p.parse().map(cardinal).unwrap_or_else(|_| digits(p))).collect();
+                Some(format!("{} {}", &c["name"], parts.join(" point ")))
+            }),
+            (Class::Telephone, &rules.phone, phone),
+            (Class::Telephone, &rules.phone_international, |c| {
+                // Where French is spoken the groups are said as numbers (`+32 2 123 45 67`); elsewhere digit by digit.
+                let as_numbers = matches!(&c["country"], "32" | "41" | "352" | "377" | "33");
+                let group = |g: &str| match g.strip_prefix('0') {
+                    _ if !as_numbers => digits(g),
+                    Some(_) => digits(g),
+                    None => g.parse().map(cardinal).unwrap_or_else(|_| digits(g)),
+                };
+                let groups: Vec<String> = c["groups"].split([' ', '.', '-']).filter(|g| !g.is_empty()).map(group).collect();
+                Some(format!("plus {}, {}", cardinal(c["country"].parse().ok()?), groups.join(", ")))
+            }),
+            (Class::Telephone, &rules.phone_free, |c| {
+                Some(format!("zéro, {}, {}, {}", cardinal(c["a"].parse().ok()?), cardinal(c["b"].parse().ok()?), cardinal(c["c"].parse().ok()?)))
+            }),
+            (Class::Date, &shared.timestamp, |c| {
+                let (d, m, y): (u64, usize, u64) = (c["d"].parse().ok()?, c["m"].parse().ok()?, c["y"].parse().ok()?);
+                let day = if d == 1 { "premier".to_string() } else { cardinal(d) };
+                let (h, min): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
+                let zone = if c.name("zone").is_some_and(|z| z.as_str() == "Z") { " U T C" } else { "" };
+                let time = if min == 0 { format!("{} heures", feminine(h)) } else { format!("{} heures {}", feminine(h), feminine(min)) };
+                Some(format!("{day} {} {} à {time}{zone}", MONTHS.get(m.checked_sub(1)?)?, cardinal(y)))
+            }),
+            (Class::Date, &rules.iso_date, date),
+            (Class::Date, &rules.date, date),
+            (Class::Date, &rules.decade, |c| Some(format!("{}{}", &c["before"], cardinal(c["y"].parse().ok()?).trim_end_matches('s')))),
+            (Class::Time, &rules.duration, |c| {
+                let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
+                Some(format!("{} {} {} {}", feminine(h), if h < 2 { "heure" } else { "heures" }, feminine(m), if m < 2 { "minute" } else { "minutes" }))
+            }),
+            (Class::Time, &rules.time, time),
+            (Class::Time, &rules.hour, time),
+            (Class::Address, &rules.postcode, |c| Some(format!("{}{} {}{}", &c["before"], cardinal(c["dept"].parse().ok()?), digits(&c["rest"]), &c["city"]))),
+            (Class::Date, &rules.day_month, |c| {
+                let d: u64 = c["d"].parse().ok()?;
+                let month = MONTHS.get(c["m"].parse::<usize>().ok()?.checked_sub(1)?)?;
+                Some(format!("{} {month}", if d == 1 { "premier".to_string() } else { cardinal(d) }))
+            }),
+            (Class::Roman, &rules.roman, roman),
+            (Class::Roman, &rules.roman_ordinal, roman_ordinal),
+            (Class::Ordinal, &rules.ordinal, ordinal),
+            (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, ',')),
+            (Class::Math, &shared.comparison, |c| {
+                let op = if &c["op"] == "<" { "inférieur à" } else { "supérieur à" };
+                Some(format!("{} {op} {}", &c["a"], &c["b"]))
+            }),
+            (Class::Math, &shared.dimensions, |c| Some(format!("{} par {}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.times, |c| classes::times_said(c, " fois", " ")),
+            (Class::Math, &shared.minus_sum, |c| Some(format!("{} moins {}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.ratio, |c| Some(format!("{}{} sur {}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
+            (Class::Math, &shared.power, |c| Some(format!("{} puissance {}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.plus, |c| Some(format!("{} plus {}", &c["a"], &c["b"]))),
+            (Class::Money, &rules.money_range, |c| {
+                let (_, many, _) = currency(&c["sign"])?;
+                Some(format!("{} à {} {many}", &c["a"], &c["b"]))
+            }),
+            (Class::Range, &rules.range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
+            (Class::Money, &rules.money_scaled, |c| {
+                let amount = Amount::from_captures(c, "whole", "fraction")?;
+                let (scale, scales) = match &c["scale"] {
+                    "k" => return Some(format!("{} euros", cardinal(amount.scaled("k")?))),
+                    "M" => ("million", "millions"),
+                    _ => ("milliard", "milliards"),
+                };
+                Some(format!("{} {} d'euros", decimal(&amount), if amount.below_two() { scale } else { scales }))
+            }),
+            (Class::Money, &rules.money_code, money_code),
+            (Class::Money, &rules.money_code_after, money_code),
+            (Class::Money, &rules.currency_after, money),
+            (Class::Money, &rules.currency_before, money),
+            (Class::Cardinal, &rules.negative, |c| Some(format!("{}moins {}", &c["before"], &c["digit"]))),
+            (Class::Measure, &rules.percent, |c| Some(format!("{} pour cent", decimal(&Amount::from_captures(c, "whole", "fraction")?)))),
+            (Class::Measure, &rules.unit, unit),
+            (Class::Fraction, &rules.half_after, |c| {
+                let n: u64 = c["w"].parse().ok()?;
+                let noun = &c["noun"];
+                let feminine_noun = is_feminine(noun);
+                let count = if feminine_noun { feminine(n) } else { cardinal(n) };
+                Some(format!("{count} {noun} et {}", if feminine_noun { "demie" } else { "demi" }))
+            }),
+            (Class::Fraction, &shared.mixed_fraction, |c| {
+                let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
+                (a < b).then(|| format!("{} et {}{}", cardinal(w), fraction_after_whole(a, b), &c["after"]))
+            }),
+            (Class::Fraction, &shared.vulgar, |c| {
+                let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
+                Some(match c.name("w") {
+                    Some(w) => format!("{} et {}", cardinal(w.as_str().parse().ok()?), fraction_after_whole(a, b)),
+                    None => fraction_words(a, b),
+                })
+            }),
+            (Class::Fraction, &rules.fraction, |c| {
+                let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
+                // `24/7`, `9/5`: sur; a fraction below one in words.
+                Some(if a < b && b > 1 { fraction_words(a, b) } else { format!("{} sur {}", cardinal(a), cardinal(b)) })
+            }),
+            (Class::Range, &shared.word_range, |c| Some(format!("{} à {}", &c["a"], &c["b"]))),
+        ])
+    });
+    text = classes::operators(classes::apply(text, &STEPS), &OPERATORS);
     // Codes, then initialisms: from here no digit is glued to a letter.
     text = classes::codes_spaced(&text, leaves, |n| n.parse().map(cardinal).unwrap_or_else(|_| digits(n)), code_part);
     text = classes::initialisms(&text, "");

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::addresses::{self, Words};
-use super::classes::{self, Class, Part, Rule};
+use super::classes::{self, Class, Part};
 use super::numbers::{pattern, Amount};
 
 /// How an address is said in Mandarin (Latin words as written, the signs in Chinese).
@@ -130,84 +130,87 @@ pub fn spoken(sentence: &str) -> String {
             classes::hex_said(&c["hex"], |d| yao_digits(&d.to_string()), "").map_or_else(|| c[0].to_string(), |h| format!("井号{h}"))
         })
         .into_owned();
-    let steps: &[Rule<'_>] = &[
-        (Class::Telephone, &rules.extension, |c| Some(format!("{}{}", &c["before"], yao_digits(&c["n"])))),
-        (Class::Telephone, &rules.international, |c| {
-            let groups: Vec<String> = c["groups"].split([' ', '-']).filter(|g| !g.is_empty()).map(yao_digits).collect();
-            Some(format!("加{}，{}{}", yao_digits(&c["country"]), groups.join("，"), &c["after"]))
-        }),
-        (Class::Telephone, &rules.mobile, phone),
-        (Class::Telephone, &rules.landline, phone),
-        (Class::Telephone, &rules.service, phone),
-        (Class::Telephone, &rules.dialled, |c| Some(format!("{}{}{}", &c["verb"], yao_digits(&c["n"]), &c["after"]))),
-        (Class::Date, &shared.timestamp, |c| {
-            let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
-            let time = if m == 0 { format!("{}点", hours(h)) } else { format!("{}点{}分", hours(h), cardinal(m)) };
-            let zone = if c.name("zone").is_some_and(|z| z.as_str() == "Z") { "UTC" } else { "" };
-            Some(format!("{}年{}月{}日{time}{zone}", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))
-        }),
-        (Class::Date, &rules.iso_date, |c| Some(format!("{}年{}月{}日", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))),
-        (Class::Date, &rules.year_range, |c| Some(format!("{}到{}年", digits(&c["a"]), digits(&c["b"])))),
-        (Class::Date, &rules.year, |c| Some(format!("{}年", if c["y"].len() == 4 { digits(&c["y"]) } else { cardinal(c["y"].parse().ok()?) }))),
-        (Class::Time, &rules.time_range, |c| {
-            let at = |h: &str, m: &str| -> Option<String> {
-                let (h, m): (u64, u64) = (h.parse().ok()?, m.parse().ok()?);
-                (h <= 24 && m <= 59).then(|| {
-                    if m == 0 {
-                        format!("{}点", hours(h))
-                    } else {
-                        format!("{}点{}分", hours(h), if m < 10 { format!("零{}", cardinal(m)) } else { cardinal(m) })
-                    }
-                })
-            };
-            Some(format!("{}到{}", at(&c["a"], &c["am"])?, at(&c["b"], &c["bm"])?))
-        }),
-        (Class::Time, &rules.time, time),
-        (Class::Time, &rules.duration, |c| Some(format!("{}小时{}分钟", count(c["h"].parse().ok()?), cardinal(c["m"].parse().ok()?)))),
-        (Class::Address, &rules.room, |c| Some(format!("{}{}", yao_digits(&c["n"]), &c["after"]))),
-        (Class::Address, &rules.postcode, |c| Some(format!("{}{}{}", &c["before"], c.name("is").map_or("", |m| m.as_str()), yao_digits(&c["n"])))),
-        (Class::Roman, &rules.roman, |c| {
-            if let Some(sign) = c.name("sign") {
-                return Some(cardinal(roman_value(sign.as_str())?));
-            }
-            if let Some(nth) = c.name("nth") {
-                return Some(format!("第{}", cardinal(roman_value(nth.as_str())?)));
-            }
-            Some(format!("{}{}{}", &c["before"], cardinal(roman_value(&c["n"])?), &c["after"]))
-        }),
-        (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, '.')),
-        (Class::Math, &shared.comparison, |c| Some(format!("{}{}{}", &c["a"], if &c["op"] == "<" { "小于" } else { "大于" }, &c["b"]))),
-        (Class::Math, &shared.dimensions, |c| Some(format!("{}乘{}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.times, |c| classes::times_said(c, "倍", "")),
-        (Class::Math, &shared.minus_sum, |c| Some(format!("{}减{}", &c["a"], &c["b"]))),
-        (Class::Math, &shared.ratio, |c| Some(format!("{}{}比{}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
-        (Class::Math, &shared.power, |c| Some(format!("{}的{}次方", &c["a"], &c["b"]))),
-        (Class::Math, &shared.plus, |c| Some(format!("{}加{}", &c["a"], &c["b"]))),
-        (Class::Money, &rules.currency_before, money),
-        (Class::Money, &rules.currency_after, money),
-        (Class::Range, &rules.range, |c| Some(format!("{}到{}", &c["a"], &c["b"]))),
-        (Class::Measure, &rules.percent, |c| {
-            let minus = if c.name("minus").is_some() { "负" } else { "" };
-            Some(format!("百分之{minus}{}", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
-        }),
-        (Class::Measure, &rules.unit, unit),
-        (Class::Fraction, &rules.half_measure, |c| Some(format!("{}{}半", count(c["w"].parse().ok()?), &c["measure"]))),
-        (Class::Fraction, &shared.mixed_fraction, |c| {
-            let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
-            Some(format!("{}又{}分之{}{}", cardinal(w), cardinal(b), cardinal(a), &c["after"]))
-        }),
-        (Class::Fraction, &shared.vulgar, |c| {
-            let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
-            let whole = c.name("w").map(|w| w.as_str().parse().map(|w| format!("{}又", cardinal(w)))).transpose().ok()?.unwrap_or_default();
-            Some(format!("{whole}{}分之{}", cardinal(b), cardinal(a)))
-        }),
-        (Class::Fraction, &rules.fraction, |c| {
-            let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
-            (b > 1).then(|| format!("{}{}分之{}{}", &c["before"], cardinal(b), cardinal(a), &c["after"]))
-        }),
-        (Class::Cardinal, &rules.negative, |c| Some(format!("{}负{}", &c["before"], &c["digit"]))),
-    ];
-    let mut text = classes::operators(classes::apply(text, steps), &[]);
+    static STEPS: LazyLock<Vec<classes::Step>> = LazyLock::new(|| {
+        let (rules, shared) = (&*RULES, &*classes::SHARED);
+        classes::steps(vec![
+            (Class::Telephone, &rules.extension, |c| Some(format!("{}{}", &c["before"], yao_digits(&c["n"])))),
+            (Class::Telephone, &rules.international, |c| {
+                let groups: Vec<String> = c["groups"].split([' ', '-']).filter(|g| !g.is_empty()).map(yao_digits).collect();
+                Some(format!("加{}，{}{}", yao_digits(&c["country"]), groups.join("，"), &c["after"]))
+            }),
+            (Class::Telephone, &rules.mobile, phone),
+            (Class::Telephone, &rules.landline, phone),
+            (Class::Telephone, &rules.service, phone),
+            (Class::Telephone, &rules.dialled, |c| Some(format!("{}{}{}", &c["verb"], yao_digits(&c["n"]), &c["after"]))),
+            (Class::Date, &shared.timestamp, |c| {
+                let (h, m): (u64, u64) = (c["h"].parse().ok()?, c["min"].parse().ok()?);
+                let time = if m == 0 { format!("{}点", hours(h)) } else { format!("{}点{}分", hours(h), cardinal(m)) };
+                let zone = if c.name("zone").is_some_and(|z| z.as_str() == "Z") { "UTC" } else { "" };
+                Some(format!("{}年{}月{}日{time}{zone}", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))
+            }),
+            (Class::Date, &rules.iso_date, |c| Some(format!("{}年{}月{}日", digits(&c["y"]), cardinal(c["m"].parse().ok()?), cardinal(c["d"].parse().ok()?)))),
+            (Class::Date, &rules.year_range, |c| Some(format!("{}到{}年", digits(&c["a"]), digits(&c["b"])))),
+            (Class::Date, &rules.year, |c| Some(format!("{}年", if c["y"].len() == 4 { digits(&c["y"]) } else { cardinal(c["y"].parse().ok()?) }))),
+            (Class::Time, &rules.time_range, |c| {
+                let at = |h: &str, m: &str| -> Option<String> {
+                    let (h, m): (u64, u64) = (h.parse().ok()?, m.parse().ok()?);
+                    (h <= 24 && m <= 59).then(|| {
+                        if m == 0 {
+                            format!("{}点", hours(h))
+                        } else {
+                            format!("{}点{}分", hours(h), if m < 10 { format!("零{}", cardinal(m)) } else { cardinal(m) })
+                        }
+                    })
+                };
+                Some(format!("{}到{}", at(&c["a"], &c["am"])?, at(&c["b"], &c["bm"])?))
+            }),
+            (Class::Time, &rules.time, time),
+            (Class::Time, &rules.duration, |c| Some(format!("{}小时{}分钟", count(c["h"].parse().ok()?), cardinal(c["m"].parse().ok()?)))),
+            (Class::Address, &rules.room, |c| Some(format!("{}{}", yao_digits(&c["n"]), &c["after"]))),
+            (Class::Address, &rules.postcode, |c| Some(format!("{}{}{}", &c["before"], c.name("is").map_or("", |m| m.as_str()), yao_digits(&c["n"])))),
+            (Class::Roman, &rules.roman, |c| {
+                if let Some(sign) = c.name("sign") {
+                    return Some(cardinal(roman_value(sign.as_str())?));
+                }
+                if let Some(nth) = c.name("nth") {
+                    return Some(format!("第{}", cardinal(roman_value(nth.as_str())?)));
+                }
+                Some(format!("{}{}{}", &c["before"], cardinal(roman_value(&c["n"])?), &c["after"]))
+            }),
+            (Class::Cardinal, &shared.scaled, |c| classes::scaled_said(c, cardinal, '.')),
+            (Class::Math, &shared.comparison, |c| Some(format!("{}{}{}", &c["a"], if &c["op"] == "<" { "小于" } else { "大于" }, &c["b"]))),
+            (Class::Math, &shared.dimensions, |c| Some(format!("{}乘{}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.times, |c| classes::times_said(c, "倍", "")),
+            (Class::Math, &shared.minus_sum, |c| Some(format!("{}减{}", &c["a"], &c["b"]))),
+            (Class::Math, &shared.ratio, |c| Some(format!("{}{}比{}{}", &c["before"], &c["a"], &c["b"], &c["after"]))),
+            (Class::Math, &shared.power, |c| Some(format!("{}的{}次方", &c["a"], &c["b"]))),
+            (Class::Math, &shared.plus, |c| Some(format!("{}加{}", &c["a"], &c["b"]))),
+            (Class::Money, &rules.currency_before, money),
+            (Class::Money, &rules.currency_after, money),
+            (Class::Range, &rules.range, |c| Some(format!("{}到{}", &c["a"], &c["b"]))),
+            (Class::Measure, &rules.percent, |c| {
+                let minus = if c.name("minus").is_some() { "负" } else { "" };
+                Some(format!("百分之{minus}{}", decimal(&Amount::from_captures(c, "whole", "fraction")?)))
+            }),
+            (Class::Measure, &rules.unit, unit),
+            (Class::Fraction, &rules.half_measure, |c| Some(format!("{}{}半", count(c["w"].parse().ok()?), &c["measure"]))),
+            (Class::Fraction, &shared.mixed_fraction, |c| {
+                let (w, a, b): (u64, u64, u64) = (c["w"].parse().ok()?, c["a"].parse().ok()?, c["b"].parse().ok()?);
+                Some(format!("{}又{}分之{}{}", cardinal(w), cardinal(b), cardinal(a), &c["after"]))
+            }),
+            (Class::Fraction, &shared.vulgar, |c| {
+                let (a, b) = classes::vulgar(c["f"].chars().next()?)?;
+                let whole = c.name("w").map(|w| w.as_str().parse().map(|w| format!("{}又", cardinal(w)))).transpose().ok()?.unwrap_or_default();
+                Some(format!("{whole}{}分之{}", cardinal(b), cardinal(a)))
+            }),
+            (Class::Fraction, &rules.fraction, |c| {
+                let (a, b): (u64, u64) = (c["a"].parse().ok()?, c["b"].parse().ok()?);
+                (b > 1).then(|| format!("{}{}分之{}{}", &c["before"], cardinal(b), cardinal(a), &c["after"]))
+            }),
+            (Class::Cardinal, &rules.negative, |c| Some(format!("{}负{}", &c["before"], &c["digit"]))),
+        ])
+    });
+    let mut text = classes::operators(classes::apply(text, &STEPS), &[]);
     for (sign, said) in OPERATORS {
         text = text.replace(sign, said);
     }
