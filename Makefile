@@ -29,7 +29,7 @@ export LAMBDA_PINS := cargo-lambda==1.9.2 ziglang==0.17.1
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: audio-decoders help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -109,9 +109,12 @@ test-kokoro:
 	@echo "==> Kokoro container tests (real model, onnx engine)"
 	$(MAKE) --no-print-directory -C infra/kokoro test
 
-test-e2e: deps-rust kokoro-venv moto-venv peer-venv
+# The reference decoders that judge compressed answers from outside (Ogg Opus, MP3, AAC, FLAC).
+audio-decoders:
+	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools mpg123:mpg123 faad:faad flac:flac
+
+test-e2e: deps-rust kokoro-venv moto-venv peer-venv audio-decoders
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (two binaries at a time where safe; E2E_LANES=1 for one)"
-	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools  # the outside judge of Ogg Opus answers
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --quiet --locked -p earshot-e2e --no-run
 	@# Two lanes, each with one Kokoro container for its binaries' shared one (the binaries that stop or slow a container start their own).
@@ -185,7 +188,7 @@ test-deploy: deps-rust
 	$(CARGO) build --quiet --locked -p earshot -p earshot-standins
 	python3 $(ROOT)/tests/deploy/rehearse.py $(CARGO_TARGET_DIR)/debug/earshot $(CARGO_TARGET_DIR)/debug/earshot-standins
 
-test-lambda: deps-rust kokoro-venv moto-venv peer-venv
+test-lambda: deps-rust kokoro-venv moto-venv peer-venv audio-decoders
 	@echo "==> the Lambda under cargo lambda watch (function URL, response streaming) against the AWS stand-ins"
 	$(ROOT)/scripts/test-lambda.sh
 

@@ -189,16 +189,18 @@ echo "lambda: earshot doctor against $url: each arm (Kokoro through SageMaker, P
 echo "lambda: streaming test against $url"
 EARSHOT_LAMBDA_URL="$url" EARSHOT_KOKORO_URL="http://127.0.0.1:$kokoro_port" cargo test --locked -p earshot-e2e --test lambda_streaming -- --ignored --test-threads=1 --nocapture --skip the_lambda_speaks_for_an_openai_compatible_agent --skip the_lambda_keeps_two_bearers_conversations_apart --skip the_lambda_keeps_strangers_apart_by_their_address --skip the_lambda_budgets_what_a_stranger_sends --skip the_lambda_counts_an_assumed_role_as_one_owner_whatever_its_session_name
 
-echo "lambda: OpenAI's Python SDK speaks through the function URL's /v1/audio/speech (pcm, wav, sse; mp3 refused)"
+echo "lambda: OpenAI's Python SDK speaks through the function URL's /v1/audio/speech (every format, its default mp3 first; sse; refusals)"
 "$root/bench/peer/.venv/bin/python" "$root/tests/openai/speak_with_the_sdk.py" "$url" >"$logs/openai-sdk.json"
 "$root/bench/peer/.venv/bin/python" - "$logs/openai-sdk.json" <<'PY'
 import json, sys
 out = json.load(open(sys.argv[1]))
 assert out["pcm"]["content_type"] == "audio/pcm" and out["pcm"]["bytes"] > 96_000, out
 assert out["wav"]["head"] == "RIFF" and out["wav"]["format"] == "WAVE", out
-assert out["sse"]["last"] == "speech.audio.done" and out["sse"]["audio_bytes"] > 96_000, out
-assert out["mp3"]["raised"] == "BadRequestError" and out["mp3"]["code"] == "unsupported_response_format", out
-print(f"lambda: the SDK got {out['pcm']['bytes']} bytes of pcm (first chunk after {out['pcm']['first_chunk_s']:.2f} s), wav, sse and its own error for mp3")
+assert out["sse_wav"]["last"] == "speech.audio.done" and out["sse_wav"]["first_delta_head"] == "RIFF", out
+for name, kind in [("default", "audio/mpeg"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg"), ("aac", "audio/aac"), ("flac", "audio/flac")]:
+    assert out[name]["content_type"] == kind and out[name]["decoded"]["seconds"] > 2, (name, out)
+assert out["too_long"]["status"] == 400 and out["too_long"]["code"] == "input_too_long", out
+print(f"lambda: the SDK got {out['pcm']['bytes']} bytes of pcm (first chunk after {out['pcm']['first_chunk_s']:.2f} s), mp3 by default ({out['default']['decoded']['seconds']:.2f} s decoded), opus, aac, flac, wav, sse and its own errors")
 PY
 
 echo "lambda: the OpenAI-compatible agent's function, in token mode, at $url2"

@@ -273,8 +273,8 @@ pub fn check_conversation(r: &Received) -> Vec<String> {
     }
     let audio_ms: f64 = timeline.sentences.iter().map(|s| s.audio_ms).sum();
     let received_ms: f64 = r.marks.audio_chunk_ms.iter().sum();
-    // Ogg Opus ends each sentence through the codec's look-ahead, up to 9 ms of silence a sentence.
-    let padding = if r.format().expect("format").is_compressed() { 9.0 * sentences.len() as f64 } else { 0.0 };
+    // A compressed format ends each sentence through the codec's delay, with some silence a sentence.
+    let padding = earshot_audio::coded::most_silence_added_ms(&r.format().expect("format").encoding) * sentences.len() as f64;
     assert!(received_ms > audio_ms - 1.0 && received_ms < audio_ms + padding + 1.0, "the timeline accounts for every sample");
     sentences
 }

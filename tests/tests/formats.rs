@@ -1,6 +1,6 @@
 //! Audio in the format the client plays: every `output_format` through the gateway and the real Kokoro
-//! container, decoded by an outside decoder (Python's standard library, `opusdec` for Ogg Opus:
-//! `tests/outside/decode_audio.py`)
+//! container, decoded by an outside decoder (Python's standard library; `opusdec`, `mpg123`, `faad` and
+//! `flac` for the compressed formats: `tests/outside/decode_audio.py`)
 //! and held to the native answer (the backend's own PCM for the same text): the same length, the same
 //! loudness, the same sound, and no seam where one chunk meets the next.
 
@@ -89,17 +89,20 @@ async fn every_output_format_decodes_outside_to_the_native_answer() {
         assert_eq!(check_conversation(&r), sentences, "{name}");
         assert_eq!(r.format(), Some(&format.audio_format()), "the session says {name}");
         let (_, boundaries) = layout(&r);
-        assert!(!boundaries.is_empty(), "{name}: the sentences came in several chunks, so their seams are judged");
+        // AAC is coded a sentence at a time (earshot_audio::aac): its seams are the sentences' own joins.
+        let whole_sentences = format == OutputFormat::Aac;
+        assert!(whole_sentences || !boundaries.is_empty(), "{name}: the sentences came in several chunks, so their seams are judged");
         let j = judged(&native, &r, &name);
         eprintln!("{name}: {j}");
         let f = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k} in {j}"));
-        // Opus ends each sentence through the encoder's look-ahead, rounded to a 2.5 ms frame: at most
-        // 9 ms of silence a sentence (earshot_audio::ogg_opus).
-        // A lossy codec keeps the sound, not each sample: Opus at 32 kbit/s is held to the native answer's
-        // loudness from frame to frame (about 0.96 here) rather than to its waveform.
-        let (longer_by, sound) = match format {
-            OutputFormat::Opus48000 => (9.0 * sentences.len() as f64, "envelope_correlation"),
-            _ => (1.0, "correlation"),
+        // A compressed format ends each sentence through its codec's delay, with a little silence (Opus at
+        // most 9 ms a sentence, MP3 68, AAC 86, FLAC none: earshot_audio::coded::most_silence_added_ms).
+        // A lossy codec keeps the sound, not each sample: Opus, MP3 and AAC are held to the native answer's
+        // loudness from frame to frame (about 0.96 for Opus here) rather than to its waveform.
+        let longer_by = 1.0 + earshot_audio::coded::most_silence_added_ms(&format.audio_format().encoding) * sentences.len() as f64;
+        let sound = match format {
+            OutputFormat::Opus48000 | OutputFormat::Mp3 | OutputFormat::Aac => "envelope_correlation",
+            _ => "correlation",
         };
         let extra = f("duration_ms") - f("native_duration_ms");
         assert!(extra >= -1.0 && extra <= longer_by, "{name}: the native answer's length (+{longer_by} ms at most): {j}");
@@ -115,11 +118,11 @@ async fn every_output_format_decodes_outside_to_the_native_answer() {
 #[tokio::test]
 async fn an_unknown_output_format_is_refused_naming_the_accepted_ones() {
     let url = gateway().await;
-    let body = SpeakBody { text: Some("Hello.".into()), output_format: Some("mp3".into()), ..Default::default() };
+    let body = SpeakBody { text: Some("Hello.".into()), output_format: Some("mp3_44100".into()), ..Default::default() };
     match speak(&url, &body, &CallOptions::default()).await {
         Err(ClientError::Refused { status, code, message }) => {
             assert_eq!((status, code.as_str()), (400, "invalid_output_format"));
-            assert!(message.contains("`mp3`") && message.contains("pcm_8000") && message.contains("alaw_8000"), "{message}");
+            assert!(message.contains("`mp3_44100`") && message.contains("pcm_8000") && message.contains("mp3_24000"), "{message}");
         }
         other => panic!("expected a 400, got {other:?}"),
     }

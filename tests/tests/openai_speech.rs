@@ -1,6 +1,7 @@
 //! `POST /v1/audio/speech` as the ecosystem calls it: OpenAI's official Python SDK (the version the peer
 //! benchmark pins, in its venv) against `earshot serve` with the local Kokoro container, every response
-//! format made here and both stream formats; and the same route's answer, sentence by sentence, next to
+//! format OpenAI offers (the SDK's default included), each decoded by its reference decoder, and both
+//! stream formats; and the same route's answer, sentence by sentence, next to
 //! `/v1/speak`'s `text` mode (its first audio comes with the first sentence, not the whole input).
 
 use std::time::{Duration, Instant};
@@ -8,6 +9,9 @@ use std::time::{Duration, Instant};
 use earshot_e2e::{package_dir, EarshotProcess, Kokoro};
 
 const TEXT: &str = "Sure. Your order shipped this morning, and it should arrive on Thursday.";
+
+/// What `tests/openai/speak_with_the_sdk.py` says.
+const SDK_TEXT: &str = "Your order shipped this morning from our warehouse. It should arrive on Thursday before noon.";
 
 /// What a Python check (run with the peer benchmark's venv, which has OpenAI's SDK and pipecat) printed,
 /// given earshot's URL.
@@ -31,25 +35,49 @@ async fn kokoro_gateway() -> EarshotProcess {
 async fn openai_s_own_sdk_speaks_through_earshot_in_every_format_it_offers() {
     let earshot = kokoro_gateway().await;
     let out = python_check(package_dir().join("openai/speak_with_the_sdk.py"), earshot.url.clone()).await;
+    eprintln!("{out}");
     // Raw PCM at 24 kHz: the whole answer is seconds of it.
     assert_eq!(out["pcm"]["content_type"], "audio/pcm");
     let pcm = out["pcm"]["bytes"].as_u64().unwrap();
     assert!(pcm > 48_000 * 2 && pcm.is_multiple_of(2), "{out}");
+    let pcm_seconds = pcm as f64 / 48_000.0;
+    // Every format OpenAI offers, the SDK's default (mp3) first: its reference decoder reads the whole
+    // answer, as long as the PCM one (a compressed stream adds some silence a sentence) and as loud.
+    for (name, content_type) in
+        [("default", "audio/mpeg"), ("mp3", "audio/mpeg"), ("opus", "audio/ogg"), ("aac", "audio/aac"), ("flac", "audio/flac"), ("wav", "audio/wav")]
+    {
+        let call = &out[name];
+        assert_eq!(call["content_type"], content_type, "{name}: {out}");
+        let seconds = call["decoded"]["seconds"].as_f64().unwrap();
+        assert!(seconds >= pcm_seconds - 0.01 && seconds <= pcm_seconds + 0.25, "{name}: {seconds} s decoded, {pcm_seconds} s of PCM");
+        let rms = call["decoded"]["rms"].as_f64().unwrap();
+        assert!(rms > 0.02, "{name}: speech, not silence ({rms})");
+        assert!(call["first_chunk_s"].as_f64().is_some(), "{name}: streamed");
+    }
     // WAV: a RIFF header, then the same audio.
-    assert_eq!(
-        (out["wav"]["content_type"].as_str(), out["wav"]["head"].as_str(), out["wav"]["format"].as_str()),
-        (Some("audio/wav"), Some("RIFF"), Some("WAVE"))
-    );
-    assert!(out["wav"]["bytes"].as_u64().unwrap() > 44 + 48_000 * 2);
-    // SSE: deltas of base64 audio, then done with the usage.
-    assert_eq!(out["sse"]["content_type"], "text/event-stream");
-    assert_eq!(out["sse"]["types"], serde_json::json!(["speech.audio.delta", "speech.audio.done"]));
-    assert_eq!(out["sse"]["last"], "speech.audio.done");
-    assert!(out["sse"]["audio_bytes"].as_u64().unwrap() > 48_000 * 2);
-    assert_eq!(out["sse"]["usage"]["input_tokens"], TEXT.chars().count());
-    // mp3 is not made: the SDK raises its own error with earshot's code.
-    assert_eq!(out["mp3"]["raised"], "BadRequestError", "{out}");
-    assert_eq!((out["mp3"]["code"].as_str(), out["mp3"]["param"].as_str()), (Some("unsupported_response_format"), Some("response_format")));
+    assert_eq!((out["wav"]["head"].as_str(), out["wav"]["format"].as_str()), (Some("RIFF"), Some("WAVE")));
+    // SSE: deltas of base64 audio, then done with the usage; a WAV answer's first delta holds its header.
+    for name in ["sse_pcm", "sse_wav"] {
+        assert_eq!(out[name]["content_type"], "text/event-stream");
+        assert_eq!(out[name]["types"], serde_json::json!(["speech.audio.delta", "speech.audio.done"]));
+        assert_eq!(out[name]["last"], "speech.audio.done");
+        assert!(out[name]["audio_bytes"].as_u64().unwrap() > 48_000 * 2);
+        assert_eq!(out[name]["usage"]["input_tokens"], SDK_TEXT.chars().count());
+    }
+    assert_eq!(out["sse_wav"]["first_delta_head"], "RIFF", "{out}");
+    assert_ne!(out["sse_pcm"]["first_delta_head"], "RIFF");
+    // OpenAI's whole speed range is taken: 4.0 is spoken at the voices' fastest, which the header says.
+    assert_eq!(out["fastest"]["speed_header"], "2.00", "{out}");
+    assert!(out["fastest"]["bytes"].as_u64().unwrap() < pcm * 3 / 4, "spoken faster");
+    // A field of another server's is ignored and named.
+    assert_eq!(out["extra_field"]["ignored_header"], "lang_code", "{out}");
+    // What cannot be honoured is a 400 the SDK raises as its own BadRequestError, with earshot's code.
+    for (name, code, param) in
+        [("too_fast", "invalid_speed", "speed"), ("too_long", "input_too_long", "input"), ("unknown_format", "invalid_response_format", "response_format")]
+    {
+        assert_eq!((out[name]["raised"].as_str(), out[name]["status"].as_u64()), (Some("BadRequestError"), Some(400)), "{name}: {out}");
+        assert_eq!((out[name]["code"].as_str(), out[name]["param"].as_str()), (Some(code), Some(param)), "{name}: {out}");
+    }
     // Each call is a conversation of its own in the metric lines, which say which API it came through.
     let lines = earshot.metric_lines_at_least(3).await;
     assert!(lines.iter().filter(|l| l.get("Conversations").is_some()).all(|l| l["Api"] == "openai_speech"), "{lines:?}");

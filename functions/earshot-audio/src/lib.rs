@@ -4,13 +4,19 @@
 //!   so that no chunk boundary can be heard, each sentence ended whole;
 //! - [`g711`]: μ-law and A-law (ITU-T G.711), the formats of telephony;
 //! - [`ogg_opus`]: Ogg Opus written as a live stream of pages (phones, browsers), and read back;
+//! - [`mp3`], [`aac`], [`flac`]: OpenAI's other formats, each written as a live stream of whole frames
+//!   (pure-Rust codecs), and read back; [`coded`]: what the compressed streams share;
 //! - [`Transcoder`]: the scheduler's [`AudioEncoder`](earshot_core::output::AudioEncoder) for an
 //!   [`OutputFormat`], built of the two;
 //! - [`decode`]: what a client does with the bytes (`earshot say`, the tests, the benchmarks).
 
 #![warn(missing_docs)]
 
+pub mod aac;
+pub mod coded;
+pub mod flac;
 pub mod g711;
+pub mod mp3;
 pub mod ogg_opus;
 pub mod resample;
 mod transcoder;
@@ -45,6 +51,9 @@ pub fn decode(format: &AudioFormat, bytes: &[u8]) -> Result<Vec<i16>, DecodeErro
         AudioFormat::MULAW => Ok(bytes.iter().map(|&b| g711::ulaw_to_linear(b)).collect()),
         AudioFormat::ALAW => Ok(bytes.iter().map(|&b| g711::alaw_to_linear(b)).collect()),
         AudioFormat::OGG_OPUS => ogg_opus::decode(bytes).map_err(DecodeError),
+        AudioFormat::MP3 => mp3::decode(bytes).map_err(DecodeError),
+        AudioFormat::AAC_ADTS => aac::decode(bytes).map_err(DecodeError),
+        AudioFormat::FLAC => flac::decode(bytes).map_err(DecodeError),
         other => Err(DecodeError(format!("earshot-audio cannot decode `{other}`"))),
     }
 }

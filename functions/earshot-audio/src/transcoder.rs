@@ -1,12 +1,12 @@
 //! The scheduler's encoder for one conversation: the backend's PCM resampled to the client's rate, then
-//! packed as the client's samples (PCM or G.711) or coded as Ogg Opus pages.
+//! packed as the client's samples (PCM or G.711) or coded (Ogg Opus pages, MP3, ADTS or FLAC frames).
 
 use bytes::Bytes;
 use earshot_core::output::{AudioEncoder, OutputFormat};
 use earshot_core::protocol::AudioFormat;
 
+use crate::coded::{stream_for, CodedStream};
 use crate::g711;
-use crate::ogg_opus::OggOpusStream;
 use crate::resample::{to_float, to_i16, StreamResampler};
 
 /// Converts a stream of 16-bit mono PCM to `format`, whatever rate the backend speaks at (a switch of
@@ -16,8 +16,8 @@ pub struct Transcoder {
     resampler: StreamResampler,
     /// A byte of a sample split between two chunks.
     carry: Option<u8>,
-    /// The Ogg Opus stream, for `opus_48000`.
-    opus: Option<OggOpusStream>,
+    /// The compressed stream, for a compressed format.
+    coded: Option<Box<dyn CodedStream>>,
     /// Milliseconds of audio in the last output (what the client will play of it).
     last_ms: f64,
 }
@@ -25,8 +25,8 @@ pub struct Transcoder {
 impl Transcoder {
     /// A transcoder to `format`, taking PCM at the format's own rate until `source` names the backend's rate.
     pub fn new(format: OutputFormat) -> Self {
-        let opus = (format == OutputFormat::Opus48000).then(OggOpusStream::new);
-        Transcoder { format, resampler: StreamResampler::new(format.sample_rate(), format.sample_rate()), carry: None, opus, last_ms: 0.0 }
+        let coded = stream_for(format);
+        Transcoder { format, resampler: StreamResampler::new(format.sample_rate(), format.sample_rate()), carry: None, coded, last_ms: 0.0 }
     }
 
     /// The 16-bit samples in `pcm`, with the byte carried from the last chunk.
@@ -40,24 +40,24 @@ impl Transcoder {
         bytes.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect()
     }
 
-    /// Samples in the client's packing (Opus: the pages they finished; `end` flushes the sentence).
+    /// Samples in the client's packing (a compressed format: the packets they finished; `end` flushes
+    /// the sentence).
     fn pack(&mut self, samples: &[f32], end: bool) -> Bytes {
         let rate = self.format.sample_rate() as f64;
         let samples = to_i16(samples);
+        if let Some(coded) = self.coded.as_mut() {
+            let before = coded.playable_samples();
+            let mut packets = coded.push(&samples.collect::<Vec<i16>>());
+            if end {
+                packets.extend(coded.end_sentence());
+            }
+            self.last_ms = (coded.playable_samples() - before) as f64 * 1000.0 / rate;
+            return packets.into();
+        }
         let bytes: Vec<u8> = match self.format {
-            OutputFormat::Pcm(_) => samples.flat_map(i16::to_le_bytes).collect(),
             OutputFormat::Ulaw8000 => samples.map(g711::linear_to_ulaw).collect(),
             OutputFormat::Alaw8000 => samples.map(g711::linear_to_alaw).collect(),
-            OutputFormat::Opus48000 => {
-                let opus = self.opus.as_mut().expect("an Opus stream for opus_48000");
-                let before = opus.playable_samples();
-                let mut pages = opus.push(&samples.collect::<Vec<i16>>());
-                if end {
-                    pages.extend(opus.end_sentence());
-                }
-                self.last_ms = (opus.playable_samples() - before) as f64 * 1000.0 / rate;
-                return pages.into();
-            }
+            _ => samples.flat_map(i16::to_le_bytes).collect(),
         };
         self.last_ms = self.format.audio_format().duration_ms(bytes.len());
         bytes.into()
@@ -75,8 +75,8 @@ impl AudioEncoder for Transcoder {
         // before the new voice.
         self.resampler = StreamResampler::new(format.sample_rate, self.format.sample_rate());
         self.carry = None;
-        if self.opus.as_ref().is_some_and(|o| !o.started()) {
-            self.opus = Some(OggOpusStream::new());
+        if self.coded.as_ref().is_some_and(|c| !c.started()) {
+            self.coded = stream_for(self.format);
         }
     }
 
@@ -98,9 +98,9 @@ impl AudioEncoder for Transcoder {
     }
 
     fn duration_ms(&self, bytes: &[u8]) -> f64 {
-        match self.format {
-            OutputFormat::Opus48000 => self.last_ms,
-            _ => self.format.audio_format().duration_ms(bytes.len()),
+        match self.coded {
+            Some(_) => self.last_ms,
+            None => self.format.audio_format().duration_ms(bytes.len()),
         }
     }
 }

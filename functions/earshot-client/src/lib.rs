@@ -416,7 +416,7 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
     let mut decoder = Decoder::new(options.delivery);
     let mut chunks = response.bytes_stream();
     let mut audio_chunks = 0usize;
-    let mut opus_clock = earshot_audio::ogg_opus::PageClock::default();
+    let mut clock: Option<earshot_audio::coded::ChunkClock> = None;
     while let Some(chunk) = chunks.next().await {
         let chunk: Bytes = chunk.map_err(|e| ClientError::Stream(e.to_string()))?;
         received.marks.body_bytes += chunk.len() as u64;
@@ -429,9 +429,12 @@ pub async fn speak(base: &str, body: &SpeakBody, options: &CallOptions) -> Resul
                     received.marks.first_audio_decoded_ms.get_or_insert(at);
                     received.marks.audio_chunks.push((at, a.pcm.len()));
                     received.marks.audio_chunk_sentences.push(a.index);
-                    let ms = match received.format() {
-                        Some(f) if f.encoding == AudioFormat::OGG_OPUS => opus_clock.advance(&a.pcm),
-                        _ => a.pcm.len() as f64 / received.bytes_per_ms(),
+                    if clock.is_none() {
+                        clock = received.format().and_then(|f| earshot_audio::coded::ChunkClock::for_encoding(&f.encoding));
+                    }
+                    let ms = match clock.as_mut() {
+                        Some(clock) => clock.advance(&a.pcm),
+                        None => a.pcm.len() as f64 / received.bytes_per_ms(),
                     };
                     received.marks.audio_chunk_ms.push(ms);
                     received.audio.extend_from_slice(&a.pcm);

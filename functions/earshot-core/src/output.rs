@@ -5,7 +5,7 @@
 //! reopen because failover moved the answer to a voice with another. A request names an
 //! [`OutputFormat`] (or the deployment sets one); the scheduler keeps counting time and words on the
 //! backend's PCM and hands each chunk to an [`AudioEncoder`] just before it is sent. The encoders
-//! themselves (resampling, G.711, Opus) live in the `earshot-audio` crate: this one only says what they do.
+//! themselves (resampling, G.711, Opus, MP3, AAC, FLAC) live in the `earshot-audio` crate: this one only says what they do.
 
 use bytes::Bytes;
 
@@ -23,7 +23,16 @@ pub enum OutputFormat {
     /// Ogg Opus at 48 kHz, about 32 kbit/s (phones on mobile networks, browsers): whole Ogg pages in
     /// each audio message, the headers in the first.
     Opus48000,
+    /// MP3 (MPEG-2 Layer III) at 24 kHz, 64 kbit/s: OpenAI's default; whole frames in each audio message.
+    Mp3,
+    /// AAC-LC in ADTS frames at 24 kHz, about 48 kbit/s; whole frames in each audio message.
+    Aac,
+    /// FLAC at 24 kHz, lossless: the stream's header in the first audio message, whole frames in each.
+    Flac,
 }
+
+/// The rate of the formats made at Kokoro's own rate (MP3, AAC, FLAC).
+pub const CODED_RATE: u32 = 24_000;
 
 /// The PCM rates a client may ask for.
 pub const PCM_RATES: [u32; 6] = [8_000, 16_000, 22_050, 24_000, 44_100, 48_000];
@@ -32,7 +41,7 @@ impl OutputFormat {
     /// Every format, by name, in the order the documentation lists them.
     pub fn all() -> Vec<OutputFormat> {
         let mut all: Vec<OutputFormat> = PCM_RATES.iter().map(|&r| OutputFormat::Pcm(r)).collect();
-        all.extend([OutputFormat::Ulaw8000, OutputFormat::Alaw8000, OutputFormat::Opus48000]);
+        all.extend([OutputFormat::Ulaw8000, OutputFormat::Alaw8000, OutputFormat::Opus48000, OutputFormat::Mp3, OutputFormat::Aac, OutputFormat::Flac]);
         all
     }
 
@@ -47,6 +56,7 @@ impl OutputFormat {
             OutputFormat::Pcm(rate) => rate,
             OutputFormat::Ulaw8000 | OutputFormat::Alaw8000 => 8_000,
             OutputFormat::Opus48000 => 48_000,
+            OutputFormat::Mp3 | OutputFormat::Aac | OutputFormat::Flac => CODED_RATE,
         }
     }
 
@@ -57,6 +67,9 @@ impl OutputFormat {
             OutputFormat::Ulaw8000 => AudioFormat::MULAW,
             OutputFormat::Alaw8000 => AudioFormat::ALAW,
             OutputFormat::Opus48000 => AudioFormat::OGG_OPUS,
+            OutputFormat::Mp3 => AudioFormat::MP3,
+            OutputFormat::Aac => AudioFormat::AAC_ADTS,
+            OutputFormat::Flac => AudioFormat::FLAC,
         };
         AudioFormat { encoding: encoding.into(), sample_rate: self.sample_rate(), channels: 1 }
     }
@@ -77,6 +90,9 @@ impl std::fmt::Display for OutputFormat {
             OutputFormat::Ulaw8000 => f.write_str("ulaw_8000"),
             OutputFormat::Alaw8000 => f.write_str("alaw_8000"),
             OutputFormat::Opus48000 => f.write_str("opus_48000"),
+            OutputFormat::Mp3 => f.write_str("mp3_24000"),
+            OutputFormat::Aac => f.write_str("aac_24000"),
+            OutputFormat::Flac => f.write_str("flac_24000"),
         }
     }
 }
@@ -144,7 +160,12 @@ mod tests {
     fn an_unknown_name_is_refused_with_the_accepted_ones() {
         let error = "pcm_11025".parse::<OutputFormat>().unwrap_err();
         assert!(error.contains("`pcm_11025`"), "{error}");
-        assert!(error.contains("pcm_8000, pcm_16000, pcm_22050, pcm_24000, pcm_44100, pcm_48000, ulaw_8000, alaw_8000, opus_48000"), "{error}");
+        assert!(
+            error.contains(
+                "pcm_8000, pcm_16000, pcm_22050, pcm_24000, pcm_44100, pcm_48000, ulaw_8000, alaw_8000, opus_48000, mp3_24000, aac_24000, flac_24000"
+            ),
+            "{error}"
+        );
         assert!("ULAW_8000".parse::<OutputFormat>().is_err());
     }
 

@@ -7,18 +7,26 @@
 //!
 //! The request (OpenAI's fields; see `docs/openai.md`):
 //! - `model`: a backend of this gateway (`kokoro`, `polly`, `synthetic`) chooses it; `auto`, `earshot`
-//!   and OpenAI's own names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`) let the gateway choose (its A/B split);
-//!   anything else is `400 model_not_found`.
+//!   and OpenAI's own names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, and their dated snapshots such as
+//!   `gpt-4o-mini-tts-2025-12-15` or `tts-1-1106`) let the gateway choose (its A/B split); anything else
+//!   is `400 model_not_found`.
 //! - `voice`: OpenAI's voice names (`alloy`, `nova`, …) are each spoken by the chosen arm's default voice; a
 //!   voice of the backend itself (`af_heart`, `ruth`) is that voice.
-//! - `input`: the text, at most the deployment's `max_text_chars`.
-//! - `response_format`: `wav` (the default here: OpenAI's default, `mp3`, is not made), `pcm` (raw 16-bit
-//!   little-endian mono at 24 kHz, as OpenAI's), `opus` (Ogg Opus at 48 kHz); `mp3`, `aac` and `flac` are
-//!   `400 unsupported_response_format`.
-//! - `speed`: 0.5 to 2.0, earshot's speaking rate (OpenAI's wider 0.25 to 4.0 is refused outside it);
-//!   `instructions`: read and ignored.
+//! - `input`: the text, at most the deployment's `max_text_chars` (past it, `400 input_too_long`, as
+//!   OpenAI answers: every refusal on this route is a 400 or an auth or rate answer, never a 413).
+//! - `response_format`: `mp3` (the default, as OpenAI's: 24 kHz mono, 64 kbit/s), `opus` (Ogg Opus at
+//!   48 kHz), `aac` (AAC-LC in ADTS at 24 kHz), `flac` (24 kHz), `wav` (a header of unknown length, then
+//!   16-bit PCM at 24 kHz) and `pcm` (raw 16-bit little-endian mono at 24 kHz, as OpenAI's): each streamed
+//!   sentence by sentence, coded in process (`earshot_audio`).
+//! - `speed`: OpenAI's 0.25 to 4.0. The voices speak 0.5 to 2.0 (Kokoro's `speed`, Polly's prosody rate):
+//!   a speed past that is spoken at the nearest rate they have, and the response's `x-earshot-speed`
+//!   says the rate used. `instructions`: read and ignored.
 //! - `stream_format`: `audio` (the bytes, streamed as they are made) or `sse` (`speech.audio.delta`
 //!   events with base64 audio, then `speech.audio.done`).
+//!
+//! - Fields OpenAI does not document (Kokoro-FastAPI's `lang_code`, `stream`, …) are ignored, as
+//!   OpenAI-compatible servers do, so that a client written for another server still speaks; the
+//!   response's `x-earshot-ignored-fields` names them, so that nothing is ignored unseen.
 //!
 //! Errors before the stream are OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with
 //! earshot's status and code. Once audio is flowing a failure cannot change the status: an `audio` stream
@@ -59,6 +67,9 @@ pub const API: &str = "openai_speech";
 /// The rate of OpenAI's `pcm` and of the `wav` made here.
 const PCM_RATE: u32 = 24_000;
 
+/// The speeds OpenAI takes.
+const OPENAI_SPEEDS: (f64, f64) = (0.25, 4.0);
+
 /// The request's body, as OpenAI documents it.
 #[derive(Deserialize)]
 struct OpenAiBody {
@@ -72,42 +83,98 @@ struct OpenAiBody {
     stream_format: Option<String>,
 }
 
-/// How the audio leaves.
+/// The fields OpenAI documents for this route: any other is ignored and named in `x-earshot-ignored-fields`.
+const FIELDS: [&str; 7] = ["model", "input", "voice", "instructions", "response_format", "speed", "stream_format"];
+
+/// How the audio leaves: OpenAI's `response_format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Container {
+    /// MP3 at 24 kHz (OpenAI's default).
+    Mp3,
+    /// Ogg Opus at 48 kHz.
+    Opus,
+    /// AAC-LC in ADTS frames at 24 kHz.
+    Aac,
+    /// FLAC at 24 kHz.
+    Flac,
     /// A WAV header for a stream of unknown length, then 16-bit PCM at 24 kHz.
     Wav,
     /// 16-bit little-endian PCM at 24 kHz, headerless.
     Pcm,
-    /// Ogg Opus at 48 kHz.
-    Opus,
 }
 
 impl Container {
+    /// Every `response_format`, by OpenAI's name, the default first.
+    pub const ALL: [Container; 6] = [Container::Mp3, Container::Opus, Container::Aac, Container::Flac, Container::Wav, Container::Pcm];
+
+    /// OpenAI's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Mp3 => "mp3",
+            Container::Opus => "opus",
+            Container::Aac => "aac",
+            Container::Flac => "flac",
+            Container::Wav => "wav",
+            Container::Pcm => "pcm",
+        }
+    }
+
     fn output(self) -> OutputFormat {
         match self {
-            Container::Wav | Container::Pcm => OutputFormat::Pcm(PCM_RATE),
+            Container::Mp3 => OutputFormat::Mp3,
             Container::Opus => OutputFormat::Opus48000,
+            Container::Aac => OutputFormat::Aac,
+            Container::Flac => OutputFormat::Flac,
+            Container::Wav | Container::Pcm => OutputFormat::Pcm(PCM_RATE),
         }
     }
 
     fn content_type(self) -> &'static str {
         match self {
+            Container::Mp3 => "audio/mpeg",
+            Container::Opus => "audio/ogg",
+            Container::Aac => "audio/aac",
+            Container::Flac => "audio/flac",
             Container::Wav => "audio/wav",
             Container::Pcm => "audio/pcm",
-            Container::Opus => "audio/ogg",
         }
     }
+}
+
+/// Whether `model` is one of OpenAI's own names, or a dated snapshot of one (`gpt-4o-mini-tts-2025-12-15`,
+/// `tts-1-1106`): OpenAI pins a snapshot by a date after the name, as `-YYYY-MM-DD` or `-MMDD`.
+fn is_choosing_model(model: &str) -> bool {
+    CHOOSING_MODELS.iter().any(|name| {
+        let Some(rest) = model.strip_prefix(name) else { return false };
+        let Some(date) = rest.strip_prefix('-') else { return rest.is_empty() };
+        let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+        match date.split('-').collect::<Vec<_>>()[..] {
+            [mmdd] => digits(mmdd, 4),
+            [year, month, day] => digits(year, 4) && digits(month, 2) && digits(day, 2),
+            _ => false,
+        }
+    })
 }
 
 /// A request read: earshot's own, and how its audio leaves.
 pub struct Asked {
     /// The request as earshot's own `/v1/speak` would take it.
     pub request: SpeakRequest,
-    /// How the audio is packaged in the response (WAV, raw PCM or Ogg Opus).
+    /// How the response carries the audio.
+    pub framing: Framing,
+}
+
+/// How the response carries the audio, and what it says of the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Framing {
+    /// How the audio is packaged (`response_format`).
     pub container: Container,
     /// `stream_format` `sse`.
     pub sse: bool,
+    /// The rate the voices speak at, where `speed` asked for one past what they have (0.5 to 2.0).
+    pub speed_used: Option<SpeakingRate>,
+    /// Fields of the body OpenAI does not document, ignored.
+    pub ignored: Vec<String>,
 }
 
 /// An error in OpenAI's shape, with earshot's status and code.
@@ -122,7 +189,11 @@ impl From<ApiError> for OpenAiError {
 
 impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
-        let (e, param) = (*self.0, self.1);
+        let (mut e, param) = (*self.0, self.1);
+        // OpenAI answers input over its limit with a 400, and its SDKs raise their generic error for a 413.
+        if e.status == StatusCode::PAYLOAD_TOO_LARGE {
+            e.status = StatusCode::BAD_REQUEST;
+        }
         let kind = match e.status.as_u16() {
             401 => "authentication_error",
             403 => "permission_error",
@@ -156,12 +227,14 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
             invalid("invalid_request", "body", format!("the body holds more than {} JSON values", crate::strict_json::MOST_VALUES))
         }
     })?;
-    if !value.is_object() {
+    let serde_json::Value::Object(mut fields) = value else {
         return Err(invalid("invalid_json", "body", "the body is a JSON object"));
-    }
-    let body: OpenAiBody = serde_json::from_value(value).map_err(|e| invalid("invalid_request", "body", e.to_string()))?;
+    };
+    let ignored: Vec<String> = fields.keys().filter(|k| !FIELDS.contains(&k.as_str())).cloned().collect();
+    fields.retain(|k, _| FIELDS.contains(&k.as_str()));
+    let body: OpenAiBody = serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| invalid("invalid_request", "body", e.to_string()))?;
     let model = body.model.filter(|m| !m.trim().is_empty()).ok_or_else(|| invalid("missing_model", "model", "`model` is required"))?;
-    let backend = if CHOOSING_MODELS.contains(&model.as_str()) {
+    let backend = if is_choosing_model(&model) {
         None
     } else if backends.contains(&model) {
         Some(model)
@@ -177,19 +250,23 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
     };
     let input = body.input.ok_or_else(|| invalid("missing_input", "input", "`input` is required"))?;
     let input = crate::request::checked_text(input, "input", max_text_chars).map_err(|e| OpenAiError(Box::new(e), Some("input")))?;
-    let container = match body.response_format.as_deref().unwrap_or("wav") {
-        "wav" => Container::Wav,
-        "pcm" => Container::Pcm,
-        "opus" => Container::Opus,
-        other @ ("mp3" | "aac" | "flac") => {
-            return Err(invalid("unsupported_response_format", "response_format", format!("`{other}` is not made here: ask for wav, pcm or opus")))
-        }
-        other => return Err(invalid("invalid_response_format", "response_format", format!("unknown `response_format` `{other}` (wav, pcm or opus)"))),
+    let asked_format = body.response_format.as_deref().unwrap_or(Container::Mp3.name());
+    let Some(container) = Container::ALL.into_iter().find(|c| c.name() == asked_format) else {
+        let names = Container::ALL.map(Container::name).join(", ");
+        return Err(invalid("invalid_response_format", "response_format", format!("unknown `response_format` `{asked_format}` ({names})")));
     };
-    // OpenAI takes 0.25 to 4.0; earshot's voices speak 0.5 to 2.0 (Kokoro's `speed`, Polly's prosody rate).
-    let rate = match body.speed {
-        None => None,
-        Some(speed) => Some(SpeakingRate::from_factor(speed).map_err(|e| invalid("unsupported_speed", "speed", format!("`speed`: {e}")))?),
+    // OpenAI takes 0.25 to 4.0; earshot's voices speak 0.5 to 2.0 (Kokoro's `speed`, Polly's prosody rate):
+    // past that, the nearest rate they have, said in `x-earshot-speed`.
+    let (rate, speed_used) = match body.speed {
+        None => (None, None),
+        Some(speed) if !speed.is_finite() || !(OPENAI_SPEEDS.0..=OPENAI_SPEEDS.1).contains(&speed) => {
+            return Err(invalid("invalid_speed", "speed", format!("`speed` is from {} to {}, not {speed}", OPENAI_SPEEDS.0, OPENAI_SPEEDS.1)))
+        }
+        Some(speed) => {
+            let spoken = speed.clamp(SpeakingRate::MIN, SpeakingRate::MAX);
+            let rate = SpeakingRate::from_factor(spoken).map_err(|e| invalid("invalid_speed", "speed", format!("`speed`: {e}")))?;
+            (Some(rate), (spoken != speed).then_some(rate))
+        }
     };
     let sse = match body.stream_format.as_deref() {
         None | Some("audio") => false,
@@ -210,7 +287,7 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
         api: Some(API),
         ssml: false,
     };
-    Ok(Asked { request, container, sse })
+    Ok(Asked { request, framing: Framing { container, sse, speed_used, ignored } })
 }
 
 /// A WAV header for 16-bit mono PCM at `rate` whose length is not known yet: both sizes at their
@@ -244,16 +321,20 @@ struct Streaming {
 
 /// The response: the audio as it is made, framed as asked; dropping it (the client left) cancels the
 /// conversation.
-pub fn stream_response(started: Started, asked_container: Container, sse: bool, input_chars: usize, keep_alive: Duration) -> Response {
+pub fn stream_response(started: Started, framing: &Framing, input_chars: usize, keep_alive: Duration) -> Response {
     let request_id: Arc<str> = started.request_id.as_str().into();
-    let header = (asked_container == Container::Wav && !sse).then(|| wav_header(PCM_RATE));
+    let sse = framing.sse;
+    // A WAV answer starts with its header: the body's first bytes, or in SSE the first delta's.
+    let header = (framing.container == Container::Wav).then(|| wav_header(PCM_RATE));
     let state = Streaming { events: started.events, _guard: started.cancel.clone().drop_guard(), header, ended: false };
     let body = stream::unfold(Some(state), move |state| {
         let request_id = request_id.clone();
         async move {
             let mut state = state?;
-            if let Some(header) = state.header.take() {
-                return Some((Ok(header), Some(state)));
+            if !sse {
+                if let Some(header) = state.header.take() {
+                    return Some((Ok(header), Some(state)));
+                }
             }
             if state.ended {
                 return None;
@@ -266,7 +347,10 @@ pub fn stream_response(started: Started, asked_container: Container, sse: bool, 
                 };
                 match next {
                     Some(ServerEvent::Audio(chunk)) if sse => {
-                        let audio = base64::engine::general_purpose::STANDARD.encode(&chunk.pcm);
+                        let audio = match state.header.take() {
+                            Some(header) => base64::engine::general_purpose::STANDARD.encode([&header[..], &chunk.pcm[..]].concat()),
+                            None => base64::engine::general_purpose::STANDARD.encode(&chunk.pcm),
+                        };
                         return Some((Ok(sse_event(&serde_json::json!({"type": "speech.audio.delta", "audio": audio}))), Some(state)));
                     }
                     Some(ServerEvent::Audio(chunk)) => return Some((Ok(chunk.pcm), Some(state))),
@@ -297,8 +381,18 @@ pub fn stream_response(started: Started, asked_container: Container, sse: bool, 
     let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
-    let content_type = if sse { "text/event-stream" } else { asked_container.content_type() };
+    let content_type = if sse { "text/event-stream" } else { framing.container.content_type() };
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(rate) = framing.speed_used {
+        if let Ok(v) = HeaderValue::from_str(&format!("{:.2}", rate.factor())) {
+            headers.insert("x-earshot-speed", v);
+        }
+    }
+    if !framing.ignored.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&ignored_header(&framing.ignored)) {
+            headers.insert("x-earshot-ignored-fields", v);
+        }
+    }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     for (name, value) in [("x-earshot-backend", started.backend.as_str()), ("x-earshot-request-id", started.request_id.as_str())] {
@@ -307,6 +401,23 @@ pub fn stream_response(started: Started, asked_container: Container, sse: bool, 
         }
     }
     response
+}
+
+/// The ignored fields' names for a header: the first few, each cut short, in visible ASCII (a name is
+/// the caller's text: it is capped and cleaned like any).
+fn ignored_header(names: &[String]) -> String {
+    const MOST_NAMES: usize = 8;
+    const LONGEST: usize = 40;
+    let mut shown: Vec<String> = names
+        .iter()
+        .take(MOST_NAMES)
+        .map(|n| n.chars().filter(|c| c.is_ascii_graphic() && *c != ',').take(LONGEST).collect::<String>())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.len() > MOST_NAMES {
+        shown.push(format!("and {} more", names.len() - MOST_NAMES));
+    }
+    shown.join(", ")
 }
 
 fn sse_event(value: &serde_json::Value) -> Bytes {
@@ -331,10 +442,11 @@ mod tests {
     #[test]
     fn openai_s_request_becomes_earshot_s_text_mode() {
         let asked = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hello there. How are you?"}"#, &backends(), 100).unwrap();
-        assert_eq!((asked.container, asked.sse), (Container::Wav, false), "wav unless asked: mp3 is not made");
+        assert_eq!((asked.framing.container, asked.framing.sse), (Container::Mp3, false), "mp3 unless asked, as OpenAI's");
         assert_eq!(asked.request.backend, None, "OpenAI's model names let the gateway choose");
         assert_eq!(asked.request.voice, None, "OpenAI's voices are the arm's default");
-        assert_eq!(asked.request.output, Some(OutputFormat::Pcm(24_000)));
+        assert_eq!(asked.request.output, Some(OutputFormat::Mp3));
+        assert!(asked.framing.ignored.is_empty() && asked.framing.speed_used.is_none());
         assert_eq!(asked.request.api, Some(API));
         assert!(matches!(&asked.request.input, AgentInput::Text(t) if t == "Hello there. How are you?"));
         let named = parse(
@@ -344,27 +456,67 @@ mod tests {
         )
         .unwrap();
         assert_eq!((named.request.backend.as_deref(), named.request.voice.as_deref()), (Some("polly"), Some("ruth")));
-        assert_eq!((named.container, named.sse, named.request.output), (Container::Opus, true, Some(OutputFormat::Opus48000)));
+        assert_eq!((named.framing.container, named.framing.sse, named.request.output), (Container::Opus, true, Some(OutputFormat::Opus48000)));
         assert_eq!(named.request.rate, Some(SpeakingRate::NORMAL));
         let faster = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":1.5}"#, &backends(), 100).unwrap();
         assert_eq!(faster.request.rate.map(SpeakingRate::percent), Some(150), "OpenAI's speed is earshot's speaking rate");
+        for (format, output) in
+            [("aac", OutputFormat::Aac), ("flac", OutputFormat::Flac), ("wav", OutputFormat::Pcm(24_000)), ("pcm", OutputFormat::Pcm(24_000))]
+        {
+            let asked =
+                parse(format!(r#"{{"model":"tts-1","voice":"alloy","input":"Hi.","response_format":"{format}"}}"#).as_bytes(), &backends(), 100).unwrap();
+            assert_eq!((asked.framing.container.name(), asked.request.output), (format, Some(output)));
+        }
+    }
+
+    #[test]
+    fn openai_s_whole_speed_range_is_taken_and_what_the_voices_cannot_do_is_said() {
+        let asked = |speed: f64| parse(format!(r#"{{"model":"tts-1","voice":"alloy","input":"Hi.","speed":{speed}}}"#).as_bytes(), &backends(), 100);
+        let slowest = asked(0.25).unwrap();
+        assert_eq!(slowest.request.rate.map(SpeakingRate::percent), Some(50), "the slowest the voices speak");
+        assert_eq!(slowest.framing.speed_used.map(SpeakingRate::percent), Some(50), "said in x-earshot-speed");
+        let fastest = asked(4.0).unwrap();
+        assert_eq!(fastest.framing.speed_used.map(SpeakingRate::percent), Some(200));
+        assert_eq!(asked(1.25).unwrap().framing.speed_used, None, "a speed the voices have is not remarked on");
+        assert!(asked(4.5).is_err() && asked(0.2).is_err());
+    }
+
+    #[test]
+    fn dated_snapshots_of_openai_s_models_let_the_gateway_choose() {
+        for model in ["gpt-4o-mini-tts-2025-12-15", "gpt-4o-mini-tts-2025-03-20", "tts-1-1106", "tts-1-hd-1106", "tts-1-hd"] {
+            let asked = parse(format!(r#"{{"model":"{model}","voice":"alloy","input":"Hi."}}"#).as_bytes(), &backends(), 100).unwrap();
+            assert_eq!(asked.request.backend, None, "{model}");
+        }
+        for model in ["tts-1-latest", "gpt-4o-mini-tts-2025-12", "tts-1-11062", "gpt-4o-mini-tts2025"] {
+            assert_eq!(refused(&format!(r#"{{"model":"{model}","voice":"alloy","input":"Hi."}}"#)).1, "model_not_found", "{model}");
+        }
+    }
+
+    #[test]
+    fn fields_openai_does_not_document_are_ignored_and_named() {
+        let asked = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hi.","lang_code":"a","stream":true}"#, &backends(), 100).unwrap();
+        assert_eq!(asked.framing.ignored, ["lang_code", "stream"]);
+        let many: Vec<String> = (0..12).map(|i| format!("field_{i}")).collect();
+        assert_eq!(ignored_header(&many), "field_0, field_1, field_2, field_3, field_4, field_5, field_6, field_7, and 4 more");
+        assert_eq!(ignored_header(&["a\u{7}b,c".into(), "x".repeat(60)]), format!("abc, {}", "x".repeat(40)), "control characters and commas left out");
     }
 
     #[test]
     fn what_cannot_be_honoured_is_refused_in_openai_s_words() {
         assert_eq!(
-            refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","response_format":"mp3"}"#),
-            (400, "unsupported_response_format".into(), Some("response_format"))
+            refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","response_format":"wma"}"#),
+            (400, "invalid_response_format".into(), Some("response_format"))
         );
         assert_eq!(refused(r#"{"model":"whisper","voice":"alloy","input":"Hi."}"#), (400, "model_not_found".into(), Some("model")));
         assert_eq!(refused(r#"{"model":"tts-1","input":"Hi."}"#), (400, "missing_voice".into(), Some("voice")));
         assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"  "}"#), (400, "empty_input".into(), Some("input")));
         assert_eq!(refused(&format!(r#"{{"model":"tts-1","voice":"alloy","input":"{}"}}"#, "a".repeat(101))).1, "input_too_long");
-        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":3.0}"#), (400, "unsupported_speed".into(), Some("speed")));
-        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":0.25}"#), (400, "unsupported_speed".into(), Some("speed")));
+        assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":5.0}"#), (400, "invalid_speed".into(), Some("speed")));
         assert_eq!(refused(r#"{"model":"tts-1","voice":"alloy","input":"Hi.","stream_format":"chunks"}"#).1, "invalid_stream_format");
         let response = OpenAiError(Box::new(ApiError::bad_request("model_not_found", "no")), Some("model")).into_response();
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let too_long = OpenAiError(Box::new(ApiError::too_large("input_too_long", "long")), Some("input")).into_response();
+        assert_eq!(too_long.status(), StatusCode::BAD_REQUEST, "OpenAI's status for input past the limit");
     }
 
     #[test]

@@ -157,7 +157,7 @@ async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body:
     };
     let input_chars = asked.request.input_chars();
     match start(&gw, asked.request, scope, owner, clock).await {
-        Ok(started) => openai_speech::stream_response(started, asked.container, asked.sse, input_chars, gw.settings().keep_alive),
+        Ok(started) => openai_speech::stream_response(started, &asked.framing, input_chars, gw.settings().keep_alive),
         Err(e) => OpenAiError::from(e).into_response(),
     }
 }

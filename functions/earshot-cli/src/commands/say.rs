@@ -28,9 +28,10 @@ pub struct SayArgs {
     /// sse or binary.
     #[arg(long, default_value = "sse")]
     format: String,
-    /// The audio's format: pcm_8000 … pcm_48000, ulaw_8000, alaw_8000 or opus_48000 (the gateway's
-    /// default when left out). The WAV file is 16-bit PCM at its rate whatever it came as; a file named
-    /// `*.opus` or `*.ogg` gets an Ogg Opus answer as it came.
+    /// The audio's format: pcm_8000 … pcm_48000, ulaw_8000, alaw_8000, opus_48000, mp3_24000, aac_24000
+    /// or flac_24000 (the gateway's default when left out). The WAV file is 16-bit PCM at its rate
+    /// whatever it came as; a file named `*.opus`, `*.ogg`, `*.mp3`, `*.aac` or `*.flac` gets a
+    /// compressed answer as it came.
     #[arg(long)]
     output_format: Option<String>,
     /// How fast to speak, 0.5 to 2.0 (1: the voice's own; the gateway's default when left out).
@@ -82,7 +83,7 @@ pub fn run(args: SayArgs) -> Result<(), String> {
     let received = runtime.block_on(speak(&args.url, &body, &options)).map_err(|e| e.to_string())?;
     if !received.audio.is_empty() {
         let as_sent = received.format().is_some_and(|f| f.is_compressed())
-            && args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("opus") || e.eq_ignore_ascii_case("ogg"));
+            && args.out.extension().is_some_and(|e| ["opus", "ogg", "mp3", "aac", "flac"].iter().any(|x| e.eq_ignore_ascii_case(x)));
         match as_sent {
             true => std::fs::write(&args.out, &received.audio).map_err(|e| format!("cannot write {}: {e}", args.out.display()))?,
             false => received.write_wav(&args.out)?,

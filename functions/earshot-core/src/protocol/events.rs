@@ -15,7 +15,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// audio message), rate and channels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AudioFormat {
-    /// How the bytes encode the audio: `pcm_s16le`, `mulaw`, `alaw` or `ogg_opus`.
+    /// How the bytes encode the audio: `pcm_s16le`, `mulaw`, `alaw`, `ogg_opus`, `mp3`, `aac_adts` or `flac`.
     pub encoding: String,
     /// Samples a second of each channel, in Hz.
     pub sample_rate: u32,
@@ -33,6 +33,12 @@ impl AudioFormat {
     /// The `encoding` of Ogg Opus (RFC 7845): each audio message is whole Ogg pages, the first holds the
     /// headers, and the answer's messages joined in order are one Ogg Opus stream.
     pub const OGG_OPUS: &'static str = "ogg_opus";
+    /// The `encoding` of MP3 (MPEG Layer III): each audio message is whole frames.
+    pub const MP3: &'static str = "mp3";
+    /// The `encoding` of AAC-LC in ADTS frames: each audio message is whole frames.
+    pub const AAC_ADTS: &'static str = "aac_adts";
+    /// The `encoding` of FLAC: the first audio message starts with the stream's header, each holds whole frames.
+    pub const FLAC: &'static str = "flac";
 
     /// Mono PCM, signed 16-bit little-endian, at `sample_rate` Hz.
     pub fn pcm_s16le(sample_rate: u32) -> Self {
@@ -43,14 +49,14 @@ impl AudioFormat {
     /// are not samples (any count is whole).
     pub fn bytes_per_sample(&self) -> usize {
         match self.encoding.as_str() {
-            Self::MULAW | Self::ALAW | Self::OGG_OPUS => 1,
+            Self::MULAW | Self::ALAW | Self::OGG_OPUS | Self::MP3 | Self::AAC_ADTS | Self::FLAC => 1,
             _ => 2,
         }
     }
 
     /// Whether the bytes are compressed (their count says nothing of the audio's length).
     pub fn is_compressed(&self) -> bool {
-        self.encoding == Self::OGG_OPUS
+        matches!(self.encoding.as_str(), Self::OGG_OPUS | Self::MP3 | Self::AAC_ADTS | Self::FLAC)
     }
 
     /// Milliseconds of audio in `bytes` of it (not for a compressed format: see
