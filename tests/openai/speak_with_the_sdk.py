@@ -108,6 +108,9 @@ def main():
     headers, body, first = streamed(client, response_format="pcm", extra_body={"lang_code": "a"})
     out["extra_field"] = {"bytes": len(body), "ignored_header": headers.get("x-earshot-ignored-fields")}
 
+    # The models the SDK lists (GET /v1/models, OpenAI's shape).
+    out["models"] = sorted(m.id for m in client.models.list())
+
     out["too_fast"] = raised(lambda: client.audio.speech.create(model="kokoro", voice="alloy", input=TEXT, speed=5.0))
     out["too_long"] = raised(lambda: client.audio.speech.create(model="kokoro", voice="alloy", input="Hello there. " * 2000))
     out["unknown_format"] = raised(lambda: client.audio.speech.create(model="kokoro", voice="alloy", input=TEXT, extra_body={"response_format": "wma"}))

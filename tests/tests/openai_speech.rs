@@ -69,6 +69,9 @@ async fn openai_s_own_sdk_speaks_through_earshot_in_every_format_it_offers() {
     // OpenAI's whole speed range is taken: 4.0 is spoken at the voices' fastest, which the header says.
     assert_eq!(out["fastest"]["speed_header"], "2.00", "{out}");
     assert!(out["fastest"]["bytes"].as_u64().unwrap() < pcm * 3 / 4, "spoken faster");
+    // The SDK reads the model list: OpenAI's names and the backend.
+    let models = out["models"].as_array().unwrap();
+    assert!(models.iter().any(|m| m == "tts-1") && models.iter().any(|m| m == "kokoro"), "{out}");
     // A field of another server's is ignored and named.
     assert_eq!(out["extra_field"]["ignored_header"], "lang_code", "{out}");
     // What cannot be honoured is a 400 the SDK raises as its own BadRequestError, with earshot's code.
@@ -81,6 +84,46 @@ async fn openai_s_own_sdk_speaks_through_earshot_in_every_format_it_offers() {
     // Each call is a conversation of its own in the metric lines, which say which API it came through.
     let lines = earshot.metric_lines_at_least(3).await;
     assert!(lines.iter().filter(|l| l.get("Conversations").is_some()).all(|l| l["Api"] == "openai_speech"), "{lines:?}");
+}
+
+/// The whole PCM answer for `voice`.
+async fn spoken(client: &reqwest::Client, url: &str, voice: &str) -> Vec<u8> {
+    let body = serde_json::json!({"model": "kokoro", "voice": voice, "input": SDK_TEXT, "response_format": "pcm"});
+    let response = client.post(format!("{url}/v1/audio/speech")).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{voice}");
+    response.bytes().await.unwrap().to_vec()
+}
+
+#[tokio::test]
+async fn openai_s_voice_names_are_distinct_voices_and_the_listing_says_which() {
+    let earshot = kokoro_gateway().await;
+    let client = reqwest::Client::new();
+    let listing: serde_json::Value = client.get(format!("{}/v1/audio/voices", earshot.url)).send().await.unwrap().json().await.unwrap();
+    let names = listing["voices"].as_array().expect("Kokoro-FastAPI's list of names");
+    let on_kokoro = |name: &str| listing["openai"]["kokoro"][name].as_str().unwrap_or_else(|| panic!("{name} in {listing}")).to_string();
+    let (alloy, ash) = (on_kokoro("alloy"), on_kokoro("ash"));
+    assert_ne!(alloy, ash, "two of OpenAI's names, two of Kokoro's voices: {listing}");
+    for name in ["alloy", "ash", alloy.as_str(), ash.as_str()] {
+        assert!(names.iter().any(|n| n == name), "{name} is listed: {listing}");
+    }
+    assert_eq!(listing["backends"]["kokoro"].as_array().map(Vec::len), Some(5), "the local container's five voices");
+    // What speaks is what the listing says: `alloy` is its voice, byte for byte, and `ash` another.
+    let said_alloy = spoken(&client, &earshot.url, "alloy").await;
+    let said_ash = spoken(&client, &earshot.url, "ash").await;
+    assert_eq!(said_alloy, spoken(&client, &earshot.url, &alloy).await, "alloy is {alloy}");
+    assert_eq!(said_ash, spoken(&client, &earshot.url, &ash).await, "ash is {ash}");
+    assert_ne!(said_alloy, said_ash, "two names, two voices");
+    // A blend of the two, in Kokoro-FastAPI's writing, is a third; OpenAI's object form names a voice.
+    let blend = spoken(&client, &earshot.url, &format!("{alloy}(2)+{ash}(1)")).await;
+    assert!(blend != said_alloy && blend != said_ash && blend.len() > 48_000);
+    let body = serde_json::json!({"model": "kokoro", "voice": {"id": ash}, "input": SDK_TEXT, "response_format": "pcm"});
+    let by_id = client.post(format!("{}/v1/audio/speech", earshot.url)).json(&body).send().await.unwrap().bytes().await.unwrap();
+    assert_eq!(by_id.to_vec(), said_ash);
+    // The models a client may ask for: OpenAI's names and this gateway's backend.
+    let models: serde_json::Value = client.get(format!("{}/v1/models", earshot.url)).send().await.unwrap().json().await.unwrap();
+    let ids: Vec<&str> = models["data"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(models["object"], "list");
+    assert!(ids.contains(&"tts-1") && ids.contains(&"gpt-4o-mini-tts") && ids.contains(&"kokoro"), "{models}");
 }
 
 #[tokio::test]

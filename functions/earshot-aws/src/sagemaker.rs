@@ -141,9 +141,13 @@ impl SpeechBackend for SageMakerBackend {
         english.into_iter().chain(self.settings.language_voices.iter().filter(|(l, _)| l.as_str() != "en").cloned()).collect()
     }
 
-    /// Any of the container's voices reads any language it has a front end for.
+    /// Any of the container's voices (or a blend of them) reads any language it has a front end for.
     fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
-        self.voices().iter().any(|v| v.id == voice) && self.languages().iter().any(|(l, _)| l == language)
+        earshot_core::voice_blend::offers(&self.voices(), true, voice) && self.languages().iter().any(|(l, _)| l == language)
+    }
+
+    fn blends_voices(&self) -> bool {
+        true
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {

@@ -241,7 +241,11 @@ impl SpeechBackend for KokoroBackend {
     }
 
     fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
-        self.catalogue().is_some_and(|c| c.voices.iter().any(|v| v.id == voice) && c.languages.iter().any(|(l, _)| l == language))
+        self.catalogue().is_some_and(|c| earshot_core::voice_blend::offers(&c.voices, true, voice) && c.languages.iter().any(|(l, _)| l == language))
+    }
+
+    fn blends_voices(&self) -> bool {
+        true
     }
 
     fn readiness(&self) -> Result<(), SpeechError> {

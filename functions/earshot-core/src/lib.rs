@@ -55,3 +55,4 @@ pub mod store;
 pub mod switcher;
 pub mod tasks;
 pub mod timeline;
+pub mod voice_blend;

@@ -271,6 +271,11 @@ pub trait SpeechBackend: Send + Sync {
         sentence.or(session).cloned().or_else(|| self.voices().iter().find(|v| v.id == voice).and_then(|v| Language::of_voice(&v.language)))
     }
 
+    /// Whether it speaks blends of its voices ([`crate::voice_blend`]: Kokoro does, from their style vectors).
+    fn blends_voices(&self) -> bool {
+        false
+    }
+
     /// Whether the backend can take a conversation at all, known without a network call: `Err` with
     /// [`codes::NOT_READY`] while it is still starting (its model loading, its voices unknown).
     fn readiness(&self) -> Result<(), SpeechError> {

@@ -385,8 +385,8 @@ impl Claims {
                 return Err(out_of_scope(format!("this token may use the backends {}, not `{backend}`", allowed.join(", "))));
             }
         }
-        if let (Some(allowed), Some(voice)) = (&self.voices, &request.voice) {
-            if !allowed.contains(voice) {
+        if let (Some(allowed), Some(voice)) = (&self.voices, request.voice.as_ref().and_then(|v| v.named())) {
+            if !allowed.iter().any(|a| a == voice) {
                 return Err(out_of_scope(format!("this token may use the voices {}, not `{voice}`", allowed.join(", "))));
             }
         }

@@ -72,6 +72,10 @@ impl SpeechBackend for CappedBackend {
         self.inner.default_voice()
     }
 
+    fn blends_voices(&self) -> bool {
+        self.inner.blends_voices()
+    }
+
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
         let Places { interrupts, local, ttl } = &self.places;
         // A shared place is given back by a task of the conversation's own tracker.

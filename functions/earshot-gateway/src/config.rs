@@ -90,6 +90,8 @@ pub struct GatewaySettings {
     pub output_format: Option<earshot_core::output::OutputFormat>,
     /// How fast a voice speaks where a request names no `rate`.
     pub speaking_rate: earshot_core::speech::SpeakingRate,
+    /// The voices the deployment pins for OpenAI's voice names, per backend ([`crate::voice_ask`]).
+    pub openai_voices: crate::voice_ask::OpenAiVoiceTable,
     /// The deployment's pronunciation lexicon ([`earshot_core::pronouncing`]); `None`: sentences are
     /// said as written.
     pub lexicon: Option<std::sync::Arc<earshot_core::text::Lexicon>>,
@@ -146,6 +148,7 @@ impl Default for GatewaySettings {
             cache: CacheSettings::default(),
             cache_shared: None,
             output_format: None,
+            openai_voices: Default::default(),
             speaking_rate: earshot_core::speech::SpeakingRate::NORMAL,
             backend_conversations: Vec::new(),
             lexicon: None,

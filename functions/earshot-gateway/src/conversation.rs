@@ -124,7 +124,8 @@ pub async fn start(gw: Arc<Gateway>, request: SpeakRequest, scope: Option<Claims
     let stopper = Stopper::child_of(gw.shutdown());
     // Neither the request nor its text told the language, and no voice was named: the answer's first
     // sentence will (the core's switcher).
-    let settle = (route.language.is_none() && request.voice.is_none()).then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));
+    let settle = (route.language.is_none() && request.voice.as_ref().and_then(|v| v.named()).is_none())
+        .then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));
     // A sentence the voice passes over before the first audio (a script it cannot read) moves the answer to
     // an arm that speaks it, where there is another backend to move to.
     let reroute = (gw.backend_names().len() > 1).then(|| language_route(gw.clone(), &request, scope.as_ref(), &owner));

@@ -25,6 +25,7 @@ pub mod input_budget;
 pub mod interrupts;
 pub mod lexicon_refresh;
 pub mod metrics;
+pub mod openai_listing;
 pub mod openai_speech;
 pub mod owner;
 pub mod owner_places;
@@ -36,6 +37,7 @@ pub mod server;
 pub mod spend_ceiling;
 pub mod strict_json;
 pub mod trusted_proxies;
+pub mod voice_ask;
 pub mod warmup;
 
 pub use config::{Gateway, GatewaySettings, Limits};

@@ -10,8 +10,10 @@
 //!   and OpenAI's own names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, and their dated snapshots such as
 //!   `gpt-4o-mini-tts-2025-12-15` or `tts-1-1106`) let the gateway choose (its A/B split); anything else
 //!   is `400 model_not_found`.
-//! - `voice`: OpenAI's voice names (`alloy`, `nova`, …) are each spoken by the chosen arm's default voice; a
-//!   voice of the backend itself (`af_heart`, `ruth`) is that voice.
+//! - `voice`: OpenAI's voice names (`alloy`, `nova`, …) are each a voice of the chosen arm's own
+//!   ([`crate::voice_ask`]: as many distinct ones as it has for the language); a voice of the backend itself
+//!   (`af_heart`, `ruth`), or OpenAI's `{"id": …}` naming one, is that voice; on Kokoro a blend of its voices
+//!   (`af_bella(2)+af_sky(1)`) is spoken as one.
 //! - `input`: the text, at most the deployment's `max_text_chars` (past it, `400 input_too_long`, as
 //!   OpenAI answers: every refusal on this route is a 400 or an auth or rate answer, never a 413).
 //! - `response_format`: `mp3` (the default, as OpenAI's: 24 kHz mono, 64 kbit/s), `opus` (Ogg Opus at
@@ -54,9 +56,7 @@ use crate::api_error::ApiError;
 use crate::client_error;
 use crate::conversation::Started;
 use crate::request::SpeakRequest;
-
-/// OpenAI's voice names: each is spoken by the chosen arm's default voice.
-pub const OPENAI_VOICES: [&str; 13] = ["alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage", "shimmer", "verse"];
+use crate::voice_ask::VoiceAsk;
 
 /// Model names with which the gateway chooses the arm: earshot's own and OpenAI's.
 pub const CHOOSING_MODELS: [&str; 5] = ["auto", "earshot", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"];
@@ -242,11 +242,18 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
         let known = backends.iter().map(String::as_str).chain(CHOOSING_MODELS).collect::<Vec<_>>().join(", ");
         return Err(invalid("model_not_found", "model", format!("no model `{model}` here (models: {known})")));
     };
-    let voice = match body.voice {
-        Some(serde_json::Value::String(v)) if OPENAI_VOICES.contains(&v.to_lowercase().as_str()) => None,
-        Some(serde_json::Value::String(v)) if !v.is_empty() && v.len() <= 64 => Some(v),
-        Some(_) => return Err(invalid("unknown_voice", "voice", "`voice` is one of OpenAI's voice names or a voice of GET /v1/voices")),
+    // A name, or OpenAI's object form `{"id": …}` (its custom voices): here a backend's voice id.
+    let written = match &body.voice {
+        Some(serde_json::Value::String(v)) => Some(v.as_str()),
+        Some(serde_json::Value::Object(o)) if o.len() == 1 => o.get("id").and_then(|id| id.as_str()),
+        Some(_) => None,
         None => return Err(invalid("missing_voice", "voice", "`voice` is required")),
+    };
+    let voice = match written.filter(|v| !v.is_empty() && v.len() <= 64) {
+        Some(v) => VoiceAsk::read(v).map_err(|why| invalid("unknown_voice", "voice", why))?,
+        None => {
+            return Err(invalid("unknown_voice", "voice", "`voice` is one of OpenAI's voice names, a voice of GET /v1/audio/voices, or {\"id\": one of them}"))
+        }
     };
     let input = body.input.ok_or_else(|| invalid("missing_input", "input", "`input` is required"))?;
     let input = crate::request::checked_text(input, "input", max_text_chars).map_err(|e| OpenAiError(Box::new(e), Some("input")))?;
@@ -276,7 +283,7 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
     let request = SpeakRequest {
         input: AgentInput::Text(input),
         backend,
-        voice,
+        voice: Some(voice),
         language: None,
         release: Release::Incremental,
         delivery: Delivery::Sse,
@@ -444,7 +451,7 @@ mod tests {
         let asked = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hello there. How are you?"}"#, &backends(), 100).unwrap();
         assert_eq!((asked.framing.container, asked.framing.sse), (Container::Mp3, false), "mp3 unless asked, as OpenAI's");
         assert_eq!(asked.request.backend, None, "OpenAI's model names let the gateway choose");
-        assert_eq!(asked.request.voice, None, "OpenAI's voices are the arm's default");
+        assert_eq!(asked.request.voice, Some(VoiceAsk::OpenAi("alloy")), "OpenAI's voices are each arm's own for the name");
         assert_eq!(asked.request.output, Some(OutputFormat::Mp3));
         assert!(asked.framing.ignored.is_empty() && asked.framing.speed_used.is_none());
         assert_eq!(asked.request.api, Some(API));
@@ -455,7 +462,13 @@ mod tests {
             100,
         )
         .unwrap();
-        assert_eq!((named.request.backend.as_deref(), named.request.voice.as_deref()), (Some("polly"), Some("ruth")));
+        assert_eq!((named.request.backend.as_deref(), named.request.voice), (Some("polly"), Some(VoiceAsk::Named("ruth".into()))));
+        let by_id = parse(br#"{"model":"kokoro","voice":{"id":"af_bella"},"input":"Hi."}"#, &backends(), 100).unwrap();
+        assert_eq!(by_id.request.voice, Some(VoiceAsk::Named("af_bella".into())), "OpenAI's object form names a voice by its id");
+        let blend = parse(br#"{"model":"kokoro","voice":"af_bella(2)+af_sky(1)","input":"Hi."}"#, &backends(), 100).unwrap();
+        assert_eq!(blend.request.voice, Some(VoiceAsk::Named("af_bella(0.667)+af_sky(0.333)".into())), "a blend under its canonical name");
+        assert_eq!(refused(r#"{"model":"kokoro","voice":"af_bella(0)+af_sky","input":"Hi."}"#).1, "unknown_voice");
+        assert_eq!(refused(r#"{"model":"kokoro","voice":{"name":"x"},"input":"Hi."}"#).1, "unknown_voice");
         assert_eq!((named.framing.container, named.framing.sse, named.request.output), (Container::Opus, true, Some(OutputFormat::Opus48000)));
         assert_eq!(named.request.rate, Some(SpeakingRate::NORMAL));
         let faster = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hi.","speed":1.5}"#, &backends(), 100).unwrap();

@@ -106,8 +106,9 @@ pub struct SpeakRequest {
     pub input: AgentInput,
     /// `None` or `auto`: the gateway chooses.
     pub backend: Option<String>,
-    /// The voice the request names; `None`: the backend's default.
-    pub voice: Option<String>,
+    /// The voice the request names (a backend's, a blend, or one of OpenAI's names); `None`: the
+    /// backend's voice for the language, else its default.
+    pub voice: Option<crate::voice_ask::VoiceAsk>,
     /// The language the request names; `None`: detected ([`SpeakRequest::language`]).
     pub language: Option<Language>,
     /// When sentences go to speech: each as soon as it is complete, or all once the agent has finished.
@@ -217,11 +218,11 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
         text => text,
     };
     let backend = body.backend.filter(|b| b != "auto");
-    if let Some(v) = &body.voice {
-        if v.is_empty() || v.len() > 64 {
-            return Err(ApiError::bad_request("unknown_voice", "`voice` must name a voice of GET /v1/voices"));
-        }
-    }
+    let voice = match body.voice.as_deref() {
+        None => None,
+        Some(v) if v.is_empty() || v.len() > 64 => return Err(ApiError::bad_request("unknown_voice", "`voice` must name a voice of GET /v1/voices")),
+        Some(v) => Some(crate::voice_ask::VoiceAsk::read(v).map_err(|why| ApiError::bad_request("unknown_voice", why))?),
+    };
     let language = match body.language.as_deref() {
         None => None,
         Some(tag) => Some(Language::parse(tag).map_err(|e| ApiError::bad_request("invalid_language", e))?),
@@ -243,7 +244,7 @@ pub fn parse(body: &[u8], headers: &HeaderMap, limits: &Limits) -> Result<SpeakR
             return Err(ApiError::bad_request("empty_text", "`text` says nothing once its SSML tags are set aside"));
         }
     }
-    Ok(SpeakRequest { input, backend, voice: body.voice, language, release, delivery, output, rate, conversation_id, conversation_id_given, api: None, ssml })
+    Ok(SpeakRequest { input, backend, voice, language, release, delivery, output, rate, conversation_id, conversation_id_given, api: None, ssml })
 }
 
 /// What an SSML document says, its tags left out (empty where it is not SSML of the subset).

@@ -18,6 +18,7 @@ use crate::config::Gateway;
 use crate::owner::Owner;
 use crate::request::SpeakRequest;
 use crate::routing::Choice;
+use crate::voice_ask::{OpenAiVoiceTable, VoiceAsk};
 use earshot_core::output::OutputFormat;
 
 /// The backends that may answer, in the order they are tried.
@@ -54,7 +55,7 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     let names: Vec<String> = gw.backend_names().into_iter().filter(|n| scope.is_none_or(|s| s.allows_backend(n))).collect();
     let routing = &gw.settings().routing;
     let mut language = request.language();
-    if request.voice.is_some() && matches!(language, Some((_, LanguageSource::Detected))) {
+    if request.voice.as_ref().and_then(|v| v.named()).is_some() && matches!(language, Some((_, LanguageSource::Detected))) {
         language = None;
     }
     // Which backends can speak it: all, where the language is not known; a backend still starting
@@ -90,10 +91,11 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     let chosen = gw.backend(&choice.backend).cloned().ok_or_else(|| ApiError::upstream("no_backend", "no backend is configured", false))?;
     let ready = chosen.readiness().is_ok();
     let spoken = language.as_ref().map(|(l, _)| l);
+    let table = &gw.settings().openai_voices;
     let voice = match (ready, &request.voice) {
-        (true, requested) => voice_for(&chosen, requested.as_ref(), spoken)?,
-        (false, Some(v)) => v.clone(),
-        (false, None) => chosen.default_voice(),
+        (true, requested) => voice_for(&chosen, requested.as_ref(), spoken, table)?,
+        (false, Some(VoiceAsk::Named(v))) => v.clone(),
+        (false, _) => chosen.default_voice(),
     };
     // The arm's voice is fixed here, whether or not its backend has finished starting (then the requested
     // one, or its default): a token that does not allow it never hears it, even from a backend that is
@@ -111,7 +113,11 @@ pub(crate) fn route(gw: &Gateway, request: &SpeakRequest, scope: Option<&Claims>
     let mut arms = if forbidden { Vec::new() } else { vec![Arm { backend: chosen, voice }] };
     for name in routing.fallbacks(&choice, &capable) {
         let Some(backend) = gw.backend(&name).cloned() else { continue };
-        let voice = spoken.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice());
+        // OpenAI's name is each backend's own voice for it; a voice another backend named is not this one's.
+        let voice = match &request.voice {
+            Some(VoiceAsk::OpenAi(name)) if backend.readiness().is_ok() => table.voice(backend.as_ref(), name, spoken),
+            _ => spoken.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice()),
+        };
         if scope.is_none_or(|s| s.allows_voice(&voice)) {
             arms.push(Arm { backend, voice });
         }
@@ -160,11 +166,26 @@ fn language_unsupported(gw: &Gateway, names: &[String], language: &Language, nam
     ApiError::bad_request("language_unsupported", message)
 }
 
-/// The voice a ready backend speaks: the requested one (which must be its, and speak the language the
-/// request names), else its voice for the language, else its default.
-fn voice_for(backend: &Arc<dyn SpeechBackend>, requested: Option<&String>, language: Option<&Language>) -> Result<String, ApiError> {
+/// The voice a ready backend speaks: the requested one (which must be its, or a blend of its voices where
+/// it blends, and speak the language the request names), its voice for OpenAI's name, else its voice for
+/// the language, else its default.
+fn voice_for(
+    backend: &Arc<dyn SpeechBackend>,
+    requested: Option<&VoiceAsk>,
+    language: Option<&Language>,
+    table: &OpenAiVoiceTable,
+) -> Result<String, ApiError> {
+    let requested = match requested {
+        Some(VoiceAsk::OpenAi(name)) => return Ok(table.voice(backend.as_ref(), name, language)),
+        Some(VoiceAsk::Named(v)) => Some(v),
+        None => None,
+    };
     match requested {
-        Some(v) if backend.voices().iter().any(|x| &x.id == v) => match language {
+        Some(v) if earshot_core::voice_blend::VoiceBlend::parse(v).is_some() && !backend.blends_voices() => Err(ApiError::bad_request(
+            "voice_blend_unsupported",
+            format!("backend `{}` speaks no blend of voices (`{v}`): name one of its voices, or ask for kokoro", backend.name()),
+        )),
+        Some(v) if earshot_core::voice_blend::offers(&backend.voices(), backend.blends_voices(), v) => match language {
             Some(l) if !backend.voice_speaks(v, l) => Err(ApiError::bad_request(
                 "voice_language_mismatch",
                 format!("the voice `{v}` of {} cannot speak {l}: name one of its {l} voices, or leave `voice` out", backend.name()),
@@ -277,6 +298,10 @@ mod tests {
 
     /// Kokoro speaks English and French; Polly English, French and Mandarin.
     fn gateway_with(kokoro_ready: bool, routing: Routing) -> Gateway {
+        gateway_of(GatewaySettings { routing, metrics_namespace: None, ..Default::default() }, kokoro_ready)
+    }
+
+    fn gateway_of(settings: GatewaySettings, kokoro_ready: bool) -> Gateway {
         let kokoro = Arc::new(Named { name: "kokoro", voices: vec![("af_heart", "en-US"), ("am_adam", "en-US"), ("ff_siwis", "fr")], ready: kokoro_ready });
         let polly = Arc::new(Named { name: "polly", voices: vec![("Joanna", "en-US"), ("Lea", "fr-FR"), ("Zhiyu", "cmn-CN")], ready: true });
         let agent = Arc::new(earshot_agents::ScriptedAgent::new(earshot_agents::ScriptedConfig {
@@ -284,7 +309,6 @@ mod tests {
             first_token_delay: Duration::ZERO,
             ..Default::default()
         }));
-        let settings = GatewaySettings { routing, metrics_namespace: None, ..Default::default() };
         Gateway::new(vec![kokoro, polly], agent, settings)
     }
 
@@ -380,6 +404,43 @@ mod tests {
 
     fn arms(route: &Route) -> Vec<(String, String)> {
         route.arms.iter().map(|a| (a.backend.name().to_string(), a.voice.clone())).collect()
+    }
+
+    #[test]
+    fn openai_s_names_are_each_arm_s_own_voices_round_its_voices_for_the_language() {
+        let gw = gateway(true, true);
+        let spoken = |voice: &str| {
+            let body = format!(r#"{{"text":"Hello there, how are you doing today?","voice":"{voice}"}}"#);
+            arms(&route(&gw, &request(&body), None, &Owner::local()).unwrap())
+        };
+        let pair = |k: &str, p: &str| vec![("kokoro".to_string(), k.to_string()), ("polly".to_string(), p.to_string())];
+        // Kokoro has two English voices, its voice for English first; Polly one, said for every name.
+        assert_eq!(spoken("alloy"), pair("af_heart", "Joanna"));
+        assert_eq!(spoken("ash"), pair("am_adam", "Joanna"));
+        assert_eq!(spoken("ballad"), pair("af_heart", "Joanna"), "round again past the backend's voices");
+        assert_eq!(spoken("NOVA"), spoken("nova"), "in any case");
+        // French: each arm's French voice.
+        let french =
+            route(&gw, &request(r#"{"text":"Bonjour, je suis votre assistant et je vais vous répondre.","voice":"ash"}"#), None, &Owner::local()).unwrap();
+        assert_eq!(arms(&french), pair("ff_siwis", "Lea"));
+        // The deployment pins a name; one pinned to a voice that cannot speak the language follows the rule.
+        let table = crate::voice_ask::OpenAiVoiceTable::parse(r#"{"kokoro": {"alloy": "am_adam", "ash": "ff_siwis"}}"#).unwrap();
+        let pinned = gateway_of(
+            GatewaySettings { routing: Routing { failover: true, ..Default::default() }, openai_voices: table, metrics_namespace: None, ..Default::default() },
+            true,
+        );
+        let body = |v: &str| request(&format!(r#"{{"text":"Hello there, how are you doing today?","voice":"{v}"}}"#));
+        assert_eq!(arms(&route(&pinned, &body("alloy"), None, &Owner::local()).unwrap())[0].1, "am_adam");
+        assert_eq!(arms(&route(&pinned, &body("ash"), None, &Owner::local()).unwrap())[0].1, "am_adam", "ff_siwis is not an English voice here");
+        assert!(crate::voice_ask::OpenAiVoiceTable::parse(r#"{"kokoro": {"allloy": "am_adam"}}"#).is_err(), "a name not OpenAI's");
+    }
+
+    #[test]
+    fn a_blend_is_refused_by_name_where_the_backend_does_not_blend() {
+        let gw = gateway(true, true);
+        let e = route(&gw, &request(r#"{"text":"Hello.","backend":"polly","voice":"Joanna+Lea"}"#), None, &Owner::local()).err().unwrap();
+        assert_eq!((e.status.as_u16(), e.error.code.as_str()), (400, "voice_blend_unsupported"));
+        assert!(e.error.message.contains("polly"), "{}", e.error.message);
     }
 
     #[test]

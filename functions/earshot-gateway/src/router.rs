@@ -25,6 +25,7 @@ use crate::owner::Owner;
 use crate::request;
 
 /// The HTTP API on `gw`: `POST /v1/speak`, `POST /v1/audio/speech`, interrupts, `GET /v1/voices`,
+/// OpenAI's listings (`GET /v1/models`, `GET /v1/audio/voices`),
 /// `GET /healthz`, and the demo page where `web_dir` is set.
 pub fn router(gw: Arc<Gateway>) -> Router {
     let mut router: Router<Arc<Gateway>> = Router::new()
@@ -32,6 +33,8 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .route("/v1/audio/speech", post(openai_speech))
         .route("/v1/conversations/{id}/interrupt", post(interrupt))
         .route("/v1/voices", get(voices))
+        .route("/v1/models", get(crate::openai_listing::models))
+        .route("/v1/audio/voices", get(crate::openai_listing::voices))
         .route("/healthz", get(healthz));
     if let Some(dir) = &gw.settings().web_dir {
         router = router.fallback_service(demo_page(dir));

@@ -299,6 +299,11 @@ pub struct Settings {
     /// How fast a voice speaks where a request names no `rate`: 0.5 to 2.0 (1: the voice's own).
     #[arg(long, env = "EARSHOT_SPEAKING_RATE", default_value_t = 1.0)]
     pub speaking_rate: f64,
+    /// Voices pinned to OpenAI's voice names, per backend, as JSON: `{"kokoro": {"nova": "af_bella"},
+    /// "polly": {"onyx": "matthew"}}`. A name left out is given one of the backend's voices for the
+    /// language in turn (docs/openai.md lists them).
+    #[arg(long, env = "EARSHOT_OPENAI_VOICES", value_name = "JSON")]
+    pub openai_voices: Option<String>,
     /// A pronunciation lexicon of `written form [language] = what to say` lines (`docs/pronunciation.md`):
     /// a file, or an S3 object `s3://bucket/key` read at start (the CDK app uploads one there). Every
     /// sentence is said as it says, on every voice. A bad line stops the start with its number and why.
@@ -576,6 +581,14 @@ impl Settings {
         SpeakingRate::from_factor(self.speaking_rate).map_err(|e| SettingsError::of("speaking-rate", e))
     }
 
+    /// The voices pinned to OpenAI's names; none pinned where the setting is left out.
+    pub fn openai_voices(&self) -> Result<earshot_gateway::voice_ask::OpenAiVoiceTable, SettingsError> {
+        match self.openai_voices.as_deref() {
+            None | Some("") => Ok(Default::default()),
+            Some(json) => earshot_gateway::voice_ask::OpenAiVoiceTable::parse(json).map_err(|why| SettingsError::of("openai-voices", why)),
+        }
+    }
+
     /// The lexicon of a file, read and checked; `None` where none is named, or where it is an S3 object
     /// ([`Settings::lexicon_object`], read when the AWS parts connect).
     pub fn lexicon(&self) -> Result<Option<Arc<Lexicon>>, SettingsError> {
@@ -809,6 +822,7 @@ impl Settings {
             cache: self.cache(place)?,
             output_format: self.output_format,
             speaking_rate: self.speaking_rate()?,
+            openai_voices: self.openai_voices()?,
             lexicon: self.lexicon()?,
             owner_lexicons: self.owner_lexicons()?,
             backend_conversations: self.backend_conversations.0.iter().filter(|(_, max)| *max > 0).cloned().collect(),
@@ -1330,6 +1344,7 @@ mod tests {
             (&[("EARSHOT_CACHE", "off")], |g| g.cache.scope == CacheScope::Off),
             (&[("EARSHOT_CACHE_MIB", "1")], |g| g.cache.limits.max_bytes == 1 << 20),
             (&[("EARSHOT_OUTPUT_FORMAT", "ulaw_8000")], |g| g.output_format.is_some()),
+            (&[("EARSHOT_OPENAI_VOICES", r#"{"kokoro": {"nova": "af_bella"}}"#)], |g| g.openai_voices != Default::default()),
             (&[("EARSHOT_BACKENDS", "kokoro,polly"), ("EARSHOT_AB_WEIGHTS", "kokoro=70,polly=30"), ("EARSHOT_FAILOVER", "true")], |g| {
                 g.routing.weights == [("kokoro".to_string(), 70), ("polly".to_string(), 30)] && g.routing.failover
             }),

@@ -75,6 +75,30 @@ def test_voices_are_listed_with_stable_names(server: Server) -> None:
     assert body["front_ends"] == {"en": "espeak-ng", "fr": "espeak-ng", "zh": "misaki" if misaki_chinese_available() else "espeak-ng", "ja": "pyopenjtalk"}
 
 
+def test_a_blend_of_two_voices_speaks_in_a_third_and_an_unknown_part_is_refused(server: Server) -> None:
+    async def scenario() -> dict[str, Outcome]:
+        async with websockets.connect(server.ws_url) as ws:
+            outcomes = await send_requests(
+                ws,
+                [
+                    ("a", "Hello there.", {"voice": "jf_alpha"}),
+                    ("k", "Hello there.", {"voice": "jm_kumo"}),
+                    ("ak", "Hello there.", {"voice": "jf_alpha(0.500)+jm_kumo(0.500)"}),
+                    ("bad", "Hello there.", {"voice": "jf_alpha+af_nobody"}),
+                ],
+            )
+            await collect(ws, outcomes)
+        return outcomes
+
+    outcomes = run(scenario())
+    for rid in ("a", "k", "ak"):
+        assert_complete(outcomes[rid])
+    assert outcomes["ak"].messages[0]["voice"] == "jf_alpha(0.500)+jm_kumo(0.500)"
+    blend, alpha, kumo = outcomes["ak"].pcm, outcomes["a"].pcm, outcomes["k"].pcm
+    assert blend != alpha and blend != kumo, "a voice of its own"
+    assert outcomes["bad"].terminal["type"] == "error" and outcomes["bad"].terminal["code"] == "unknown_voice"
+
+
 def test_three_requests_get_speech_in_order(server: Server) -> None:
     async def scenario() -> tuple[dict[str, Outcome], list[tuple[str, str]]]:
         order: list[tuple[str, str]] = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import marked
+from .. import blends, marked
 from ..config import Settings
 from ..phonemes import G2P, keep_known, pauses, split_pieces
 from ..protocol import ProtocolError
@@ -117,7 +117,10 @@ class Engine(ABC):
         return {lang: getattr(g2p, "name", type(g2p).__name__) for lang, g2p in self._g2p.items()}
 
     def has_voice(self, name: str) -> bool:
-        return any(v.name == name for v in self.voices())
+        """A voice of the engine's, or a blend of them (``blends.py``)."""
+        parts = blends.parse(name)
+        names = {v.name for v in self.voices()}
+        return name in names if parts is None else all(voice in names for voice, _ in parts)
 
     def phonemize(self, text: str, language: str) -> str:
         """The front end's phonemes for ``text``, a pronunciation given inline taken as it is (``marked.py``)."""

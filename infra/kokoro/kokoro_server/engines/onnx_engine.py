@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .. import cuda_libraries, model_files
+from .. import blends, cuda_libraries, model_files
 from ..config import Settings
 from ..headroom import Headroom
 from ..phonemes import MAX_PHONEMES, EspeakG2P, JapaneseG2P, chinese_g2p, english_g2p
@@ -66,6 +66,7 @@ class OnnxEngine(Engine):
         self._running = 0
         self._running_lock = threading.Lock()
         self._styles: dict[str, np.ndarray] = {}
+        self._blends = blends.Blends(self._styles)
         self._token_input = "tokens"
         # The production model when KOKORO_MODEL_DIR holds an export (its manifest names the voices).
         self._export = model_files.read_export(settings.model_dir) if model_files.has_export(settings.model_dir) else None
@@ -133,6 +134,7 @@ class OnnxEngine(Engine):
         with (voices_file.open("rb") if voices_file else (data / "voices_ja.npz").open("rb")) as f:
             packs = np.load(f)
             self._styles = {name: np.asarray(packs[name], dtype=np.float32) for name in self._voice_names}
+        self._blends = blends.Blends(self._styles)
         self._g2p = {
             "en": english_g2p(settings.english_g2p),
             "fr": EspeakG2P("fr"),
@@ -205,7 +207,7 @@ class OnnxEngine(Engine):
         tokens = [self._vocab[p] for p in phonemes if p in self._vocab][:MAX_PHONEMES]
         if not tokens:
             return Rendered(np.zeros(0, dtype=np.float32))
-        style = self._styles[voice]
+        style = self._blends.style(voice)
         feeds = {
             self._token_input: np.array([[0, *tokens, 0]], dtype=np.int64),
             "style": style[min(len(tokens), len(style)) - 1].reshape(1, -1),

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import blends
 from ..config import Settings
 from ..model_files import HF_FILES, HF_REPO, verify_files
 from ..phonemes import JapaneseG2P
@@ -73,6 +74,7 @@ class TorchEngine(Engine):
         self._packs = {
             name: torch.load(root / "voices" / f"{name}.pt", weights_only=True).to(device) for name in VOICE_NAMES
         }
+        self._blends = blends.Blends(self._packs)
         g2p = {}
         for language, code in PIPELINE_LANGUAGES.items():
             pipeline = KPipeline(lang_code=code, repo_id=HF_REPO, model=False)
@@ -90,7 +92,7 @@ class TorchEngine(Engine):
         if not phonemes:
             return Rendered(np.zeros(0, dtype=np.float32))
         with torch.inference_mode():
-            output = KPipeline.infer(self._model, phonemes, self._packs[voice], speed)
+            output = KPipeline.infer(self._model, phonemes, self._blends.style(voice), speed)
         durations = None if output.pred_dur is None else output.pred_dur.cpu().numpy().ravel()
         return Rendered(output.audio.float().cpu().numpy().ravel(), durations)
 
