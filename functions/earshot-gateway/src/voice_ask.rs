@@ -103,8 +103,9 @@ impl OpenAiVoiceTable {
 }
 
 /// The voices `backend` gives out to OpenAI's names for `language`: its voice for the language (or its
-/// default) first, then its other voices whose own language it is, in its catalogue's order; where it has
-/// none of the language's own, every voice that speaks it.
+/// default) first, then its other voices whose own language it is, in its catalogue's order. Where even
+/// its voice for the language is not one of the language's own (a container whose voices are all of
+/// another language, each reading this one with its foreign timbre), every voice that speaks it.
 fn voices_for(backend: &dyn SpeechBackend, language: Option<&Language>) -> Vec<String> {
     let first = language.and_then(|l| backend.voice_for_language(l)).unwrap_or_else(|| backend.default_voice());
     let voices = backend.voices();
@@ -114,9 +115,85 @@ fn voices_for(backend: &dyn SpeechBackend, language: Option<&Language>) -> Vec<S
     };
     let mut out = vec![first.clone()];
     out.extend(voices.iter().filter(|v| v.id != first && own(v)).map(|v| v.id.clone()));
-    if out.len() == 1 {
+    if !voices.iter().any(|v| v.id == first && own(v)) {
         let speaks = |v: &str| language.is_none_or(|l| backend.voice_speaks(v, l));
-        out.extend(voices.iter().filter(|v| v.id != first && speaks(&v.id)).map(|v| v.id.clone()));
+        let rest: Vec<String> = voices.iter().filter(|v| !out.contains(&v.id) && speaks(&v.id)).map(|v| v.id.clone()).collect();
+        out.extend(rest);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use earshot_core::speech::{SessionOptions, SpeechError, SpeechSession, Voice};
+
+    /// A catalogue alone (the rule opens nothing): voices with their languages, the first the default,
+    /// every voice reading every language of `reads` where set (as the Kokoro container's do).
+    struct Catalogue {
+        voices: Vec<(&'static str, &'static str)>,
+        reads: Option<Vec<&'static str>>,
+    }
+
+    #[async_trait]
+    impl SpeechBackend for Catalogue {
+        fn name(&self) -> &str {
+            "kokoro"
+        }
+        fn voices(&self) -> Vec<Voice> {
+            self.voices.iter().map(|(v, l)| Voice { id: v.to_string(), language: l.to_string(), description: String::new() }).collect()
+        }
+        fn default_voice(&self) -> String {
+            self.voices[0].0.to_string()
+        }
+        fn voice_speaks(&self, voice: &str, language: &Language) -> bool {
+            match &self.reads {
+                Some(reads) => self.voices.iter().any(|(v, _)| *v == voice) && reads.contains(&language.as_str()),
+                None => self.voices.iter().any(|(v, l)| *v == voice && Language::of_voice(l).as_ref() == Some(language)),
+            }
+        }
+        fn languages(&self) -> Vec<(Language, String)> {
+            match &self.reads {
+                Some(reads) => reads.iter().map(|l| (Language::parse(l).unwrap(), self.default_voice())).collect(),
+                None => earshot_core::speech::languages_of(&self.voices(), &self.default_voice()),
+            }
+        }
+        async fn open(&self, _: SessionOptions) -> Result<SpeechSession, SpeechError> {
+            Err(SpeechError::new("backend_unreachable", "the rule opens nothing", true))
+        }
+        async fn health(&self) -> Result<(), SpeechError> {
+            Ok(())
+        }
+    }
+
+    fn given(backend: &Catalogue, language: &str) -> Vec<String> {
+        let language = Language::parse(language).unwrap();
+        OpenAiVoiceTable::default().table(backend, Some(&language)).into_iter().map(|(_, v)| v).collect()
+    }
+
+    #[test]
+    fn the_names_go_round_the_language_s_own_voices_and_one_voice_is_said_for_all() {
+        let production = Catalogue {
+            voices: vec![("af_heart", "en-US"), ("af_bella", "en-US"), ("am_michael", "en-US"), ("bf_emma", "en-GB"), ("ff_siwis", "fr"), ("zf_xiaobei", "zh")],
+            reads: None,
+        };
+        let english = given(&production, "en");
+        assert_eq!(&english[..5], ["af_heart", "af_bella", "am_michael", "bf_emma", "af_heart"], "its voice for English first, then round");
+        assert!(given(&production, "fr").iter().all(|v| v == "ff_siwis"), "one French voice: every name says it");
+    }
+
+    #[test]
+    fn a_container_whose_voices_are_all_of_another_language_gives_them_all_out() {
+        let local = Catalogue { voices: vec![("jf_alpha", "ja"), ("jf_nezumi", "ja"), ("jm_kumo", "ja")], reads: Some(vec!["en", "fr", "ja"]) };
+        assert_eq!(&given(&local, "en")[..4], ["jf_alpha", "jf_nezumi", "jm_kumo", "jf_alpha"]);
+    }
+
+    #[test]
+    fn a_request_s_voice_is_read_as_what_it_names() {
+        assert_eq!(VoiceAsk::read("Shimmer"), Ok(VoiceAsk::OpenAi("shimmer")));
+        assert_eq!(VoiceAsk::read("af_sky+af_bella"), Ok(VoiceAsk::Named("af_bella(0.500)+af_sky(0.500)".into())));
+        assert_eq!(VoiceAsk::read("ruth"), Ok(VoiceAsk::Named("ruth".into())));
+        assert!(VoiceAsk::read("a(0)+b").is_err());
+    }
 }
