@@ -127,6 +127,41 @@ async fn openai_s_voice_names_are_distinct_voices_and_the_listing_says_which() {
 }
 
 #[tokio::test]
+async fn the_captioned_route_gives_every_written_word_a_time_inside_the_audio_as_kokoro_fastapi_does() {
+    use base64::Engine;
+    let earshot = kokoro_gateway().await;
+    let client = reqwest::Client::new();
+    let b64 = |v: &serde_json::Value| base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap()).unwrap();
+    // Streamed (Kokoro-FastAPI's default), on Kokoro-FastAPI's own path: a line an audio chunk or a sentence's words.
+    let body = serde_json::json!({"model": "kokoro", "voice": "alloy", "input": SDK_TEXT, "response_format": "mp3"});
+    let response = client.post(format!("{}/dev/captioned_speech", earshot.url)).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/x-ndjson");
+    let text = response.text().await.unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().all(|l| l["audio_format"] == "mp3" && l.get("error").is_none()), "{text}");
+    let audio: Vec<u8> = lines.iter().flat_map(|l| b64(&l["audio"])).collect();
+    let words: Vec<&serde_json::Value> = lines.iter().flat_map(|l| l["timestamps"].as_array().unwrap()).collect();
+    let said: Vec<&str> = words.iter().map(|w| w["word"].as_str().unwrap()).collect();
+    assert_eq!(said, earshot_core::words::written_words(SDK_TEXT), "every written word, in order");
+    let seconds = earshot_audio::mp3::decode(&audio).unwrap().len() as f64 / 24_000.0;
+    let (mut last, first) = (0.0, words[0]["start_time"].as_f64().unwrap());
+    assert!(first >= 0.044, "after MP3's priming: {first}");
+    for w in &words {
+        let (start, end) = (w["start_time"].as_f64().unwrap(), w["end_time"].as_f64().unwrap());
+        assert!(start >= last - 0.001 && end >= start, "in order: {w}");
+        last = end;
+    }
+    assert!(last <= seconds && last > seconds * 0.8, "the last word ends inside the audio ({last} of {seconds} s)");
+    // Whole (`stream: false`) on earshot's path: one object with the same words and the whole audio.
+    let body = serde_json::json!({"model": "kokoro", "voice": "alloy", "input": SDK_TEXT, "response_format": "wav", "stream": false});
+    let whole: serde_json::Value = client.post(format!("{}/v1/audio/speech/captioned", earshot.url)).json(&body).send().await.unwrap().json().await.unwrap();
+    assert_eq!(whole["audio_format"], "wav");
+    assert!(b64(&whole["audio"]).starts_with(b"RIFF"));
+    assert_eq!(whole["timestamps"].as_array().unwrap().len(), said.len());
+}
+
+#[tokio::test]
 async fn the_first_sentence_is_heard_before_the_input_is_spoken_whole() {
     let earshot = kokoro_gateway().await;
     let client = reqwest::Client::new();

@@ -58,6 +58,19 @@ pub fn most_silence_added_ms(encoding: &str) -> f64 {
     }
 }
 
+/// Milliseconds a decoder plays before a sentence's first sample, past where a client's count of the
+/// chunks puts the sentence's start: MP3's priming through the codec's delay (the stream carries no tag
+/// to drop it), AAC's hop of silence before each sentence; none for the others (Opus's pre-skip is
+/// dropped by the decoder, and the clock counts without it).
+pub fn lead_ms(encoding: &str) -> f64 {
+    use earshot_core::protocol::AudioFormat;
+    match encoding {
+        AudioFormat::MP3 => crate::mp3::DELAY as f64 * 1000.0 / crate::mp3::RATE as f64,
+        AudioFormat::AAC_ADTS => crate::aac::FRAME as f64 * 1000.0 / crate::aac::RATE as f64,
+        _ => 0.0,
+    }
+}
+
 /// A new stream for `format`, or none for a format whose bytes are samples (PCM, G.711).
 pub fn stream_for(format: OutputFormat) -> Option<Box<dyn CodedStream>> {
     match format {

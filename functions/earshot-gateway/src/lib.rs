@@ -25,6 +25,7 @@ pub mod input_budget;
 pub mod interrupts;
 pub mod lexicon_refresh;
 pub mod metrics;
+pub mod openai_captions;
 pub mod openai_listing;
 pub mod openai_speech;
 pub mod owner;

@@ -65,7 +65,7 @@ pub const CHOOSING_MODELS: [&str; 5] = ["auto", "earshot", "tts-1", "tts-1-hd", 
 pub const API: &str = "openai_speech";
 
 /// The rate of OpenAI's `pcm` and of the `wav` made here.
-const PCM_RATE: u32 = 24_000;
+pub(crate) const PCM_RATE: u32 = 24_000;
 
 /// The speeds OpenAI takes.
 const OPENAI_SPEEDS: (f64, f64) = (0.25, 4.0);
@@ -162,7 +162,21 @@ pub struct Asked {
     pub request: SpeakRequest,
     /// How the response carries the audio.
     pub framing: Framing,
+    /// On the captioned route, how the words come with the audio.
+    pub captions: Option<crate::openai_captions::Captions>,
 }
+
+/// Which of OpenAI's speech routes a request came by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `POST /v1/audio/speech`: the audio alone.
+    Speech,
+    /// `POST /v1/audio/speech/captioned` (`/dev/captioned_speech`): the audio with its words' times.
+    Captioned,
+}
+
+/// Kokoro-FastAPI's fields of the captioned route.
+const CAPTION_FIELDS: [&str; 2] = ["stream", "return_timestamps"];
 
 /// How the response carries the audio, and what it says of the request.
 #[derive(Debug, Clone, PartialEq)]
@@ -220,6 +234,11 @@ fn invalid(code: &str, param: &'static str, message: impl Into<String>) -> OpenA
 
 /// Reads OpenAI's request into earshot's, for a gateway with `backends` and at most `max_text_chars` of input.
 pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<Asked, OpenAiError> {
+    parse_for(Route::Speech, body, backends, max_text_chars)
+}
+
+/// Reads a request of `route`.
+pub fn parse_for(route: Route, body: &[u8], backends: &[String], max_text_chars: usize) -> Result<Asked, OpenAiError> {
     let value = crate::strict_json::from_slice(body).map_err(|e| match e {
         crate::strict_json::StrictError::Syntax(why) => invalid("invalid_json", "body", format!("the body is not JSON: {why}")),
         crate::strict_json::StrictError::DuplicateKey(key) => invalid("invalid_json", "body", format!("`{key}` is given twice")),
@@ -230,7 +249,17 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
     let serde_json::Value::Object(mut fields) = value else {
         return Err(invalid("invalid_json", "body", "the body is a JSON object"));
     };
-    let ignored: Vec<String> = fields.keys().filter(|k| !FIELDS.contains(&k.as_str())).cloned().collect();
+    let known = |k: &str| FIELDS.contains(&k) || (route == Route::Captioned && CAPTION_FIELDS.contains(&k));
+    let ignored: Vec<String> = fields.keys().filter(|k| !known(k)).cloned().collect();
+    let flag = |name: &'static str| match fields.get(name) {
+        None | Some(serde_json::Value::Null) => Ok(true),
+        Some(serde_json::Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(invalid("invalid_request", name, format!("`{name}` is true or false"))),
+    };
+    let captions = match route {
+        Route::Captioned => Some(crate::openai_captions::Captions { stream: flag("stream")?, timestamps: flag("return_timestamps")? }),
+        Route::Speech => None,
+    };
     fields.retain(|k, _| FIELDS.contains(&k.as_str()));
     let body: OpenAiBody = serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| invalid("invalid_request", "body", e.to_string()))?;
     let model = body.model.filter(|m| !m.trim().is_empty()).ok_or_else(|| invalid("missing_model", "model", "`model` is required"))?;
@@ -294,13 +323,13 @@ pub fn parse(body: &[u8], backends: &[String], max_text_chars: usize) -> Result<
         api: Some(API),
         ssml: false,
     };
-    Ok(Asked { request, framing: Framing { container, sse, speed_used, ignored } })
+    Ok(Asked { request, framing: Framing { container, sse, speed_used, ignored }, captions })
 }
 
 /// A WAV header for 16-bit mono PCM at `rate` whose length is not known yet: both sizes at their
 /// largest, as streaming WAV writers (ffmpeg's, OpenAI's) leave them. Written by hand: hound's writer
 /// needs a seekable sink to fill the sizes in afterwards, which a stream is not.
-fn wav_header(rate: u32) -> Bytes {
+pub(crate) fn wav_header(rate: u32) -> Bytes {
     let mut h = Vec::with_capacity(44);
     h.extend_from_slice(b"RIFF");
     h.extend_from_slice(&u32::MAX.to_le_bytes());
@@ -387,9 +416,16 @@ pub fn stream_response(started: Started, framing: &Framing, input_chars: usize, 
     });
     let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = StatusCode::OK;
-    let headers = response.headers_mut();
     let content_type = if sse { "text/event-stream" } else { framing.container.content_type() };
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    common_headers(&mut response, &started.backend, &started.request_id, framing);
+    response
+}
+
+/// What every answer on OpenAI's routes says beside its body: no caching, no proxy buffering, the
+/// backend and request id, the rate used where `speed` asked past the voices', and the fields ignored.
+pub(crate) fn common_headers(response: &mut Response, backend: &str, request_id: &str, framing: &Framing) {
+    let headers = response.headers_mut();
     if let Some(rate) = framing.speed_used {
         if let Ok(v) = HeaderValue::from_str(&format!("{:.2}", rate.factor())) {
             headers.insert("x-earshot-speed", v);
@@ -402,12 +438,11 @@ pub fn stream_response(started: Started, framing: &Framing, input_chars: usize, 
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    for (name, value) in [("x-earshot-backend", started.backend.as_str()), ("x-earshot-request-id", started.request_id.as_str())] {
+    for (name, value) in [("x-earshot-backend", backend), ("x-earshot-request-id", request_id)] {
         if let Ok(v) = HeaderValue::from_str(value) {
             headers.insert(name, v);
         }
     }
-    response
 }
 
 /// The ignored fields' names for a header: the first few, each cut short, in visible ASCII (a name is

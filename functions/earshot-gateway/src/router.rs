@@ -30,7 +30,9 @@ use crate::request;
 pub fn router(gw: Arc<Gateway>) -> Router {
     let mut router: Router<Arc<Gateway>> = Router::new()
         .route("/v1/speak", post(speak))
-        .route("/v1/audio/speech", post(openai_speech))
+        .route("/v1/audio/speech", post(|gw, headers, body| openai_speech(gw, headers, body, crate::openai_speech::Route::Speech)))
+        .route("/v1/audio/speech/captioned", post(|gw, headers, body| openai_speech(gw, headers, body, crate::openai_speech::Route::Captioned)))
+        .route("/dev/captioned_speech", post(|gw, headers, body| openai_speech(gw, headers, body, crate::openai_speech::Route::Captioned)))
         .route("/v1/conversations/{id}/interrupt", post(interrupt))
         .route("/v1/voices", get(voices))
         .route("/v1/models", get(crate::openai_listing::models))
@@ -138,7 +140,7 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
 }
 
 /// `POST /v1/audio/speech`: OpenAI's speech API over the same conversations ([`crate::openai_speech`]).
-async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
+async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request, route: crate::openai_speech::Route) -> Response {
     use crate::openai_speech::{self, OpenAiError};
     let clock = Clock::start();
     let (scope, owner) = match caller(&gw, &headers, &body) {
@@ -154,13 +156,16 @@ async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body:
         Ok(bytes) => bytes,
         Err(e) => return OpenAiError::from(e).into_response(),
     };
-    let asked = match openai_speech::parse(&bytes, &gw.backend_names(), gw.settings().limits.max_text_chars) {
+    let asked = match openai_speech::parse_for(route, &bytes, &gw.backend_names(), gw.settings().limits.max_text_chars) {
         Ok(asked) => asked,
         Err(e) => return e.into_response(),
     };
     let input_chars = asked.request.input_chars();
     match start(&gw, asked.request, scope, owner, clock).await {
-        Ok(started) => openai_speech::stream_response(started, &asked.framing, input_chars, gw.settings().keep_alive),
+        Ok(started) => match asked.captions {
+            Some(captions) => crate::openai_captions::captioned_response(started, &asked.framing, captions, gw.settings().keep_alive),
+            None => openai_speech::stream_response(started, &asked.framing, input_chars, gw.settings().keep_alive),
+        },
         Err(e) => OpenAiError::from(e).into_response(),
     }
 }
