@@ -161,6 +161,66 @@ async fn the_captioned_route_gives_every_written_word_a_time_inside_the_audio_as
     assert_eq!(whole["timestamps"].as_array().unwrap().len(), said.len());
 }
 
+/// `earshot key …` as a new user runs it: its standard output.
+fn earshot_key(file: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(earshot_e2e::earshot_bin()).arg("key").args(args).arg("--file").arg(file).output().expect("earshot key runs");
+    assert!(out.status.success(), "earshot key {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn an_api_key_made_once_serves_openai_s_sdk_until_revoked_within_its_claims() {
+    let dir = std::env::temp_dir().join(format!("earshot-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("keys.json");
+    let _ = std::fs::remove_file(&file);
+    let key = earshot_key(&file, &["create", "--owner", "reader-app"]).trim().to_string();
+    let narrow = earshot_key(&file, &["create", "--owner", "kiosk", "--voice", "jm_kumo"]).trim().to_string();
+    assert!(key.starts_with("sk-earshot-") && key.len() == 62, "{key}");
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(!kept.contains(&key[19..]) && !kept.contains(&narrow[19..]), "only digests are kept: {kept}");
+    assert!(kept.contains("reader-app") && kept.contains("sha256"));
+    let kokoro = Kokoro::shared();
+    kokoro.ready().await;
+    let keys = "local=0123456789abcdef0123456789abcdef";
+    let args =
+        ["--backends", "kokoro", "--kokoro-url", &kokoro.url, "--cache", "off", "--auth", "token", "--token-keys", keys, "--api-keys", file.to_str().unwrap()];
+    let earshot = EarshotProcess::start(&args).await;
+    earshot.healthy().await;
+    let script = package_dir().join("openai/with_a_key.py");
+    let call = |key: &str, voice: &str| {
+        let (script, url, key, voice) = (script.clone(), earshot.url.clone(), key.to_string(), voice.to_string());
+        async move {
+            let python = package_dir().join("../bench/peer/.venv/bin/python");
+            let out = tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(url).arg(key).arg(voice).output().unwrap())
+                .await
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        }
+    };
+    // The SDK with only base_url and api_key speaks.
+    let spoken = call(&key, "alloy").await;
+    assert!(spoken["bytes"].as_u64().is_some_and(|b| b > 24_000), "{spoken}");
+    // A key narrowed to one voice speaks in it (alloy is that voice there) and is refused another.
+    let allowed = call(&narrow, "jm_kumo").await;
+    assert!(allowed["bytes"].as_u64().is_some(), "{allowed}");
+    let refused = call(&narrow, "jf_alpha").await;
+    assert_eq!((refused["status"].as_u64(), refused["code"].as_str()), (Some(403), Some("token_out_of_scope")), "{refused}");
+    // A key not made here, and one revoked: the SDK's AuthenticationError.
+    let forged = format!("{}{}", &key[..key.len() - 4], "AAAA");
+    assert_eq!(call(&forged, "alloy").await["code"], "key_unknown");
+    let id = &key[11..19];
+    earshot_key(&file, &["revoke", id]);
+    let revoked = call(&key, "alloy").await;
+    assert_eq!(
+        (revoked["raised"].as_str(), revoked["status"].as_u64(), revoked["code"].as_str()),
+        (Some("AuthenticationError"), Some(401), Some("key_revoked"))
+    );
+    assert!(earshot_key(&file, &["list"]).contains(&format!("{id}  revoked  owner=reader-app")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn the_first_sentence_is_heard_before_the_input_is_spoken_whole() {
     let earshot = kokoro_gateway().await;

@@ -31,6 +31,8 @@ enum Command {
     Split(commands::split::SplitArgs),
     /// Mint a gateway token (token mode) for local use and scripts.
     Token(commands::token::TokenArgs),
+    /// API keys for OpenAI clients (token mode): create one (printed once), revoke one, list them.
+    Key(commands::key::KeyArgs),
     /// Check a running gateway: one short conversation pinned to each arm, and what to fix where one cannot speak.
     Doctor(commands::doctor::DoctorArgs),
     /// Report on the A/B experiment from the gateway's metric lines: per arm, first audio, stalls, failures
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Say(args) => commands::say::run(args),
         Command::Split(args) => commands::split::run(args),
         Command::Token(args) => commands::token::run(args),
+        Command::Key(args) => commands::key::run(args),
         Command::Doctor(args) => commands::doctor::run(args),
         Command::Ab(args) => commands::ab::run(*args),
         Command::Plan(args) => commands::plan::run(*args),

@@ -52,6 +52,8 @@ pub const DEFAULT_MAX_LIFETIME_SECONDS: u64 = 3600;
 pub struct TokenAuth {
     /// Key id → key; replaced whole when the keys are read again.
     keys: Arc<RwLock<HashMap<String, DecodingKey>>>,
+    /// API keys (`sk-earshot-…`) that work where tokens do ([`crate::api_keys`]).
+    api_keys: Option<Arc<crate::api_keys::KeyFile>>,
     audience: String,
     max_lifetime: u64,
     refresh: Option<Refresh>,
@@ -168,7 +170,13 @@ impl TokenAuth {
     /// `keys`: key id → secret (at least 32 bytes each, as HS256 asks).
     pub fn new(keys: Vec<(String, Vec<u8>)>, audience: impl Into<String>) -> Result<Self, String> {
         let keys = decoding_keys(keys)?;
-        Ok(TokenAuth { keys: Arc::new(RwLock::new(keys)), audience: audience.into(), max_lifetime: DEFAULT_MAX_LIFETIME_SECONDS, refresh: None })
+        Ok(TokenAuth {
+            keys: Arc::new(RwLock::new(keys)),
+            audience: audience.into(),
+            max_lifetime: DEFAULT_MAX_LIFETIME_SECONDS,
+            refresh: None,
+            api_keys: None,
+        })
     }
 
     /// Reads the keys again with `read` when a request comes `every` or more after the last reading
@@ -220,6 +228,12 @@ impl TokenAuth {
         });
     }
 
+    /// Takes the API keys of `file` beside tokens.
+    pub fn with_api_keys(mut self, file: Arc<crate::api_keys::KeyFile>) -> Self {
+        self.api_keys = Some(file);
+        self
+    }
+
     /// Refuses tokens valid for longer than `seconds` from now (`token_lifetime_too_long`).
     pub fn with_max_lifetime(mut self, seconds: u64) -> Self {
         self.max_lifetime = seconds;
@@ -265,6 +279,12 @@ impl TokenAuth {
                 }
             },
         };
+        if token.starts_with(crate::api_keys::PREFIX) {
+            let keys = self.api_keys.as_ref().ok_or_else(|| ApiError::unauthorized("key_unknown", "this gateway takes no API keys: present a token"))?;
+            let claims = keys.verify(&token, &self.audience)?;
+            let owner = Owner::subject(claims.sub.as_deref().unwrap_or_default());
+            return Ok(Bearer { claims, owner });
+        }
         let claims = self.verify(&token)?;
         let owner = match &claims.sub {
             Some(sub) if !sub.is_empty() => Owner::subject(sub),

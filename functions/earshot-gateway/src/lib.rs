@@ -11,6 +11,7 @@
 
 pub mod address_slots;
 pub mod api_error;
+pub mod api_keys;
 pub mod auth;
 pub mod backend_cap;
 pub mod cache_settings;

@@ -191,6 +191,10 @@ pub struct Settings {
     /// Token keys, `kid=secret,…` (at least 32 bytes each); the first signs `earshot token`'s tokens.
     #[arg(long, env = "EARSHOT_TOKEN_KEYS", hide_env_values = true)]
     pub token_keys: Option<String>,
+    /// API keys (`sk-earshot-…`, made by `earshot key create`) taken beside tokens in token mode: the
+    /// JSON file that keeps their digests, read again when it changes.
+    #[arg(long = "api-keys", env = "EARSHOT_API_KEYS_FILE", value_name = "FILE")]
+    pub api_keys_file: Option<std::path::PathBuf>,
     /// A Secrets Manager secret holding the token keys as JSON `{"kid": "secret", …}`, read at start
     /// and again on a request this long after the last reading (a key removed from it stops verifying).
     #[arg(long, env = "EARSHOT_TOKEN_KEYS_SECRET")]
@@ -446,6 +450,8 @@ pub const LOCAL_ONLY: &[&str] = &[
     "EARSHOT_MAX_IN_FLIGHT",
     "EARSHOT_OPENAI_API_KEY",
     "EARSHOT_TOKEN_KEYS",
+    // API keys in a file: `earshot serve` (a deployment keeps them in its table).
+    "EARSHOT_API_KEYS_FILE",
     "EARSHOT_CONVERSATION_SECRET",
     "EARSHOT_CONVERSATION_SECRET_FILE",
     // The scripted agent and the synthetic voice: demos, tests and benches (a Lambda under `cargo lambda
@@ -845,7 +851,11 @@ impl Settings {
     /// Token mode's verifier over these keys, read from the setting whose flag is `--{from}`, with this
     /// deployment's audience and longest lifetime.
     pub(crate) fn token_auth(&self, keys: Vec<(String, Vec<u8>)>, from: &str) -> Result<TokenAuth, SettingsError> {
-        let auth = TokenAuth::new(keys, self.token_audience.clone()).map_err(SettingsError::wrap(from))?;
+        let mut auth = TokenAuth::new(keys, self.token_audience.clone()).map_err(SettingsError::wrap(from))?;
+        if let Some(path) = &self.api_keys_file {
+            let file = earshot_gateway::api_keys::KeyFile::open(path).map_err(|why| SettingsError::of("api-keys", why))?;
+            auth = auth.with_api_keys(Arc::new(file));
+        }
         Ok(auth.with_max_lifetime(self.token_max_lifetime_seconds))
     }
 

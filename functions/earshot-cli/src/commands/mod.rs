@@ -2,6 +2,7 @@
 
 pub mod ab;
 pub mod doctor;
+pub mod key;
 pub mod metric_lines;
 pub mod plan;
 pub mod say;
