@@ -21,7 +21,7 @@ export const AGENTS = ['bedrock', 'openai', 'http', 'agentcore'] as const;
 export const AGENTCORE_RUNTIME_ARN = /^arn:aws[a-z-]*:bedrock-agentcore:[a-z0-9-]+:\d{12}:runtime\/[A-Za-z0-9_-]+$/;
 export const HTTP_AGENT_FORMATS = ['auto', 'sse', 'ndjson', 'text'] as const;
 /** The gateway's `output_format` names (earshot_core::output::OutputFormat). */
-export const OUTPUT_FORMATS = ['pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000', 'ulaw_8000', 'alaw_8000', 'opus_48000'] as const;
+export const OUTPUT_FORMATS = ['pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000', 'ulaw_8000', 'alaw_8000', 'opus_48000', 'mp3_24000', 'aac_24000', 'flac_24000'] as const;
 export const INFERENCE_AMI_VERSIONS = ['al2-ami-sagemaker-inference-gpu-2', 'al2-ami-sagemaker-inference-gpu-2-1', 'al2-ami-sagemaker-inference-gpu-3-1'] as const;
 
 /**
@@ -184,6 +184,8 @@ export interface EarshotConfig {
   readonly outputFormat: string;
   /** How fast the voices speak where a request names no `rate`: 0.5 to 2.0 (1: each voice's own; docs/pronunciation.md). */
   readonly speakingRate: number;
+  /** Voices pinned to OpenAI's voice names, per backend, as JSON (`{"kokoro": {"nova": "af_bella"}}`; docs/openai.md, "Voices"); '': the rule gives them all. */
+  readonly openaiVoices: string;
   /** A pronunciation lexicon file (docs/pronunciation.md), relative to infra/cdk or absolute, uploaded with the deploy and read by the gateway at init; '': none. */
   readonly lexiconFile: string;
   /** The sentence cache's bound per warm Lambda, in MiB (at most a quarter of lambdaMemoryMb). */
@@ -279,6 +281,7 @@ const KINDS: Record<keyof EarshotConfig, Kind> = {
   cacheMib: 'integer',
   outputFormat: 'string',
   speakingRate: 'decimal',
+  openaiVoices: 'string',
   lexiconFile: 'string',
   cacheMaxChars: 'integer',
   cacheWarmup: 'string',
@@ -450,6 +453,9 @@ function check(c: EarshotConfig): void {
   within('cacheMib', 1, 4096);
   if (!(c.speakingRate >= 0.5 && c.speakingRate <= 2)) fail('speakingRate', `must be from 0.5 to 2.0 (1: each voice's own), got ${c.speakingRate}`);
   if (c.lexiconFile !== '' && !fs.existsSync(lexiconPath(c))) fail('lexiconFile', `names no file: ${lexiconPath(c)} (relative paths are read from infra/cdk)`);
+  if (c.openaiVoices !== '' && !isVoiceTable(c.openaiVoices)) {
+    fail('openaiVoices', `must be '' or a JSON object of backends, each an object of OpenAI's voice names to voices, got ${JSON.stringify(c.openaiVoices)}`);
+  }
   if (c.outputFormat !== '' && !OUTPUT_FORMATS.includes(c.outputFormat as (typeof OUTPUT_FORMATS)[number])) {
     fail('outputFormat', `must be '' (each backend's own PCM) or one of ${OUTPUT_FORMATS.join(', ')}, got ${JSON.stringify(c.outputFormat)}`);
   }
@@ -602,4 +608,16 @@ export function defaultConfig(overrides: Partial<Record<keyof EarshotConfig, unk
 /** The backends this deployment really offers: only Polly when Polly-only. */
 export function deployedBackends(c: EarshotConfig): Backend[] {
   return c.pollyOnly ? ['polly'] : c.backends;
+}
+
+/** Whether `text` is a JSON object of backends, each an object of names to voice names (the gateway checks the names). */
+function isVoiceTable(text: string): boolean {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  return isObject(value) && Object.values(value).every((names) => isObject(names) && Object.values(names).every((voice) => typeof voice === 'string' && voice !== ''));
 }

@@ -5,6 +5,7 @@ import { EarshotConfig, deployedBackends } from './config';
 export const ENV_NAMES = [
   'EARSHOT_BACKENDS',
   'EARSHOT_SPEAKING_RATE',
+  'EARSHOT_OPENAI_VOICES',
   'EARSHOT_LEXICON',
   'EARSHOT_AB_WEIGHTS',
   'EARSHOT_AB_ALLOW_OVERRIDE',
@@ -179,6 +180,8 @@ export function lambdaEnvironment(
   if (c.outputFormat !== '') env.EARSHOT_OUTPUT_FORMAT = c.outputFormat;
   // How a sentence is said (docs/pronunciation.md): the lexicon is an S3 object the deploy uploads, read at init.
   if (c.speakingRate !== 1) env.EARSHOT_SPEAKING_RATE = String(c.speakingRate);
+  // OpenAI's voice names pinned to the deployment's voices (docs/openai.md, "Voices").
+  if (c.openaiVoices !== '') env.EARSHOT_OPENAI_VOICES = c.openaiVoices;
   if ((c.lexiconFile !== '') !== (lexiconObject !== undefined)) throw new Error('a lexicon file needs its uploaded object, and only then');
   if (lexiconObject !== undefined) env.EARSHOT_LEXICON = lexiconObject;
   if (c.cacheSharedTier !== (cacheBucket !== undefined)) throw new Error('the shared cache tier needs its bucket, and only then');

@@ -71,6 +71,10 @@ describe('-c overrides (strings from the command line)', () => {
     assert.equal(withContext({ outputFormat: 'opus_48000' }).outputFormat, 'opus_48000');
     rejects({ maxAnswerChars: '1000' }, /`maxAnswerChars` must be at least maxTextChars \(20000\)/);
     rejects({ outputFormat: 'mp3' }, /`outputFormat` must be '' \(each backend's own PCM\) or one of pcm_8000/);
+    assert.equal(withContext({ outputFormat: 'mp3_24000' }).outputFormat, 'mp3_24000');
+    assert.equal(withContext({ openaiVoices: '{"kokoro": {"nova": "af_bella"}}' }).openaiVoices, '{"kokoro": {"nova": "af_bella"}}');
+    rejects({ openaiVoices: '{"kokoro": "af_bella"}' }, /`openaiVoices` must be '' or a JSON object of backends/);
+    rejects({ openaiVoices: 'nova=af_bella' }, /`openaiVoices` must be '' or a JSON object of backends/);
     rejects({ cacheWarmup: 'Sure.' }, /`cacheWarmup` must be '' \(earshot's openers\), none, or JSON/);
     rejects({ cacheWarmup: '{"af_heart": "Sure."}' }, /`cacheWarmup` must be a JSON list of sentences or an object/);
   });
