@@ -29,7 +29,7 @@ export LAMBDA_PINS := cargo-lambda==1.9.2 ziglang==0.17.1
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: audio-decoders help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: audio-decoders livekit-venv help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -113,7 +113,7 @@ test-kokoro:
 audio-decoders:
 	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools mpg123:mpg123 faad:faad flac:flac
 
-test-e2e: deps-rust kokoro-venv moto-venv peer-venv audio-decoders
+test-e2e: deps-rust kokoro-venv moto-venv peer-venv livekit-venv audio-decoders
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (two binaries at a time where safe; E2E_LANES=1 for one)"
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --quiet --locked -p earshot-e2e --no-run
@@ -160,6 +160,12 @@ bench-venv:
 	  python3 -m venv $(ROOT)/bench/.venv && $(ROOT)/bench/.venv/bin/pip install --quiet -r $(ROOT)/bench/requirements.txt && touch $(ROOT)/bench/.venv/.installed; }
 
 # The peer suite's other side: pipecat 1.14 with its Kokoro voice (kokoro-onnx), pinned, in a venv of its own.
+# LiveKit Agents' OpenAI voice, in a venv of its own (clients/livekit/requirements.txt, pinned), for its check.
+livekit-venv:
+	@test -x $(ROOT)/clients/livekit/.venv/bin/python -a $(ROOT)/clients/livekit/.venv/.installed -nt $(ROOT)/clients/livekit/requirements.txt || { \
+	  echo "==> installing LiveKit Agents and its OpenAI plugin into clients/livekit/.venv (PyPI; the check that its OpenAI voice speaks through earshot)"; \
+	  python3 -m venv $(ROOT)/clients/livekit/.venv && $(ROOT)/clients/livekit/.venv/bin/pip install --quiet --disable-pip-version-check -r $(ROOT)/clients/livekit/requirements.txt && touch $(ROOT)/clients/livekit/.venv/.installed; }
+
 peer-venv:
 	@test -x $(ROOT)/bench/peer/.venv/bin/python -a $(ROOT)/bench/peer/.venv/.installed -nt $(ROOT)/bench/peer/requirements.txt || { \
 	  echo "==> installing pipecat with its Kokoro voice into bench/peer/.venv (PyPI; the other side of the peer benchmark)"; \

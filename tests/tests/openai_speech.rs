@@ -245,6 +245,32 @@ async fn the_first_sentence_is_heard_before_the_input_is_spoken_whole() {
 }
 
 #[tokio::test]
+async fn livekit_s_openai_voice_speaks_through_earshot_in_its_default_settings() {
+    let earshot = kokoro_gateway().await;
+    let python = package_dir().join("../clients/livekit/.venv/bin/python");
+    assert!(python.exists(), "LiveKit Agents is installed in its own venv: make livekit-venv");
+    let (script, url) = (package_dir().join("../clients/livekit/checks/openai_tts.py"), earshot.url.clone());
+    let output = tokio::task::spawn_blocking(move || std::process::Command::new(python).arg(script).arg(url).arg(SDK_TEXT).output().unwrap()).await.unwrap();
+    assert!(output.status.success(), "LiveKit's check failed: {}", String::from_utf8_lossy(&output.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // Its defaults: gpt-4o-mini-tts (so SSE), the voice `ash`, mp3 decoded by LiveKit into 24 kHz frames.
+    assert_eq!(out["rates"], serde_json::json!([24_000]), "{out}");
+    assert!(out["frames"].as_u64().unwrap() > 2 && out["rms"].as_f64().unwrap() > 0.02, "speech in many frames: {out}");
+    // The same text in the same voice as raw PCM: LiveKit heard all of it (MP3 adds its priming and a
+    // little silence a sentence).
+    let pcm = spoken(&reqwest::Client::new(), &earshot.url, "ash").await;
+    let (heard, said) = (out["seconds"].as_f64().unwrap(), pcm.len() as f64 / 48_000.0);
+    assert!(heard >= said && heard <= said + 0.25, "LiveKit heard {heard} s of {said} s: {out}");
+    // The gateway counted it as OpenAI's route, with the text LiveKit sent.
+    let lines = earshot.metric_lines_at_least(2).await;
+    // Its sentences' characters: the text less the space between them.
+    let chars = SDK_TEXT.chars().count() - 1;
+    let line =
+        lines.iter().find(|l| l["Api"] == "openai_speech" && l["WrittenCharacters"] == chars && l["Sentences"] == 2).unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(line["Ending"], "completed", "{line}");
+}
+
+#[tokio::test]
 async fn pipecat_s_openai_voice_speaks_through_earshot_with_only_its_base_url_changed() {
     let earshot = kokoro_gateway().await;
     let out = python_check(package_dir().join("../clients/pipecat/checks/openai_voice.py"), earshot.url.clone()).await;

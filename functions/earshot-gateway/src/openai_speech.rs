@@ -438,7 +438,8 @@ pub(crate) fn common_headers(response: &mut Response, backend: &str, request_id:
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    for (name, value) in [("x-earshot-backend", backend), ("x-earshot-request-id", request_id)] {
+    // `x-request-id` is where OpenAI's SDKs read a response's request id (LiveKit's voice logs it).
+    for (name, value) in [("x-earshot-backend", backend), ("x-earshot-request-id", request_id), ("x-request-id", request_id)] {
         if let Ok(v) = HeaderValue::from_str(value) {
             headers.insert(name, v);
         }
