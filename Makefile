@@ -114,6 +114,8 @@ audio-decoders:
 	@$(ROOT)/scripts/debian-packages.sh opusdec:opus-tools mpg123:mpg123 faad:faad flac:flac
 
 test-e2e: deps-rust kokoro-venv moto-venv peer-venv livekit-venv audio-decoders
+	@echo "==> earshot's pipecat voice: its own unit tests (pipecat from the peer venv)"
+	cd $(ROOT)/clients/pipecat && PYTHONPATH=. $(ROOT)/bench/peer/.venv/bin/python -m unittest discover -s tests -q
 	@echo "==> end-to-end tests: the local stack and the hardening cases against the real Kokoro container (two binaries at a time where safe; E2E_LANES=1 for one)"
 	$(CARGO) build --quiet --locked -p earshot
 	$(CARGO) test --quiet --locked -p earshot-e2e --no-run

@@ -44,6 +44,13 @@ async fn earshot_s_pipecat_voice_speaks_times_words_and_hears_an_interruption() 
     assert!(heard_ms > 1_000.0 && heard_ms <= interrupted["played_s"].as_f64().unwrap() * 1000.0 + 100.0, "{out}");
     assert!(!heard.is_empty() && "Returning a jacket is easy. Bring it to any of our stores".starts_with(heard), "heard {heard:?}: {out}");
     assert!(interrupted["heard_after_s"].as_f64().unwrap() < 5.0, "{out}");
+    // At 32 kHz (not a rate earshot makes), after a settings update naming a voice: that voice speaks, in
+    // frames at the pipeline's rate, as long as the 24 kHz answer (pipecat's resampler converted it).
+    let updated = &out["updated"];
+    assert_eq!(updated["errors"], serde_json::json!([]), "{out}");
+    assert_eq!((updated["rates"].clone(), updated["voice"].as_str()), (serde_json::json!([32_000]), Some("jm_kumo")), "{out}");
+    let seconds = |part: &serde_json::Value, rate: f64| part["bytes"].as_f64().unwrap() / 2.0 / rate;
+    assert!(seconds(updated, 32_000.0) > 1.0, "{out}");
     // The conversation ended as interrupted at the gateway, not as a client that left.
     let lines = earshot.metric_lines_at_least(2).await;
     assert!(lines.iter().any(|l| l["Ending"] == "interrupted"), "{lines:?}");

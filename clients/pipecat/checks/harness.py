@@ -77,7 +77,7 @@ class Running:
     """``[scripted LLM → tts → sink]``, running until closed. Records each text the TTS service asked its
     backend for (``requested``)."""
 
-    def __init__(self, tts) -> None:
+    def __init__(self, tts, rate: int = 24000) -> None:
         logger.remove()
         logger.add(sys.stderr, level="WARNING")
         self.llm, self.sink = ScriptedLLM(), Sink()
@@ -87,7 +87,7 @@ class Running:
         async def on_tts_request(service, context_id, text):  # noqa: ARG001
             self.requested.append(text)
 
-        self.worker = PipelineWorker(Pipeline([self.llm, tts, self.sink]), params=PipelineParams(audio_out_sample_rate=24000), idle_timeout_secs=None)
+        self.worker = PipelineWorker(Pipeline([self.llm, tts, self.sink]), params=PipelineParams(audio_out_sample_rate=rate), idle_timeout_secs=None)
         self.runner = WorkerRunner(handle_sigint=False)
         self.task = None
 

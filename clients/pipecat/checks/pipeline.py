@@ -4,7 +4,9 @@ running earshot (`python pipeline.py BASE_URL`; run by `tests/tests/pipecat_voic
 1. an answer spoken whole: the audio frames, their rate, and the words pipecat emitted from earshot's
    timings;
 2. a long answer the user speaks over 1.6 s into its audio: the interruption goes to earshot as its
-   interrupt, and what was heard comes back through ``on_heard``.
+   interrupt, and what was heard comes back through ``on_heard``;
+3. in a second pipeline at 32 kHz (a rate earshot does not make: pipecat's resampler converts its 24 kHz),
+   pipecat's ``TTSUpdateSettingsFrame`` changes the voice, and the next answer is spoken in it.
 
 Prints one JSON object with what the sink saw in each turn.
 """
@@ -15,7 +17,8 @@ import sys
 import time
 
 from harness import Running
-from pipecat.frames.frames import InterruptionFrame
+from pipecat.frames.frames import InterruptionFrame, TTSUpdateSettingsFrame
+from pipecat.services.settings import TTSSettings
 
 from earshot_pipecat import EarshotTTSService
 
@@ -55,6 +58,12 @@ async def main() -> None:
         "played_s": interrupted_at - sink.first_audio,
     }
     speaking.cancel()
+    await pipeline.close()
+
+    other = EarshotTTSService(base_url=sys.argv[1])
+    pipeline = await Running(other, rate=32000).start()
+    await pipeline.llm.push_frame(TTSUpdateSettingsFrame(delta=TTSSettings(voice="jm_kumo")))
+    out["updated"] = {**await pipeline.speak_whole(WHOLE), "voice": (other.last_session or {}).get("voice")}
     print(json.dumps(out), flush=True)
     await pipeline.close()
 

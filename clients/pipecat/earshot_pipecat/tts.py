@@ -4,8 +4,11 @@ Each text pipecat releases goes to earshot's ``/v1/speak`` in ``text`` mode (SSE
 earshot splits it into sentences and streams each one's audio while the next is still being synthesized.
 The service passes along what earshot sends:
 
-- **Audio** as ``TTSAudioRawFrame`` objects, as each piece arrives, in 16-bit PCM at the pipeline's rate
-  (earshot converts it: ``output_format`` ``pcm_<rate>``).
+- **Audio** as ``TTSAudioRawFrame`` objects, as each piece arrives, in 16-bit PCM at the pipeline's rate:
+  earshot converts it where it makes that rate (``output_format`` ``pcm_<rate>``: 8, 16, 22.05, 24, 44.1 and
+  48 kHz); at any other rate earshot sends 24 kHz and pipecat's own stream resampler converts it here.
+- **Settings** from pipecat's ``TTSUpdateSettingsFrame`` (``model`` is the arm, ``voice``, ``language``):
+  read at each text, so an update holds from the next one; the language goes to earshot as a BCP 47 tag.
 - **Word timings** from earshot's ``words`` messages, through pipecat's word-timestamp path. They are the
   voice's own timings (Kokoro) or earshot's estimates (Polly), relative to the turn's audio. Each
   sentence's timings are offset by the audio of the sentences before it.
@@ -37,10 +40,25 @@ from dataclasses import dataclass, field
 
 import aiohttp
 from loguru import logger
+from pipecat.audio.utils import create_stream_resampler
 from pipecat.frames.frames import ErrorFrame, Frame, InterruptionFrame, TTSAudioRawFrame
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
+from pipecat.transcriptions.language import Language
+from pipecat.utils.types import is_given
+
+#: The PCM rates earshot makes (``output_format`` ``pcm_<rate>``).
+EARSHOT_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
+#: The rate asked of earshot where the pipeline's is not one of those (Kokoro's own: nothing converted twice).
+FALLBACK_RATE = 24000
+#: Turns kept for what was heard: the one speaking and the one before (an interruption may follow a new turn's start).
+MOST_TURNS = 2
+
+
+def earshot_rate(pipeline_rate: int) -> int:
+    """The rate to ask earshot for, for a pipeline at ``pipeline_rate``."""
+    return pipeline_rate if pipeline_rate in EARSHOT_RATES else FALLBACK_RATE
 
 
 @dataclass
@@ -96,8 +114,11 @@ class EarshotTTSService(TTSService):
         base_url: earshot's URL (``http://127.0.0.1:8787``, or a Lambda function URL).
         token: a bearer token, where the gateway runs in token mode.
         backend: the arm to speak with (``kokoro``, ``polly``); ``None`` lets the gateway choose (its A/B split).
-        voice: a voice of that arm (``GET /v1/voices``); ``None``: the arm's default.
+        voice: a voice of that arm (``GET /v1/voices``), a Kokoro blend, or one of OpenAI's names; ``None``:
+            the arm's voice for the language.
+        language: the language to speak (pipecat's ``Language`` or a BCP 47 tag); ``None``: earshot detects it.
         sample_rate: the PCM rate of the audio frames; ``None``: the pipeline's output rate.
+        aiohttp_session: the caller's HTTP session, used and left open; ``None``: one of the service's own.
     """
 
     def __init__(
@@ -107,12 +128,14 @@ class EarshotTTSService(TTSService):
         token: str | None = None,
         backend: str | None = None,
         voice: str | None = None,
+        language: Language | str | None = None,
         sample_rate: int | None = None,
+        aiohttp_session: aiohttp.ClientSession | None = None,
         **kwargs,
     ):
-        # The arm stands in pipecat's settings as the model; the language is earshot's to tell (the request's
-        # text, or the answer's first sentence).
-        settings = TTSSettings(model=backend, voice=voice, language=None)
+        # The arm stands in pipecat's settings as the model; without a language, earshot tells it (the
+        # request's text, or the answer's first sentence).
+        settings = TTSSettings(model=backend, voice=voice, language=language)
         # Words reach pipecat from earshot's timings alone (``push_text_frames=False``, as every voice of
         # pipecat's with word timestamps): left on, pipecat would also push each sentence's whole text after
         # its audio, so its context would hold every sentence twice and a word frame could follow its
@@ -127,20 +150,55 @@ class EarshotTTSService(TTSService):
         )
         self._base_url = base_url.rstrip("/")
         self._headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._backend = backend
-        self._voice = voice
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = aiohttp_session
+        self._owns_session = aiohttp_session is None
         self._live: _Conversation | None = None
         self._turns: dict[str, _Turn] = {}
         # Audio spoken so far in each turn context, so that each sentence's word timings follow the ones before.
         self._context_audio_ms: dict[str, float] = {}
         self.last_heard: Heard | None = None
+        #: earshot's last ``session`` message: the backend and voice that speak, and the audio's format.
+        self.last_session: dict | None = None
         self._register_event_handler("on_heard")
 
     def can_generate_metrics(self) -> bool:
         return True
 
+    def language_to_service_language(self, language: Language) -> str | None:
+        """earshot takes BCP 47 tags, which pipecat's languages are."""
+        return str(language.value if isinstance(language, Language) else language)
+
+    def _setting(self, name: str) -> str | None:
+        value = getattr(self._settings, name)
+        return str(value.value if isinstance(value, Language) else value) if is_given(value) and value else None
+
+    def request_body(self, text: str, conversation_id: str) -> dict:
+        """What ``/v1/speak`` is asked for ``text``, with the settings as they are now."""
+        body = {
+            "text": text,
+            "format": "sse",
+            "output_format": f"pcm_{earshot_rate(self.sample_rate)}",
+            "conversation_id": conversation_id,
+        }
+        for field_name, key in (("model", "backend"), ("voice", "voice"), ("language", "language")):
+            value = self._setting(field_name)
+            if value:
+                body[key] = value
+        return body
+
+    def _turn(self, context_id: str) -> _Turn:
+        """The turn of ``context_id``, the oldest forgotten past ``MOST_TURNS`` (a long session keeps no more)."""
+        turn = self._turns.get(context_id)
+        if turn is None:
+            turn = self._turns[context_id] = _Turn()
+            for old in list(self._turns)[:-MOST_TURNS]:
+                del self._turns[old]
+                self._context_audio_ms.pop(old, None)
+        return turn
+
     async def _http(self) -> aiohttp.ClientSession:
+        if not self._owns_session and self._session is not None:
+            return self._session
         if self._session is None or self._session.closed:
             # No overall timeout: an answer streams for as long as it speaks.
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
@@ -148,24 +206,15 @@ class EarshotTTSService(TTSService):
 
     async def cleanup(self):
         await super().cleanup()
-        if self._session is not None:
+        if self._owns_session and self._session is not None:
             await self._session.close()
 
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame, None]:
         conversation = _Conversation(conversation_id=f"pipecat-{uuid.uuid4().hex}", context_id=context_id, text=text)
         self._live = conversation
-        turn = self._turns.setdefault(context_id, _Turn())
+        turn = self._turn(context_id)
         turn.conversations.append(conversation)
-        body = {
-            "text": text,
-            "format": "sse",
-            "output_format": f"pcm_{self.sample_rate}",
-            "conversation_id": conversation.conversation_id,
-        }
-        if self._backend:
-            body["backend"] = self._backend
-        if self._voice:
-            body["voice"] = self._voice
+        body = self.request_body(text, conversation.conversation_id)
         await self.start_tts_usage_metrics(text)
         self.create_task(self._read(conversation, turn, body), name=f"earshot-{conversation.conversation_id}")
         offset_ms = self._context_audio_ms.get(context_id, 0.0)
@@ -190,6 +239,8 @@ class EarshotTTSService(TTSService):
     async def _read(self, conversation: _Conversation, turn: _Turn, body: dict) -> None:
         """Reads one conversation's stream into its queue, to its end (an interruption included)."""
         put = conversation.items.put_nowait
+        # A pipeline rate earshot does not make: its 24 kHz converted here, the filter's state kept across chunks.
+        resampler = create_stream_resampler() if earshot_rate(self.sample_rate) != self.sample_rate else None
         try:
             session = await self._http()
             async with session.post(f"{self._base_url}/v1/speak", json=body, headers=self._headers) as response:
@@ -201,8 +252,14 @@ class EarshotTTSService(TTSService):
                         put(("error", f"earshot answered {response.status}"))
                     return
                 async for event, data in _sse(response.content):
-                    if event == "audio":
+                    if event == "session":
+                        self.last_session = data
+                    elif event == "audio":
                         pcm = base64.b64decode(data["data"])
+                        if resampler is not None:
+                            pcm = await resampler.resample(pcm, FALLBACK_RATE, self.sample_rate)
+                        if not pcm:
+                            continue
                         if turn.first_audio_at is None:
                             turn.first_audio_at = time.monotonic()
                         conversation.audio_ms += len(pcm) / 2 / self.sample_rate * 1000.0
