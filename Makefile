@@ -29,7 +29,7 @@ export LAMBDA_PINS := cargo-lambda==1.9.2 ziglang==0.17.1
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: audio-decoders livekit-venv help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: audio-decoders livekit-venv fastkokoro-venv help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -147,7 +147,7 @@ build: deps-rust
 # The benchmarks: every suite of earshot-bench, with release builds, into bench/results/.
 # BENCH_ARGS passes options through, e.g. BENCH_ARGS="--suites load,transport --trials 5".
 BENCH_OUT ?= $(ROOT)/bench/results
-bench: deps-rust kokoro-venv bench-venv peer-venv moto-venv
+bench: deps-rust kokoro-venv bench-venv peer-venv moto-venv fastkokoro-venv
 	@echo "==> building release binaries for the benchmarks (earshot, earshot-bench, the AWS stand-ins, the Lambda bootstrap)"
 	$(CARGO) build --release --locked -p earshot -p earshot-bench -p earshot-standins -p earshot-lambda
 	@echo "==> running the benchmarks; progress below, logs in $(BENCH_OUT)/logs"
@@ -173,15 +173,21 @@ peer-venv:
 	  echo "==> installing pipecat with its Kokoro voice into bench/peer/.venv (PyPI; the other side of the peer benchmark)"; \
 	  python3 -m venv $(ROOT)/bench/peer/.venv && $(ROOT)/bench/peer/.venv/bin/pip install --quiet --disable-pip-version-check -r $(ROOT)/bench/peer/requirements.txt && touch $(ROOT)/bench/peer/.venv/.installed; }
 
+# fastkokoro (PyPI), the other side of the bench's fastkokoro suite, in a venv of its own.
+fastkokoro-venv:
+	@test -x $(ROOT)/bench/fastkokoro/.venv/bin/fastkokoro -a $(ROOT)/bench/fastkokoro/.venv/.installed -nt $(ROOT)/bench/fastkokoro/requirements.txt || { \
+	  echo "==> installing fastkokoro into bench/fastkokoro/.venv (PyPI; the other side of the fastkokoro benchmark)"; \
+	  python3 -m venv $(ROOT)/bench/fastkokoro/.venv && $(ROOT)/bench/fastkokoro/.venv/bin/pip install --quiet --disable-pip-version-check -r $(ROOT)/bench/fastkokoro/requirements.txt && touch $(ROOT)/bench/fastkokoro/.venv/.installed; }
+
 # The benchmark harness on a tiny input (one trial per cell), so that make bench keeps working.
-test-bench: deps-rust kokoro-venv bench-venv peer-venv moto-venv
+test-bench: deps-rust kokoro-venv bench-venv peer-venv moto-venv fastkokoro-venv fastkokoro-venv
 	@echo "==> the benchmark harness, quick run (figures meaningless; make bench measures)"
 	$(CARGO) build --quiet --locked -p earshot -p earshot-bench -p earshot-standins
 	@out=$$(mktemp -d); \
 	$(CARGO_TARGET_DIR)/debug/earshot-bench --quick --out $$out --kokoro-dir $(ROOT)/infra/kokoro --moto-server $(EARSHOT_MOTO_SERVER) --command "make test-bench" && \
 	$(ROOT)/bench/.venv/bin/python $(ROOT)/bench/plot.py $$out && \
 	for f in report.md results.json release.png floor.png gaps.png load.png; do test -s $$out/$$f || { echo "test-bench: $$f is missing"; exit 1; }; done && \
-	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter" "## 9. Overload" "## 10. Polly" "## 11. Interrupts" "## 12. Agent sources" "## 13. Piece plan" "## 14. First audio" "## 15. Sentence cache" "## 16. Audio formats" "## 17. Owner checks" "## 18. Capacity" "## 19. Peer"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
+	for s in "## 1. Release" "## 2. Orchestration" "## 3. Gaps" "## 4. Load" "## 5. The Kokoro" "## 6. Transport" "## 7. Cold start" "## 8. Segmenter" "## 9. Overload" "## 10. Polly" "## 11. Interrupts" "## 12. Agent sources" "## 13. Piece plan" "## 14. First audio" "## 15. Sentence cache" "## 16. Audio formats" "## 17. Owner checks" "## 18. Capacity" "## 19. Peer" "## 20. OpenAI" "## 21. Beside fastkokoro"; do grep -q "$$s" $$out/report.md || { echo "test-bench: the report has no section $$s"; exit 1; }; done && \
 	rm -rf $$out && echo "==> the benchmark harness works"
 
 test-cdk:

@@ -33,6 +33,7 @@ mod cache;
 mod capacity;
 mod coldstart;
 mod container;
+mod fastkokoro;
 mod firstaudio;
 mod formats;
 mod inprocess;
@@ -64,7 +65,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "release,firstaudio,peer,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity,openai"
+        default_value = "release,firstaudio,peer,pacing,overhead,load,overload,polly,interrupt,agents,container,transport,coldstart,segmenter,cache,formats,owner,capacity,openai,fastkokoro"
     )]
     suites: Vec<String>,
     /// Trials per cell.
@@ -103,6 +104,9 @@ struct Args {
     /// The peer suite's folder: pipecat's side (`pipecat_peer.py`) and its venv (`make peer-venv`).
     #[arg(long, default_value = "bench/peer")]
     peer_dir: PathBuf,
+    /// The fastkokoro suite's folder: its venv (`make fastkokoro-venv`) and its model cache.
+    #[arg(long, default_value = "bench/fastkokoro")]
+    fastkokoro_dir: PathBuf,
     /// Trials per cell of the `peer` suite.
     #[arg(long, default_value_t = 10)]
     peer_trials: usize,
@@ -159,6 +163,8 @@ pub struct Results {
     pub peer: Option<peer::Results>,
     #[serde(default)]
     pub openai: Option<openai::Results>,
+    #[serde(default)]
+    pub fastkokoro: Option<fastkokoro::Results>,
 }
 
 /// A small deterministic generator (xorshift64*), so the shuffled order of cells is the same on
@@ -290,6 +296,7 @@ async fn run(args: Args) -> Result<(), String> {
             "capacity",
             "peer",
             "openai",
+            "fastkokoro",
         ]
         .contains(&s.as_str())
     }) {
@@ -427,6 +434,15 @@ async fn run(args: Args) -> Result<(), String> {
             let peer_dir = std::fs::canonicalize(&args.peer_dir).map_err(|e| format!("{}: {e}", args.peer_dir.display()))?;
             let peer = peer::run(paths, &peer_dir, n, &args.peer_variant).await?;
             recorder.set(|r| r.peer = Some(peer))
+        });
+    }
+    if wants("fastkokoro") {
+        suites.add(Lane::Shared, "fastkokoro", async move {
+            let (n, lengths) = if quick { (1, &fastkokoro::LENGTHS[..1]) } else { (trials, &fastkokoro::LENGTHS[..]) };
+            eprintln!("bench: fastkokoro: earshot's /v1/audio/speech beside fastkokoro's, the same model, voice and texts, {n} interleaved rounds");
+            let dir = std::fs::canonicalize(&args.fastkokoro_dir).map_err(|e| format!("{}: {e}", args.fastkokoro_dir.display()))?;
+            let results = fastkokoro::run(paths, &dir, n, lengths).await?;
+            recorder.set(|r| r.fastkokoro = Some(results))
         });
     }
     if wants("pacing") {

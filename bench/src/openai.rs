@@ -4,7 +4,9 @@
 //! only in its framing (raw PCM in the body against SSE with base64 audio), so their first audio should
 //! sit on the same floor. The cells alternate, in a shuffled order each round, each text said once (the
 //! cache is off). Measured at the client from the request's send: the first audio event decoded for
-//! `/v1/speak` (earshot's client), the first byte of the body for `/v1/audio/speech` (reqwest).
+//! `/v1/speak` (earshot's client), the first byte of the body for `/v1/audio/speech` (reqwest), asked for
+//! `pcm` and for `mp3` (OpenAI's default: its first bytes are whole MP3 frames, so the first byte is the
+//! first decodable frame).
 
 use std::time::Instant;
 
@@ -28,6 +30,9 @@ pub struct Results {
     pub speak_ms: Vec<f64>,
     /// `POST /v1/audio/speech` (`response_format` `pcm`): the first byte of audio, per request.
     pub openai_ms: Vec<f64>,
+    /// `POST /v1/audio/speech` (`response_format` `mp3`): the first byte, a whole MP3 frame, per request.
+    #[serde(default)]
+    pub mp3_ms: Vec<f64>,
 }
 
 pub async fn run(paths: &Paths, trials: usize) -> Result<Results, String> {
@@ -35,18 +40,19 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Results, String> {
     let args: Vec<String> = ["--backends", "kokoro", "--kokoro-url", &kokoro.url].iter().map(|s| s.to_string()).collect();
     let gateway = stack::gateway(paths, "gateway-openai", &args, &[]).await?;
     let http = reqwest::Client::new();
-    let mut results = Results { speak_ms: Vec::new(), openai_ms: Vec::new() };
+    let mut results = Results { speak_ms: Vec::new(), openai_ms: Vec::new(), mp3_ms: Vec::new() };
     // One round unmeasured: the first of each opens its connections and warms the model.
-    for (round, order) in Rng(0x0_0A15).balanced_orders(2, trials + 1).into_iter().enumerate() {
+    for (round, order) in Rng(0x0_0A15).balanced_orders(3, trials + 1).into_iter().enumerate() {
         for cell in order {
             // Each text once per cell and round, with the round in it so that no two requests say the same.
             let text = format!("{} Round {round}.", TEXTS[(round + cell) % TEXTS.len()]);
             let ms = match cell {
                 0 => speak_first_audio(&gateway.url, &text).await?,
-                _ => openai_first_audio(&http, &gateway.url, &text).await?,
+                1 => openai_first_audio(&http, &gateway.url, &text, "pcm").await?,
+                _ => openai_first_audio(&http, &gateway.url, &text, "mp3").await?,
             };
             if round > 0 {
-                [&mut results.speak_ms, &mut results.openai_ms][cell].push(ms);
+                [&mut results.speak_ms, &mut results.openai_ms, &mut results.mp3_ms][cell].push(ms);
             }
         }
     }
@@ -62,9 +68,9 @@ async fn speak_first_audio(url: &str, text: &str) -> Result<f64, String> {
     received.marks.first_audio_decoded_ms.ok_or_else(|| "/v1/speak: no audio".to_string())
 }
 
-async fn openai_first_audio(http: &reqwest::Client, url: &str, text: &str) -> Result<f64, String> {
+async fn openai_first_audio(http: &reqwest::Client, url: &str, text: &str, format: &str) -> Result<f64, String> {
     let sent = Instant::now();
-    let body = serde_json::json!({"model": "kokoro", "voice": "alloy", "input": text, "response_format": "pcm"});
+    let body = serde_json::json!({"model": "kokoro", "voice": "alloy", "input": text, "response_format": format});
     let mut response = http.post(format!("{url}/v1/audio/speech")).json(&body).send().await.map_err(|e| format!("/v1/audio/speech: {e}"))?;
     if !response.status().is_success() {
         return Err(format!("/v1/audio/speech: {}", response.status()));

