@@ -545,8 +545,8 @@ mod tests {
     fn fields_openai_does_not_document_are_ignored_and_named() {
         let asked = parse(br#"{"model":"tts-1","voice":"alloy","input":"Hi.","lang_code":"a","stream":true}"#, &backends(), 100).unwrap();
         assert_eq!(asked.framing.ignored, ["lang_code", "stream"]);
-        let many: Vec<String> = (0..12).map(|i| format!("field_{i}")).collect();
-        assert_eq!(ignored_header(&many), "field_0, field_1, field_2, field_3, field_4, field_5, field_6, field_7, and 4 more");
+        let many: Vec<String> = (0..12).map(|i| format!("extra{i}")).collect();
+        assert_eq!(ignored_header(&many), "extra0, extra1, extra2, extra3, extra4, extra5, extra6, extra7, and 4 more");
         assert_eq!(ignored_header(&["a\u{7}b,c".into(), "x".repeat(60)]), format!("abc, {}", "x".repeat(40)), "control characters and commas left out");
     }
 
