@@ -21,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::api_error::ApiError;
-use crate::auth::{Audience, Claims};
 
 /// What every key starts with.
 pub const PREFIX: &str = "sk-earshot-";
@@ -102,26 +101,8 @@ pub fn mint(owner: &str, expires: Option<u64>, scope: KeyScope) -> (String, Stri
     (key, id, record)
 }
 
-/// The claims a verified key speaks with, for the gateway's `audience`.
-fn claims(record: &KeyRecord, audience: &str) -> Claims {
-    let s = &record.scope;
-    Claims {
-        aud: Audience::One(audience.to_string()),
-        exp: record.expires.unwrap_or(u64::MAX),
-        sub: Some(record.owner.clone()),
-        backends: s.backends.clone(),
-        voices: s.voices.clone(),
-        releases: s.releases.clone(),
-        max_chars: s.max_chars,
-        max_conversations: s.max_conversations,
-        max_chars_per_hour: s.max_chars_per_hour,
-        max_requests_per_minute: s.max_requests_per_minute,
-        ..Default::default()
-    }
-}
-
-/// Checks `key` against `keys`: the claims it speaks with, or the 401 a client is told.
-pub fn verify(keys: &Keys, key: &str, audience: &str) -> Result<Claims, ApiError> {
+/// Checks `key` against `keys`: its record (`auth.rs` makes its claims), or the 401 a client is told.
+pub fn verify(keys: &Keys, key: &str) -> Result<KeyRecord, ApiError> {
     let refused = |code: &str, why: &str| ApiError::unauthorized(code, why.to_string());
     let id = key.strip_prefix(PREFIX).and_then(|rest| rest.get(..ID_CHARS)).ok_or_else(|| refused("key_malformed", "not an earshot API key"))?;
     let record = keys.get(id).filter(|r| same(&r.sha256, &digest(key))).ok_or_else(|| refused("key_unknown", "this API key is not one of this gateway's"))?;
@@ -131,7 +112,7 @@ pub fn verify(keys: &Keys, key: &str, audience: &str) -> Result<Claims, ApiError
     if record.expires.is_some_and(|at| at <= now()) {
         return Err(refused("key_expired", "this API key has expired"));
     }
-    Ok(claims(record, audience))
+    Ok(record.clone())
 }
 
 /// What says a file changed: its inode (a save renames a new file over it), modification time and length.
@@ -169,12 +150,12 @@ impl KeyFile {
     }
 
     /// Checks `key` against the file's keys as they are now.
-    pub fn verify(&self, key: &str, audience: &str) -> Result<Claims, ApiError> {
+    pub fn verify(&self, key: &str) -> Result<KeyRecord, ApiError> {
         let keys = self.current().map_err(|why| {
             tracing::error!("the API keys file cannot be read: {why}");
             ApiError::upstream("keys_unavailable", "the gateway cannot read its API keys now", true)
         })?;
-        verify(&keys, key, audience)
+        verify(&keys, key)
     }
 }
 
@@ -206,17 +187,17 @@ mod tests {
         assert!(key.starts_with("sk-earshot-") && key.len() == PREFIX.len() + 8 + 43, "{key}");
         assert!(!serde_json::to_string(&record).unwrap().contains(&key[PREFIX.len() + 8..]), "the secret is never kept");
         let keys = Keys::from([(id.clone(), record.clone())]);
-        let claims = verify(&keys, &key, "earshot").unwrap();
-        assert_eq!((claims.sub.as_deref(), claims.voices.as_deref()), (Some("app"), Some(&["af_heart".to_string()][..])));
+        let verified = verify(&keys, &key).unwrap();
+        assert_eq!((verified.owner.as_str(), verified.scope.voices.as_deref()), ("app", Some(&["af_heart".to_string()][..])));
         let mut forged = key.clone();
         forged.pop();
         forged.push(if key.ends_with('A') { 'B' } else { 'A' });
-        assert_eq!(verify(&keys, &forged, "earshot").unwrap_err().error.code, "key_unknown");
-        assert_eq!(verify(&keys, "sk-earshot-", "earshot").unwrap_err().error.code, "key_malformed");
+        assert_eq!(verify(&keys, &forged).unwrap_err().error.code, "key_unknown");
+        assert_eq!(verify(&keys, "sk-earshot-").unwrap_err().error.code, "key_malformed");
         let revoked = Keys::from([(id.clone(), KeyRecord { revoked: true, ..record.clone() })]);
-        assert_eq!(verify(&revoked, &key, "earshot").unwrap_err().error.code, "key_revoked");
+        assert_eq!(verify(&revoked, &key).unwrap_err().error.code, "key_revoked");
         let expired = Keys::from([(id, KeyRecord { expires: Some(now() - 1), ..record })]);
-        assert_eq!(verify(&expired, &key, "earshot").unwrap_err().error.code, "key_expired");
+        assert_eq!(verify(&expired, &key).unwrap_err().error.code, "key_expired");
     }
 
     #[test]
@@ -225,11 +206,11 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let file = KeyFile::open(&path).unwrap();
         let (key, id, record) = mint("app", None, KeyScope::default());
-        assert_eq!(file.verify(&key, "earshot").unwrap_err().error.code, "key_unknown");
+        assert_eq!(file.verify(&key).unwrap_err().error.code, "key_unknown");
         save(&path, &Keys::from([(id.clone(), record.clone())])).unwrap();
-        assert!(file.verify(&key, "earshot").is_ok());
+        assert!(file.verify(&key).is_ok());
         save(&path, &Keys::from([(id, KeyRecord { revoked: true, ..record })])).unwrap();
-        assert_eq!(file.verify(&key, "earshot").unwrap_err().error.code, "key_revoked");
+        assert_eq!(file.verify(&key).unwrap_err().error.code, "key_revoked");
         std::fs::remove_file(&path).unwrap();
     }
 }

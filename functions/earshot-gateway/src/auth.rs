@@ -281,9 +281,9 @@ impl TokenAuth {
         };
         if token.starts_with(crate::api_keys::PREFIX) {
             let keys = self.api_keys.as_ref().ok_or_else(|| ApiError::unauthorized("key_unknown", "this gateway takes no API keys: present a token"))?;
-            let claims = keys.verify(&token, &self.audience)?;
-            let owner = Owner::subject(claims.sub.as_deref().unwrap_or_default());
-            return Ok(Bearer { claims, owner });
+            let record = keys.verify(&token)?;
+            let owner = Owner::subject(&record.owner);
+            return Ok(Bearer { claims: key_claims(&record, &self.audience), owner });
         }
         let claims = self.verify(&token)?;
         let owner = match &claims.sub {
@@ -343,6 +343,25 @@ impl TokenAuth {
             ));
         }
         Ok(data.claims)
+    }
+}
+
+/// The claims an API key speaks with: its owner as the subject, its scope as a token's narrowing claims,
+/// its expiry (or none) as `exp`, for the gateway's `audience`.
+fn key_claims(record: &crate::api_keys::KeyRecord, audience: &str) -> Claims {
+    let s = &record.scope;
+    Claims {
+        aud: Audience::One(audience.to_string()),
+        exp: record.expires.unwrap_or(u64::MAX),
+        sub: Some(record.owner.clone()),
+        backends: s.backends.clone(),
+        voices: s.voices.clone(),
+        releases: s.releases.clone(),
+        max_chars: s.max_chars,
+        max_conversations: s.max_conversations,
+        max_chars_per_hour: s.max_chars_per_hour,
+        max_requests_per_minute: s.max_requests_per_minute,
+        ..Default::default()
     }
 }
 

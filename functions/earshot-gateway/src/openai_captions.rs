@@ -31,20 +31,11 @@ use tokio_util::sync::DropGuard;
 
 use crate::client_error;
 use crate::conversation::Started;
-use crate::openai_speech::Framing;
+use crate::openai_speech::{Captions, Framing};
 
 /// The most audio one `stream: false` object holds (about 5 minutes of 24 kHz PCM): past it the answer
 /// ends with an error that says to stream it.
 pub const MOST_WHOLE_BYTES: usize = 16 << 20;
-
-/// How a captioned answer is given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Captions {
-    /// Line by line as it is made (`stream`), or one object at the end.
-    pub stream: bool,
-    /// Whether the words are given (`return_timestamps`).
-    pub timestamps: bool,
-}
 
 /// Where the answer's audio has reached, as a client plays it.
 struct Clock {

@@ -163,7 +163,16 @@ pub struct Asked {
     /// How the response carries the audio.
     pub framing: Framing,
     /// On the captioned route, how the words come with the audio.
-    pub captions: Option<crate::openai_captions::Captions>,
+    pub captions: Option<Captions>,
+}
+
+/// How a captioned answer is given (the captioned route's `stream` and `return_timestamps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Captions {
+    /// Line by line as it is made (`stream`), or one object at the end.
+    pub stream: bool,
+    /// Whether the words are given (`return_timestamps`).
+    pub timestamps: bool,
 }
 
 /// Which of OpenAI's speech routes a request came by.
@@ -257,7 +266,7 @@ pub fn parse_for(route: Route, body: &[u8], backends: &[String], max_text_chars:
         Some(_) => Err(invalid("invalid_request", name, format!("`{name}` is true or false"))),
     };
     let captions = match route {
-        Route::Captioned => Some(crate::openai_captions::Captions { stream: flag("stream")?, timestamps: flag("return_timestamps")? }),
+        Route::Captioned => Some(Captions { stream: flag("stream")?, timestamps: flag("return_timestamps")? }),
         Route::Speech => None,
     };
     fields.retain(|k, _| FIELDS.contains(&k.as_str()));
