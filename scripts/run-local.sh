@@ -82,7 +82,8 @@ if [ "${PATH_MODE:-direct}" = aws ]; then
   export AWS_ACCESS_KEY_ID=AKIDTEST AWS_SECRET_ACCESS_KEY=secret AWS_REGION=us-east-1
   # The local container has Japanese voice packs only (they read any language it has a front end for):
   # one of them for each language, where production speaks ff_siwis and zf_xiaobei.
-  extra=(--backends kokoro,polly --sagemaker-endpoint earshot-kokoro --kokoro-voice jf_alpha --agent bedrock
+  # The stand-in cuts every message of a `parted-` endpoint into parts, all marked BINARY (as AWS documents a stream may).
+  extra=(--backends kokoro,polly --sagemaker-endpoint parted-kokoro --kokoro-voice jf_alpha --agent bedrock
          --kokoro-language-voices fr=jf_nezumi,zh=jf_tebukuro
          --aws-endpoint "https://127.0.0.1:$standins_port" --aws-trust-pem "$logs/standins.pem"
          --ab-weights kokoro=50,polly=50 --failover)

@@ -83,6 +83,28 @@ async fn response_parts_without_a_data_type_are_told_apart_by_their_content() {
 }
 
 #[tokio::test]
+async fn messages_cut_into_parts_and_all_marked_binary_give_the_same_answer() {
+    // SageMaker documents a response part as possibly PARTIAL, and its DataType as optional; AWS's bridge
+    // samples send text as bytes. Through a stream that does both, the answer is the one a whole-message
+    // stream gives, byte for byte (two short sentences: one piece each, so the container's pacing cuts
+    // nothing differently).
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let said = "Hello there. How are you today?";
+    let mut answers = Vec::new();
+    for endpoint in ["earshot-kokoro", "parted-kokoro"] {
+        let url = gateway(vec![sagemaker(&config, endpoint, None)], Arc::new(agent(200.0)), Routing::default()).await;
+        let r =
+            tokio::time::timeout(Duration::from_secs(60), speak(&url, &text(said), &CallOptions::default())).await.expect("the conversation finishes").unwrap();
+        assert!(r.error.is_none(), "{endpoint}: {:?}", r.error);
+        assert_eq!(check_conversation(&r), vec!["Hello there.", "How are you today?"], "{endpoint}");
+        answers.push(r.audio);
+    }
+    assert!(answers[0].len() > 24_000, "{} bytes", answers[0].len());
+    assert!(answers[0] == answers[1], "the parted stream's audio differs: {} against {} bytes", answers[1].len(), answers[0].len());
+}
+
+#[tokio::test]
 async fn sagemaker_stream_errors_reach_the_client() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;

@@ -147,6 +147,61 @@ async fn the_lambda_speaks_for_an_openai_compatible_agent() {
     check_conversation(&speak(&url, &body, &bearer(&claims)).await.expect("the Lambda answers"));
 }
 
+/// `earshot key` against the deployment's table (moto's server here), as an operator runs it with their own
+/// credentials: what it printed.
+fn earshot_key_in_table(moto: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(earshot_e2e::earshot_bin())
+        .arg("key")
+        .args(args)
+        .args(["--table", "interrupts", "--region", "us-east-1", "--endpoint-url", moto])
+        .env("AWS_ACCESS_KEY_ID", "AKIDTEST")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .output()
+        .expect("earshot key runs");
+    assert!(out.status.success(), "earshot key {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs the Lambda under cargo lambda watch in token mode with the interrupt table: make test-lambda"]
+async fn the_lambda_takes_api_keys_kept_in_its_table() {
+    // What a new user does after `make deploy` in token mode: a key made once into the deployment's table, and
+    // OpenAI's own SDK configured with only the function URL and that key.
+    let url = std::env::var("EARSHOT_LAMBDA_URL").expect("EARSHOT_LAMBDA_URL: the function URL of cargo lambda watch");
+    let moto = std::env::var("EARSHOT_MOTO_URL").expect("EARSHOT_MOTO_URL: moto's server, which holds the deployment's table");
+    let key = earshot_key_in_table(&moto, &["create", "--owner", "reader-app"]).trim().to_string();
+    let id = key["sk-earshot-".len().."sk-earshot-".len() + 8].to_string();
+    let sdk = |key: &str| {
+        let out = std::process::Command::new(earshot_e2e::moto::judges_python())
+            .arg(earshot_e2e::package_dir().join("openai/with_a_key.py"))
+            .args([&url, key])
+            .output()
+            .expect("the OpenAI SDK runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let spoken = sdk(&key);
+    assert!(spoken["bytes"].as_u64().is_some_and(|b| b > 24_000), "the SDK with only base_url and api_key speaks: {spoken}");
+    let forged = format!("{}AAAA", &key[..key.len() - 4]);
+    assert_eq!((sdk(&forged)["status"].as_u64(), sdk(&forged)["code"].as_str().map(String::from)), (Some(401), Some("key_unknown".into())));
+    // The table holds the key's digest, never the key.
+    let item = std::process::Command::new(earshot_e2e::moto::judges_python())
+        .args(["-c", "import boto3,json,sys; db=boto3.client('dynamodb',endpoint_url=sys.argv[1],region_name='us-east-1',aws_access_key_id='a',aws_secret_access_key='s'); print(json.dumps(db.get_item(TableName='interrupts',Key={'conversation_id':{'S':'apikey-'+sys.argv[2]}})['Item']))"])
+        .args([&moto, &id])
+        .output()
+        .expect("boto3 reads the item");
+    let item = String::from_utf8_lossy(&item.stdout);
+    assert!(item.contains("reader-app") && !item.contains(&key["sk-earshot-".len() + 8..]), "the table's item: {item}");
+    // Revoked in the table: refused at the next request, with no new deployment.
+    earshot_key_in_table(&moto, &["revoke", &id]);
+    let revoked = sdk(&key);
+    assert_eq!(
+        (revoked["raised"].as_str(), revoked["status"].as_u64(), revoked["code"].as_str()),
+        (Some("AuthenticationError"), Some(401), Some("key_revoked"))
+    );
+    assert!(earshot_key_in_table(&moto, &["list"]).contains(&format!("{id}  revoked  owner=reader-app")));
+}
+
 #[tokio::test]
 #[ignore = "needs the Lambda under cargo lambda watch in token mode with the interrupt table: make test-lambda"]
 async fn the_lambda_keeps_two_bearers_conversations_apart() {

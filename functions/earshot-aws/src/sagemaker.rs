@@ -1,9 +1,7 @@
 //! Kokoro on a SageMaker endpoint, over `InvokeEndpointWithBidirectionalStream`. One bidirectional
 //! stream per conversation carries every sentence, as the container's protocol over `PayloadPart`s:
-//! requests go as `DataType: UTF8` parts; what comes back is told apart by its `DataType` (`UTF8` is a
-//! control message, `BINARY` audio). The API reference makes the header optional, so a part without it
-//! is told apart by its content ([`classify`]): the container's control messages are JSON objects with a
-//! `type`, which 16-bit audio never is.
+//! requests go as `DataType: UTF8` parts; what comes back is joined from its parts by their
+//! `CompletionState` and told apart by its own framing, not by `DataType` ([`crate::sagemaker_parts`]).
 
 use crate::aws_json;
 use crate::health::{CachedHealth, DEFAULT_HEALTH_TTL};
@@ -13,7 +11,6 @@ use aws_sdk_sagemakerruntimehttp2::types::error::{RequestStreamEventError, Respo
 use aws_sdk_sagemakerruntimehttp2::types::{RequestPayloadPart, RequestStreamEvent, ResponseStreamEvent};
 use aws_sdk_sagemakerruntimehttp2::Client;
 use aws_smithy_types::Blob;
-use bytes::Bytes;
 use earshot_backends::container_session::{self, ContainerTransport, Frame, TransportError};
 use earshot_core::language::Language;
 use earshot_core::speech::{SessionOptions, SpeechBackend, SpeechError, SpeechSession, Voice};
@@ -175,13 +172,19 @@ impl SpeechBackend for SageMakerBackend {
         // The receiver is drained by a task of its own, so that the session can race a channel
         // (cancel-safe) rather than the SDK's receiver.
         earshot_core::tasks::spawn(async move {
+            let mut joiner = crate::sagemaker_parts::PartJoiner::default();
             loop {
                 let item = match body.recv().await {
                     Ok(Some(ResponseStreamEvent::PayloadPart(part))) => {
-                        let bytes = part.bytes.map(Blob::into_inner).unwrap_or_default();
-                        classify(part.data_type.as_deref(), bytes)
+                        let bytes: &[u8] = part.bytes.as_ref().map(|b| b.as_ref()).unwrap_or_default();
+                        match joiner.push(part.completion_state.as_deref(), bytes) {
+                            Ok(Some(frame)) => Ok(frame),
+                            Ok(None) => continue,
+                            Err(e) => Err(e),
+                        }
                     }
                     Ok(Some(_)) => continue,
+                    Ok(None) if joiner.is_midway() => Err(TransportError::new("backend_protocol", "the SageMaker stream ended inside a message", true)),
                     Ok(None) => break,
                     Err(e) => Err(stream_error(&e)),
                 };
@@ -227,23 +230,6 @@ fn stream_error<R: std::fmt::Debug>(e: &aws_smithy_runtime_api::client::result::
     }
 }
 
-/// A response part as the container sent it: by its `DataType` where SageMaker gives one, else by its
-/// content (a JSON object with a string `type` is a control message; anything else is audio).
-pub fn classify(data_type: Option<&str>, bytes: Vec<u8>) -> Result<Frame, TransportError> {
-    let is_message = match data_type {
-        Some("UTF8") => true,
-        Some(_) => false,
-        None => {
-            bytes.first() == Some(&b'{')
-                && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|json| json.get("type").is_some_and(|t| t.is_string()))
-        }
-    };
-    if !is_message {
-        return Ok(Frame::Binary(Bytes::from(bytes)));
-    }
-    String::from_utf8(bytes).map(Frame::Text).map_err(|_| TransportError::new("backend_protocol", "a UTF8 payload part is not UTF-8", false))
-}
-
 /// The container protocol over SageMaker's stream: text goes as `UTF8` payload parts.
 struct SageMakerTransport {
     requests: Option<mpsc::Sender<RequestItem>>,
@@ -267,32 +253,5 @@ impl ContainerTransport for SageMakerTransport {
     async fn close(&mut self) {
         // Ending the request stream ends the invocation.
         self.requests = None;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kind(data_type: Option<&str>, bytes: &[u8]) -> &'static str {
-        match classify(data_type, bytes.to_vec()) {
-            Ok(Frame::Text(_)) => "message",
-            Ok(Frame::Binary(_)) => "audio",
-            Err(_) => "error",
-        }
-    }
-
-    #[test]
-    fn a_part_is_told_apart_by_its_data_type_or_else_by_its_content() {
-        let end = br#"{"type": "end", "id": "s1", "first_audio_seconds": 0.08}"#;
-        assert_eq!(kind(Some("UTF8"), end), "message");
-        assert_eq!(kind(Some("BINARY"), end), "audio", "a tag SageMaker gives is believed");
-        assert_eq!(kind(None, end), "message");
-        assert_eq!(kind(None, br#"{"type": "error", "code": "busy", "message": "full"}"#), "message");
-        // Audio whose first sample happens to start with `{` (0x7B), and other audio.
-        assert_eq!(kind(None, &[0x7B, 0x00, 0x10, 0xFF, 0x7B, 0x22]), "audio");
-        assert_eq!(kind(None, &[0x00, 0x01, 0xFE, 0xFF]), "audio");
-        assert_eq!(kind(None, br#"{"no": "type"}"#), "audio");
-        assert_eq!(kind(Some("UTF8"), &[0xFF, 0xFE]), "error");
     }
 }

@@ -12,7 +12,8 @@
 //!   time limits every agent runs under); [`error`]: the one
 //!   failure shape they, the transport and the protocol share.
 //! - [`tasks`]: the one tracker every task of a conversation is spawned on, however deep.
-//! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait.
+//! - [`store`]: the shared record of live conversations (interrupts across processes), as a trait;
+//!   [`key_book`]: where a deployment keeps its API keys' records, as a trait.
 //! - [`failover`]: several backends in order, the first that opens ([`arm`]: one of them, opened);
 //!   [`switcher`]: the one place a conversation changes session before its first audio (a failure, or
 //!   the language its first sentence settles).
@@ -40,6 +41,7 @@ pub mod cache;
 pub mod cached_session;
 pub mod error;
 pub mod failover;
+pub mod key_book;
 pub mod output;
 pub mod playback;
 pub mod pronouncing;

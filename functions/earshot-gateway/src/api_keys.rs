@@ -8,16 +8,16 @@
 //! a token carries (backends, voices, releases, characters, the owner's limits). A key is checked by its id,
 //! then by its digest compared in constant time; a revoked or expired key is refused as a token would be.
 //!
-//! Where they are kept: a JSON file (`--api-keys FILE`, `EARSHOT_API_KEYS_FILE`) that `earshot key`
-//! writes and the gateway reads again whenever it changes, so a revocation holds at the next request
-//! without a restart. Keys work in token mode, beside tokens.
+//! Where they are kept ([`KeyBook`]): for `earshot serve`, a JSON file (`--api-keys FILE`,
+//! `EARSHOT_API_KEYS_FILE`) that `earshot key` writes and the gateway reads again whenever it changes; on
+//! Lambda, the deployment's DynamoDB table (`earshot_aws::DynamoKeyBook`), one strongly consistent read a
+//! request. Either way a revocation holds at the next request without a restart. Keys work in token mode,
+//! beside tokens.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::api_error::ApiError;
@@ -27,54 +27,7 @@ pub const PREFIX: &str = "sk-earshot-";
 /// Characters of a key's id, after the prefix.
 const ID_CHARS: usize = 8;
 
-/// What a key may do: a token's narrowing claims (`auth.rs`), the lifetime and audience aside.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyScope {
-    /// The backends the key may use; any when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backends: Option<Vec<String>>,
-    /// The voices the key may use; any when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub voices: Option<Vec<String>>,
-    /// The release modes the key may ask for; any when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub releases: Option<Vec<String>>,
-    /// The most characters a request may send.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_chars: Option<usize>,
-    /// The owner's live conversations, narrowed below the gateway's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_conversations: Option<usize>,
-    /// Characters the owner may hear spoken in a rolling hour, narrowed below the gateway's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_chars_per_hour: Option<u64>,
-    /// Requests the owner may send a minute, narrowed below the gateway's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_requests_per_minute: Option<u64>,
-}
-
-/// One key as the gateway keeps it: never the key itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyRecord {
-    /// The SHA-256 of the whole key, in hex.
-    pub sha256: String,
-    /// Whose conversations it starts (a token's `sub`).
-    pub owner: String,
-    /// When it was made, in seconds since the Unix epoch.
-    pub created: u64,
-    /// When it stops working, in seconds since the Unix epoch; never when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires: Option<u64>,
-    /// Revoked: refused from then on.
-    #[serde(default)]
-    pub revoked: bool,
-    /// What it may do.
-    #[serde(default)]
-    pub scope: KeyScope,
-}
-
-/// The keys by id.
-pub type Keys = BTreeMap<String, KeyRecord>;
+pub use earshot_core::key_book::{KeyBook, KeyRecord, KeyScope, Keys};
 
 fn now() -> u64 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -101,11 +54,34 @@ pub fn mint(owner: &str, expires: Option<u64>, scope: KeyScope) -> (String, Stri
     (key, id, record)
 }
 
+fn refused(code: &str, why: &str) -> ApiError {
+    ApiError::unauthorized(code, why.to_string())
+}
+
+/// The id of `key` (the characters after the prefix that name its record), or the 401 for a string that
+/// is no key of this kind.
+fn id_of(key: &str) -> Result<&str, ApiError> {
+    key.strip_prefix(PREFIX).and_then(|rest| rest.get(..ID_CHARS)).ok_or_else(|| refused("key_malformed", "not an earshot API key"))
+}
+
 /// Checks `key` against `keys`: its record (`auth.rs` makes its claims), or the 401 a client is told.
 pub fn verify(keys: &Keys, key: &str) -> Result<KeyRecord, ApiError> {
-    let refused = |code: &str, why: &str| ApiError::unauthorized(code, why.to_string());
-    let id = key.strip_prefix(PREFIX).and_then(|rest| rest.get(..ID_CHARS)).ok_or_else(|| refused("key_malformed", "not an earshot API key"))?;
-    let record = keys.get(id).filter(|r| same(&r.sha256, &digest(key))).ok_or_else(|| refused("key_unknown", "this API key is not one of this gateway's"))?;
+    check(keys.get(id_of(key)?), key)
+}
+
+/// Checks `key` against the record `book` keeps under its id: the record, or the 401 a client is told
+/// (a 502 `keys_unavailable` where the book cannot be read now).
+pub async fn verify_in(book: &dyn KeyBook, key: &str) -> Result<KeyRecord, ApiError> {
+    let found = book.find(id_of(key)?).await.map_err(|e| {
+        tracing::error!("the API keys in {} cannot be read: {e}", book.place());
+        ApiError::upstream("keys_unavailable", "the gateway cannot read its API keys now", true)
+    })?;
+    check(found.as_ref(), key)
+}
+
+/// `key` against the record kept under its id, if any.
+fn check(record: Option<&KeyRecord>, key: &str) -> Result<KeyRecord, ApiError> {
+    let record = record.filter(|r| same(&r.sha256, &digest(key))).ok_or_else(|| refused("key_unknown", "this API key is not one of this gateway's"))?;
     if record.revoked {
         return Err(refused("key_revoked", "this API key was revoked"));
     }
@@ -148,15 +124,32 @@ impl KeyFile {
         }
         Ok(read.1.clone())
     }
+}
 
-    /// Checks `key` against the file's keys as they are now.
-    pub fn verify(&self, key: &str) -> Result<KeyRecord, ApiError> {
-        let keys = self.current().map_err(|why| {
-            tracing::error!("the API keys file cannot be read: {why}");
-            ApiError::upstream("keys_unavailable", "the gateway cannot read its API keys now", true)
-        })?;
-        verify(&keys, key)
+/// A file's keys as a [`KeyBook`]: read again when the file changes, written whole.
+#[async_trait::async_trait]
+impl KeyBook for KeyFile {
+    async fn find(&self, id: &str) -> Result<Option<KeyRecord>, earshot_core::error::Error> {
+        Ok(self.current().map_err(unreadable)?.get(id).cloned())
     }
+
+    async fn keep(&self, id: &str, record: &KeyRecord) -> Result<(), earshot_core::error::Error> {
+        let mut keys = load(&self.path).map_err(unreadable)?;
+        keys.insert(id.to_string(), record.clone());
+        save(&self.path, &keys).map_err(unreadable)
+    }
+
+    async fn all(&self) -> Result<Keys, earshot_core::error::Error> {
+        self.current().map_err(unreadable)
+    }
+
+    fn place(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+fn unreadable(why: String) -> earshot_core::error::Error {
+    earshot_core::error::Error::new("keys_unavailable", why, true)
 }
 
 /// The keys a file holds (none where it does not exist).
@@ -200,17 +193,18 @@ mod tests {
         assert_eq!(verify(&expired, &key).unwrap_err().error.code, "key_expired");
     }
 
-    #[test]
-    fn the_file_is_read_again_when_it_changes() {
+    #[tokio::test]
+    async fn the_file_is_read_again_when_it_changes() {
         let path = std::env::temp_dir().join(format!("earshot-keys-{}.json", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let file = KeyFile::open(&path).unwrap();
         let (key, id, record) = mint("app", None, KeyScope::default());
-        assert_eq!(file.verify(&key).unwrap_err().error.code, "key_unknown");
-        save(&path, &Keys::from([(id.clone(), record.clone())])).unwrap();
-        assert!(file.verify(&key).is_ok());
-        save(&path, &Keys::from([(id, KeyRecord { revoked: true, ..record })])).unwrap();
-        assert_eq!(file.verify(&key).unwrap_err().error.code, "key_revoked");
+        assert_eq!(verify_in(&file, &key).await.unwrap_err().error.code, "key_unknown");
+        file.keep(&id, &record).await.unwrap();
+        assert!(verify_in(&file, &key).await.is_ok());
+        save(&path, &Keys::from([(id.clone(), KeyRecord { revoked: true, ..record })])).unwrap();
+        assert_eq!(verify_in(&file, &key).await.unwrap_err().error.code, "key_revoked");
+        assert_eq!(file.all().await.unwrap().keys().collect::<Vec<_>>(), [&id]);
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -53,7 +53,7 @@ pub struct TokenAuth {
     /// Key id → key; replaced whole when the keys are read again.
     keys: Arc<RwLock<HashMap<String, DecodingKey>>>,
     /// API keys (`sk-earshot-…`) that work where tokens do ([`crate::api_keys`]).
-    api_keys: Option<Arc<crate::api_keys::KeyFile>>,
+    api_keys: Option<Arc<dyn crate::api_keys::KeyBook>>,
     audience: String,
     max_lifetime: u64,
     refresh: Option<Refresh>,
@@ -228,10 +228,16 @@ impl TokenAuth {
         });
     }
 
-    /// Takes the API keys of `file` beside tokens.
-    pub fn with_api_keys(mut self, file: Arc<crate::api_keys::KeyFile>) -> Self {
-        self.api_keys = Some(file);
+    /// Takes the API keys `book` keeps beside tokens.
+    pub fn with_api_keys(mut self, book: Arc<dyn crate::api_keys::KeyBook>) -> Self {
+        self.api_keys = Some(book);
         self
+    }
+
+    /// Takes the API keys `book` keeps beside tokens, in a verifier already made (the book may be known only
+    /// once the deployment's parts are connected).
+    pub fn set_api_keys(&mut self, book: Arc<dyn crate::api_keys::KeyBook>) {
+        self.api_keys = Some(book);
     }
 
     /// Refuses tokens valid for longer than `seconds` from now (`token_lifetime_too_long`).
@@ -261,7 +267,7 @@ impl TokenAuth {
 
     /// The token of a request (`Authorization: Bearer …`, else `?access_token=`), verified, with the
     /// owner of the conversations it speaks in.
-    pub fn verify_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Bearer, ApiError> {
+    pub async fn verify_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Bearer, ApiError> {
         self.refresh_if_due();
         let from_header = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::trim);
         let token = match from_header {
@@ -281,7 +287,7 @@ impl TokenAuth {
         };
         if token.starts_with(crate::api_keys::PREFIX) {
             let keys = self.api_keys.as_ref().ok_or_else(|| ApiError::unauthorized("key_unknown", "this gateway takes no API keys: present a token"))?;
-            let record = keys.verify(&token)?;
+            let record = crate::api_keys::verify_in(keys.as_ref(), &token).await?;
             let owner = Owner::subject(&record.owner);
             return Ok(Bearer { claims: key_claims(&record, &self.audience), owner });
         }
@@ -525,7 +531,16 @@ mod tests {
     fn request(a: &TokenAuth, kid: &str, key: &[u8]) -> Result<Bearer, ApiError> {
         let mut headers = HeaderMap::new();
         headers.insert(axum::http::header::AUTHORIZATION, format!("Bearer {}", mint(kid, key, &claims()).unwrap()).parse().unwrap());
-        a.verify_request(&headers, &"/v1/speak".parse().unwrap())
+        ready(a.verify_request(&headers, &"/v1/speak".parse().unwrap()))
+    }
+
+    /// What a check that never waits (a token's, not a key's from a book) gives, without a runtime.
+    fn ready<T>(check: impl std::future::Future<Output = T>) -> T {
+        let mut check = std::pin::pin!(check);
+        match check.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+            std::task::Poll::Ready(value) => value,
+            std::task::Poll::Pending => panic!("a token's check waited"),
+        }
     }
 
     /// Until the reading started by a request has finished.
@@ -636,11 +651,11 @@ mod tests {
         assert_eq!(code(a.verify(&none)), (401, "token_malformed".into()));
         let rs256 = format!("{}.{}.c2ln", b64(r#"{"alg":"RS256","typ":"JWT","kid":"k2"}"#), b64(&serde_json::to_string(&claims()).unwrap()));
         assert_eq!(code(a.verify(&rs256)), (401, "token_malformed".into()));
-        let missing = a.verify_request(&HeaderMap::new(), &"/v1/speak".parse().unwrap()).unwrap_err();
+        let missing = ready(a.verify_request(&HeaderMap::new(), &"/v1/speak".parse().unwrap())).unwrap_err();
         assert_eq!((missing.status.as_u16(), missing.error.code.as_str()), (401, "token_missing"));
         let mut basic = HeaderMap::new();
         basic.insert("authorization", "Basic dXNlcjpwYXNz".parse().unwrap());
-        assert_eq!(a.verify_request(&basic, &"/v1/speak".parse().unwrap()).unwrap_err().error.code, "token_malformed");
+        assert_eq!(ready(a.verify_request(&basic, &"/v1/speak".parse().unwrap())).unwrap_err().error.code, "token_malformed");
     }
 
     fn b64(text: &str) -> String {
@@ -661,7 +676,7 @@ mod tests {
         let bearer = |claims: &Claims| {
             let mut headers = HeaderMap::new();
             headers.insert("authorization", format!("Bearer {}", mint("k2", KEY, claims).unwrap()).parse().unwrap());
-            auth().verify_request(&headers, &"/v1/speak".parse().unwrap()).unwrap().owner
+            ready(auth().verify_request(&headers, &"/v1/speak".parse().unwrap())).unwrap().owner
         };
         let alice = Claims { sub: Some("alice".into()), ..claims() };
         assert_eq!(bearer(&alice), Owner::subject("alice"));
@@ -674,7 +689,7 @@ mod tests {
     fn a_token_in_the_query_is_accepted_for_clients_without_headers() {
         let token = mint("k2", KEY, &claims()).unwrap();
         let uri: Uri = format!("/v1/speak?x=1&access_token={token}").parse().unwrap();
-        assert!(auth().verify_request(&HeaderMap::new(), &uri).is_ok());
+        assert!(ready(auth().verify_request(&HeaderMap::new(), &uri)).is_ok());
     }
 
     #[test]

@@ -26,16 +26,16 @@ use crate::openai_speech::{OpenAiError, CHOOSING_MODELS};
 use crate::voice_ask::OPENAI_VOICES;
 
 /// The scope of a caller that presents a token (in token mode); none otherwise.
-fn scope(gw: &Gateway, headers: &HeaderMap, uri: &Uri) -> Result<Option<Claims>, OpenAiError> {
+async fn scope(gw: &Gateway, headers: &HeaderMap, uri: &Uri) -> Result<Option<Claims>, OpenAiError> {
     match &gw.settings().auth {
-        Some(auth) if headers.contains_key(axum::http::header::AUTHORIZATION) => Ok(Some(auth.verify_request(headers, uri)?.claims)),
+        Some(auth) if headers.contains_key(axum::http::header::AUTHORIZATION) => Ok(Some(auth.verify_request(headers, uri).await?.claims)),
         _ => Ok(None),
     }
 }
 
 /// `GET /v1/models`.
 pub async fn models(State(gw): State<Arc<Gateway>>, headers: HeaderMap, uri: Uri) -> Response {
-    let scope = match scope(&gw, &headers, &uri) {
+    let scope = match scope(&gw, &headers, &uri).await {
         Ok(scope) => scope,
         Err(e) => return e.into_response(),
     };
@@ -57,7 +57,7 @@ pub struct VoicesQuery {
 
 /// `GET /v1/audio/voices`.
 pub async fn voices(State(gw): State<Arc<Gateway>>, headers: HeaderMap, uri: Uri, Query(query): Query<VoicesQuery>) -> Response {
-    let scope = match scope(&gw, &headers, &uri) {
+    let scope = match scope(&gw, &headers, &uri).await {
         Ok(scope) => scope,
         Err(e) => return e.into_response(),
     };

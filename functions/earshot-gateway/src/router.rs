@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -73,10 +73,11 @@ fn demo_page(
 
 /// Who calls: in token mode the bearer's claims and owner (nothing more happens for a request without a
 /// valid token: not even reading its body), else the owner the deployment's auth makes of the request.
-fn caller(gw: &Gateway, headers: &HeaderMap, request: &Request) -> Result<(Option<crate::auth::Claims>, Owner), ApiError> {
+/// It takes the request's parts, not the request, across its wait: a body is not `Sync`.
+async fn caller(gw: &Gateway, headers: &HeaderMap, uri: &Uri, extensions: &axum::http::Extensions) -> Result<(Option<crate::auth::Claims>, Owner), ApiError> {
     match &gw.settings().auth {
-        Some(auth) => auth.verify_request(headers, request.uri()).map(|bearer| (Some(bearer.claims), bearer.owner)),
-        None => Ok((None, Owner::of_request(request.extensions(), gw.settings().iam_session_owners, gw.settings().address_owners))),
+        Some(auth) => auth.verify_request(headers, uri).await.map(|bearer| (Some(bearer.claims), bearer.owner)),
+        None => Ok((None, Owner::of_request(extensions, gw.settings().iam_session_owners, gw.settings().address_owners))),
     }
 }
 
@@ -116,7 +117,7 @@ async fn start(
 
 async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request) -> Response {
     let clock = Clock::start();
-    let (scope, owner) = match caller(&gw, &headers, &body) {
+    let (scope, owner) = match caller(&gw, &headers, &body.uri().clone(), body.extensions()).await {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
@@ -143,7 +144,7 @@ async fn speak(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request
 async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Request, route: crate::openai_speech::Route) -> Response {
     use crate::openai_speech::{self, OpenAiError};
     let clock = Clock::start();
-    let (scope, owner) = match caller(&gw, &headers, &body) {
+    let (scope, owner) = match caller(&gw, &headers, &body.uri().clone(), body.extensions()).await {
         Ok(caller) => caller,
         Err(e) => return OpenAiError::from(e).into_response(),
     };
@@ -175,7 +176,7 @@ async fn openai_speech(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body:
 /// the id, 501 where no shared store is configured and the conversation may run elsewhere.
 async fn interrupt(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, request: Request) -> Response {
     let (scope, owner) = match &gw.settings().auth {
-        Some(auth) => match auth.verify_request(&headers, request.uri()).and_then(|bearer| bearer.claims.may_interrupt(&id).map(|()| bearer)) {
+        Some(auth) => match auth.verify_request(&headers, &request.uri().clone()).await.and_then(|bearer| bearer.claims.may_interrupt(&id).map(|()| bearer)) {
             Ok(bearer) => (Some(bearer.claims), bearer.owner),
             Err(e) => return e.into_response(),
         },

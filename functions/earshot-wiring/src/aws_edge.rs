@@ -183,6 +183,11 @@ mod with_aws {
                 None => Arc::new(earshot_aws::DynamoStore::new(&self.sdk, table)),
             }
         }
+
+        /// The API keys kept in the deployment's table (at `endpoint` where given).
+        pub fn key_book(&self, table: &str, endpoint: Option<&str>) -> Arc<dyn earshot_core::key_book::KeyBook> {
+            Arc::new(earshot_aws::DynamoKeyBook::new(&self.sdk, table, endpoint))
+        }
     }
 
     /// `defaults` with each language `configured` names given its configured voice instead.
@@ -235,6 +240,9 @@ mod without_aws {
             match *self {}
         }
         pub fn interrupt_store(&self, _: &str, _: Option<&str>) -> Arc<dyn ConversationStore> {
+            match *self {}
+        }
+        pub fn key_book(&self, _: &str, _: Option<&str>) -> Arc<dyn earshot_core::key_book::KeyBook> {
             match *self {}
         }
         pub fn sentence_tier(&self, _: &str, _: &str, _: Option<&str>) -> Arc<dyn earshot_core::cache::SharedTier> {

@@ -284,6 +284,12 @@ async fn connect_parts(gateway: &mut GatewaySettings, settings: &Settings, aws_r
         let poll = Duration::from_millis(settings.interrupt_poll_ms.max(10));
         let store = aws().interrupt_store(table, settings.interrupt_endpoint.as_deref());
         gateway.interrupts = Interrupts::Shared { store, poll };
+        // API keys (`earshot key create --table`) kept in the same table, where no keys file is named.
+        if let (Some(auth), None) = (gateway.auth.as_mut(), &settings.api_keys_file) {
+            let auth = Arc::get_mut(auth).expect("the token verifier is this function's until the gateway starts");
+            auth.set_api_keys(aws().key_book(table, settings.interrupt_endpoint.as_deref()));
+            tracing::info!("API keys: read from the table {table}, one key a request");
+        }
     }
     Ok(())
 }

@@ -192,7 +192,8 @@ pub struct Settings {
     #[arg(long, env = "EARSHOT_TOKEN_KEYS", hide_env_values = true)]
     pub token_keys: Option<String>,
     /// API keys (`sk-earshot-…`, made by `earshot key create`) taken beside tokens in token mode: the
-    /// JSON file that keeps their digests, read again when it changes.
+    /// JSON file that keeps their digests, read again when it changes. Without it, a gateway with an
+    /// interrupt table (Lambda) reads them from that table (`earshot key create --table`).
     #[arg(long = "api-keys", env = "EARSHOT_API_KEYS_FILE", value_name = "FILE")]
     pub api_keys_file: Option<std::path::PathBuf>,
     /// A Secrets Manager secret holding the token keys as JSON `{"kid": "secret", …}`, read at start

@@ -303,6 +303,11 @@ export class EarshotGatewayStack extends Stack {
       new CfnOutput(this, 'CallerPolicyArn', { value: callers.managedPolicyArn, description: 'Attach to IAM callers of the gateway (earshot say --sigv4, make doctor)' });
     }
     if (tokenKeys) new CfnOutput(this, 'TokenKeysSecret', { value: tokenKeys.arn, description: 'The token keys: mint tokens with them (docs/access.md)' });
+    // API keys for OpenAI clients live in the same table as the conversations (one GetItem a request, which the
+    // store's grant already covers): `earshot key create --outputs infra/cdk/cdk.out/outputs.json --owner app`.
+    if (c.authType === 'TOKEN') {
+      new CfnOutput(this, 'KeysTable', { value: interrupts.tableName, description: 'API keys for OpenAI clients: earshot key create --outputs infra/cdk/cdk.out/outputs.json --owner NAME' });
+    }
 
     // What bounds the bill, said in one line beside the alarms (make deploy prints it): the caps that stop
     // spending, then the alarms that only tell.

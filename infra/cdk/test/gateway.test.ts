@@ -409,6 +409,13 @@ describe('token mode and spend guards', () => {
     assert.deepEqual(synth().gatewayTemplate.findOutputs('StrangerCeiling'), {}, 'IAM callers are no strangers');
   });
 
+  it('names the table that keeps API keys for OpenAI clients in token mode, and only there', () => {
+    const token = synth({ authType: 'TOKEN', corsAllowedOrigins: 'https://app.example.com' }).gatewayTemplate;
+    const table = Object.keys(token.findResources('AWS::DynamoDB::Table'))[0];
+    token.hasOutput('KeysTable', { Value: { Ref: table } });
+    assert.deepEqual(synth().gatewayTemplate.findOutputs('KeysTable'), {}, 'IAM callers sign their requests: no keys');
+  });
+
   it('says what all callers together can spend in an hour, and alarms when the ceiling refuses anyone', () => {
     const template = synth({ authType: 'NONE', corsAllowedOrigins: 'https://demo.example.com' }).gatewayTemplate;
     const said = template.findOutputs('DeploymentCeiling').DeploymentCeiling.Value;

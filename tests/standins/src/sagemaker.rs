@@ -8,7 +8,10 @@
 //! response parts without a `DataType` header: SageMaker's API reference lists the header as optional
 //! (`PayloadPart.DataType`, "UTF8 | BINARY", not required), so a client must not depend on it. One whose
 //! name starts with `denied` answers `AccessDeniedException` (403), as for a role without
-//! `sagemaker:InvokeEndpointWithBidirectionalStream`.
+//! `sagemaker:InvokeEndpointWithBidirectionalStream`. One whose name starts with `parted` sends every
+//! container message as AWS documents a stream may: in several parts (`CompletionState` `PARTIAL` then
+//! `COMPLETE`, cut anywhere, inside a UTF-8 character too) and every part `DataType: BINARY`, as AWS's own
+//! WebSocket bridge samples send text; the others send each message whole, marked `COMPLETE`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,15 +55,13 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
         _ => None,
     };
     let fail_before_audio = name == "fail-before-audio";
-    let untagged = name.starts_with("untagged");
-    let data_type = |value: &'static str| -> Vec<(&'static str, &'static str)> {
-        if untagged {
-            vec![]
-        } else {
-            vec![("DataType", value)]
-        }
+    let framing = if name.starts_with("untagged") {
+        Framing::Untagged
+    } else if name.starts_with("parted") {
+        Framing::Parted
+    } else {
+        Framing::Whole
     };
-    let (text_type, binary_type) = (data_type("UTF8"), data_type("BINARY"));
     tokio::spawn(async move {
         let (mut sink, mut stream) = ws.split();
         let mut input_open = true;
@@ -107,15 +108,17 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                 },
                 message = stream.next() => {
                     let part = match message {
-                        Some(Ok(Message::Text(text))) => event("PayloadPart", "application/octet-stream", &text_type, Bytes::from(text.to_string())),
+                        Some(Ok(Message::Text(text))) => framing.parts(Bytes::from(text.to_string()), "UTF8"),
                         Some(Ok(Message::Binary(bytes))) => {
-                            let part = event("PayloadPart", "application/octet-stream", &binary_type, Bytes::from(bytes.to_vec()));
+                            let parts = framing.parts(Bytes::from(bytes.to_vec()), "BINARY");
                             if let Some((name, json)) = &fail_after_audio {
-                                let _ = out.send(part).await;
+                                for part in parts {
+                                    let _ = out.send(part).await;
+                                }
                                 let _ = out.send(exception(name, json)).await;
                                 break;
                             }
-                            part
+                            parts
                         }
                         Some(Ok(Message::Close(_))) | None => break,
                         Some(Ok(_)) => continue,
@@ -124,7 +127,11 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                             break;
                         }
                     };
-                    if out.send(part).await.is_err() {
+                    let mut gone = false;
+                    for part in part {
+                        gone = gone || out.send(part).await.is_err();
+                    }
+                    if gone {
                         break;
                     }
                 }
@@ -132,6 +139,40 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
         }
     });
     stream_response(body, &[("x-amzn-invoked-production-variant", variant)])
+}
+
+/// How the stand-in sends a container message back as `PayloadPart`s.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// One part, its `DataType` as the frame's kind, `CompletionState: COMPLETE`.
+    Whole,
+    /// One part with neither header (both are optional in the API reference).
+    Untagged,
+    /// Up to three parts, all `BINARY`, the last `COMPLETE` and the others `PARTIAL`.
+    Parted,
+}
+
+impl Framing {
+    fn parts(self, message: Bytes, data_type: &'static str) -> Vec<Bytes> {
+        let part = |bytes: Bytes, headers: &[(&str, &str)]| event("PayloadPart", "application/octet-stream", headers, bytes);
+        match self {
+            Framing::Whole => vec![part(message, &[("DataType", data_type), ("CompletionState", "COMPLETE")])],
+            Framing::Untagged => vec![part(message, &[])],
+            Framing::Parted => {
+                let n = message.len();
+                let cuts: Vec<usize> = [0, n / 3, 2 * n / 3, n].into_iter().collect();
+                let spans: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b > a).collect();
+                let last = spans.len().saturating_sub(1);
+                spans
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(a, b))| {
+                        part(message.slice(a..b), &[("DataType", "BINARY"), ("CompletionState", if i == last { "COMPLETE" } else { "PARTIAL" })])
+                    })
+                    .collect()
+            }
+        }
+    }
 }
 
 /// `DescribeEndpoint` (JSON 1.1), which the backend's health probe calls. Every endpoint the stand-in

@@ -1,11 +1,13 @@
 //! `earshot key`: the API keys an OpenAI client is configured with once (`earshot_gateway::api_keys`).
-//! `create` prints a new key once and keeps only its digest in the keys file; `revoke` marks one refused
-//! from the next request on; `list` shows what is kept (never a key).
+//! `create` prints a new key once and keeps only its digest; `revoke` marks one refused from the next
+//! request on; `list` shows what is kept (never a key). They are kept in a file for `earshot serve`
+//! (`--file`), or in a deployment's table (`--table`, or `--outputs` for the one `make deploy` made).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use earshot_gateway::api_keys::{load, mint, save, KeyScope};
+use earshot_gateway::api_keys::{mint, KeyBook, KeyFile, KeyScope};
 
 #[derive(Args)]
 pub struct KeyArgs {
@@ -14,6 +16,20 @@ pub struct KeyArgs {
     /// The keys file the gateway reads (`--api-keys`, `EARSHOT_API_KEYS_FILE`).
     #[arg(long, env = "EARSHOT_API_KEYS_FILE", global = true, default_value = "earshot-keys.json")]
     file: PathBuf,
+    /// A deployment's DynamoDB table (its stack's `KeysTable` output) instead of a file: what the deployed
+    /// function URL reads, written with the environment's AWS credentials.
+    #[arg(long, global = true, conflicts_with = "outputs")]
+    table: Option<String>,
+    /// The outputs `make deploy` wrote (infra/cdk/cdk.out/outputs.json): the deployment's table and Region
+    /// are read from them.
+    #[arg(long, global = true)]
+    outputs: Option<PathBuf>,
+    /// The table's Region (default: the outputs', else the environment's).
+    #[arg(long, global = true)]
+    region: Option<String>,
+    /// Another DynamoDB endpoint (a local stand-in).
+    #[arg(long, global = true)]
+    endpoint_url: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -61,8 +77,45 @@ struct CreateArgs {
 }
 
 pub fn run(args: KeyArgs) -> Result<(), String> {
-    let mut keys = load(&args.file)?;
-    match args.action {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let book = book(&args).await?;
+        act(args.action, book.as_ref()).await.map_err(|e| format!("{}: {e}", book.place()))
+    })
+}
+
+/// Where the keys are kept: the table named (or in the outputs), else the file.
+async fn book(args: &KeyArgs) -> Result<Arc<dyn KeyBook>, String> {
+    let mut region = args.region.clone();
+    let table = match (&args.table, &args.outputs) {
+        (Some(table), _) => Some(table.clone()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let deployed = super::metric_lines::deployment_output(&text, "KeysTable").map_err(|e| format!("{}: {e}", path.display()))?;
+            region = region.or(deployed.1);
+            Some(deployed.0)
+        }
+        (None, None) => None,
+    };
+    match table {
+        Some(table) => table_book(&table, region, args.endpoint_url.clone()).await,
+        None => Ok(Arc::new(KeyFile::open(&args.file)?)),
+    }
+}
+
+#[cfg(feature = "aws")]
+async fn table_book(table: &str, region: Option<String>, endpoint_url: Option<String>) -> Result<Arc<dyn KeyBook>, String> {
+    let config = earshot_aws::AwsSettings { region, ..Default::default() }.sdk_config().await;
+    Ok(Arc::new(earshot_aws::DynamoKeyBook::new(&config, table, endpoint_url.as_deref())))
+}
+
+#[cfg(not(feature = "aws"))]
+async fn table_book(_: &str, _: Option<String>, _: Option<String>) -> Result<Arc<dyn KeyBook>, String> {
+    Err("this build has no AWS parts (built without the `aws` feature): keep keys in a file (--file), or build earshot with its default features".into())
+}
+
+async fn act(action: KeyAction, book: &dyn KeyBook) -> Result<(), String> {
+    match action {
         KeyAction::Create(create) => {
             if create.owner.trim().is_empty() || create.owner.len() > 128 {
                 return Err("--owner: a name of 1 to 128 characters".into());
@@ -79,19 +132,18 @@ pub fn run(args: KeyArgs) -> Result<(), String> {
             };
             let expires = create.expires_in_days.map(|days| earshot_gateway::auth::now() + days * 86_400);
             let (key, id, record) = mint(&create.owner, expires, scope);
-            keys.insert(id.clone(), record);
-            save(&args.file, &keys)?;
-            eprintln!("earshot: key {id} for {} kept (as its digest) in {}; it is shown this once:", create.owner, args.file.display());
+            book.keep(&id, &record).await.map_err(|e| e.to_string())?;
+            eprintln!("earshot: key {id} for {} kept (as its digest) in {}; it is shown this once:", create.owner, book.place());
             println!("{key}");
         }
         KeyAction::Revoke { id } => {
-            let record = keys.get_mut(&id).ok_or_else(|| format!("no key `{id}` in {}", args.file.display()))?;
+            let mut record = book.find(&id).await.map_err(|e| e.to_string())?.ok_or_else(|| format!("no key `{id}`"))?;
             record.revoked = true;
-            save(&args.file, &keys)?;
+            book.keep(&id, &record).await.map_err(|e| e.to_string())?;
             eprintln!("earshot: key {id} revoked: refused from the next request on");
         }
         KeyAction::List => {
-            for (id, record) in &keys {
+            for (id, record) in &book.all().await.map_err(|e| e.to_string())? {
                 let state = if record.revoked { "revoked" } else { "active" };
                 let scope = serde_json::to_string(&record.scope).map_err(|e| e.to_string())?;
                 println!(

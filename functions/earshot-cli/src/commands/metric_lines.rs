@@ -94,18 +94,26 @@ struct DeployedGateway {
 impl DeployedGateway {
     /// Reads cdk deploy's outputs file: `{"<stack>": {"<output>": "<value>", …}, …}`.
     fn from_outputs(text: &str) -> Result<Self, String> {
-        let outputs: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).map_err(|e| format!("not cdk deploy's outputs: {e}"))?;
-        let stack = outputs
-            .values()
-            .find(|stack| stack.get("LogGroup").is_some())
-            .ok_or("no stack has a LogGroup output: deploy again with this version (make deploy), or name --log-group")?;
-        let log_group = stack["LogGroup"].as_str().ok_or("LogGroup is not a string")?.to_string();
-        let region = stack.get("FunctionUrl").and_then(|u| u.as_str()).and_then(|url| {
-            let host = url.trim_start_matches("https://").split('/').next()?;
-            host.strip_suffix(".on.aws")?.split_once(".lambda-url.").map(|(_, region)| region.to_string())
-        });
+        let (log_group, region) = deployment_output(text, "LogGroup").map_err(|e| format!("{e}, or name --log-group"))?;
         Ok(DeployedGateway { log_group, region })
     }
+}
+
+/// The output `name` of the stack that has one in cdk deploy's outputs file (`{"<stack>": {"<output>":
+/// "<value>", …}, …}`), with the stack's Region read from its function URL
+/// (`https://<id>.lambda-url.<region>.on.aws/`) where it says.
+pub fn deployment_output(text: &str, name: &str) -> Result<(String, Option<String>), String> {
+    let outputs: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).map_err(|e| format!("not cdk deploy's outputs: {e}"))?;
+    let stack = outputs
+        .values()
+        .find(|stack| stack.get(name).is_some())
+        .ok_or_else(|| format!("no stack has a {name} output: deploy again with this version (make deploy)"))?;
+    let value = stack[name].as_str().ok_or_else(|| format!("{name} is not a string"))?.to_string();
+    let region = stack.get("FunctionUrl").and_then(|u| u.as_str()).and_then(|url| {
+        let host = url.trim_start_matches("https://").split('/').next()?;
+        host.strip_suffix(".on.aws")?.split_once(".lambda-url.").map(|(_, region)| region.to_string())
+    });
+    Ok((value, region))
 }
 
 fn read_logs(paths: &[PathBuf]) -> Result<Lines, String> {
@@ -189,5 +197,7 @@ mod tests {
         let error = DeployedGateway::from_outputs(r#"{"EarshotGateway": {"FunctionUrl": "https://x.lambda-url.us-east-1.on.aws/"}}"#).unwrap_err();
         assert!(error.contains("--log-group"), "{error}");
         assert!(DeployedGateway::from_outputs("[]").is_err());
+        let with_keys = outputs.replace(r#""AuthType": "AWS_IAM""#, r#""AuthType": "TOKEN", "KeysTable": "earshot-interrupts""#);
+        assert_eq!(deployment_output(&with_keys, "KeysTable"), Ok(("earshot-interrupts".into(), Some("eu-west-2".into()))));
     }
 }
