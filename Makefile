@@ -29,7 +29,7 @@ export LAMBDA_PINS := cargo-lambda==1.9.2 ziglang==0.17.1
 MOTO_VENV := $(ROOT)/tests/moto/.venv
 export EARSHOT_MOTO_SERVER := $(MOTO_VENV)/bin/moto_server
 
-.PHONY: audio-decoders livekit-venv fastkokoro-venv help run run-aws doctor deploy-credentials test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
+.PHONY: audio-decoders livekit-venv fastkokoro-venv help run run-aws doctor deploy-credentials deploy-preflight test lint test-lambda-package test-rust test-e2e test-run test-web test-cdk test-deploy test-lambda test-bench synth lambda-tools build-lambda deploy destroy conformance test-kokoro kokoro-venv bench bench-venv peer-venv build deps-rust kokoro-local clean moto-venv
 
 help:
 	@echo "make run           the local stack: Kokoro (CPU), scripted agent, demo page on http://127.0.0.1:$${PORT:-8787}"
@@ -242,12 +242,17 @@ deploy-credentials:
 	  [ -n "$$region" ] || { echo "earshot: no AWS Region: set AWS_REGION or 'aws configure set region …'; nothing was built or created"; exit 1; }; \
 	  echo "==> deploying to $$region with the credentials of $$(aws sts get-caller-identity --query Arn --output text 2>/dev/null)"; \
 	else \
-	  echo "    the aws CLI is not installed: the credentials are checked by cdk, after the build"; \
+	  echo "    the aws CLI is not installed: the preflight asks AWS through the SDK before the build"; \
 	fi
 
-deploy: deploy-credentials build-lambda
+# Everything a deployment lacks is asked before the build (minutes): the Region's offer, the quotas, the
+# concurrency to reserve. The deploy after the build does not ask again (PREFLIGHT_DONE).
+deploy-preflight:
+	@$(MAKE) --no-print-directory -C infra/cdk preflight CDK_ARGS="$(CDK_ARGS) -c lambdaArchitecture=$(LAMBDA_ARCH)"
+
+deploy: deploy-credentials deploy-preflight build-lambda
 	@arch=$$(cat $(CARGO_TARGET_DIR)/lambda-arch); \
-	$(MAKE) --no-print-directory -C infra/cdk deps deploy BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap CDK_ARGS="$(CDK_ARGS) -c lambdaArchitecture=$$arch"
+	$(MAKE) --no-print-directory -C infra/cdk deps deploy PREFLIGHT_DONE=1 BOOTSTRAP_DIR=$(CARGO_TARGET_DIR)/lambda-$$arch/bootstrap CDK_ARGS="$(CDK_ARGS) -c lambdaArchitecture=$$arch"
 
 # After make deploy: one short conversation pinned to each arm of the deployed gateway (earshot doctor), with the
 # fix for what stops an arm. The URL and auth come from the deploy's outputs; in token mode give TOKEN=….

@@ -2,8 +2,8 @@
 //! mode, on one `earshot serve` with the real Kokoro model. Both take the same text, go through the same
 //! routing, session stack and scheduler, and stream audio as each sentence is made; the endpoint differs
 //! only in its framing (raw PCM in the body against SSE with base64 audio), so their first audio should
-//! sit on the same floor. The cells alternate, in a shuffled order each round, each text said once (the
-//! cache is off). Measured at the client from the request's send: the first audio event decoded for
+//! sit on the same floor. The cells alternate, in a shuffled order each round, all three saying the
+//! round's text (the cache is off, so each says it anew). Measured at the client from the request's send: the first audio event decoded for
 //! `/v1/speak` (earshot's client), the first byte of the body for `/v1/audio/speech` (reqwest), asked for
 //! `pcm` and for `mp3` (OpenAI's default: its first bytes are whole MP3 frames, so the first byte is the
 //! first decodable frame).
@@ -58,8 +58,10 @@ pub async fn run(paths: &Paths, trials: usize) -> Result<Results, String> {
     // One round unmeasured: the first of each opens its connections and warms the model.
     for (round, order) in Rng(0x0_0A15).balanced_orders(3, trials + 1).into_iter().enumerate() {
         for cell in order {
-            // Each text once per cell and round, with the round in it so that no two requests say the same.
-            let text = format!("{} Round {round}.", TEXTS[(round + cell) % TEXTS.len()]);
+            // The same input for every cell of a round (the cache is off: each says it anew), so that a round's
+            // cells differ only in endpoint and format; the model's time for a sentence varies by hundreds of
+            // milliseconds from one text to the next on this machine.
+            let text = format!("{} Round {round}.", TEXTS[round % TEXTS.len()]);
             let ms = match cell {
                 0 => speak_first_audio(&gateway.url, &text).await?,
                 1 => openai_first_audio(&http, &gateway.url, &text, "pcm").await?,

@@ -363,6 +363,7 @@ def denied_and_throttled(r):
     out, calls = r.make("deploy", expect_ok=False, REHEARSAL_LAMBDA_CONCURRENCY="10")
     check("reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10" in out and "-c reservedConcurrency=0" in out, "a reservation the account cannot hold stops the deploy with the flag", out)
     check(not calls_of(calls, "npx", "deploy"), "nothing is deployed then", out)
+    check(not calls_of(calls, "cargo"), "nor built: the preflight comes before the Lambda's cross-build", out)
     out, calls = r.make("deploy", "CDK_ARGS=-c reservedConcurrency=0", REHEARSAL_LAMBDA_CONCURRENCY="10")
     check(not calls_of(calls, "aws", "lambda") and context(calls_of(calls, "npx", "deploy")[0]).get("reservedConcurrency") == "0", "no reservation: nothing asked, the figure reaches cdk", out)
     check("the spend alarms reach email:ops@example.com" in out, "make deploy names who receives the alarms", out)
@@ -467,6 +468,16 @@ def no_aws_cli(r):
     expected = ["ListServiceQuotas polly", "GetInferenceProfile eu.amazon.nova-lite-v1:0", "GetAccountSettings", "DescribeStacks EarshotGateway", "ListServiceQuotas sagemaker", "DescribeStacks EarshotKokoroModel"]
     check(asked == expected, f"every question went through the SDK: {r.sdk_asked}", out)
     check(not calls_of(calls, "npx"), "nothing is created", out)
+    check(not calls_of(calls, "cargo"), "nothing is built", out)
+    # No aws CLI and no AWS_REGION: the Region in the profile (~/.aws/config) is the one asked, as cdk would deploy to.
+    r.sdk_asked.clear()
+    profile = os.path.join(r.dir, "aws-config")
+    with open(profile, "w") as f:
+        f.write(f"[default]\nregion = {REGION}\n")
+    out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), AWS_REGION="", AWS_CONFIG_FILE=profile, **endpoints)
+    check(f"asking AWS whether {REGION} offers" in out and "other functions already reserve 890" in out, "the profile's Region is asked in", out)
+    check({"what": "GetAccountSettings", "region": REGION, "service": "lambda"} in r.sdk_asked, f"Lambda was asked, signed for the profile's {REGION}: {r.sdk_asked}", out)
+    check(not calls_of(calls, "cargo"), "nothing is built", out)
 
 
 def a_laptop(r):
