@@ -359,9 +359,15 @@ def denied_and_throttled(r):
     check("not checked: Polly generative voices (aws polly describe-voices failed: An error occurred (AccessDeniedException)" in out, "a denied question is said, not taken for a missing voice", out)
     check('not checked: the SageMaker quota "ml.g5.xlarge for endpoint usage" (aws service-quotas failed: An error occurred (TooManyRequestsException)' in out, "a throttled question is said", out)
     check(calls_of(calls, "npx", "deploy"), "the deploy goes on when a check could not be made", out)
-    # A new account (10 concurrent executions in all) cannot reserve the default twenty: stopped, with the way out.
-    out, calls = r.make("deploy", expect_ok=False, REHEARSAL_LAMBDA_CONCURRENCY="10")
-    check("reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10" in out and "-c reservedConcurrency=0" in out, "a reservation the account cannot hold stops the deploy with the flag", out)
+    # A new account (10 concurrent executions in all) cannot reserve the configuration's twenty: none is reserved, and
+    # that is said; the deploy goes on.
+    out, calls = r.make("deploy", REHEARSAL_LAMBDA_CONCURRENCY="10")
+    check("reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10" in out and "this deploy reserves none" in out, "the configuration's reservation that the account cannot hold is dropped, said", out)
+    deploy = calls_of(calls, "npx", "deploy")
+    check(deploy and context(deploy[0]).get("reservedConcurrency") == "0", f"cdk deploys with no reservation: {deploy}", out)
+    # A figure the deployer names is held to: stopped, with the way out, before anything is built.
+    out, calls = r.make("deploy", "CDK_ARGS=-c reservedConcurrency=20", expect_ok=False, REHEARSAL_LAMBDA_CONCURRENCY="10")
+    check("reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10" in out and "-c reservedConcurrency=0" in out, "a reservation named on the command line that the account cannot hold stops the deploy with the flag", out)
     check(not calls_of(calls, "npx", "deploy"), "nothing is deployed then", out)
     check(not calls_of(calls, "cargo"), "nor built: the preflight comes before the Lambda's cross-build", out)
     out, calls = r.make("deploy", "CDK_ARGS=-c reservedConcurrency=0", REHEARSAL_LAMBDA_CONCURRENCY="10")
@@ -450,8 +456,10 @@ def instance_type_change(r):
 def no_aws_cli(r):
     r.scenario("a deploy without the aws CLI: a new account's concurrency and other functions' reservations, asked through the SDK", REHEARSAL_LAMBDA_CONCURRENCY="10")
     sdk = f"http://127.0.0.1:{r.sdk_server.server_address[1]}"
+    # The reservation named, so that an account without room stops the deploy (the configuration's own is dropped).
+    chosen = "CDK_ARGS=-c reservedConcurrency=20"
     endpoints = {"AWS_ENDPOINT_URL_LAMBDA": sdk, "AWS_ENDPOINT_URL_CLOUDFORMATION": sdk, "AWS_ENDPOINT_URL_SERVICE_QUOTAS": sdk, "AWS_ENDPOINT_URL_BEDROCK": sdk}
-    out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
+    out, calls = r.make("deploy", chosen, expect_ok=False, PATH=r.path_without("aws"), **endpoints)
     check("the aws CLI is not installed: every question is asked through the AWS SDK for JavaScript instead" in out, "the SDK asks where the CLI cannot", out)
     check(f"reservedConcurrency 20: the account's Lambda concurrency in {REGION} is 10" in out and "no function can reserve any" in out, "a new account's 10 stop the deploy", out)
     check(not calls_of(calls, "npx"), "nothing is created: no cdk bootstrap or deploy", out)
@@ -462,7 +470,7 @@ def no_aws_cli(r):
     # An account with room whose other functions reserve most of it: on a first deploy the stack is asked for.
     r.sdk_asked.clear()
     r.scenario_env["REHEARSAL_LAMBDA_CONCURRENCY"], r.scenario_env["REHEARSAL_LAMBDA_UNRESERVED"] = "1000", "110"
-    out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), **endpoints)
+    out, calls = r.make("deploy", chosen, expect_ok=False, PATH=r.path_without("aws"), **endpoints)
     check("other functions already reserve 890 of the account's 1000" in out and "at most 10 can be reserved" in out, "other functions' reservations stop a first deploy", out)
     asked = [a["what"] for a in r.sdk_asked]
     expected = ["ListServiceQuotas polly", "GetInferenceProfile eu.amazon.nova-lite-v1:0", "GetAccountSettings", "DescribeStacks EarshotGateway", "ListServiceQuotas sagemaker", "DescribeStacks EarshotKokoroModel"]
@@ -474,7 +482,7 @@ def no_aws_cli(r):
     profile = os.path.join(r.dir, "aws-config")
     with open(profile, "w") as f:
         f.write(f"[default]\nregion = {REGION}\n")
-    out, calls = r.make("deploy", expect_ok=False, PATH=r.path_without("aws"), AWS_REGION="", AWS_CONFIG_FILE=profile, **endpoints)
+    out, calls = r.make("deploy", chosen, expect_ok=False, PATH=r.path_without("aws"), AWS_REGION="", AWS_CONFIG_FILE=profile, **endpoints)
     check(f"asking AWS whether {REGION} offers" in out and "other functions already reserve 890" in out, "the profile's Region is asked in", out)
     check({"what": "GetAccountSettings", "region": REGION, "service": "lambda"} in r.sdk_asked, f"Lambda was asked, signed for the profile's {REGION}: {r.sdk_asked}", out)
     check(not calls_of(calls, "cargo"), "nothing is built", out)

@@ -4,6 +4,7 @@
 // first deploy go through the SDK instead (bin/sdk-aws.ts, which answers in the CLI's shape); the rest are said
 // as not checked.
 import { spawnSync } from 'child_process';
+import * as fs from 'fs';
 import * as path from 'path';
 import { CDK_ROOT, DEFAULT_CONFIG_FILE, deployedBackends, readConfigFile, resolveConfig } from '../lib/config';
 import { PollyProbe, probePollyStream } from '../lib/polly-probe';
@@ -34,7 +35,13 @@ async function main(): Promise<void> {
     probe = await probePollyStream(region, pollyVoiceId(config.pollyVoice));
     if (probe.kind === 'offered') console.log(`    Polly bidirectional streaming answers in ${region}: ${probe.detail}`);
   }
-  report(preflight(config, region, ask, probe));
+  const found = preflight(config, region, ask, probe, { reservedConcurrency: context.reservedConcurrency !== undefined });
+  report(found);
+  // What the account cannot hold of the configuration's defaults, for the deploy to take instead: the Makefile
+  // passes these on to cdk (EARSHOT_PREFLIGHT_CONTEXT names the file; one `-c key=value` a line).
+  const adjusted = Object.entries(found.adjusted);
+  if (process.env.EARSHOT_PREFLIGHT_CONTEXT) fs.writeFileSync(process.env.EARSHOT_PREFLIGHT_CONTEXT, adjusted.map(([k, v]) => `-c ${k}=${v}\n`).join(''));
+  if (adjusted.length > 0) console.log(`==> this deploy takes ${adjusted.map(([k, v]) => `-c ${k}=${v}`).join(' ')} (said above)`);
 }
 
 function report({ missing, unchecked, notes }: { missing: string[]; unchecked: string[]; notes: string[] }): void {

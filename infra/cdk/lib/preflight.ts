@@ -46,6 +46,16 @@ export interface Preflight {
   readonly unchecked: string[];
   /** What was found that the deployer should know (a quota beside the cap that depends on it): said. */
   readonly notes: string[];
+  /**
+   * Settings the deploy takes in place of the configuration's, because the account cannot hold them (each said
+   * in `notes`): `-c key=value` for cdk, which `make deploy` passes on.
+   */
+  readonly adjusted: Record<string, string>;
+}
+
+/** What the deployer named on the command line (`-c key=value`): a figure chosen there is held to, never adjusted. */
+export interface Chosen {
+  readonly reservedConcurrency?: boolean;
 }
 
 /**
@@ -87,10 +97,11 @@ export const pollyVoiceId = (name: string): string => name.charAt(0).toUpperCase
  * `probe` is what opening one Polly stream in the Region found (bin/preflight.ts runs it when Polly is
  * deployed); without one, the dated list alone speaks for the Region.
  */
-export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: PollyProbe): Preflight {
+export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: PollyProbe, chosen: Chosen = {}): Preflight {
   const missing: string[] = [];
   const unchecked: string[] = [];
   const notes: string[] = [];
+  const adjusted: Record<string, string> = {};
   const run = (args: string[]) => ask([...args, '--region', region, '--output', 'json']);
 
   if (deployedBackends(c).includes('polly')) {
@@ -133,6 +144,7 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
       const limit = account.ConcurrentExecutions;
       const unreserved = account.UnreservedConcurrentExecutions;
       const fix = `deploy with -c reservedConcurrency=0 (no cap on conversations at once; the per-caller limits and the spend alarms remain), a smaller figure, or request a higher "Concurrent executions" quota (Service Quotas, AWS Lambda)`;
+      const tooMany: string[] = [];
       if (
         typeof limit === 'number' &&
         limit - LAMBDA_UNRESERVED_MINIMUM >= c.reservedConcurrency &&
@@ -140,16 +152,30 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
         unreserved - LAMBDA_UNRESERVED_MINIMUM < c.reservedConcurrency &&
         !run(['cloudformation', 'describe-stacks', '--stack-name', 'EarshotGateway']).ok
       ) {
-        missing.push(
+        tooMany.push(
           `reservedConcurrency ${c.reservedConcurrency}: other functions already reserve ${limit - unreserved} of the account's ${limit} in ${region}, ` +
-            `and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} unreserved, so at most ${Math.max(0, unreserved - LAMBDA_UNRESERVED_MINIMUM)} can be reserved: ${fix}`,
+            `and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} unreserved, so at most ${Math.max(0, unreserved - LAMBDA_UNRESERVED_MINIMUM)} can be reserved`,
         );
       }
       if (typeof limit === 'number' && limit - LAMBDA_UNRESERVED_MINIMUM < c.reservedConcurrency) {
-        missing.push(
+        tooMany.push(
           `reservedConcurrency ${c.reservedConcurrency}: the account's Lambda concurrency in ${region} is ${limit}, and Lambda keeps ${LAMBDA_UNRESERVED_MINIMUM} of it unreserved, ` +
-            `so ${limit > LAMBDA_UNRESERVED_MINIMUM ? `at most ${limit - LAMBDA_UNRESERVED_MINIMUM} can be reserved` : 'no function can reserve any'}: deploy with -c reservedConcurrency=0 ` +
-            `(no cap on conversations at once; the per-caller limits and the spend alarms remain) or request a higher "Concurrent executions" quota (Service Quotas, AWS Lambda)`,
+            `so ${limit > LAMBDA_UNRESERVED_MINIMUM ? `at most ${limit - LAMBDA_UNRESERVED_MINIMUM} can be reserved` : 'no function can reserve any'}`,
+        );
+      }
+      if (tooMany.length > 0 && chosen.reservedConcurrency) {
+        // The deployer named the figure: held to it.
+        missing.push(...tooMany.map((why) => `${why}: ${fix}`));
+      } else if (tooMany.length > 0) {
+        // The configuration's figure, which a new account (10 concurrent executions) cannot hold: none is reserved.
+        adjusted.reservedConcurrency = '0';
+        notes.push(
+          ...tooMany.map(
+            (why) =>
+              `${why}: this deploy reserves none (reservedConcurrency=0: no cap on conversations at once; the per-caller limits, ` +
+              `the deployment's hourly budgets and the spend alarms remain). To keep the cap, request a higher "Concurrent executions" ` +
+              `quota (Service Quotas, AWS Lambda) and deploy again, or name a figure the account holds with -c reservedConcurrency=N`,
+          ),
         );
       }
     }
@@ -158,10 +184,11 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
   if (!c.pollyOnly) {
     const name = `${c.instanceType} for endpoint usage`;
     const q = run(['service-quotas', 'list-service-quotas', '--service-code', 'sagemaker']);
+    let quota: { Value: number } | undefined;
     if (!q.ok) {
       unchecked.push(`the SageMaker quota "${name}" (aws service-quotas failed: ${firstLine(q.stderr)})`);
     } else {
-      let quota = quotaNamed(q.stdout, name);
+      quota = quotaNamed(q.stdout, name);
       if (!quota) {
         const d = run(['service-quotas', 'list-aws-default-service-quotas', '--service-code', 'sagemaker']);
         if (d.ok) quota = quotaNamed(d.stdout, name);
@@ -173,9 +200,18 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
       }
     }
     unchecked.push(`SageMaker bidirectional streaming in ${region}: no API reports it; the SageMaker documentation on bidirectional streaming lists its Regions`);
-    checkInstanceTypeChange(c, run, missing, unchecked);
+    const deployed = checkInstanceTypeChange(c, run, missing, unchecked);
+    // A new image or model for a deployed endpoint is a blue/green update: SageMaker brings up the new fleet
+    // beside the old before it moves traffic, so the quota must hold both (at most 2 × maxInstances).
+    if (deployed && quota && quota.Value >= c.maxInstances && quota.Value < 2 * c.maxInstances) {
+      notes.push(
+        `the SageMaker quota "${name}" is ${quota.Value} in ${region}: a redeploy that changes the Kokoro image or model brings up a new fleet beside ` +
+          `the running one (up to ${2 * c.maxInstances} instances at maxInstances ${c.maxInstances}) and fails past the quota, rolled back with the old ` +
+          `endpoint serving; request ${2 * c.maxInstances} in the Service Quotas console before changing the image`,
+      );
+    }
   }
-  return { missing, unchecked, notes };
+  return { missing, unchecked, notes, adjusted };
 }
 
 /**
@@ -184,16 +220,17 @@ export function preflight(c: EarshotConfig, region: string, ask: Ask, probe?: Po
  * the update fails until its scaling policies are deleted and the variant deregistered), so CloudFormation's
  * update would fail after minutes with the stack rolled back. A new `endpointName` makes it a new endpoint
  * (and scaling target) beside the old one instead: the old serves until the new one is in service, then
- * CloudFormation deletes it. The deployed type is the model stack's `InstanceType` output.
+ * CloudFormation deletes it. The deployed type is the model stack's `InstanceType` output. Returns whether the
+ * configured endpoint is deployed already.
  */
-function checkInstanceTypeChange(c: EarshotConfig, run: (args: string[]) => Answer, missing: string[], unchecked: string[]): void {
+function checkInstanceTypeChange(c: EarshotConfig, run: (args: string[]) => Answer, missing: string[], unchecked: string[]): boolean {
   const a = run(['cloudformation', 'describe-stacks', '--stack-name', 'EarshotKokoroModel']);
   if (!a.ok) {
     if (!NOT_FOUND.test(a.stderr)) unchecked.push(`whether the endpoint's instance type changes (aws cloudformation describe-stacks failed: ${firstLine(a.stderr)})`);
-    return; // a first deploy: nothing to change
+    return false; // a first deploy: nothing to change
   }
   const outputs = Object.fromEntries(((JSON.parse(a.stdout).Stacks?.[0]?.Outputs ?? []) as { OutputKey: string; OutputValue: string }[]).map((o) => [o.OutputKey, o.OutputValue]));
-  if (outputs.EndpointName !== c.endpointName) return; // a new endpoint already: no update of the old
+  if (outputs.EndpointName !== c.endpointName) return false; // a new endpoint already: no update of the old
   if (outputs.InstanceType === undefined) {
     unchecked.push(`whether the endpoint's instance type changes: the deployed model stack predates its InstanceType output (to change instanceType, change endpointName with it: SageMaker refuses to change the instance type of an endpoint under autoscaling)`);
   } else if (outputs.InstanceType !== c.instanceType) {
@@ -204,6 +241,7 @@ function checkInstanceTypeChange(c: EarshotConfig, run: (args: string[]) => Answ
         `The old endpoint serves until the new one is in service (10-15 minutes), then is deleted; Kokoro conversations fail over to the other arm for the minute the gateway takes to follow`,
     );
   }
+  return true;
 }
 
 /**

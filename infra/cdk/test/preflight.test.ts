@@ -166,11 +166,22 @@ describe('deploy preflight', () => {
     assert.equal(judgeProbe(new Error('connect ECONNREFUSED')).kind, 'unknown');
   });
 
-  it("holds reservedConcurrency to what the account's Lambda concurrency lets a function reserve", () => {
+  it("drops the configuration's reservedConcurrency where the account cannot hold it, and says so", () => {
     const newAccount = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 10, UnreservedConcurrentExecutions: 10 } }) }).ask);
+    assert.deepEqual(newAccount.missing, []);
+    assert.deepEqual(newAccount.adjusted, { reservedConcurrency: '0' });
+    assert.ok(newAccount.notes.some((n) => /is 10, .*no function can reserve any: this deploy reserves none/.test(n)), newAccount.notes.join('; '));
+    const crowded = cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 110 } }) });
+    assert.deepEqual(preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', crowded.ask).adjusted, { reservedConcurrency: '0' });
+    assert.deepEqual(preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 1000 } }) }).ask).adjusted, {}, 'room: nothing changes');
+  });
+
+  it("holds a reservedConcurrency named on the command line to what the account's Lambda concurrency lets a function reserve", () => {
+    const named = { reservedConcurrency: true };
+    const newAccount = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 10, UnreservedConcurrentExecutions: 10 } }) }).ask, undefined, named);
     assert.equal(newAccount.missing.length, 1);
     assert.match(newAccount.missing[0], /reservedConcurrency 20: the account's Lambda concurrency in eu-west-2 is 10, .*no function can reserve any: deploy with -c reservedConcurrency=0/);
-    const small = preflight(defaultConfig({ reservedConcurrency: 50 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 120 } }) }).ask);
+    const small = preflight(defaultConfig({ reservedConcurrency: 50 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 120 } }) }).ask, undefined, named);
     assert.match(small.missing[0], /at most 20 can be reserved/);
     assert.deepEqual(preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 120 } }) }).ask).missing, []);
     const denied = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', cli({ lambda: fail('An error occurred (AccessDeniedException) when calling the GetAccountSettings operation') }).ask);
@@ -178,7 +189,7 @@ describe('deploy preflight', () => {
     assert.ok(denied.unchecked.some((u) => u.startsWith("the account's Lambda concurrency, for reservedConcurrency 20")), denied.unchecked.join('; '));
     // Other functions' reservations: a first deploy must fit beside them; a redeploy already holds its own.
     const crowded = cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 110 } }) });
-    const first = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', crowded.ask);
+    const first = preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', crowded.ask, undefined, named);
     assert.match(first.missing[0] ?? '', /other functions already reserve 890 of the account's 1000 in eu-west-2, .*at most 10 can be reserved/);
     const again = cli({ lambda: ok({ AccountLimit: { ConcurrentExecutions: 1000, UnreservedConcurrentExecutions: 110 } }), stack: ok({ Stacks: [{ StackName: 'EarshotGateway' }] }) });
     assert.deepEqual(preflight(defaultConfig({ reservedConcurrency: 20 }), 'eu-west-2', again.ask).missing, [], 'a redeploy counts its own reservation');
@@ -222,5 +233,15 @@ describe('deploy preflight', () => {
     assert.deepEqual(renamed.missing, [], 'a new endpoint beside the old is no update of it');
     const older = preflight(defaultConfig({ instanceType: 'ml.g6.xlarge', instanceUsdPerHour: 0.805 }), 'us-east-1', cli({ stack: deployed({ EndpointName: 'earshot-kokoro' }), quotas }).ask);
     assert.ok(older.unchecked.some((u) => u.includes('predates its InstanceType output')), older.unchecked.join('\n'));
+  });
+
+  it('says where a deployed endpoint cannot be replaced blue/green within the quota (2 × maxInstances)', () => {
+    const deployed = ok({ Stacks: [{ StackName: 'EarshotKokoroModel', Outputs: [{ OutputKey: 'EndpointName', OutputValue: 'earshot-kokoro' }, { OutputKey: 'InstanceType', OutputValue: 'ml.g5.xlarge' }] }] });
+    const quota = (value: number) => ok({ Quotas: [{ QuotaName: 'ml.g5.xlarge for endpoint usage', Value: value }] });
+    const tight = preflight(defaultConfig({ maxInstances: 2 }), 'us-east-1', cli({ stack: deployed, quotas: quota(3) }).ask);
+    assert.deepEqual(tight.missing, [], 'a redeploy that changes nothing of the model needs no second fleet: said, not stopped');
+    assert.ok(tight.notes.some((n) => /is 3 in us-east-1: a redeploy that changes the Kokoro image .*up to 4 instances .* request 4/.test(n)), tight.notes.join('\n'));
+    assert.ok(!preflight(defaultConfig({ maxInstances: 2 }), 'us-east-1', cli({ stack: deployed, quotas: quota(4) }).ask).notes.some((n) => n.includes('new fleet')), 'room for both fleets');
+    assert.ok(!preflight(defaultConfig({ maxInstances: 2 }), 'us-east-1', cli({ quotas: quota(3) }).ask).notes.some((n) => n.includes('new fleet')), 'a first deploy has one fleet');
   });
 });
