@@ -67,6 +67,10 @@ class Settings:
     sentence_pause: float = 0.25
     clause_pause: float = 0.1
     load_delay: float = 0.0
+    # After SIGTERM, how long live sessions may go on before the server stops: 0 (local runs) stops at once;
+    # the SageMaker images set 20 (SageMaker kills a container 30 s after SIGTERM; uvicorn's own shutdown takes
+    # up to 5 s more).
+    drain_seconds: float = 0.0
     log_level: str = "info"
 
     @property
@@ -121,6 +125,7 @@ class Settings:
             sentence_pause=r.number("KOKORO_SENTENCE_PAUSE", 0.25, 0.0, 5.0),
             clause_pause=r.number("KOKORO_CLAUSE_PAUSE", 0.1, 0.0, 5.0),
             load_delay=r.number("KOKORO_LOAD_DELAY", 0.0, 0.0, 3600.0),
+            drain_seconds=r.number("KOKORO_DRAIN_SECONDS", 0.0, 0.0, 25.0),
             log_level=r.choice("KOKORO_LOG_LEVEL", "info", ("critical", "error", "warning", "info", "debug")),
         )
 

@@ -222,6 +222,15 @@ def busy_message(sessions: int, max_sessions: int) -> str:
     return error_message("busy", f"{sessions} of {max_sessions} synthesis sessions are in use; retry shortly")
 
 
+def draining_message(seconds: float) -> str:
+    """The container stops within ``seconds``: no new session is taken, live requests finish (protocol 1.2)."""
+    return _dump("draining", seconds=round(seconds, 3))
+
+
+def draining_refusal() -> str:
+    return error_message("draining", "this container is stopping and takes no new session; open one again (another container answers)")
+
+
 def closed_message() -> str:
     return _dump("closed")
 

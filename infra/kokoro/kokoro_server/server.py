@@ -25,6 +25,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from . import audio, protocol
+from .drain import Drain
 from .protocol import ProtocolError
 from .session import Session
 from .synthesis import Synthesizer
@@ -88,12 +89,18 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
         return JSONResponse(synthesizer.stats.snapshot())
 
     synthesizer.stats.max_sessions = synthesizer.settings.admitted_sessions
+    drain = Drain(synthesizer.stats)
 
     async def bidirectional_stream(websocket: WebSocket) -> None:
         # Admission is decided before the handshake completes, so that a client learns "busy" at once and
         # from the HTTP status (503 with Retry-After), before it has sent anything. The check and the count
         # happen with no await between them, so two handshakes cannot both take the last place.
         stats = synthesizer.stats
+        if drain.draining:
+            await websocket.send_denial_response(
+                Response(protocol.draining_refusal(), status_code=503, media_type="application/json", headers={"Retry-After": "1"})
+            )
+            return
         if stats.connections >= stats.max_sessions:
             stats.busy_refusals += 1
             body = protocol.busy_message(stats.connections, stats.max_sessions)
@@ -102,9 +109,12 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
             )
             return
         stats.connections += 1
+        session = Session(websocket, synthesizer)
+        drain.sessions.add(session)
         try:
-            await Session(websocket, synthesizer).run()
+            await session.run()
         finally:
+            drain.sessions.discard(session)
             stats.connections -= 1
 
     async def invocations(request: Request) -> Response:
@@ -122,7 +132,7 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
                 status_code=_STATUS.get(exc.code, 400),
             )
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/ping", ping, methods=["GET"]),
             Route("/voices", voices, methods=["GET"]),
@@ -132,6 +142,8 @@ def create_app(synthesizer: Synthesizer, on_load_failure: Callable[[], None] = _
         ],
         lifespan=lifespan,
     )
+    app.state.drain = drain
+    return app
 
 
 async def _invoke(request: Request, synthesizer: Synthesizer) -> Response:

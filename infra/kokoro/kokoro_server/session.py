@@ -304,6 +304,13 @@ class Session:
         out.sentence_sent = True
         return True
 
+    async def tell_draining(self, seconds: float) -> None:
+        """The server is stopping: the client hears it, so that it opens its next requests elsewhere."""
+        try:
+            await self._send_text(protocol.draining_message(seconds))
+        except Disconnected:
+            pass
+
     async def _send_text(self, text: str) -> None:
         await self._send(text)
 

@@ -17,6 +17,8 @@ class RequestStats:
     # Sessions refused with ``busy`` because ``max_sessions`` were already open.
     busy_refusals: int = 0
     max_sessions: int = 0
+    # SIGTERM came: no new session is taken, the live ones finish (drain.py).
+    draining: bool = False
     completed_requests: int = 0
     cancelled_requests: int = 0
     failed_requests: int = 0
@@ -49,6 +51,7 @@ class RequestStats:
             "connections": self.connections,
             "max_sessions": self.max_sessions,
             "busy_refusals": self.busy_refusals,
+            "draining": self.draining,
             "active_requests": len(self._live),
             "completed_requests": self.completed_requests,
             "cancelled_requests": self.cancelled_requests,

@@ -70,6 +70,8 @@ def test_image_installs_pinned_requirements_and_bakes_its_model(
     # The GPU images admit a fixed number of sessions (a starting value not yet measured on a GPU: set
     # KOKORO_MAX_SESSIONS on the endpoint to change it); the CPU image sizes its cap to the machine's cores.
     assert parser.envs.get("KOKORO_MAX_SESSIONS") == ("16" if gpu else None)
+    # SageMaker's images drain live sessions for 20 s after SIGTERM (SageMaker kills at 30 s); local runs stop at once.
+    assert parser.envs.get("KOKORO_DRAIN_SECONDS") == ("20" if gpu else None)
     runs = " ".join(i["value"] for i in parser.structure if i["instruction"] == "RUN")
     for req in requirements:
         assert f"-r {req}" in runs
