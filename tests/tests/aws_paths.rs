@@ -105,6 +105,33 @@ async fn messages_cut_into_parts_and_all_marked_binary_give_the_same_answer() {
 }
 
 #[tokio::test]
+async fn a_draining_container_finishes_its_sentences_and_the_rest_go_on_a_new_stream() {
+    // SageMaker stops a container with SIGTERM; the container says `draining` and serves what it has. The
+    // stand-in's `draining-` endpoint says it after the first audio of every stream: the answer goes on,
+    // sentence by sentence, every one said once, none on the stopping stream after it spoke, and no silence
+    // inside a sentence.
+    let s = standins(StandInsConfig::default()).await;
+    let config = sdk(&s).await;
+    let url = gateway(vec![sagemaker(&config, "draining-kokoro", None)], Arc::new(agent(200.0)), Routing::default()).await;
+    // The agent pauses two seconds after its first sentence: what it says after comes once the container has
+    // said it is stopping.
+    let r = tokio::time::timeout(Duration::from_secs(90), speak(&url, &prompt("pause"), &CallOptions::default()))
+        .await
+        .expect("the conversation finishes")
+        .unwrap();
+    let sentences = check_conversation(&r);
+    assert_eq!(sentences[0], "Let me check that for you.");
+    assert!(sentences.len() >= 3, "{sentences:?}");
+    let timeline = r.timeline.as_ref().unwrap();
+    let stalls: u32 = timeline.sentences.iter().map(|s| s.stalls).sum();
+    assert_eq!(stalls, 0, "no silence inside a sentence: {:?}", timeline.sentences.iter().map(|s| s.stall_ms).collect::<Vec<_>>());
+    assert_eq!(Stats::get(&s.stats.sagemaker_after_draining), 0, "nothing was sent to a container after it said it was stopping");
+    assert!(Stats::get(&s.stats.sagemaker_streams) >= 2, "the session moved to a new stream");
+    let texts: Vec<String> = s.stats.sagemaker_synthesize.lock().unwrap().iter().map(|m| m["text"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(texts, sentences, "each sentence sent once, in order");
+}
+
+#[tokio::test]
 async fn sagemaker_stream_errors_reach_the_client() {
     let s = standins(StandInsConfig::default()).await;
     let config = sdk(&s).await;

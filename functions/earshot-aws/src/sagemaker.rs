@@ -148,60 +148,71 @@ impl SpeechBackend for SageMakerBackend {
     }
 
     async fn open(&self, options: SessionOptions) -> Result<SpeechSession, SpeechError> {
-        let (requests, request_stream) = mpsc::channel::<RequestItem>(32);
-        let output = self
-            .client
-            .invoke_endpoint_with_bidirectional_stream()
-            .endpoint_name(&self.settings.endpoint_name)
-            .set_target_variant(self.settings.target_variant.clone())
-            .body(ReceiverStream::new(request_stream).into())
-            .send()
-            .await
-            .map_err(|e| {
-                let service = e.as_service_error();
-                let code = service.and_then(|s| s.code()).unwrap_or("backend_unreachable").to_string();
-                let message = service.and_then(|s| s.message()).map(str::to_string).unwrap_or_else(|| format!("{e:?}"));
-                let retryable = !matches!(code.as_str(), "InputValidationError" | "ValidationError" | "AccessDeniedException");
-                SpeechError::new(&code_name(&code), format!("SageMaker endpoint {}: {message}", self.settings.endpoint_name), retryable)
-            })?;
-        if let Some(variant) = &output.invoked_production_variant {
-            tracing::debug!("SageMaker answered from variant {variant}");
-        }
-        let (frames_tx, frames) = mpsc::channel(32);
-        let mut body = output.body;
-        // The receiver is drained by a task of its own, so that the session can race a channel
-        // (cancel-safe) rather than the SDK's receiver.
-        earshot_core::tasks::spawn(async move {
-            let mut joiner = crate::sagemaker_parts::PartJoiner::default();
-            loop {
-                let item = match body.recv().await {
-                    Ok(Some(ResponseStreamEvent::PayloadPart(part))) => {
-                        let bytes: &[u8] = part.bytes.as_ref().map(|b| b.as_ref()).unwrap_or_default();
-                        match joiner.push(part.completion_state.as_deref(), bytes) {
-                            Ok(Some(frame)) => Ok(frame),
-                            Ok(None) => continue,
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Ok(Some(_)) => continue,
-                    Ok(None) if joiner.is_midway() => Err(TransportError::new("backend_protocol", "the SageMaker stream ended inside a message", true)),
-                    Ok(None) => break,
-                    Err(e) => Err(stream_error(&e)),
-                };
-                let failed = item.is_err();
-                if frames_tx.send(item).await.is_err() || failed {
-                    break;
-                }
-            }
+        let transport = open_stream(&self.client, &self.settings).await?;
+        // Where the container drains (SageMaker stopping it), the session moves to a new stream of the same
+        // endpoint, which SageMaker routes to a container that is not stopping.
+        let (client, settings) = (self.client.clone(), self.settings.clone());
+        let reopen: container_session::Reopen<SageMakerTransport> = Box::new(move || {
+            let (client, settings) = (client.clone(), settings.clone());
+            Box::pin(async move { open_stream(&client, &settings).await })
         });
-        let transport = SageMakerTransport { requests: Some(requests), frames };
-        Ok(container_session::start(transport, options, self.settings.speed))
+        Ok(container_session::start_movable(transport, Some(reopen), options, self.settings.speed))
     }
 
     async fn health(&self) -> Result<(), SpeechError> {
         // The bidirectional API has no ping; the endpoint's health is SageMaker's to report.
         self.health.check(|| self.describe_endpoint()).await
     }
+}
+
+/// One bidirectional stream to the endpoint, its response read into a channel.
+async fn open_stream(client: &Client, settings: &SageMakerSettings) -> Result<SageMakerTransport, SpeechError> {
+    let (requests, request_stream) = mpsc::channel::<RequestItem>(32);
+    let output = client
+        .invoke_endpoint_with_bidirectional_stream()
+        .endpoint_name(&settings.endpoint_name)
+        .set_target_variant(settings.target_variant.clone())
+        .body(ReceiverStream::new(request_stream).into())
+        .send()
+        .await
+        .map_err(|e| {
+            let service = e.as_service_error();
+            let code = service.and_then(|s| s.code()).unwrap_or("backend_unreachable").to_string();
+            let message = service.and_then(|s| s.message()).map(str::to_string).unwrap_or_else(|| format!("{e:?}"));
+            let retryable = !matches!(code.as_str(), "InputValidationError" | "ValidationError" | "AccessDeniedException");
+            SpeechError::new(&code_name(&code), format!("SageMaker endpoint {}: {message}", settings.endpoint_name), retryable)
+        })?;
+    if let Some(variant) = &output.invoked_production_variant {
+        tracing::debug!("SageMaker answered from variant {variant}");
+    }
+    let (frames_tx, frames) = mpsc::channel(32);
+    let mut body = output.body;
+    // The receiver is drained by a task of its own, so that the session can race a channel
+    // (cancel-safe) rather than the SDK's receiver.
+    earshot_core::tasks::spawn(async move {
+        let mut joiner = crate::sagemaker_parts::PartJoiner::default();
+        loop {
+            let item = match body.recv().await {
+                Ok(Some(ResponseStreamEvent::PayloadPart(part))) => {
+                    let bytes: &[u8] = part.bytes.as_ref().map(|b| b.as_ref()).unwrap_or_default();
+                    match joiner.push(part.completion_state.as_deref(), bytes) {
+                        Ok(Some(frame)) => Ok(frame),
+                        Ok(None) => continue,
+                        Err(e) => Err(e),
+                    }
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) if joiner.is_midway() => Err(TransportError::new("backend_protocol", "the SageMaker stream ended inside a message", true)),
+                Ok(None) => break,
+                Err(e) => Err(stream_error(&e)),
+            };
+            let failed = item.is_err();
+            if frames_tx.send(item).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    Ok(SageMakerTransport { requests: Some(requests), frames })
 }
 
 /// `ModelStreamError` → `model_stream_error`, keeping the service's own names recognisable.

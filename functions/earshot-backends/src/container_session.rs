@@ -13,6 +13,14 @@
 //! container says of it: on a GPU the container has often finished it before the `cancel` arrives, and
 //! answers `cancelled` for an id it no longer has (or, before protocol 1.1, an `unknown_request` error).
 //! Every late event about a withdrawn id is dropped; none ends the conversation or moves it to another arm.
+//!
+//! A container that is stopping (SageMaker's SIGTERM: scale-in, a new deployment) says `draining` and serves
+//! its requests to their end. The session then moves between sentences: what it has sent there finishes
+//! there, later sentences wait (in order, already counted as live) until the last of those has ended, and
+//! then go on a new stream of the same endpoint ([`Reopen`]), which SageMaker routes to a container that is
+//! not stopping. So no sentence is cut, no voice changes mid-answer, and the only cost is a gap between two
+//! sentences while the new stream opens. Where no new stream can be opened, the sentences go on the old one
+//! (which serves until its drain ends).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
@@ -59,9 +67,17 @@ pub trait ContainerTransport: Send + Sync + 'static {
     async fn close(&mut self);
 }
 
+/// Opens a new transport to the same container service: where a session moves when its container drains.
+pub type Reopen<T> = Box<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, TransportError>> + Send>> + Send + Sync>;
+
 /// Starts a session on an open transport; `speed` is the deployment's own (1.0: the model's), which the
 /// session's speaking rate multiplies.
 pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed: f32) -> SpeechSession {
+    start_movable(transport, None, options, speed)
+}
+
+/// As [`start`], and where the container drains, the session moves to a transport `reopen` opens.
+pub fn start_movable<T: ContainerTransport>(transport: T, reopen: Option<Reopen<T>>, options: SessionOptions, speed: f32) -> SpeechSession {
     let deployment_speed = speed;
     let speed = (speed * options.speaking_rate.factor()).clamp(0.5, 2.0);
     let (commands_tx, commands_rx) = mpsc::channel(COMMAND_CHANNEL);
@@ -79,6 +95,8 @@ pub fn start<T: ContainerTransport>(transport: T, options: SessionOptions, speed
         preparations: 0,
         skipped: BTreeSet::new(),
         withdrawn: VecDeque::new(),
+        reopen,
+        draining: None,
     };
     earshot_core::tasks::spawn(session.drive(commands_rx));
     SpeechSession { commands: commands_tx, events: events_rx, format: AudioFormat::pcm_s16le(KOKORO_SAMPLE_RATE), voice: options.voice }
@@ -116,6 +134,18 @@ struct Session<T> {
     /// Preparations withdrawn whose `cancel` the container has not answered yet (at most
     /// [`WITHDRAWN_KEPT`], the oldest forgotten first): what it says of them is not an error.
     withdrawn: VecDeque<String>,
+    /// Opens the transport the session moves to when its container drains.
+    reopen: Option<Reopen<T>>,
+    /// The container said `draining`: what was sent to it, and what waits for the move.
+    draining: Option<Draining>,
+}
+
+/// A move between streams under way (see the module docs).
+struct Draining {
+    /// The requests the draining container has, which it serves to their end.
+    sent: BTreeSet<String>,
+    /// Messages for the new stream, in order (requests under their id, the session's `close` under none).
+    waiting: Vec<(Option<String>, String)>,
 }
 
 /// Withdrawn preparations remembered at once; an answer is a message away, and a conversation withdraws
@@ -143,12 +173,16 @@ impl<T: ContainerTransport> Session<T> {
                     Some(SpeechCommand::Prepare(request)) => self.prepare(request).await,
                     Some(SpeechCommand::Finish) => {
                         finishing = true;
-                        self.send(kokoro_wire::close()).await
+                        self.finish().await
                     }
                     // Dropped without Finish: the conversation is over.
                     None => Next::Abandon,
                 },
-                frame = self.transport.recv() => self.on_frame(frame).await,
+                frame = self.transport.recv() => match self.on_frame(frame).await {
+                    // A request the draining container had may have ended: the move, once it has none.
+                    Next::Go if self.draining.is_some() => self.move_when_served().await,
+                    other => other,
+                },
             };
             match next {
                 Next::Go => {}
@@ -164,6 +198,41 @@ impl<T: ContainerTransport> Session<T> {
         }
     }
 
+    /// The container drains: the requests it has are the last it is sent (unless no new stream opens).
+    fn on_draining(&mut self) -> Next {
+        if self.reopen.is_some() && self.draining.is_none() {
+            tracing::info!("the Kokoro container is stopping: the next sentences go on a new stream once its {} end", self.live.len());
+            self.draining = Some(Draining { sent: self.live.keys().cloned().collect(), waiting: Vec::new() });
+        }
+        Next::Go
+    }
+
+    /// Once the draining container has ended the requests it has: a new stream, and what waited, sent on it.
+    async fn move_when_served(&mut self) -> Next {
+        let Some(draining) = &self.draining else { return Next::Go };
+        // Nothing to send yet (or ever: the session may end on the old stream): the move waits for a message.
+        if draining.waiting.is_empty() || draining.sent.iter().any(|id| self.live.contains_key(id)) {
+            return Next::Go;
+        }
+        let Some(draining) = self.draining.take() else { return Next::Go };
+        let reopen = self.reopen.as_ref().expect("a move is begun only with a way to reopen");
+        match reopen().await {
+            Ok(fresh) => {
+                let mut old = std::mem::replace(&mut self.transport, fresh);
+                let _ = old.send_text(kokoro_wire::close()).await;
+                old.close().await;
+                tracing::info!("moved to a new stream: {} message(s) sent on it", draining.waiting.len());
+            }
+            Err(e) => tracing::warn!("no new stream ({}): the next sentences go on the stopping container", earshot_core::redact::redact(&e.message)),
+        }
+        for (_, message) in draining.waiting {
+            if let Next::Stop = self.send_now(message).await {
+                return Next::Stop;
+            }
+        }
+        Next::Go
+    }
+
     /// Sends `request` under `id`, and keeps it live.
     async fn synthesize(&mut self, id: String, request: &SpeechRequest) -> Next {
         // The container's front ends read digits but not `1er`, `10 h 30`, `¥12.5` or a phone number
@@ -174,8 +243,8 @@ impl<T: ContainerTransport> Session<T> {
         let text = earshot_core::text::spoken::spoken(&request.text, &reading);
         let speed = request.rate.map_or(self.speed, |rate| (self.deployment_speed * rate.factor()).clamp(0.5, 2.0));
         let message = kokoro_wire::synthesize(&id, &text, &self.voice, language, speed);
-        self.live.insert(id, (request.index, SpokenMap::new(&request.text, &text)));
-        self.send(message).await
+        self.live.insert(id.clone(), (request.index, SpokenMap::new(&request.text, &text)));
+        self.send(Some(id), message).await
     }
 
     /// A sentence to speak: the one prepared, if it is that one (what it made so far is passed on now), else
@@ -218,7 +287,28 @@ impl<T: ContainerTransport> Session<T> {
             self.withdrawn.pop_front();
         }
         self.withdrawn.push_back(id.to_string());
-        self.send(kokoro_wire::cancel(id)).await
+        // While the container drains: a request it has is cancelled there; one still waiting is simply not sent.
+        if let Some(draining) = self.draining.as_mut() {
+            if !draining.sent.contains(id) {
+                draining.waiting.retain(|(waiting, _)| waiting.as_deref() != Some(id));
+                self.withdrawn.pop_back();
+                return self.move_when_served().await;
+            }
+            return self.send_now(kokoro_wire::cancel(id)).await;
+        }
+        self.send_now(kokoro_wire::cancel(id)).await
+    }
+
+    /// The conversation has no more sentences: `close`, where the last of them goes.
+    async fn finish(&mut self) -> Next {
+        match &self.draining {
+            // Nothing waits for a new stream: the draining container closes the session as it ends.
+            Some(draining) if draining.waiting.is_empty() => {
+                self.draining = None;
+                self.send_now(kokoro_wire::close()).await
+            }
+            _ => self.send(None, kokoro_wire::close()).await,
+        }
     }
 
     /// Whether `id` is a withdrawn preparation, forgetting it once the container has answered for it.
@@ -232,7 +322,16 @@ impl<T: ContainerTransport> Session<T> {
         }
     }
 
-    async fn send(&mut self, text: String) -> Next {
+    /// Sends a message (a request's under its `id`), or keeps it for the new stream while the container drains.
+    async fn send(&mut self, id: Option<String>, text: String) -> Next {
+        if let Some(draining) = self.draining.as_mut() {
+            draining.waiting.push((id, text));
+            return self.move_when_served().await;
+        }
+        self.send_now(text).await
+    }
+
+    async fn send_now(&mut self, text: String) -> Next {
         match self.transport.send_text(text).await {
             Ok(()) => Next::Go,
             Err(e) => {
@@ -290,6 +389,7 @@ impl<T: ContainerTransport> Session<T> {
                     Next::Abandon
                 }
                 Ok(ControlMessage::Start { .. }) | Ok(ControlMessage::Unknown) => Next::Go,
+                Ok(ControlMessage::Draining { .. }) => self.on_draining(),
                 Ok(ControlMessage::Words { request_id, words }) => match self.live.get_mut(&request_id) {
                     Some((index, map)) => {
                         let (index, words) = (*index, map.push(words));
@@ -414,12 +514,14 @@ mod tests {
         frames: mpsc::UnboundedSender<Frame>,
         incoming: mpsc::UnboundedReceiver<Frame>,
         before_1_1: bool,
+        /// The type and request id of every message it was sent, in order.
+        got: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     }
 
     impl FastContainer {
         fn new(before_1_1: bool) -> Self {
             let (frames, incoming) = mpsc::unbounded_channel();
-            FastContainer { frames, incoming, before_1_1 }
+            FastContainer { frames, incoming, before_1_1, got: Default::default() }
         }
 
         fn say(&self, message: serde_json::Value) {
@@ -432,6 +534,7 @@ mod tests {
         async fn send_text(&mut self, text: String) -> Result<(), TransportError> {
             let message: serde_json::Value = serde_json::from_str(&text).expect("JSON");
             let id = message["request_id"].as_str().unwrap_or_default().to_string();
+            self.got.lock().unwrap().push(format!("{} {id}", message["type"].as_str().unwrap_or_default()).trim().to_string());
             match message["type"].as_str() {
                 Some("synthesize") => {
                     self.say(serde_json::json!({"type": "start", "v": 1, "request_id": id, "sample_rate": KOKORO_SAMPLE_RATE}));
@@ -495,6 +598,39 @@ mod tests {
             }
         }
         events
+    }
+
+    #[tokio::test]
+    async fn a_draining_container_is_sent_nothing_more_and_the_next_sentence_goes_on_a_new_stream() {
+        let old = FastContainer::new(false);
+        old.say(serde_json::json!({"type": "draining", "v": 1, "seconds": 20}));
+        let (sent_old, fresh) = (old.got.clone(), FastContainer::new(false));
+        let sent_new = fresh.got.clone();
+        let fresh = std::sync::Mutex::new(Some(fresh));
+        let reopen: Reopen<FastContainer> = Box::new(move || {
+            let next = fresh.lock().unwrap().take();
+            Box::pin(async move { next.ok_or_else(|| TransportError::new("backend_gone", "one new stream only", true)) })
+        });
+        let mut session = start_movable(old, Some(reopen), options(), 1.0);
+        let mut events = Vec::new();
+        for index in 0..2 {
+            session.commands.send(SpeechCommand::Speak(SpeechRequest { index, ..request("Hello there.") })).await.unwrap();
+            loop {
+                let event = tokio::time::timeout(Duration::from_secs(5), session.events.recv()).await.expect("an event").expect("the session");
+                let finished = matches!(event, SpeechEvent::Finished { index: i, .. } if i == index);
+                events.push(event);
+                if finished {
+                    break;
+                }
+            }
+        }
+        session.commands.send(SpeechCommand::Finish).await.unwrap();
+        let closed = tokio::time::timeout(Duration::from_secs(5), session.events.recv()).await.expect("the session ends");
+        assert!(matches!(closed, Some(SpeechEvent::Closed { .. })), "{closed:?}");
+        assert!(!events.iter().any(|e| matches!(e, SpeechEvent::Failed(_))), "{events:?}");
+        // The stopping container finished what it had and was closed; the next sentence and the end went anew.
+        assert_eq!(*sent_old.lock().unwrap(), ["synthesize s0", "close"]);
+        assert_eq!(*sent_new.lock().unwrap(), ["synthesize s1", "close"]);
     }
 
     #[tokio::test]

@@ -84,6 +84,13 @@ pub enum ControlMessage {
     },
     /// The session is over: every queued request has finished after `close`.
     Closed {},
+    /// The container is stopping: it serves the requests it has to their end, within `seconds`, and takes no
+    /// new session (protocol 1.2).
+    Draining {
+        /// How long it serves at most.
+        #[serde(default)]
+        seconds: Option<f64>,
+    },
     /// A message of a type this version does not know (a later version's), skipped.
     #[serde(other)]
     Unknown,

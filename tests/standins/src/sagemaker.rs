@@ -11,7 +11,10 @@
 //! `sagemaker:InvokeEndpointWithBidirectionalStream`. One whose name starts with `parted` sends every
 //! container message as AWS documents a stream may: in several parts (`CompletionState` `PARTIAL` then
 //! `COMPLETE`, cut anywhere, inside a UTF-8 character too) and every part `DataType: BINARY`, as AWS's own
-//! WebSocket bridge samples send text; the others send each message whole, marked `COMPLETE`.
+//! WebSocket bridge samples send text; the others send each message whole, marked `COMPLETE`. One whose
+//! name starts with `draining` says `draining` (as a container does on SIGTERM) after the first audio of
+//! each stream, then serves on, counting any `synthesize` it is sent after that (a client that moves to a
+//! new stream sends none).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -55,6 +58,8 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
         _ => None,
     };
     let fail_before_audio = name == "fail-before-audio";
+    let drains = name.starts_with("draining");
+    let mut said_draining = false;
     let framing = if name.starts_with("untagged") {
         Framing::Untagged
     } else if name.starts_with("parted") {
@@ -78,6 +83,9 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                                 Ok(text) => {
                                     if let Ok(message) = serde_json::from_str::<serde_json::Value>(&text) {
                                         if message["type"] == "synthesize" {
+                                            if said_draining {
+                                                state.stats.sagemaker_after_draining.fetch_add(1, Ordering::SeqCst);
+                                            }
                                             state.stats.sagemaker_synthesize.lock().expect("stats lock").push(message);
                                         }
                                     }
@@ -110,7 +118,11 @@ pub async fn handle(req: Request<Incoming>, state: Arc<State>, path: &str) -> Re
                     let part = match message {
                         Some(Ok(Message::Text(text))) => framing.parts(Bytes::from(text.to_string()), "UTF8"),
                         Some(Ok(Message::Binary(bytes))) => {
-                            let parts = framing.parts(Bytes::from(bytes.to_vec()), "BINARY");
+                            let mut parts = framing.parts(Bytes::from(bytes.to_vec()), "BINARY");
+                            if drains && !said_draining {
+                                said_draining = true;
+                                parts.extend(framing.parts(Bytes::from(r#"{"type": "draining", "v": 1, "seconds": 20}"#), "UTF8"));
+                            }
                             if let Some((name, json)) = &fail_after_audio {
                                 for part in parts {
                                     let _ = out.send(part).await;

@@ -86,6 +86,8 @@ pub struct Stats {
     /// Every `TextEvent` sent as SSML (`TextType` `ssml`), as sent, in order.
     pub polly_ssml: std::sync::Mutex<Vec<String>>,
     pub sagemaker_streams: AtomicU64,
+    /// `synthesize` messages a `draining-…` endpoint's stream was sent after it said `draining`.
+    pub sagemaker_after_draining: AtomicU64,
     /// Every `synthesize` message carried to the container through SageMaker, as JSON (its text, voice
     /// and language), in order.
     pub sagemaker_synthesize: std::sync::Mutex<Vec<serde_json::Value>>,
