@@ -10,8 +10,10 @@
 //!
 //! A task that waits on something with no end of its own (a sick arm's health probe) also listens to
 //! [`stopping`], fired when the server closes the tracker, so that shutdown never waits on it.
-//! `functions/earshot-core/tests/tasks_on_the_tracker.rs` finds any bare `tokio::spawn` in the crates' code outside this
-//! module and the server's connection edge.
+//! The compiler holds every crate to it: `clippy.toml` disallows `tokio::spawn`, `Handle::spawn`,
+//! `JoinSet::spawn`, a `TaskTracker` of one's own and `std::thread::spawn`, so `make lint` fails on a task
+//! started beside this module; the few places that must (this module, the server's connection edge, the
+//! backends' readiness watches) say why beside an `#[allow]`.
 
 use std::future::Future;
 
@@ -38,6 +40,7 @@ impl Tasks {
 
     /// Spawns `future` on this tracker, as the current one of the task and of every task it spawns
     /// with [`spawn`].
+    #[allow(clippy::disallowed_methods)] // the tracker itself
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -75,6 +78,7 @@ impl Tasks {
 }
 
 /// Spawns `future` on the current task's tracker (see the module docs), or as a plain task outside any.
+#[allow(clippy::disallowed_methods)] // the tracker's own door, and its plain spawn outside any tracker
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,

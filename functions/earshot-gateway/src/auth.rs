@@ -190,7 +190,10 @@ impl TokenAuth {
     /// Starts a reading of the keys when one is due (see [`TokenAuth::with_refresh`]).
     fn refresh_if_due(&self) {
         let Some(refresh) = &self.refresh else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        // Outside a runtime (a synchronous check) there is nothing to read on.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
         {
             let mut last = refresh.last.lock().expect("the refresh clock");
             let now = SystemTime::now();
@@ -200,7 +203,7 @@ impl TokenAuth {
             *last = now;
         }
         let (read, keys, running) = (refresh.read.clone(), self.keys.clone(), refresh.running.clone());
-        runtime.spawn(async move {
+        earshot_core::tasks::spawn(async move {
             // A secret that cannot be read or parsed changes nothing; one that can is the keys from now
             // on, whatever it lost: a key removed there (even the last one) stops verifying here, and a
             // key added unusable is left out, loudly, rather than keeping the old set alive.

@@ -142,6 +142,7 @@ fn refusal(status: &str, body: &str) -> Vec<u8> {
 
 /// Serves `router` on `listener` until `signal` completes, then shuts down as the module says:
 /// `conversations` is fired when the drain time is over (the gateway's `shutdown` token).
+#[allow(clippy::disallowed_methods)] // each connection's task (and each refusal): drained by the graceful-shutdown watcher before the tracker is waited for
 pub async fn serve(listener: TcpListener, router: Router, limits: ServerLimits, signal: impl Future<Output = ()>, conversations: CancellationToken) {
     let builder = Arc::new(connection_builder(&limits));
     let graceful = GracefulShutdown::new();
@@ -265,6 +266,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    #[allow(clippy::disallowed_methods)] // a connection's HTTP/2 streams: they end with their connection, which the server drains
     fn execute(&self, stream: F) {
         let limit = self.write_limit;
         tokio::spawn(crate::idle::watching_stream(stream, limit));

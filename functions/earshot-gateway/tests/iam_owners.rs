@@ -4,6 +4,8 @@
 //! binary puts it there, an [`IamCaller`] request extension (here from a header a layer reads, in place of the
 //! function URL's request context).
 
+#![allow(clippy::disallowed_methods)] // a test spawns its own helpers; clippy.toml keeps the crates on the tracker
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,8 @@
 //! the voice, the agent's reader and the voice's own session task, however deep each was spawned
 //! (`earshot_core::tasks`). What `earshot serve` does once its streams end is done here by hand.
 
+#![allow(clippy::disallowed_methods)] // a test spawns its own helpers; clippy.toml keeps the crates on the tracker
+
 use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;

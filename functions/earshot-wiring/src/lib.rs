@@ -135,6 +135,7 @@ pub async fn connect(resolved: Resolved) -> Result<Built, SettingsError> {
 type Watches = JoinSet<Result<(), SpeechError>>;
 
 /// The backends the settings name, in order, and the watches of those that come up in the background.
+#[allow(clippy::disallowed_methods)] // the watches are a set the server holds and aborts when it stops (`Built::watches`)
 fn backends(settings: &Settings, aws: Option<&aws_edge::Aws>) -> Result<(Vec<Arc<dyn SpeechBackend>>, Watches), SettingsError> {
     let aws = || aws.expect("the AWS configuration is loaded whenever an AWS part is configured");
     let mut backends: Vec<Arc<dyn SpeechBackend>> = Vec::new();

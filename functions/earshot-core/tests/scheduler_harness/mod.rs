@@ -6,6 +6,7 @@
 //! once, when its session was dropped), so tests can check that backpressure and cancellation reach
 //! them, not only what the client received.
 
+#![allow(clippy::disallowed_methods)] // test helpers spawn as they like; clippy.toml keeps the crates on the tracker
 #![allow(dead_code)] // each test file uses its own part of the harness
 
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,7 @@
 //! What the gateway's HTTP tests share: a gateway served on a free port.
 
+#![allow(clippy::disallowed_methods)] // test helpers spawn as they like; clippy.toml keeps the crates on the tracker
+
 use std::sync::Arc;
 
 use earshot_gateway::Gateway;
